@@ -1,0 +1,121 @@
+//! A private `redis-server` on a free loopback port, in a temporary
+//! directory, stopped by pid. Shared by the examples and the test suites
+//! (which include this file by path).
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct PrivateRedis {
+    pub port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+    extra: Vec<String>,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+impl PrivateRedis {
+    pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// Extra `redis-server` arguments, e.g. `["--appendonly", "yes"]`.
+    pub fn start_with(extra: &[&str]) -> Self {
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!("cogworker-test-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut redis = PrivateRedis {
+            port,
+            dir,
+            child: None,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+        };
+        redis.spawn();
+        redis
+    }
+
+    /// A port nothing listens on (for "Redis down at boot").
+    pub fn unstarted() -> Self {
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!("cogworker-test-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        PrivateRedis {
+            port,
+            dir,
+            child: None,
+            extra: Vec::new(),
+        }
+    }
+
+    pub fn spawn(&mut self) {
+        assert!(self.child.is_none(), "already running");
+        let mut cmd = Command::new("redis-server");
+        cmd.arg("--port")
+            .arg(self.port.to_string())
+            .arg("--bind")
+            .arg("127.0.0.1")
+            .arg("--save")
+            .arg("")
+            .arg("--dir")
+            .arg(&self.dir)
+            .args(&self.extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if !self.extra.iter().any(|a| a == "--appendonly") {
+            cmd.arg("--appendonly").arg("no");
+        }
+        self.child = Some(cmd.spawn().expect("redis-server must be installed"));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let client = redis::Client::open(self.url()).unwrap();
+        loop {
+            if let Ok(mut c) = client.get_connection() {
+                if redis::cmd("PING").query::<String>(&mut c).is_ok() {
+                    return;
+                }
+            }
+            assert!(Instant::now() < deadline, "redis-server did not start on {}", self.port);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops the server with SIGKILL (no save) and waits for it to exit.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    pub fn sync_conn(&self) -> redis::Connection {
+        redis::Client::open(self.url()).unwrap().get_connection().unwrap()
+    }
+
+    pub async fn conn(&self) -> redis::aio::MultiplexedConnection {
+        redis::Client::open(self.url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap()
+    }
+}
+
+impl Drop for PrivateRedis {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -1,0 +1,312 @@
+//! The ops API: what the Web UI and admin CLIs are built on. Queues (size,
+//! latency, pause, clear), the schedule/retry/dead sets (page, find, retry
+//! now, delete, kill), processes (list, quiet, stop) and stats. Reads page
+//! with range queries; nothing loads a whole set.
+
+use crate::client::Client;
+use crate::error::Result;
+use crate::job::{float, now, Job};
+use crate::retry::day_of;
+use crate::scripts::SCRIPTS;
+use redis::AsyncCommands;
+use serde_json::Value;
+
+/// One of the sorted sets of jobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobSet {
+    Scheduled,
+    Retry,
+    Dead,
+}
+
+/// A queue's state.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueInfo {
+    pub name: String,
+    pub size: u64,
+    /// Seconds the oldest job has waited (0 when empty).
+    pub latency: f64,
+    pub paused: bool,
+}
+
+/// An entry of a job set: its score and the payload as stored.
+#[derive(Clone, Debug)]
+pub struct SetEntry {
+    pub score: f64,
+    pub raw: Vec<u8>,
+}
+
+impl SetEntry {
+    pub fn job(&self) -> Option<Job> {
+        Job::parse(&self.raw).ok()
+    }
+}
+
+/// A registered worker process.
+#[derive(Clone, Debug)]
+pub struct ProcessInfo {
+    pub identity: String,
+    pub info: Value,
+    pub busy: u64,
+    pub quiet: bool,
+    pub beat: f64,
+}
+
+/// Processed and failed counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub processed: u64,
+    pub failed: u64,
+}
+
+/// Ops over one namespace, through a [`Client`]'s connection.
+#[derive(Clone)]
+pub struct Api {
+    client: Client,
+}
+
+impl Api {
+    pub fn new(client: Client) -> Self {
+        Api { client }
+    }
+
+    fn conn(&self) -> redis::aio::ConnectionManager {
+        self.client.redis().conn()
+    }
+
+    fn set_key(&self, set: JobSet) -> String {
+        let keys = self.client.keys();
+        match set {
+            JobSet::Scheduled => keys.schedule(),
+            JobSet::Retry => keys.retry(),
+            JobSet::Dead => keys.dead(),
+        }
+    }
+
+    pub async fn queues(&self) -> Result<Vec<QueueInfo>> {
+        let keys = self.client.keys();
+        let mut conn = self.conn();
+        let mut names: Vec<String> = conn.smembers(keys.queues()).await?;
+        names.sort();
+        let paused: Vec<String> = conn.smembers(keys.paused_queues()).await?;
+        let mut out = Vec::with_capacity(names.len());
+        for name in names {
+            out.push(self.queue_with(&name, &paused).await?);
+        }
+        Ok(out)
+    }
+
+    pub async fn queue(&self, name: &str) -> Result<QueueInfo> {
+        let paused: Vec<String> = self.conn().smembers(self.client.keys().paused_queues()).await?;
+        self.queue_with(name, &paused).await
+    }
+
+    async fn queue_with(&self, name: &str, paused: &[String]) -> Result<QueueInfo> {
+        let key = self.client.keys().queue(name);
+        let mut conn = self.conn();
+        let (size, oldest): (u64, Option<Vec<u8>>) =
+            redis::pipe().llen(&key).lindex(&key, -1).query_async(&mut conn).await?;
+        let latency = oldest
+            .and_then(|raw| Job::parse(&raw).ok())
+            .and_then(|job| job.get("enqueued_at").and_then(Value::as_f64))
+            .map_or(0.0, |at| (now() - at).max(0.0));
+        Ok(QueueInfo {
+            name: name.to_string(),
+            size,
+            latency,
+            paused: paused.iter().any(|p| p == name),
+        })
+    }
+
+    pub async fn pause_queue(&self, name: &str) -> Result<()> {
+        let _: i64 = self.conn().sadd(self.client.keys().paused_queues(), name).await?;
+        Ok(())
+    }
+    pub async fn unpause_queue(&self, name: &str) -> Result<()> {
+        let _: i64 = self.conn().srem(self.client.keys().paused_queues(), name).await?;
+        Ok(())
+    }
+    /// Deletes every job on the queue; returns how many.
+    pub async fn clear_queue(&self, name: &str) -> Result<u64> {
+        let key = self.client.keys().queue(name);
+        let (size, _): (u64, i64) = redis::pipe()
+            .atomic()
+            .llen(&key)
+            .del(&key)
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(size)
+    }
+    /// Jobs on a queue, newest first (`start`, `count` page through).
+    pub async fn queue_jobs(&self, name: &str, start: isize, count: isize) -> Result<Vec<Vec<u8>>> {
+        let key = self.client.keys().queue(name);
+        Ok(self.conn().lrange(key, start, start + count - 1).await?)
+    }
+
+    pub async fn set_size(&self, set: JobSet) -> Result<u64> {
+        Ok(self.conn().zcard(self.set_key(set)).await?)
+    }
+    /// A page of a set, latest score first.
+    pub async fn set_page(&self, set: JobSet, start: isize, count: isize) -> Result<Vec<SetEntry>> {
+        let entries: Vec<(Vec<u8>, f64)> = self
+            .conn()
+            .zrevrange_withscores(self.set_key(set), start, start + count - 1)
+            .await?;
+        Ok(entries
+            .into_iter()
+            .map(|(raw, score)| SetEntry { score, raw })
+            .collect())
+    }
+    /// Finds a job in a set by jid (a scan; sets can be large).
+    pub async fn find_in_set(&self, set: JobSet, jid: &str) -> Result<Option<SetEntry>> {
+        let key = self.set_key(set);
+        let needle = format!("*\"jid\":\"{jid}\"*");
+        let mut conn = self.conn();
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, page): (u64, Vec<(Vec<u8>, f64)>) = redis::cmd("ZSCAN")
+                .arg(&key)
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(&needle)
+                .arg("COUNT")
+                .arg(1000)
+                .query_async(&mut conn)
+                .await?;
+            for (raw, score) in page {
+                if Job::parse(&raw).is_ok_and(|j| j.jid_str() == jid) {
+                    return Ok(Some(SetEntry { score, raw }));
+                }
+            }
+            if next == 0 {
+                return Ok(None);
+            }
+            cursor = next;
+        }
+    }
+    pub async fn delete_from_set(&self, set: JobSet, entry: &SetEntry) -> Result<bool> {
+        let removed: i64 = self.conn().zrem(self.set_key(set), &entry.raw[..]).await?;
+        Ok(removed == 1)
+    }
+    /// Moves an entry onto its queue now (atomic claim + push). False if it
+    /// was gone or cannot be requeued (then it is left in place).
+    pub async fn retry_now(&self, set: JobSet, entry: &SetEntry) -> Result<bool> {
+        let Some(mut job) = entry.job() else { return Ok(false) };
+        if job.class() == crate::job::UNPARSEABLE_CLASS || job.queue_name().is_empty() {
+            return Ok(false);
+        }
+        job.remove("at");
+        job.set("enqueued_at", float(now()));
+        let keys = self.client.keys();
+        let queue = job.queue_name().to_string();
+        let moved: i64 = SCRIPTS
+            .requeue_due
+            .key(self.set_key(set))
+            .key(keys.queues())
+            .key(keys.queue(&queue))
+            .arg(&entry.raw[..])
+            .arg(&queue)
+            .arg(job.to_json())
+            .invoke_async(&mut self.conn())
+            .await?;
+        Ok(moved == 1)
+    }
+    /// Retries every entry of a set now; returns how many moved.
+    pub async fn retry_all(&self, set: JobSet) -> Result<usize> {
+        let mut moved = 0;
+        loop {
+            let page = self.set_page(set, 0, 100).await?;
+            if page.is_empty() {
+                return Ok(moved);
+            }
+            let mut progressed = false;
+            for entry in &page {
+                if self.retry_now(set, entry).await? {
+                    moved += 1;
+                    progressed = true;
+                }
+            }
+            if !progressed {
+                return Ok(moved);
+            }
+        }
+    }
+    /// Moves an entry of the schedule or retry set to dead (atomically).
+    pub async fn kill(&self, set: JobSet, entry: &SetEntry) -> Result<bool> {
+        let dead = self.set_key(JobSet::Dead);
+        let (removed,): (i64,) = redis::pipe()
+            .atomic()
+            .zrem(self.set_key(set), &entry.raw[..])
+            .zadd(&dead, &entry.raw[..], now())
+            .ignore()
+            .query_async(&mut self.conn())
+            .await?;
+        if removed == 0 {
+            let _: i64 = self.conn().zrem(&dead, &entry.raw[..]).await?;
+        }
+        Ok(removed == 1)
+    }
+
+    pub async fn processes(&self) -> Result<Vec<ProcessInfo>> {
+        let keys = self.client.keys();
+        let mut conn = self.conn();
+        let mut identities: Vec<String> = conn.smembers(keys.processes()).await?;
+        identities.sort();
+        let mut out = Vec::new();
+        for identity in identities {
+            let fields: std::collections::HashMap<String, String> = conn.hgetall(keys.process(&identity)).await?;
+            let Some(info) = fields.get("info") else { continue };
+            out.push(ProcessInfo {
+                info: serde_json::from_str(info).unwrap_or(Value::Null),
+                busy: fields.get("busy").and_then(|b| b.parse().ok()).unwrap_or(0),
+                quiet: fields.get("quiet").is_some_and(|q| q == "true"),
+                beat: fields.get("beat").and_then(|b| b.parse().ok()).unwrap_or(0.0),
+                identity,
+            });
+        }
+        Ok(out)
+    }
+    /// Busy slots of one process: `(slot, JSON {queue, payload, run_at})`.
+    pub async fn busy(&self, identity: &str) -> Result<Vec<(String, String)>> {
+        Ok(self.conn().hgetall(self.client.keys().workers(identity)).await?)
+    }
+    pub async fn quiet_process(&self, identity: &str) -> Result<()> {
+        let _: i64 = self
+            .conn()
+            .publish(self.client.keys().signal(identity), "quiet")
+            .await?;
+        Ok(())
+    }
+    pub async fn stop_process(&self, identity: &str) -> Result<()> {
+        let _: i64 = self.conn().publish(self.client.keys().signal(identity), "stop").await?;
+        Ok(())
+    }
+
+    pub async fn stats(&self) -> Result<Stats> {
+        self.stats_for(None).await
+    }
+    /// Counts for one UTC day (`yyyy-mm-dd`), or the totals.
+    pub async fn stats_for(&self, day: Option<&str>) -> Result<Stats> {
+        let keys = self.client.keys();
+        let (processed, failed): (Option<u64>, Option<u64>) = redis::pipe()
+            .get(keys.stat("processed", day))
+            .get(keys.stat("failed", day))
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(Stats {
+            processed: processed.unwrap_or(0),
+            failed: failed.unwrap_or(0),
+        })
+    }
+    pub async fn stats_today(&self) -> Result<Stats> {
+        self.stats_for(Some(&day_of(now()))).await
+    }
+    /// Failed attempts of one job, oldest first (JSON entries).
+    pub async fn attempts(&self, jid: &str) -> Result<Vec<String>> {
+        Ok(self.conn().lrange(self.client.keys().attempts(jid), 0, -1).await?)
+    }
+    /// Recent executions, newest first (JSON entries).
+    pub async fn history(&self, count: isize) -> Result<Vec<String>> {
+        Ok(self.conn().lrange(self.client.keys().history(), 0, count - 1).await?)
+    }
+}

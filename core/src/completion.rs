@@ -1,0 +1,215 @@
+//! Settles finished jobs in Redis. Completions queue up here while jobs
+//! run; each pass takes everything waiting (up to a cap) and acknowledges
+//! all successes with one script call, so under load the bookkeeping costs
+//! a fraction of a round trip per job. Failures are filed one script call
+//! each (retry/dead and the acknowledgement in one atomic step). A write
+//! that fails is retried, never dropped: until it succeeds the job stays on
+//! the in-progress list, where shutdown or recovery will find it.
+
+use crate::handler::Outcome;
+use crate::job::{now, Job};
+use crate::manager::{Completion, Delivery, Shared};
+use crate::retry::{day_of, dead_bounds, history_entry, plan_failure, Disposition, FailurePlan};
+use crate::scripts::SCRIPTS;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Most completions settled per pass (and per `ack.lua` call).
+const BATCH: usize = 500;
+/// While stopping, how long a failing write is retried before giving up
+/// (the job then stays on the in-progress list for recovery).
+const STOPPING_RETRY_LIMIT: Duration = Duration::from_secs(10);
+
+pub(crate) async fn run(shared: Arc<Shared>, completions: flume::Receiver<Completion>) {
+    while let Ok(first) = completions.recv_async().await {
+        let mut batch = vec![first];
+        while batch.len() < BATCH {
+            match completions.try_recv() {
+                Ok(c) => batch.push(c),
+                Err(_) => break,
+            }
+        }
+        settle(&shared, batch).await;
+    }
+}
+
+async fn settle(shared: &Shared, batch: Vec<Completion>) {
+    let mut successes = Vec::new();
+    let mut flushes = Vec::new();
+    for completion in batch {
+        match completion {
+            Completion::Done {
+                delivery,
+                outcome: Outcome::Success,
+                finished_at,
+            } => successes.push((delivery, finished_at)),
+            Completion::Done {
+                delivery,
+                outcome: Outcome::Failure(failure),
+                finished_at,
+            } => {
+                let plan = plan_failure(&delivery.job, &failure, finished_at);
+                let history = history_entry(&delivery.job, delivery.started_at, finished_at, Some(&failure.class));
+                log_failure(&delivery, &failure.class, &failure.message, &plan);
+                persist(shared, "filing a failed job", || {
+                    file(
+                        shared,
+                        &shared.identity,
+                        shared.is_reliable(),
+                        &delivery.raw,
+                        &delivery.job,
+                        &plan,
+                        &history,
+                    )
+                })
+                .await;
+            }
+            Completion::Bury { queue, raw, reason } => {
+                let owner = shared.identity.clone();
+                persist(shared, "burying an unparseable payload", || {
+                    bury_unparseable(shared, &owner, shared.is_reliable(), &queue, &raw, &reason)
+                })
+                .await;
+            }
+            Completion::Flush(reply) => flushes.push(reply),
+        }
+    }
+    if !successes.is_empty() {
+        persist(shared, "acknowledging finished jobs", || ack(shared, &successes)).await;
+    }
+    for reply in flushes {
+        let _ = reply.send(());
+    }
+}
+
+fn log_failure(delivery: &Delivery, class: &str, message: &str, plan: &FailurePlan) {
+    let first_line = message.lines().next().unwrap_or("");
+    match plan.disposition {
+        Disposition::Retry => tracing::warn!(
+            "{} failed ({class}: {first_line}); retry in {:.0}s",
+            delivery.job,
+            plan.score - now()
+        ),
+        Disposition::Dead => tracing::error!(
+            "{} failed ({class}: {first_line}); out of retries, moved to dead",
+            delivery.job
+        ),
+        Disposition::Discard => tracing::warn!(
+            "{} failed ({class}: {first_line}); retry disabled, discarded",
+            delivery.job
+        ),
+    }
+}
+
+async fn ack(shared: &Shared, successes: &[(Delivery, f64)]) -> redis::RedisResult<()> {
+    let today = day_of(now());
+    let mut invocation = SCRIPTS.ack.prepare_invoke();
+    invocation
+        .key(shared.keys.in_progress(&shared.identity))
+        .key(shared.keys.stat("processed", None))
+        .key(shared.keys.stat("processed", Some(&today)))
+        .key(shared.keys.history())
+        .arg(if shared.is_reliable() { "1" } else { "0" })
+        .arg(shared.config.history_max())
+        .arg(successes.len());
+    for (delivery, _) in successes {
+        invocation.arg(&delivery.raw[..]);
+    }
+    for (delivery, finished_at) in successes {
+        invocation.arg(history_entry(&delivery.job, delivery.started_at, *finished_at, None));
+    }
+    let _counted: i64 = invocation.invoke_async(&mut shared.redis.conn()).await?;
+    Ok(())
+}
+
+/// Buries a payload that is not a runnable job, wrapped with its bytes kept
+/// (see [`Job::unparseable`]), taking it off `owner`'s in-progress list.
+pub(crate) async fn bury_unparseable(
+    shared: &Shared,
+    owner: &str,
+    reliable: bool,
+    queue: &str,
+    raw: &[u8],
+    reason: &str,
+) -> redis::RedisResult<()> {
+    let wrapper = Job::unparseable(raw, queue, reason);
+    let at = now();
+    let plan = FailurePlan {
+        disposition: Disposition::Dead,
+        score: at,
+        payload: wrapper.to_json(),
+        attempt: String::new(),
+    };
+    let history = history_entry(&wrapper, at, at, Some("cogworker::UnparseablePayload"));
+    file(shared, owner, reliable, raw, &wrapper, &plan, &history).await
+}
+
+/// Runs `fail.lua` for one job: `raw` is what `owner`'s in-progress list
+/// holds (ignored unless `reliable`).
+async fn file(
+    shared: &Shared,
+    owner: &str,
+    reliable: bool,
+    raw: &[u8],
+    job: &Job,
+    plan: &FailurePlan,
+    history: &str,
+) -> redis::RedisResult<()> {
+    let at = now();
+    let today = day_of(at);
+    let target = match plan.disposition {
+        Disposition::Retry => shared.keys.retry(),
+        _ => shared.keys.dead(),
+    };
+    let (dead_max, dead_min_score) = dead_bounds(&shared.config, at);
+    let _filed: i64 = SCRIPTS
+        .fail
+        .key(shared.keys.in_progress(owner))
+        .key(target)
+        .key(shared.keys.stat("failed", None))
+        .key(shared.keys.stat("failed", Some(&today)))
+        .key(shared.keys.attempts(job.jid_str()))
+        .key(shared.keys.history())
+        .arg(if reliable { "1" } else { "0" })
+        .arg(raw)
+        .arg(plan.disposition.as_str())
+        .arg(plan.score)
+        .arg(&plan.payload)
+        .arg(&plan.attempt)
+        .arg(shared.config.dead_timeout_secs().ceil() as u64)
+        .arg(history)
+        .arg(shared.config.history_max())
+        .arg(dead_max)
+        .arg(dead_min_score)
+        .invoke_async(&mut shared.redis.conn())
+        .await?;
+    Ok(())
+}
+
+/// Retries `write` until it succeeds; while stopping, for a bounded time.
+async fn persist<F, Fut>(shared: &Shared, what: &str, mut write: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = redis::RedisResult<()>>,
+{
+    let mut delay = Duration::from_millis(100);
+    let mut stopping_since: Option<Instant> = None;
+    loop {
+        match write().await {
+            Ok(()) => return,
+            Err(e) => {
+                tracing::error!("{what} failed, retrying in {delay:?}: {e}");
+                if shared.is_stopping() {
+                    let since = *stopping_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() > STOPPING_RETRY_LIMIT {
+                        tracing::error!("{what}: giving up at shutdown; the job stays in progress for recovery");
+                        return;
+                    }
+                }
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(2));
+            }
+        }
+    }
+}

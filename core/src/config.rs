@@ -1,0 +1,422 @@
+//! Settings (SPEC §5). Every setter validates and names the bad value.
+
+use crate::error::{Error, Result};
+use std::time::Duration;
+
+/// How processors take jobs off their queues.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FetchMode {
+    /// Atomic move into a per-process in-progress list (needs Redis >= 6.2):
+    /// a job survives its process dying.
+    Reliable,
+    /// `BRPOP`: once popped a job lives only in the process's memory.
+    Basic,
+}
+
+impl std::str::FromStr for FetchMode {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "reliable" => Ok(FetchMode::Reliable),
+            "basic" => Ok(FetchMode::Basic),
+            other => Err(Error::config(
+                "fetch",
+                format!("{other:?}"),
+                "must be \"reliable\" or \"basic\"",
+            )),
+        }
+    }
+}
+
+/// What the periodic ticker does with slots missed while no process ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CatchUp {
+    /// Fire only the most recent missed slot.
+    Latest,
+    /// Fire every missed slot (bounded).
+    All,
+}
+
+impl std::str::FromStr for CatchUp {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "latest" => Ok(CatchUp::Latest),
+            "all" => Ok(CatchUp::All),
+            other => Err(Error::config(
+                "periodic_catch_up",
+                format!("{other:?}"),
+                "must be \"latest\" or \"all\"",
+            )),
+        }
+    }
+}
+
+/// A queue to work, with its weight (a queue of weight 3 is tried first
+/// three times as often as one of weight 1).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueSpec {
+    pub name: String,
+    pub weight: u32,
+}
+
+impl QueueSpec {
+    /// Parses `name` or `name,weight` (the CLI's `-q` syntax).
+    pub fn parse(spec: &str) -> Result<Self> {
+        let (name, weight) = match spec.rsplit_once(',') {
+            Some((name, weight)) => {
+                let weight: u32 = weight
+                    .trim()
+                    .parse()
+                    .map_err(|_| Error::config("queues", format!("{spec:?}"), "weight must be a whole number >= 1"))?;
+                (name.trim(), weight)
+            }
+            None => (spec.trim(), 1),
+        };
+        validate_queue_name(name).map_err(|reason| Error::config("queues", format!("{spec:?}"), reason))?;
+        if weight == 0 {
+            return Err(Error::config(
+                "queues",
+                format!("{spec:?}"),
+                "weight must be a whole number >= 1",
+            ));
+        }
+        Ok(QueueSpec {
+            name: name.to_string(),
+            weight,
+        })
+    }
+}
+
+pub(crate) fn validate_queue_name(name: &str) -> std::result::Result<(), &'static str> {
+    if name.is_empty() {
+        Err("queue name must not be empty")
+    } else if name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        Err("queue name must not contain whitespace or control characters")
+    } else {
+        Ok(())
+    }
+}
+
+/// Worker and client settings. Build with [`Config::default`] or
+/// [`Config::from_env`], then adjust with the validating setters.
+#[derive(Clone, Debug)]
+pub struct Config {
+    redis_url: String,
+    namespace: String,
+    concurrency: usize,
+    queues: Vec<QueueSpec>,
+    strict_order: bool,
+    fetch: FetchMode,
+    fetch_idle_max_interval: f64,
+    orphan_threshold: f64,
+    orphan_check_interval: f64,
+    shutdown_timeout: f64,
+    unique_lock_ttl: f64,
+    periodic_catch_up: CatchUp,
+    labels: Vec<String>,
+    heartbeat_interval: f64,
+    scheduler_poll_interval: f64,
+    history_max: usize,
+    dead_max_jobs: usize,
+    dead_timeout: f64,
+}
+
+pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379/0";
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            redis_url: DEFAULT_REDIS_URL.to_string(),
+            namespace: "cogworker".to_string(),
+            concurrency: 10,
+            queues: vec![QueueSpec {
+                name: "default".into(),
+                weight: 1,
+            }],
+            strict_order: false,
+            fetch: FetchMode::Reliable,
+            fetch_idle_max_interval: 1.0,
+            orphan_threshold: 300.0,
+            orphan_check_interval: 60.0,
+            shutdown_timeout: 25.0,
+            unique_lock_ttl: 86_400.0,
+            periodic_catch_up: CatchUp::Latest,
+            labels: Vec::new(),
+            heartbeat_interval: 5.0,
+            scheduler_poll_interval: 5.0,
+            history_max: 1_000,
+            dead_max_jobs: 10_000,
+            dead_timeout: 180.0 * 86_400.0,
+        }
+    }
+}
+
+fn positive(field: &'static str, value: f64) -> Result<f64> {
+    if value.is_finite() && value > 0.0 {
+        Ok(value)
+    } else {
+        Err(Error::config(field, value, "must be a positive number of seconds"))
+    }
+}
+
+impl Config {
+    /// Defaults, with `redis_url` from `COGWORKER_REDIS_URL`, then `REDIS_URL`.
+    pub fn from_env() -> Result<Self> {
+        let mut config = Config::default();
+        for var in ["COGWORKER_REDIS_URL", "REDIS_URL"] {
+            if let Ok(url) = std::env::var(var) {
+                if !url.is_empty() {
+                    config.set_redis_url(&url)?;
+                    break;
+                }
+            }
+        }
+        Ok(config)
+    }
+
+    pub fn set_redis_url(&mut self, url: &str) -> Result<&mut Self> {
+        redis::Client::open(url).map_err(|e| Error::config("redis_url", redact_url(url), e))?;
+        self.redis_url = url.to_string();
+        Ok(self)
+    }
+    pub fn set_namespace(&mut self, namespace: &str) -> Result<&mut Self> {
+        if namespace.is_empty() || namespace.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(Error::config(
+                "namespace",
+                format!("{namespace:?}"),
+                "must be non-empty, without whitespace",
+            ));
+        }
+        self.namespace = namespace.to_string();
+        Ok(self)
+    }
+    pub fn set_concurrency(&mut self, concurrency: i64) -> Result<&mut Self> {
+        if !(1..=10_000).contains(&concurrency) {
+            return Err(Error::config("concurrency", concurrency, "must be between 1 and 10000"));
+        }
+        self.concurrency = concurrency as usize;
+        Ok(self)
+    }
+    /// Queues tried in weighted random order (`name` or `name,weight`).
+    pub fn set_queues<S: AsRef<str>>(&mut self, specs: &[S]) -> Result<&mut Self> {
+        self.queues = parse_queue_list(specs)?;
+        self.strict_order = false;
+        Ok(self)
+    }
+    /// Queues tried strictly in the order given (weights are not allowed).
+    pub fn set_queues_strict<S: AsRef<str>>(&mut self, names: &[S]) -> Result<&mut Self> {
+        let queues = parse_queue_list(names)?;
+        if let Some(q) = queues.iter().find(|q| q.weight != 1) {
+            return Err(Error::config(
+                "queues",
+                format!("{}:{}", q.name, q.weight),
+                "strict order takes no weights",
+            ));
+        }
+        self.queues = queues;
+        self.strict_order = true;
+        Ok(self)
+    }
+    pub fn set_fetch(&mut self, mode: FetchMode) -> &mut Self {
+        self.fetch = mode;
+        self
+    }
+    pub fn set_fetch_idle_max_interval(&mut self, seconds: f64) -> Result<&mut Self> {
+        self.fetch_idle_max_interval = positive("fetch_idle_max_interval", seconds)?;
+        Ok(self)
+    }
+    pub fn set_orphan_threshold(&mut self, seconds: f64) -> Result<&mut Self> {
+        self.orphan_threshold = positive("orphan_threshold", seconds)?;
+        Ok(self)
+    }
+    pub fn set_orphan_check_interval(&mut self, seconds: f64) -> Result<&mut Self> {
+        self.orphan_check_interval = positive("orphan_check_interval", seconds)?;
+        Ok(self)
+    }
+    pub fn set_shutdown_timeout(&mut self, seconds: f64) -> Result<&mut Self> {
+        if !(seconds.is_finite() && seconds >= 0.0) {
+            return Err(Error::config(
+                "shutdown_timeout",
+                seconds,
+                "must be zero or a positive number of seconds",
+            ));
+        }
+        self.shutdown_timeout = seconds;
+        Ok(self)
+    }
+    pub fn set_unique_lock_ttl(&mut self, seconds: f64) -> Result<&mut Self> {
+        self.unique_lock_ttl = positive("unique_lock_ttl", seconds)?;
+        Ok(self)
+    }
+    pub fn set_periodic_catch_up(&mut self, catch_up: CatchUp) -> &mut Self {
+        self.periodic_catch_up = catch_up;
+        self
+    }
+    pub fn set_labels<S: AsRef<str>>(&mut self, labels: &[S]) -> &mut Self {
+        self.labels = labels.iter().map(|l| l.as_ref().to_string()).collect();
+        self
+    }
+    pub fn set_heartbeat_interval(&mut self, seconds: f64) -> Result<&mut Self> {
+        self.heartbeat_interval = positive("heartbeat_interval", seconds)?;
+        Ok(self)
+    }
+    pub fn set_scheduler_poll_interval(&mut self, seconds: f64) -> Result<&mut Self> {
+        self.scheduler_poll_interval = positive("scheduler_poll_interval", seconds)?;
+        Ok(self)
+    }
+    pub fn set_history_max(&mut self, entries: usize) -> &mut Self {
+        self.history_max = entries;
+        self
+    }
+    pub fn set_dead_max_jobs(&mut self, entries: usize) -> Result<&mut Self> {
+        if entries == 0 {
+            return Err(Error::config("dead_max_jobs", entries, "must be at least 1"));
+        }
+        self.dead_max_jobs = entries;
+        Ok(self)
+    }
+
+    pub fn redis_url(&self) -> &str {
+        &self.redis_url
+    }
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+    pub fn concurrency(&self) -> usize {
+        self.concurrency
+    }
+    pub fn queues(&self) -> &[QueueSpec] {
+        &self.queues
+    }
+    pub fn strict_order(&self) -> bool {
+        self.strict_order
+    }
+    pub fn fetch(&self) -> FetchMode {
+        self.fetch
+    }
+    pub fn fetch_idle_max_interval(&self) -> Duration {
+        Duration::from_secs_f64(self.fetch_idle_max_interval)
+    }
+    pub fn orphan_threshold(&self) -> f64 {
+        self.orphan_threshold
+    }
+    pub fn orphan_check_interval(&self) -> Duration {
+        Duration::from_secs_f64(self.orphan_check_interval)
+    }
+    pub fn shutdown_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.shutdown_timeout)
+    }
+    /// Whole seconds: `SET ... EX` rejects a fractional TTL.
+    pub fn unique_lock_ttl_secs(&self) -> u64 {
+        self.unique_lock_ttl.ceil() as u64
+    }
+    pub fn periodic_catch_up(&self) -> CatchUp {
+        self.periodic_catch_up
+    }
+    pub fn labels(&self) -> &[String] {
+        &self.labels
+    }
+    pub fn heartbeat_interval(&self) -> Duration {
+        Duration::from_secs_f64(self.heartbeat_interval)
+    }
+    pub fn scheduler_poll_interval(&self) -> Duration {
+        Duration::from_secs_f64(self.scheduler_poll_interval)
+    }
+    pub fn history_max(&self) -> usize {
+        self.history_max
+    }
+    pub fn dead_max_jobs(&self) -> usize {
+        self.dead_max_jobs
+    }
+    pub fn dead_timeout_secs(&self) -> f64 {
+        self.dead_timeout
+    }
+    /// The Redis target with any password masked, for logs.
+    pub fn redis_url_redacted(&self) -> String {
+        redact_url(&self.redis_url)
+    }
+}
+
+fn parse_queue_list<S: AsRef<str>>(specs: &[S]) -> Result<Vec<QueueSpec>> {
+    if specs.is_empty() {
+        return Err(Error::config("queues", "[]", "at least one queue is required"));
+    }
+    let mut queues: Vec<QueueSpec> = Vec::new();
+    for spec in specs {
+        let q = QueueSpec::parse(spec.as_ref())?;
+        if queues.iter().any(|have| have.name == q.name) {
+            return Err(Error::config("queues", format!("{:?}", q.name), "listed twice"));
+        }
+        queues.push(q);
+    }
+    Ok(queues)
+}
+
+/// `redis://user:secret@host` → `redis://user:***@host`.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let creds = &url[scheme_end + 3..at];
+            let user = creds.split(':').next().unwrap_or("");
+            if creds.contains(':') {
+                format!("{}{}:***{}", &url[..scheme_end + 3], user, &url[at..])
+            } else {
+                format!("{}***{}", &url[..scheme_end + 3], &url[at..])
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_specs_parse_weights_and_reject_bad_ones() {
+        assert_eq!(
+            QueueSpec::parse("critical,3").unwrap(),
+            QueueSpec {
+                name: "critical".into(),
+                weight: 3
+            }
+        );
+        assert_eq!(QueueSpec::parse("low").unwrap().weight, 1);
+        let err = QueueSpec::parse("low,zero").unwrap_err().to_string();
+        assert!(err.contains("queues") && err.contains("low,zero"), "{err}");
+        assert!(QueueSpec::parse(",2").is_err());
+        assert!(QueueSpec::parse("a,0").is_err());
+    }
+
+    #[test]
+    fn setters_name_the_field_and_value() {
+        let mut c = Config::default();
+        let err = c.set_concurrency(0).unwrap_err().to_string();
+        assert!(err.contains("concurrency") && err.contains('0'), "{err}");
+        let err = c.set_orphan_threshold(-1.5).unwrap_err().to_string();
+        assert!(err.contains("orphan_threshold") && err.contains("-1.5"), "{err}");
+        let err = c.set_redis_url("mysql://x").unwrap_err().to_string();
+        assert!(err.contains("redis_url") && err.contains("mysql://x"), "{err}");
+        let err = "turbo".parse::<FetchMode>().unwrap_err().to_string();
+        assert!(err.contains("fetch") && err.contains("turbo"), "{err}");
+        assert!(c.set_queues(&["a", "a,2"]).is_err());
+        assert!(c.set_queues_strict(&["a,2"]).is_err());
+        c.set_queues(&["a,2", "b"]).unwrap();
+        assert!(!c.strict_order());
+    }
+
+    #[test]
+    fn fractional_lock_ttl_rounds_up_to_whole_seconds() {
+        let mut c = Config::default();
+        c.set_unique_lock_ttl(2.2).unwrap();
+        assert_eq!(c.unique_lock_ttl_secs(), 3);
+    }
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(redact_url("redis://u:pw@h:1/0"), "redis://u:***@h:1/0");
+        assert_eq!(redact_url("redis://:pw@h"), "redis://:***@h");
+        assert_eq!(redact_url("redis://h:1"), "redis://h:1");
+    }
+}

@@ -1,0 +1,106 @@
+//! The fetch loop: whenever slots are free, take that many jobs (one round
+//! trip for the batch), hand them to slots, and when the queues are empty
+//! wait for the next push. Stops taking work as soon as the process is
+//! quiet; a fetch already under way is finished and its jobs handed over,
+//! never dropped.
+
+use crate::config::FetchMode;
+use crate::fetch::{is_unsupported, BasicFetch, Fetched, Fetcher, ReliableFetch};
+use crate::job::Job;
+use crate::manager::{sleep_unless, Completion, Delivery, Lifecycle, Shared};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub(crate) async fn run(shared: Arc<Shared>, slots: flume::Sender<Delivery>) {
+    let mut fetcher = if shared.is_reliable() {
+        Fetcher::Reliable(ReliableFetch::default())
+    } else {
+        Fetcher::Basic(BasicFetch::default())
+    };
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        if shared.is_quiet() {
+            break;
+        }
+        let free = shared.free_slots();
+        if free == 0 {
+            tokio::select! {
+                _ = shared.capacity_freed.notified() => {}
+                _ = shared.reached(Lifecycle::Quiet) => {}
+            }
+            continue;
+        }
+        let result = match fetcher.fetch(&shared, free).await {
+            Ok(batch) if batch.is_empty() => fetcher.wait(&shared).await,
+            other => other,
+        };
+        match result {
+            Ok(batch) => {
+                backoff = Duration::from_millis(100);
+                hand_over(&shared, &slots, batch);
+            }
+            Err(e) if matches!(fetcher, Fetcher::Reliable(_)) && is_unsupported(&e) => {
+                // No job can be on the in-progress list: no LMOVE ever ran.
+                tracing::warn!(
+                    "reliable fetch is not supported by this Redis ({e}); falling back to basic fetch \
+                     (a job is lost if its process dies mid-job)"
+                );
+                shared.set_basic_fetch();
+                fetcher = Fetcher::Basic(BasicFetch::default());
+            }
+            Err(e) => {
+                tracing::error!("fetch failed, retrying in {:?}: {e}", backoff);
+                sleep_unless(&shared, backoff, Lifecycle::Quiet).await;
+                backoff = (backoff * 2).min(Duration::from_secs(2));
+            }
+        }
+    }
+    tracing::debug!("fetch loop stopped");
+}
+
+/// Resolves which fetch to use: reliable needs `LMOVE` (Redis >= 6.2).
+pub(crate) async fn resolve_fetch_mode(shared: &Shared) -> crate::error::Result<()> {
+    if shared.config.fetch() == FetchMode::Basic || !shared.is_reliable() {
+        return Ok(());
+    }
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query_async(&mut shared.redis.conn())
+        .await?;
+    let version = info
+        .lines()
+        .find_map(|l| l.strip_prefix("redis_version:"))
+        .unwrap_or("0")
+        .trim()
+        .to_string();
+    let parts: Vec<u32> = version.split('.').map(|p| p.parse().unwrap_or(0)).collect();
+    let (major, minor) = (parts.first().copied().unwrap_or(0), parts.get(1).copied().unwrap_or(0));
+    if (major, minor) < (6, 2) {
+        tracing::warn!(
+            "reliable fetch needs Redis >= 6.2 but the server is {version}; falling back to basic fetch \
+             (a job is lost if its process dies mid-job)"
+        );
+        shared.set_basic_fetch();
+    }
+    Ok(())
+}
+
+fn hand_over(shared: &Shared, slots: &flume::Sender<Delivery>, batch: Vec<Fetched>) {
+    for Fetched { queue, raw } in batch {
+        match Job::parse(&raw) {
+            Ok(job) => {
+                let delivery = shared.new_delivery(queue, raw, job);
+                if let Err(flume::SendError(delivery)) = slots.send(delivery) {
+                    // Every slot is gone (shutdown): it stays on the
+                    // in-progress list, which shutdown requeues.
+                    shared.release_slot();
+                    drop(delivery);
+                }
+            }
+            Err(reason) => {
+                tracing::warn!("burying an unparseable payload from queue {queue}: {reason}");
+                let _ = shared.completions.send(Completion::Bury { queue, raw, reason });
+            }
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! Taking jobs off queues. Reliable fetch (default) moves each job
+//! atomically onto this process's in-progress list; basic fetch pops it.
+//! Both try queues in weighted random order, or strictly in order.
+
+mod basic;
+mod reliable;
+
+pub(crate) use basic::BasicFetch;
+pub(crate) use reliable::ReliableFetch;
+
+use crate::config::QueueSpec;
+use crate::error::Result;
+use crate::manager::Shared;
+
+/// A job as taken from Redis: the queue it came from and its exact bytes.
+pub(crate) struct Fetched {
+    pub queue: String,
+    pub raw: Vec<u8>,
+}
+
+pub(crate) enum Fetcher {
+    Reliable(ReliableFetch),
+    Basic(BasicFetch),
+}
+
+impl Fetcher {
+    /// Up to `max` jobs. Reliable fetch returns at once (possibly nothing);
+    /// basic fetch blocks up to its timeout.
+    pub async fn fetch(&mut self, shared: &Shared, max: usize) -> Result<Vec<Fetched>> {
+        match self {
+            Fetcher::Reliable(f) => f.fetch(shared, max).await,
+            Fetcher::Basic(f) => f.fetch(shared).await,
+        }
+    }
+
+    /// Queues are empty: wait (interruptibly) for the next job to arrive.
+    pub async fn wait(&mut self, shared: &Shared) -> Result<Vec<Fetched>> {
+        match self {
+            Fetcher::Reliable(f) => f.wait(shared).await,
+            Fetcher::Basic(_) => Ok(Vec::new()),
+        }
+    }
+}
+
+/// The order to try queues in for one fetch. Weighted: a random order in
+/// which a queue of weight w comes first w times as often as one of weight 1
+/// (Efraimidis–Spirakis keys). Strict: as configured.
+pub(crate) fn queue_order(queues: &[QueueSpec], strict: bool) -> Vec<&str> {
+    if strict || queues.len() < 2 {
+        return queues.iter().map(|q| q.name.as_str()).collect();
+    }
+    let mut keyed: Vec<(f64, &str)> = queues
+        .iter()
+        .map(|q| {
+            let u: f64 = rand::random::<f64>().max(f64::MIN_POSITIVE);
+            (u.powf(1.0 / q.weight as f64), q.name.as_str())
+        })
+        .collect();
+    keyed.sort_by(|a, b| b.0.total_cmp(&a.0));
+    keyed.into_iter().map(|(_, name)| name).collect()
+}
+
+/// Was this error the server refusing the command (too old for `LMOVE`, or
+/// a proxy that does not allow it)?
+pub(crate) fn is_unsupported(e: &crate::error::Error) -> bool {
+    let text = e.to_string().to_ascii_lowercase();
+    text.contains("unknown command") || text.contains("not allowed") || text.contains("noperm")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heavier_queues_come_first_proportionally() {
+        let queues = vec![
+            QueueSpec {
+                name: "a".into(),
+                weight: 3,
+            },
+            QueueSpec {
+                name: "b".into(),
+                weight: 1,
+            },
+        ];
+        let firsts = (0..4000).filter(|_| queue_order(&queues, false)[0] == "a").count();
+        // Expected 3000 of 4000.
+        assert!((2700..3300).contains(&firsts), "{firsts}");
+        assert_eq!(queue_order(&queues, true), vec!["a", "b"]);
+    }
+}

@@ -1,0 +1,230 @@
+//! Handlers (what runs a job of a given `class`) and server middleware.
+
+use crate::job::Job;
+use futures_util::future::BoxFuture;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+
+/// Why a handler failed, as recorded on the job (`error_class`,
+/// `error_message`, `error_backtrace`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Failure {
+    pub class: String,
+    pub message: String,
+    pub backtrace: Vec<String>,
+    /// Seconds until the retry, overriding the default backoff.
+    pub retry_in: Option<f64>,
+}
+
+impl Failure {
+    pub fn new(class: impl Into<String>, message: impl Into<String>) -> Self {
+        Failure {
+            class: class.into(),
+            message: message.into(),
+            backtrace: Vec::new(),
+            retry_in: None,
+        }
+    }
+
+    /// From raw bytes a host language handed over (may be invalid UTF-8;
+    /// made valid before it is stored).
+    pub fn from_bytes(class: &[u8], message: &[u8]) -> Self {
+        Failure::new(
+            String::from_utf8_lossy(class).into_owned(),
+            String::from_utf8_lossy(message).into_owned(),
+        )
+    }
+
+    pub fn with_backtrace(mut self, lines: Vec<String>) -> Self {
+        self.backtrace = lines;
+        self
+    }
+
+    pub fn with_retry_in(mut self, seconds: f64) -> Self {
+        self.retry_in = Some(seconds);
+        self
+    }
+}
+
+impl<E: std::error::Error> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Failure::new(short_type_name::<E>(), e.to_string())
+    }
+}
+
+fn short_type_name<T>() -> String {
+    std::any::type_name::<T>().to_string()
+}
+
+/// How a job ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    Success,
+    Failure(Failure),
+}
+
+pub type HandlerResult = Result<(), Failure>;
+
+/// Runs jobs of one class.
+pub trait Handler: Send + Sync + 'static {
+    fn call(&self, job: Job) -> BoxFuture<'static, HandlerResult>;
+
+    /// Seconds until retry number `retry_count + 1`; `None` keeps the
+    /// default backoff.
+    fn retry_in(&self, _retry_count: u32, _job: &Job) -> Option<f64> {
+        None
+    }
+}
+
+/// An async closure as a handler.
+pub(crate) struct AsyncFn<F>(pub F);
+
+impl<F, Fut> Handler for AsyncFn<F>
+where
+    F: Fn(Job) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = HandlerResult> + Send + 'static,
+{
+    fn call(&self, job: Job) -> BoxFuture<'static, HandlerResult> {
+        Box::pin((self.0)(job))
+    }
+}
+
+/// A blocking closure as a handler: run on tokio's blocking pool so it
+/// never stalls the async workers.
+pub(crate) struct BlockingFn<F>(pub Arc<F>);
+
+impl<F> Handler for BlockingFn<F>
+where
+    F: Fn(Job) -> HandlerResult + Send + Sync + 'static,
+{
+    fn call(&self, job: Job) -> BoxFuture<'static, HandlerResult> {
+        let f = self.0.clone();
+        Box::pin(async move {
+            match tokio::task::spawn_blocking(move || f(job)).await {
+                Ok(result) => result,
+                Err(e) => Err(panic_failure(e)),
+            }
+        })
+    }
+}
+
+/// A handler with its own retry delay.
+pub(crate) struct WithRetryIn<R> {
+    pub inner: Arc<dyn Handler>,
+    pub retry_in: R,
+}
+
+impl<R> Handler for WithRetryIn<R>
+where
+    R: Fn(u32, &Job) -> Option<f64> + Send + Sync + 'static,
+{
+    fn call(&self, job: Job) -> BoxFuture<'static, HandlerResult> {
+        self.inner.call(job)
+    }
+    fn retry_in(&self, retry_count: u32, job: &Job) -> Option<f64> {
+        (self.retry_in)(retry_count, job)
+    }
+}
+
+pub(crate) fn panic_failure(e: tokio::task::JoinError) -> Failure {
+    if e.is_panic() {
+        let payload = e.into_panic();
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "handler panicked".to_string());
+        Failure::new("panic", message)
+    } else {
+        Failure::new("cancelled", "handler task was cancelled")
+    }
+}
+
+/// Server middleware: wraps every handler call. Call `next.run(job)` to go
+/// on, or return without calling it to skip the job.
+pub trait Middleware: Send + Sync + 'static {
+    fn call(&self, job: Job, next: Next) -> BoxFuture<'static, HandlerResult>;
+}
+
+/// The rest of the middleware chain, ending in the handler.
+pub struct Next {
+    chain: Arc<[Arc<dyn Middleware>]>,
+    index: usize,
+    handler: Arc<dyn Handler>,
+}
+
+impl Next {
+    pub fn run(self, job: Job) -> BoxFuture<'static, HandlerResult> {
+        match self.chain.get(self.index).cloned() {
+            Some(middleware) => middleware.call(
+                job,
+                Next {
+                    chain: self.chain,
+                    index: self.index + 1,
+                    handler: self.handler,
+                },
+            ),
+            None => self.handler.call(job),
+        }
+    }
+}
+
+/// Handlers by class name, resolved once at boot, plus the middleware chain.
+#[derive(Clone, Default)]
+pub struct Registry {
+    handlers: HashMap<String, Arc<dyn Handler>>,
+    middleware: Vec<Arc<dyn Middleware>>,
+}
+
+impl Registry {
+    pub fn insert(&mut self, class: impl Into<String>, handler: Arc<dyn Handler>) {
+        self.handlers.insert(class.into(), handler);
+    }
+    pub fn add_middleware(&mut self, middleware: Arc<dyn Middleware>) {
+        self.middleware.push(middleware);
+    }
+    pub fn get(&self, class: &str) -> Option<&Arc<dyn Handler>> {
+        self.handlers.get(class)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.handlers.is_empty()
+    }
+    pub fn classes(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.handlers.keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// Runs `job` through the middleware and its handler, catching panics.
+    /// Returns the failure's retry delay override alongside.
+    pub(crate) async fn run(&self, job: Job) -> Outcome {
+        let Some(handler) = self.handlers.get(job.class()).cloned() else {
+            return Outcome::Failure(Failure::new(
+                "cogworker::UnknownHandler",
+                format!("no handler registered for class {:?}", job.class()),
+            ));
+        };
+        let retry_count = job.retry_count();
+        let next = Next {
+            chain: self.middleware.clone().into(),
+            index: 0,
+            handler: handler.clone(),
+        };
+        let probe = job.clone();
+        // Its own task, so a panic is caught and reported as a failure.
+        let result = match tokio::spawn(next.run(job)).await {
+            Ok(result) => result,
+            Err(e) => Err(panic_failure(e)),
+        };
+        match result {
+            Ok(()) => Outcome::Success,
+            Err(mut failure) => {
+                if failure.retry_in.is_none() {
+                    failure.retry_in = handler.retry_in(retry_count, &probe);
+                }
+                Outcome::Failure(failure)
+            }
+        }
+    }
+}

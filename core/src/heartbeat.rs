@@ -1,0 +1,152 @@
+//! The heartbeat: registers the process, publishes its info and busy slots,
+//! and (reliable fetch) stamps its last beat in Redis's clock for orphan
+//! recovery. The first beat happens before any fetch and is retried every
+//! second while Redis is unreachable; later beats that fail are logged and
+//! retried on the next interval — the loop never ends on an error. Remote
+//! quiet/stop arrive on the process's pub/sub channel.
+
+use crate::dispatcher::resolve_fetch_mode;
+use crate::error::Result;
+use crate::job::now;
+use crate::manager::{jittered, sleep_unless, Lifecycle, Shared};
+use crate::scripts::SCRIPTS;
+use futures_util::StreamExt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// TTL of the process and workers hashes.
+const PRESENCE_TTL_SECS: u64 = 60;
+const STARTUP_RETRY: Duration = Duration::from_secs(1);
+
+/// Beats until one succeeds. Returns false if a stop arrived first.
+pub(crate) async fn first_beat(shared: &Shared) -> bool {
+    let mut failures = 0u32;
+    loop {
+        match resolve_and_beat(shared).await {
+            Ok(()) => return true,
+            Err(e) => {
+                failures += 1;
+                // Every failure the first few times, then every 10 s.
+                if failures <= 3 || failures % 10 == 0 {
+                    tracing::error!(
+                        "cannot reach Redis at {} to start ({e}); retrying every second",
+                        shared.config.redis_url_redacted()
+                    );
+                }
+                if sleep_unless(shared, STARTUP_RETRY, Lifecycle::Stopping).await {
+                    return false;
+                }
+            }
+        }
+    }
+}
+
+async fn resolve_and_beat(shared: &Shared) -> Result<()> {
+    resolve_fetch_mode(shared).await?;
+    beat(shared).await
+}
+
+pub(crate) async fn run(shared: Arc<Shared>) {
+    loop {
+        if sleep_unless(
+            &shared,
+            jittered(shared.config.heartbeat_interval(), 0.1),
+            Lifecycle::Stopping,
+        )
+        .await
+        {
+            return;
+        }
+        if let Err(e) = beat(&shared).await {
+            tracing::error!("heartbeat failed (will retry): {e}");
+        }
+    }
+}
+
+pub(crate) async fn beat(shared: &Shared) -> Result<()> {
+    let config = &shared.config;
+    let info = serde_json::json!({
+        "hostname": gethostname::gethostname().to_string_lossy(),
+        "pid": std::process::id(),
+        "identity": shared.identity,
+        "concurrency": config.concurrency(),
+        "queues": config.queues().iter().map(|q| format!("{},{}", q.name, q.weight)).collect::<Vec<_>>(),
+        "strict": config.strict_order(),
+        "fetch": if shared.is_reliable() { "reliable" } else { "basic" },
+        "labels": config.labels(),
+        "version": env!("CARGO_PKG_VERSION"),
+        "started_at": shared.started_at,
+    });
+    let identity = &shared.identity;
+    let mut invocation = SCRIPTS.heartbeat.prepare_invoke();
+    invocation
+        .key(shared.keys.processes())
+        .key(shared.keys.process(identity))
+        .key(shared.keys.workers(identity))
+        .key(shared.keys.in_progress_identities())
+        .key(shared.keys.last_beat())
+        .arg(identity)
+        .arg(info.to_string())
+        .arg(shared.busy_count())
+        .arg(if shared.is_quiet() { "true" } else { "false" })
+        .arg(PRESENCE_TTL_SECS)
+        .arg(if shared.is_reliable() { "1" } else { "0" })
+        .arg(now() as u64);
+    for (token, entry) in shared.busy_snapshot() {
+        invocation.arg(token).arg(entry.to_json());
+    }
+    let _beat_at: i64 = invocation.invoke_async(&mut shared.redis.conn()).await?;
+    Ok(())
+}
+
+/// Listens on `NS:signal:<identity>` for `quiet` / `stop`, resubscribing
+/// after a lost connection.
+pub(crate) async fn listen_for_signals(shared: Arc<Shared>) {
+    let channel = shared.keys.signal(&shared.identity);
+    loop {
+        match shared.redis.pubsub().await {
+            Ok(mut pubsub) => match pubsub.subscribe(&channel).await {
+                Ok(()) => {
+                    let mut messages = pubsub.on_message();
+                    while let Some(message) = messages.next().await {
+                        let text: String = message.get_payload().unwrap_or_default();
+                        match text.trim() {
+                            "quiet" => {
+                                tracing::info!("remote quiet received");
+                                shared.advance(Lifecycle::Quiet);
+                            }
+                            "stop" => {
+                                tracing::info!("remote stop received");
+                                shared.advance(Lifecycle::Stopping);
+                            }
+                            other => tracing::warn!("unknown remote signal {other:?} ignored"),
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!("subscribing to {channel} failed: {e}"),
+            },
+            Err(e) => tracing::debug!("signal listener cannot connect: {e}"),
+        }
+        if sleep_unless(&shared, Duration::from_secs(1), Lifecycle::Stopping).await {
+            return;
+        }
+    }
+}
+
+/// Clean shutdown: drop the presence keys (and the recovery entries when
+/// nothing is left in progress). Returns the jobs left in progress.
+pub(crate) async fn unregister(shared: &Shared) -> Result<i64> {
+    let identity = &shared.identity;
+    let left: i64 = SCRIPTS
+        .unregister
+        .key(shared.keys.processes())
+        .key(shared.keys.process(identity))
+        .key(shared.keys.workers(identity))
+        .key(shared.keys.in_progress_identities())
+        .key(shared.keys.last_beat())
+        .key(shared.keys.in_progress(identity))
+        .arg(identity)
+        .invoke_async(&mut shared.redis.conn())
+        .await?;
+    Ok(left)
+}

@@ -1,0 +1,379 @@
+//! The job: one JSON object (SPEC §3). Unknown fields are kept as they are on
+//! every path, so newer clients and other languages can add their own.
+
+use crate::error::{Error, Result};
+use serde_json::{Map, Value};
+
+/// Longest `error_message` stored, in characters.
+pub const ERROR_MESSAGE_LIMIT: usize = 10_000;
+/// Most `error_backtrace` lines stored.
+pub const BACKTRACE_LIMIT: usize = 200;
+/// Most bytes of an unparseable payload kept under `raw_payload`.
+pub const RAW_PAYLOAD_LIMIT: usize = 100_000;
+/// `class` of the wrapper an unparseable payload is buried as.
+pub const UNPARSEABLE_CLASS: &str = "(unparseable)";
+/// `retry: true` means this many retries.
+pub const DEFAULT_MAX_RETRIES: u32 = 25;
+
+/// A job payload. Build one with [`Job::new`] and the builder methods, or
+/// take one apart with the accessors.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Job {
+    fields: Map<String, Value>,
+}
+
+/// What happens when a job fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Retry {
+    /// `retry: false`: a failure discards the job.
+    Discard,
+    /// Retry up to this many times, then bury in `dead` (`retry: 0` buries at once).
+    Max(u32),
+}
+
+impl Job {
+    /// A job for handler `class` with no args, on queue `default`, retried
+    /// up to 25 times.
+    pub fn new(class: impl Into<String>) -> Self {
+        let mut fields = Map::new();
+        fields.insert("class".into(), Value::String(class.into()));
+        fields.insert("args".into(), Value::Array(Vec::new()));
+        fields.insert("queue".into(), Value::String("default".into()));
+        fields.insert("retry".into(), Value::Bool(true));
+        Job { fields }
+    }
+
+    pub fn args<I: IntoIterator<Item = Value>>(mut self, args: I) -> Self {
+        self.fields
+            .insert("args".into(), Value::Array(args.into_iter().collect()));
+        self
+    }
+    pub fn queue(mut self, queue: impl Into<String>) -> Self {
+        self.fields.insert("queue".into(), Value::String(queue.into()));
+        self
+    }
+    pub fn retry(mut self, retry: Retry) -> Self {
+        let value = match retry {
+            Retry::Discard => Value::Bool(false),
+            Retry::Max(n) => Value::from(n),
+        };
+        self.fields.insert("retry".into(), value);
+        self
+    }
+    /// Run no earlier than `epoch_seconds`.
+    pub fn at(mut self, epoch_seconds: f64) -> Self {
+        self.fields.insert("at".into(), float(epoch_seconds));
+        self
+    }
+    /// Run `seconds` from now.
+    pub fn delay(self, seconds: f64) -> Self {
+        self.at(now() + seconds)
+    }
+    pub fn jid(mut self, jid: impl Into<String>) -> Self {
+        self.fields.insert("jid".into(), Value::String(jid.into()));
+        self
+    }
+    /// Any other field, kept as given.
+    pub fn field(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.fields.insert(key.into(), value);
+        self
+    }
+
+    /// Takes a JSON object as a job to push; see [`Job::validate`].
+    pub fn from_value(value: Value) -> Result<Self> {
+        match value {
+            Value::Object(fields) => {
+                let mut job = Job { fields };
+                job.validate()?;
+                Ok(job)
+            }
+            other => Err(Error::invalid_job(
+                "job",
+                format!("must be a JSON object, got {}", type_name(&other)),
+            )),
+        }
+    }
+
+    /// Parses a fetched payload. `Err` carries why it cannot be run; the
+    /// caller buries it (see [`Job::unparseable`]).
+    pub fn parse(raw: &[u8]) -> std::result::Result<Self, String> {
+        let value: Value = serde_json::from_slice(raw).map_err(|e| format!("not valid JSON: {e}"))?;
+        let Value::Object(fields) = value else {
+            return Err(format!("not a JSON object but {}", type_name(&value)));
+        };
+        match fields.get("class") {
+            Some(Value::String(c)) if !c.is_empty() => {}
+            Some(_) => return Err("`class` is not a non-empty string".into()),
+            None => return Err("no `class` field".into()),
+        }
+        if let Some(args) = fields.get("args") {
+            if !args.is_array() {
+                return Err(format!("`args` is {}, not an array", type_name(args)));
+            }
+        }
+        Ok(Job { fields })
+    }
+
+    /// Checks every known field a pusher may set; the error names the field.
+    pub fn validate(&mut self) -> Result<()> {
+        match self.fields.get("class") {
+            Some(Value::String(c)) if !c.trim().is_empty() => {}
+            Some(v) => {
+                return Err(Error::invalid_job(
+                    "class",
+                    format!("must be a non-empty string, got {v}"),
+                ))
+            }
+            None => return Err(Error::invalid_job("class", "is required")),
+        }
+        match self.fields.get("args") {
+            None => {
+                self.fields.insert("args".into(), Value::Array(Vec::new()));
+            }
+            Some(Value::Array(_)) => {}
+            Some(v) => return Err(Error::invalid_job("args", format!("must be an array, got {v}"))),
+        }
+        match self.fields.get("queue") {
+            None => {
+                self.fields.insert("queue".into(), Value::String("default".into()));
+            }
+            Some(Value::String(q)) => crate::config::validate_queue_name(q)
+                .map_err(|reason| Error::invalid_job("queue", format!("{q:?}: {reason}")))?,
+            Some(v) => return Err(Error::invalid_job("queue", format!("must be a string, got {v}"))),
+        }
+        match self.fields.get("retry") {
+            None => {
+                self.fields.insert("retry".into(), Value::Bool(true));
+            }
+            Some(Value::Bool(_)) => {}
+            Some(v) if v.as_u64().is_some_and(|n| n <= u32::MAX as u64) => {}
+            Some(v) => {
+                return Err(Error::invalid_job(
+                    "retry",
+                    format!("must be true, false or a whole number >= 0, got {v}"),
+                ))
+            }
+        }
+        match self.fields.get("jid") {
+            None => {}
+            Some(Value::String(j)) if !j.is_empty() && j.len() <= 64 => {}
+            Some(v) => {
+                return Err(Error::invalid_job(
+                    "jid",
+                    format!("must be a non-empty string, got {v}"),
+                ))
+            }
+        }
+        if let Some(at) = self.fields.get("at") {
+            if !at.as_f64().is_some_and(f64::is_finite) {
+                return Err(Error::invalid_job("at", format!("must be epoch seconds, got {at}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Fills what a push adds: `jid`, `created_at`. Validates first.
+    pub(crate) fn prepare_for_push(&mut self, now: f64) -> Result<()> {
+        self.validate()?;
+        if !self.fields.contains_key("jid") {
+            self.fields.insert("jid".into(), Value::String(new_jid()));
+        }
+        if !self.fields.contains_key("created_at") {
+            self.fields.insert("created_at".into(), float(now));
+        }
+        Ok(())
+    }
+
+    pub fn class(&self) -> &str {
+        self.str_field("class").unwrap_or("")
+    }
+    pub fn queue_name(&self) -> &str {
+        self.str_field("queue").unwrap_or("default")
+    }
+    pub fn jid_str(&self) -> &str {
+        self.str_field("jid").unwrap_or("")
+    }
+    pub fn args_slice(&self) -> &[Value] {
+        match self.fields.get("args") {
+            Some(Value::Array(a)) => a,
+            _ => &[],
+        }
+    }
+    /// `at`, if the job is scheduled.
+    pub fn run_at(&self) -> Option<f64> {
+        self.fields.get("at").and_then(Value::as_f64)
+    }
+    pub fn retry_policy(&self) -> Retry {
+        match self.fields.get("retry") {
+            Some(Value::Bool(false)) => Retry::Discard,
+            Some(v) => match v.as_u64() {
+                Some(n) => Retry::Max(n.min(u32::MAX as u64) as u32),
+                None => Retry::Max(DEFAULT_MAX_RETRIES),
+            },
+            None => Retry::Max(DEFAULT_MAX_RETRIES),
+        }
+    }
+    /// Failures so far (0 for a job that never failed).
+    pub fn retry_count(&self) -> u32 {
+        self.fields
+            .get("retry_count")
+            .and_then(Value::as_u64)
+            .map_or(0, |n| n.min(u32::MAX as u64) as u32)
+    }
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.fields.get(key)
+    }
+    pub fn str_field(&self, key: &str) -> Option<&str> {
+        self.fields.get(key).and_then(Value::as_str)
+    }
+    pub fn fields(&self) -> &Map<String, Value> {
+        &self.fields
+    }
+    pub(crate) fn set(&mut self, key: &str, value: Value) {
+        self.fields.insert(key.to_string(), value);
+    }
+    pub(crate) fn remove(&mut self, key: &str) {
+        self.fields.remove(key);
+    }
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(&self.fields).expect("a JSON map always serializes")
+    }
+    pub fn into_value(self) -> Value {
+        Value::Object(self.fields)
+    }
+
+    /// The wrapper an unparseable payload is buried as: a regular job (so
+    /// every tool can list it) keeping the original bytes.
+    pub fn unparseable(raw: &[u8], queue: &str, reason: &str) -> Self {
+        let now = now();
+        let kept = &raw[..raw.len().min(RAW_PAYLOAD_LIMIT)];
+        let mut job = Job::new(UNPARSEABLE_CLASS)
+            .queue(queue)
+            .retry(Retry::Discard)
+            .jid(new_jid())
+            .field("retry_count", Value::from(0))
+            .field("enqueued_at", float(now))
+            .field("failed_at", float(now))
+            .field("error_class", Value::String("cogworker::UnparseablePayload".into()))
+            .field("error_message", Value::String(safe_string(reason, ERROR_MESSAGE_LIMIT)))
+            .field("raw_payload", Value::String(String::from_utf8_lossy(kept).into_owned()));
+        if std::str::from_utf8(kept).is_err() {
+            // Lossy text alone would drop the invalid bytes: keep them exactly.
+            use base64::Engine as _;
+            let encoded = base64::engine::general_purpose::STANDARD.encode(kept);
+            job.set("raw_payload_base64", Value::String(encoded));
+        }
+        job
+    }
+}
+
+impl std::fmt::Display for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}(jid={})", self.class(), self.jid_str())
+    }
+}
+
+/// 24 lowercase hex characters (96 random bits).
+pub fn new_jid() -> String {
+    hex::encode(rand::random::<[u8; 12]>())
+}
+
+/// Epoch seconds as a float.
+pub fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// A float timestamp with millisecond precision (no `1e9`-style output).
+pub(crate) fn float(seconds: f64) -> Value {
+    let rounded = (seconds * 1000.0).round() / 1000.0;
+    serde_json::Number::from_f64(rounded).map_or(Value::Null, Value::Number)
+}
+
+/// Valid UTF-8 (invalid bytes replaced), at most `limit` characters.
+pub fn safe_string(text: impl AsRef<[u8]>, limit: usize) -> String {
+    let text = String::from_utf8_lossy(text.as_ref());
+    match text.char_indices().nth(limit) {
+        Some((cut, _)) => text[..cut].to_string(),
+        None => text.into_owned(),
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn unknown_fields_and_big_integers_survive_a_round_trip() {
+        let raw = br#"{"class":"A","args":[123456789012345678901234567890,1.5],"x_trace":{"a":1}}"#;
+        let job = Job::parse(raw).unwrap();
+        assert_eq!(job.to_json().as_bytes(), raw);
+    }
+
+    #[test]
+    fn garbage_is_refused_with_a_reason() {
+        assert!(Job::parse(b"not json").unwrap_err().contains("JSON"));
+        assert!(Job::parse(b"[1,2]").unwrap_err().contains("array"));
+        assert!(Job::parse(br#"{"args":[]}"#).unwrap_err().contains("class"));
+        assert!(Job::parse(b"{\"class\":\"A\",\"args\":[\"\xff\"]}").is_err());
+        assert!(Job::parse(br#"{"class":"A","args":3}"#).unwrap_err().contains("args"));
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        for (value, field) in [
+            (json!({"args": []}), "class"),
+            (json!({"class": ""}), "class"),
+            (json!({"class": "A", "args": {}}), "args"),
+            (json!({"class": "A", "queue": ""}), "queue"),
+            (json!({"class": "A", "retry": "yes"}), "retry"),
+            (json!({"class": "A", "retry": -1}), "retry"),
+            (json!({"class": "A", "at": "soon"}), "at"),
+        ] {
+            let err = Job::from_value(value).unwrap_err().to_string();
+            assert!(err.contains(field), "{err}");
+        }
+        assert!(Job::from_value(json!([1])).is_err());
+    }
+
+    #[test]
+    fn unparseable_wrapper_keeps_the_exact_bytes() {
+        let raw = b"\xff\xfe garbage";
+        let job = Job::unparseable(raw, "default", "not valid JSON");
+        assert_eq!(job.class(), UNPARSEABLE_CLASS);
+        assert_eq!(job.retry_policy(), Retry::Discard);
+        use base64::Engine as _;
+        let kept = base64::engine::general_purpose::STANDARD
+            .decode(job.str_field("raw_payload_base64").unwrap())
+            .unwrap();
+        assert_eq!(kept, raw);
+        // And the wrapper itself is valid JSON that parses as a job.
+        Job::parse(job.to_json().as_bytes()).unwrap();
+    }
+
+    #[test]
+    fn safe_string_replaces_invalid_bytes_and_truncates_on_char_boundaries() {
+        assert_eq!(safe_string(b"ok \xff", 100), "ok \u{fffd}");
+        assert_eq!(safe_string("ééé", 2), "éé");
+    }
+
+    #[test]
+    fn retry_policy_reads_bool_and_integer() {
+        assert_eq!(Job::new("A").retry_policy(), Retry::Max(25));
+        assert_eq!(Job::new("A").retry(Retry::Discard).retry_policy(), Retry::Discard);
+        assert_eq!(Job::new("A").retry(Retry::Max(3)).retry_policy(), Retry::Max(3));
+    }
+}

@@ -1,0 +1,112 @@
+//! Every Redis key cogworker uses, built in this one module (SPEC §2).
+//! Nothing else formats a key. With a hash-tagged namespace such as
+//! `{cogworker}` every key lands in one Redis Cluster slot.
+
+/// Key builder for one namespace.
+#[derive(Clone, Debug)]
+pub struct Keys {
+    ns: String,
+}
+
+impl Keys {
+    pub fn new(namespace: &str) -> Self {
+        Keys {
+            ns: namespace.to_string(),
+        }
+    }
+
+    pub fn namespace(&self) -> &str {
+        &self.ns
+    }
+
+    fn key(&self, suffix: &str) -> String {
+        format!("{}:{}", self.ns, suffix)
+    }
+
+    /// Set of every queue name ever pushed to.
+    pub fn queues(&self) -> String {
+        self.key("queues")
+    }
+    /// List of job payloads for one queue (push left, take right).
+    pub fn queue(&self, name: &str) -> String {
+        format!("{}:queue:{}", self.ns, name)
+    }
+    /// The queue name back from a queue key, if it is one of ours.
+    pub fn queue_name<'a>(&self, key: &'a str) -> Option<&'a str> {
+        key.strip_prefix(&self.ns)?.strip_prefix(":queue:")
+    }
+    pub fn schedule(&self) -> String {
+        self.key("schedule")
+    }
+    pub fn retry(&self) -> String {
+        self.key("retry")
+    }
+    pub fn dead(&self) -> String {
+        self.key("dead")
+    }
+    pub fn paused_queues(&self) -> String {
+        self.key("paused_queues")
+    }
+    pub fn processes(&self) -> String {
+        self.key("processes")
+    }
+    pub fn process(&self, identity: &str) -> String {
+        format!("{}:process:{}", self.ns, identity)
+    }
+    pub fn workers(&self, identity: &str) -> String {
+        format!("{}:workers:{}", self.ns, identity)
+    }
+    pub fn in_progress(&self, identity: &str) -> String {
+        format!("{}:in_progress:{}", self.ns, identity)
+    }
+    pub fn in_progress_identities(&self) -> String {
+        self.key("in_progress_identities")
+    }
+    pub fn last_beat(&self) -> String {
+        self.key("last_beat")
+    }
+    pub fn unique(&self, digest: &str) -> String {
+        format!("{}:unique:{}", self.ns, digest)
+    }
+    pub fn periodic_last_slot(&self, pjid: &str) -> String {
+        format!("{}:periodic:last_slot:{}", self.ns, pjid)
+    }
+    pub fn periodic_running(&self, pjid: &str) -> String {
+        format!("{}:periodic:running:{}", self.ns, pjid)
+    }
+    pub fn attempts(&self, jid: &str) -> String {
+        format!("{}:attempts:{}", self.ns, jid)
+    }
+    pub fn history(&self) -> String {
+        self.key("history")
+    }
+    /// `stat` is `processed` or `failed`; `day` is `yyyy-mm-dd` or none for the total.
+    pub fn stat(&self, stat: &str, day: Option<&str>) -> String {
+        match day {
+            Some(day) => format!("{}:stat:{}:{}", self.ns, stat, day),
+            None => format!("{}:stat:{}", self.ns, stat),
+        }
+    }
+    /// Pub/sub channel for remote `quiet` / `stop` of one process.
+    pub fn signal(&self, identity: &str) -> String {
+        format!("{}:signal:{}", self.ns, identity)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_share_the_namespace_prefix() {
+        let k = Keys::new("{cogworker}");
+        assert_eq!(k.queue("default"), "{cogworker}:queue:default");
+        assert_eq!(k.queue_name("{cogworker}:queue:a:b"), Some("a:b"));
+        assert_eq!(k.queue_name("other:queue:a"), None);
+        assert_eq!(
+            k.stat("processed", Some("2026-01-02")),
+            "{cogworker}:stat:processed:2026-01-02"
+        );
+        assert_eq!(k.in_progress("h:1:ab"), "{cogworker}:in_progress:h:1:ab");
+    }
+}

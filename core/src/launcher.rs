@@ -1,0 +1,420 @@
+//! The worker process: wires the components together, runs them under
+//! supervision, and drives the shutdown sequence (SPEC §4 "Shutdown").
+
+use crate::config::Config;
+use crate::connection::Redis;
+use crate::error::Result;
+use crate::handler::{AsyncFn, BlockingFn, Handler, HandlerResult, Middleware, Outcome, Registry, WithRetryIn};
+use crate::job::Job;
+use crate::manager::{BusyEntry, Completion, Delivery, Lifecycle, Shared};
+use crate::{completion, dispatcher, heartbeat, logging, processor, recovery, scheduler};
+use redis::AsyncCommands;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::task::JoinHandle;
+
+/// How long shutdown waits for an in-flight fetch and for pending writes.
+const SHUTDOWN_STEP_LIMIT: Duration = Duration::from_secs(15);
+
+/// Builds a [`Worker`]: settings, handlers by class name, middleware.
+pub struct WorkerBuilder {
+    config: Config,
+    registry: Registry,
+    host_slots: bool,
+}
+
+impl WorkerBuilder {
+    /// An async handler for jobs whose `class` is `class`.
+    pub fn register<F, Fut>(mut self, class: &str, handler: F) -> Self
+    where
+        F: Fn(Job) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult> + Send + 'static,
+    {
+        self.registry.insert(class, Arc::new(AsyncFn(handler)));
+        self
+    }
+
+    /// A blocking handler, run on the blocking thread pool.
+    pub fn register_blocking<F>(mut self, class: &str, handler: F) -> Self
+    where
+        F: Fn(Job) -> HandlerResult + Send + Sync + 'static,
+    {
+        self.registry.insert(class, Arc::new(BlockingFn(Arc::new(handler))));
+        self
+    }
+
+    /// Any [`Handler`] implementation.
+    pub fn register_handler(mut self, class: &str, handler: Arc<dyn Handler>) -> Self {
+        self.registry.insert(class, handler);
+        self
+    }
+
+    /// Overrides the retry delay of the handler already registered for
+    /// `class`: `retry_in(retry_count, job)` returns seconds, or `None` for
+    /// the default backoff.
+    pub fn retry_in<R>(mut self, class: &str, retry_in: R) -> Self
+    where
+        R: Fn(u32, &Job) -> Option<f64> + Send + Sync + 'static,
+    {
+        if let Some(inner) = self.registry.get(class).cloned() {
+            self.registry.insert(class, Arc::new(WithRetryIn { inner, retry_in }));
+        }
+        self
+    }
+
+    pub fn middleware(mut self, middleware: Arc<dyn Middleware>) -> Self {
+        self.registry.add_middleware(middleware);
+        self
+    }
+
+    /// Jobs are run by host-language threads through
+    /// [`WorkerHandle::next_job`] instead of by registered Rust handlers.
+    pub fn host_slots(mut self) -> Self {
+        self.host_slots = true;
+        self
+    }
+
+    /// Needs a tokio runtime context; does not touch Redis yet.
+    pub fn build(self) -> Result<Worker> {
+        let redis = Redis::new(&self.config)?;
+        let (completions_tx, completions_rx) = flume::unbounded();
+        let shared = Arc::new(Shared::new(self.config, redis, completions_tx));
+        let (slots_tx, slots_rx) = flume::unbounded();
+        Ok(Worker {
+            shared,
+            registry: Arc::new(self.registry),
+            host_slots: self.host_slots,
+            slots_tx,
+            slots_rx,
+            completions_rx,
+        })
+    }
+}
+
+/// One worker process. Build it, take [`Worker::handle`]s, then
+/// [`Worker::run`] it until it is stopped.
+pub struct Worker {
+    shared: Arc<Shared>,
+    registry: Arc<Registry>,
+    host_slots: bool,
+    slots_tx: flume::Sender<Delivery>,
+    slots_rx: flume::Receiver<Delivery>,
+    completions_rx: flume::Receiver<Completion>,
+}
+
+/// What [`WorkerHandle::next_job`] found.
+#[derive(Debug)]
+pub enum NextJob {
+    Job(Delivery),
+    /// Nothing arrived in time; ask again.
+    Idle,
+    /// The worker is stopping: this slot should end.
+    Stopped,
+}
+
+/// Controls a running worker from anywhere (other tasks, threads, signal
+/// handlers), and is how host-language slots take and settle jobs.
+#[derive(Clone)]
+pub struct WorkerHandle {
+    shared: Arc<Shared>,
+    slots: flume::Receiver<Delivery>,
+}
+
+impl Worker {
+    pub fn builder(config: Config) -> WorkerBuilder {
+        WorkerBuilder {
+            config,
+            registry: Registry::default(),
+            host_slots: false,
+        }
+    }
+
+    pub fn handle(&self) -> WorkerHandle {
+        WorkerHandle {
+            shared: self.shared.clone(),
+            slots: self.slots_rx.clone(),
+        }
+    }
+
+    pub fn identity(&self) -> &str {
+        &self.shared.identity
+    }
+
+    /// Runs until stopped (by [`WorkerHandle::stop`], a remote stop, or an
+    /// opted-in signal), then shuts down cleanly and returns.
+    pub async fn run(self) -> Result<()> {
+        let shared = self.shared.clone();
+        logging::set_identity(&shared.identity);
+        let config = &shared.config;
+        tracing::info!(
+            "cogworker {} starting: redis={} namespace={} concurrency={} queues=[{}]{}",
+            env!("CARGO_PKG_VERSION"),
+            config.redis_url_redacted(),
+            config.namespace(),
+            config.concurrency(),
+            config
+                .queues()
+                .iter()
+                .map(|q| format!("{}:{}", q.name, q.weight))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if config.strict_order() { " (strict)" } else { "" },
+        );
+        if !self.host_slots {
+            if self.registry.is_empty() {
+                tracing::warn!("no handlers registered: every job taken will fail");
+            } else {
+                tracing::info!("handlers: {}", self.registry.classes().join(", "));
+            }
+        }
+
+        // First beat before any fetch: recovery must see this process alive
+        // before its in-progress list can hold anything.
+        if !heartbeat::first_beat(&shared).await {
+            tracing::info!("stop received before startup completed");
+            return Ok(());
+        }
+
+        let mut background = vec![
+            supervise("heartbeat", &shared, heartbeat::run),
+            supervise("signals", &shared, heartbeat::listen_for_signals),
+            supervise("recovery", &shared, recovery::run),
+            supervise("scheduler", &shared, scheduler::run),
+        ];
+        let completions_rx = self.completions_rx.clone();
+        let completer = supervise("completion", &shared, move |s| {
+            completion::run(s, completions_rx.clone())
+        });
+        let slots_tx = self.slots_tx.clone();
+        let dispatcher = supervise("fetch", &shared, move |s| dispatcher::run(s, slots_tx.clone()));
+        drop(self.slots_tx);
+        let mut processors = Vec::new();
+        if !self.host_slots {
+            for _ in 0..config.concurrency() {
+                let (s, r, rx) = (shared.clone(), self.registry.clone(), self.slots_rx.clone());
+                processors.push(tokio::spawn(processor::run(s, r, rx)));
+            }
+        }
+        tracing::info!(
+            "started: {} fetch, {} slot(s){}",
+            if shared.is_reliable() { "reliable" } else { "basic" },
+            config.concurrency(),
+            if self.host_slots { " (host threads)" } else { "" }
+        );
+
+        shared.reached(Lifecycle::Stopping).await;
+        shutdown(&shared, dispatcher, &self.slots_rx).await;
+        for task in processors.into_iter().chain(background.drain(..)) {
+            task.abort();
+        }
+        completer.abort();
+        match heartbeat::unregister(&shared).await {
+            Ok(0) => {}
+            Ok(left) => tracing::warn!("{left} job(s) left in progress for recovery"),
+            Err(e) => tracing::error!("could not remove presence keys: {e}"),
+        }
+        tracing::info!("stopped");
+        Ok(())
+    }
+}
+
+/// Stopping: the fetch loop has been told (lifecycle); wait it out, give
+/// back what never started, wait for running jobs up to the timeout, write
+/// what finished, then put everything unfinished back on its queue.
+async fn shutdown(shared: &Arc<Shared>, dispatcher: JoinHandle<()>, slots: &flume::Receiver<Delivery>) {
+    let timeout = shared.config.shutdown_timeout();
+    tracing::info!(
+        "stopping: waiting up to {:.1}s for {} running job(s)",
+        timeout.as_secs_f64(),
+        shared.busy_count()
+    );
+    if tokio::time::timeout(SHUTDOWN_STEP_LIMIT, dispatcher).await.is_err() {
+        tracing::error!("fetch did not finish in time; its jobs stay in progress and are requeued below");
+    }
+    // Taken but never started: they go back (basic fetch) or stay on the
+    // in-progress list, which is requeued below (reliable fetch).
+    let mut never_started = Vec::new();
+    while let Ok(delivery) = slots.try_recv() {
+        shared.release_slot();
+        never_started.push(delivery);
+    }
+
+    let deadline = Instant::now() + timeout;
+    while shared.busy_count() > 0 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        tokio::select! {
+            _ = shared.capacity_freed.notified() => {}
+            _ = tokio::time::sleep(left.min(Duration::from_millis(50))) => {}
+        }
+    }
+
+    let (flushed_tx, flushed_rx) = tokio::sync::oneshot::channel();
+    if shared.completions.send(Completion::Flush(flushed_tx)).is_ok()
+        && tokio::time::timeout(SHUTDOWN_STEP_LIMIT, flushed_rx).await.is_err()
+    {
+        tracing::error!("results not written in time; those jobs stay in progress and may run again");
+    }
+
+    match requeue_unfinished(shared, never_started).await {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!("requeued {n} job(s) unfinished at shutdown"),
+        Err(e) => tracing::error!("requeueing unfinished jobs failed (recovery will find them): {e}"),
+    }
+}
+
+async fn requeue_unfinished(shared: &Shared, never_started: Vec<Delivery>) -> Result<usize> {
+    if shared.is_reliable() {
+        return recovery::requeue_list(shared, &shared.identity, 0).await;
+    }
+    // Basic fetch: the only copy is in memory.
+    let mut conn = shared.redis.conn();
+    let mut payloads: Vec<(String, Vec<u8>)> = never_started.into_iter().map(|d| (d.queue, d.raw)).collect();
+    payloads.extend(shared.busy_snapshot().into_iter().map(|(_, e)| (e.queue, e.raw)));
+    for (queue, raw) in &payloads {
+        let _: i64 = conn.rpush(shared.keys.queue(queue), &raw[..]).await?;
+    }
+    Ok(payloads.len())
+}
+
+/// Runs a component, restarting it (after a pause) if it panics, until the
+/// process stops.
+fn supervise<F, Fut>(name: &'static str, shared: &Arc<Shared>, component: F) -> JoinHandle<()>
+where
+    F: Fn(Arc<Shared>) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        loop {
+            match tokio::spawn(component(shared.clone())).await {
+                Ok(()) => return,
+                Err(e) if e.is_panic() => {
+                    tracing::error!("cogworker.{name} panicked; restarting in 1s: {e}");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                Err(_) => return,
+            }
+        }
+    })
+}
+
+impl WorkerHandle {
+    pub fn identity(&self) -> &str {
+        &self.shared.identity
+    }
+    pub fn lifecycle(&self) -> Lifecycle {
+        self.shared.lifecycle()
+    }
+    /// Stop taking new jobs; running ones go on.
+    pub fn quiet(&self) {
+        self.shared.advance(Lifecycle::Quiet);
+    }
+    /// Begin the shutdown sequence ([`Worker::run`] returns when done).
+    pub fn stop(&self) {
+        self.shared.advance(Lifecycle::Stopping);
+    }
+    pub fn is_stopping(&self) -> bool {
+        self.shared.is_stopping()
+    }
+    /// The jobs running now.
+    pub fn busy(&self) -> Vec<BusyEntry> {
+        self.shared.busy_snapshot().into_iter().map(|(_, e)| e).collect()
+    }
+    /// Logs every running job (the TTIN dump).
+    pub fn log_busy(&self) {
+        let busy = self.busy();
+        tracing::warn!("{} busy slot(s)", busy.len());
+        for entry in busy {
+            tracing::warn!(
+                "busy: {} jid={} queue={} running {:.1}s",
+                entry.class,
+                entry.jid,
+                entry.queue,
+                crate::job::now() - entry.run_at
+            );
+        }
+    }
+
+    /// Blocks (no tokio needed) up to `timeout` for the next job. The
+    /// caller must pass it to [`WorkerHandle::complete`].
+    pub fn next_job(&self, timeout: Duration) -> NextJob {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.shared.is_stopping() {
+                return NextJob::Stopped;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.slots.recv_timeout(left.min(Duration::from_millis(100))) {
+                Ok(delivery) => return self.started(delivery),
+                Err(flume::RecvTimeoutError::Disconnected) => return NextJob::Stopped,
+                Err(flume::RecvTimeoutError::Timeout) if left.is_zero() => return NextJob::Idle,
+                Err(flume::RecvTimeoutError::Timeout) => {}
+            }
+        }
+    }
+
+    /// The next job if one is ready now.
+    pub fn try_next_job(&self) -> NextJob {
+        if self.shared.is_stopping() {
+            return NextJob::Stopped;
+        }
+        match self.slots.try_recv() {
+            Ok(delivery) => self.started(delivery),
+            Err(flume::TryRecvError::Empty) => NextJob::Idle,
+            Err(flume::TryRecvError::Disconnected) => NextJob::Stopped,
+        }
+    }
+
+    /// Waits for the next job without blocking a thread.
+    pub async fn next_job_async(&self) -> NextJob {
+        tokio::select! {
+            received = self.slots.recv_async() => match received {
+                Ok(delivery) => self.started(delivery),
+                Err(_) => NextJob::Stopped,
+            },
+            _ = self.shared.reached(Lifecycle::Stopping) => NextJob::Stopped,
+        }
+    }
+
+    fn started(&self, mut delivery: Delivery) -> NextJob {
+        self.shared.start(&mut delivery);
+        NextJob::Job(delivery)
+    }
+
+    /// Reports how a job taken with `next_job` ended. Never blocks.
+    pub fn complete(&self, delivery: Delivery, outcome: Outcome) {
+        self.shared.finish(delivery, outcome);
+    }
+
+    /// Opt-in signal handling for a plain-Rust worker: TERM/INT stop, TSTP
+    /// quiets, TTIN logs the busy jobs. Needs a tokio runtime context.
+    #[cfg(unix)]
+    pub fn install_signal_handlers(&self) -> Result<()> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate()).map_err(signal_error)?;
+        let mut int = signal(SignalKind::interrupt()).map_err(signal_error)?;
+        let mut tstp = signal(SignalKind::from_raw(libc::SIGTSTP)).map_err(signal_error)?;
+        let mut ttin = signal(SignalKind::from_raw(libc::SIGTTIN)).map_err(signal_error)?;
+        let handle = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = term.recv() => { tracing::info!("TERM received"); handle.stop(); }
+                    _ = int.recv() => { tracing::info!("INT received"); handle.stop(); }
+                    _ = tstp.recv() => { tracing::info!("TSTP received: quiet"); handle.quiet(); }
+                    _ = ttin.recv() => handle.log_busy(),
+                }
+            }
+        });
+        Ok(())
+    }
+}
+
+#[cfg(unix)]
+fn signal_error(e: std::io::Error) -> crate::Error {
+    crate::Error::config("signals", "TERM/INT/TSTP/TTIN", e)
+}

@@ -1,0 +1,38 @@
+//! cogworker: a Redis-backed background-job engine that never loses a job.
+//!
+//! This crate is the whole engine; the Python and Ruby packages are thin
+//! layers over it. Push with [`Client`], run with [`Worker`], operate with
+//! [`Api`]. See `docs/internals.md` for the moving parts.
+
+mod api;
+mod client;
+mod completion;
+mod config;
+mod connection;
+mod dispatcher;
+mod error;
+mod fetch;
+mod handler;
+mod heartbeat;
+mod job;
+mod keys;
+mod launcher;
+pub mod logging;
+mod manager;
+mod processor;
+mod recovery;
+mod retry;
+pub mod runtime;
+mod scheduler;
+mod scripts;
+
+pub use api::{Api, JobSet, ProcessInfo, QueueInfo, SetEntry, Stats};
+pub use client::Client;
+pub use config::{redact_url, CatchUp, Config, FetchMode, QueueSpec, DEFAULT_REDIS_URL};
+pub use error::{Error, Result};
+pub use handler::{Failure, Handler, HandlerResult, Middleware, Next, Outcome};
+pub use job::{new_jid, now, safe_string, Job, Retry, UNPARSEABLE_CLASS};
+pub use keys::Keys;
+pub use launcher::{NextJob, Worker, WorkerBuilder, WorkerHandle};
+pub use manager::{BusyEntry, Delivery, Lifecycle};
+pub use retry::default_backoff;

@@ -1,0 +1,104 @@
+//! Orphan recovery and shutdown requeue. A process whose last beat (in
+//! Redis's clock) is older than `orphan_threshold` is dead: every job on
+//! its in-progress list goes back to its queue, one atomic script per job
+//! that re-checks the owner's staleness, so a process that was only slow
+//! keeps its jobs. A payload that cannot be parsed is buried instead (its
+//! queue is unknown).
+
+use crate::error::Result;
+use crate::job::Job;
+use crate::manager::{jittered, sleep_unless, Lifecycle, Shared};
+use crate::scripts::SCRIPTS;
+use redis::AsyncCommands;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+pub(crate) async fn run(shared: Arc<Shared>) {
+    loop {
+        match recover_orphans(&shared).await {
+            Ok(moved) if moved > 0 => tracing::warn!("recovered {moved} job(s) from dead processes"),
+            Ok(_) => {}
+            Err(e) => tracing::error!("orphan recovery failed (will retry): {e}"),
+        }
+        shared.recovered_once.store(true, Ordering::SeqCst);
+        let pause = jittered(shared.config.orphan_check_interval(), 0.2);
+        if sleep_unless(&shared, pause, Lifecycle::Stopping).await {
+            return;
+        }
+    }
+}
+
+/// One pass over every identity that may own an in-progress list.
+pub(crate) async fn recover_orphans(shared: &Shared) -> Result<usize> {
+    let mut conn = shared.redis.conn();
+    let identities: Vec<String> = conn.smembers(shared.keys.in_progress_identities()).await?;
+    let beats: HashMap<String, f64> = conn.hgetall(shared.keys.last_beat()).await?;
+    let (server_now, _micros): (u64, u64) = redis::cmd("TIME").query_async(&mut conn).await?;
+    let threshold = shared.config.orphan_threshold();
+    let mut moved = 0;
+    for identity in identities {
+        if identity == shared.identity {
+            continue;
+        }
+        let last = beats.get(&identity).copied().unwrap_or(0.0);
+        if (server_now as f64) - last < threshold {
+            continue;
+        }
+        tracing::warn!(
+            "process {identity} has not beaten for {:.0}s: recovering its jobs",
+            server_now as f64 - last
+        );
+        moved += requeue_list(shared, &identity, threshold.ceil() as u64).await?;
+        let _forgot: i64 = SCRIPTS
+            .forget_identity
+            .key(shared.keys.in_progress_identities())
+            .key(shared.keys.last_beat())
+            .key(shared.keys.in_progress(&identity))
+            .arg(&identity)
+            .arg(threshold.ceil() as u64)
+            .invoke_async(&mut conn)
+            .await?;
+    }
+    Ok(moved)
+}
+
+/// Puts every job on `identity`'s in-progress list back on its queue.
+/// `threshold` 0 skips the staleness check (our own list, at shutdown).
+pub(crate) async fn requeue_list(shared: &Shared, identity: &str, threshold: u64) -> Result<usize> {
+    let mut conn = shared.redis.conn();
+    let list = shared.keys.in_progress(identity);
+    let entries: Vec<Vec<u8>> = conn.lrange(&list, 0, -1).await?;
+    let mut moved = 0;
+    for raw in entries {
+        match Job::parse(&raw) {
+            Ok(job) => {
+                let queue = job.queue_name();
+                let result: i64 = SCRIPTS
+                    .requeue_in_progress
+                    .key(&list)
+                    .key(shared.keys.queues())
+                    .key(shared.keys.queue(queue))
+                    .key(shared.keys.last_beat())
+                    .arg(&raw[..])
+                    .arg(queue)
+                    .arg(identity)
+                    .arg(threshold)
+                    .invoke_async(&mut conn)
+                    .await?;
+                match result {
+                    1 => moved += 1,
+                    -1 => {
+                        tracing::info!("process {identity} beat again: leaving its jobs alone");
+                        return Ok(moved);
+                    }
+                    _ => {}
+                }
+            }
+            Err(reason) => {
+                crate::completion::bury_unparseable(shared, identity, true, "", &raw, &reason).await?;
+            }
+        }
+    }
+    Ok(moved)
+}

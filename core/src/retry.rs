@@ -1,0 +1,185 @@
+//! What a failure does to a job (SPEC §4 "Run"): count it, then retry with
+//! backoff, bury in `dead`, or discard. The decision and every payload are
+//! built here, in Rust; `fail.lua` only files the result atomically.
+
+use crate::config::Config;
+use crate::handler::Failure;
+use crate::job::{float, safe_string, Job, Retry, BACKTRACE_LIMIT, ERROR_MESSAGE_LIMIT};
+use serde_json::{json, Value};
+
+/// Longest backtrace line stored, in characters.
+const BACKTRACE_LINE_LIMIT: usize = 1_000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Disposition {
+    Retry,
+    Dead,
+    Discard,
+}
+
+impl Disposition {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Disposition::Retry => "retry",
+            Disposition::Dead => "dead",
+            Disposition::Discard => "discard",
+        }
+    }
+}
+
+/// Everything `fail.lua` needs to file one failure.
+pub(crate) struct FailurePlan {
+    pub disposition: Disposition,
+    /// Retry-at or died-at (epoch seconds).
+    pub score: f64,
+    pub payload: String,
+    pub attempt: String,
+}
+
+/// Default backoff before retry number `count + 1`:
+/// `count⁴ + 15 + rand(10)·(count + 1)` seconds (Sidekiq's curve).
+pub fn default_backoff(count: u32) -> f64 {
+    let count = count as f64;
+    let jitter = rand::random_range(0..10) as f64;
+    count.powi(4) + 15.0 + jitter * (count + 1.0)
+}
+
+pub(crate) fn plan_failure(job: &Job, failure: &Failure, now: f64) -> FailurePlan {
+    let previous = job.retry_count();
+    let count = previous.saturating_add(1);
+    let mut next = job.clone();
+    next.set("retry_count", Value::from(count));
+    next.set("error_class", Value::String(safe_string(&failure.class, 500)));
+    next.set(
+        "error_message",
+        Value::String(safe_string(&failure.message, ERROR_MESSAGE_LIMIT)),
+    );
+    let backtrace: Vec<Value> = failure
+        .backtrace
+        .iter()
+        .take(BACKTRACE_LIMIT)
+        .map(|line| Value::String(safe_string(line, BACKTRACE_LINE_LIMIT)))
+        .collect();
+    if backtrace.is_empty() {
+        next.remove("error_backtrace");
+    } else {
+        next.set("error_backtrace", Value::Array(backtrace));
+    }
+    if previous == 0 && job.get("failed_at").is_none() {
+        next.set("failed_at", float(now));
+    } else {
+        next.set("retried_at", float(now));
+    }
+
+    let (disposition, score) = match job.retry_policy() {
+        Retry::Discard => (Disposition::Discard, now),
+        Retry::Max(max) if count <= max => {
+            let delay = failure
+                .retry_in
+                .filter(|d| d.is_finite() && *d >= 0.0)
+                .unwrap_or_else(|| default_backoff(previous));
+            (Disposition::Retry, now + delay)
+        }
+        Retry::Max(_) => (Disposition::Dead, now),
+    };
+    let attempt = json!({
+        "attempt": count,
+        "failed_at": float(now),
+        "outcome": disposition.as_str(),
+        "error_class": next.get("error_class"),
+        "error_message": next.get("error_message"),
+    })
+    .to_string();
+    FailurePlan {
+        disposition,
+        score,
+        payload: next.to_json(),
+        attempt,
+    }
+}
+
+/// One entry of the capped History list.
+pub(crate) fn history_entry(job: &Job, started_at: f64, now: f64, error: Option<&str>) -> String {
+    let mut entry = json!({
+        "jid": job.jid_str(),
+        "class": job.class(),
+        "queue": job.queue_name(),
+        "status": if error.is_some() { "failed" } else { "ok" },
+        "started_at": float(started_at),
+        "duration_ms": ((now - started_at) * 1000.0 * 1000.0).round() / 1000.0,
+    });
+    if let Some(error) = error {
+        entry["error_class"] = Value::String(safe_string(error, 500));
+    }
+    entry.to_string()
+}
+
+/// Dead-set trimming bounds: (most entries, lowest score kept).
+pub(crate) fn dead_bounds(config: &Config, now: f64) -> (usize, f64) {
+    (config.dead_max_jobs(), now - config.dead_timeout_secs())
+}
+
+/// UTC day as `yyyy-mm-dd`, for the per-day counters.
+pub(crate) fn day_of(epoch: f64) -> String {
+    chrono::DateTime::from_timestamp(epoch as i64, 0)
+        .unwrap_or_default()
+        .format("%Y-%m-%d")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_failure_is_retried_within_the_default_window() {
+        let job = Job::new("A");
+        let plan = plan_failure(&job, &Failure::new("E", "boom"), 1000.0);
+        assert_eq!(plan.disposition, Disposition::Retry);
+        assert!((1015.0..=1024.0).contains(&plan.score), "{}", plan.score);
+        let filed = Job::parse(plan.payload.as_bytes()).unwrap();
+        assert_eq!(filed.retry_count(), 1);
+        assert_eq!(filed.str_field("error_message"), Some("boom"));
+        assert!(filed.get("failed_at").is_some());
+    }
+
+    #[test]
+    fn exhausted_retries_bury_and_retry_false_discards() {
+        let job = Job::new("A").retry(Retry::Max(2)).field("retry_count", 2.into());
+        let plan = plan_failure(&job, &Failure::new("E", "x"), 5.0);
+        assert_eq!(plan.disposition, Disposition::Dead);
+        let job = Job::new("A").retry(Retry::Max(0));
+        assert_eq!(
+            plan_failure(&job, &Failure::new("E", "x"), 5.0).disposition,
+            Disposition::Dead
+        );
+        let job = Job::new("A").retry(Retry::Discard);
+        assert_eq!(
+            plan_failure(&job, &Failure::new("E", "x"), 5.0).disposition,
+            Disposition::Discard
+        );
+    }
+
+    #[test]
+    fn handler_delay_overrides_backoff_and_fields_are_bounded() {
+        let long = "x".repeat(20_000);
+        let failure = Failure::new("E", long)
+            .with_backtrace((0..500).map(|i| format!("line {i}")).collect())
+            .with_retry_in(2.0);
+        let plan = plan_failure(&Job::new("A"), &failure, 100.0);
+        assert_eq!(plan.score, 102.0);
+        let filed = Job::parse(plan.payload.as_bytes()).unwrap();
+        assert_eq!(filed.str_field("error_message").unwrap().len(), ERROR_MESSAGE_LIMIT);
+        assert_eq!(
+            filed.get("error_backtrace").unwrap().as_array().unwrap().len(),
+            BACKTRACE_LIMIT
+        );
+    }
+
+    #[test]
+    fn backoff_grows_with_the_count() {
+        assert!(default_backoff(0) < 25.0);
+        assert!(default_backoff(10) > 10_000.0);
+        assert_eq!(day_of(0.0), "1970-01-01");
+    }
+}

@@ -1,0 +1,30 @@
+//! The Lua scripts, embedded at build time from `scripts/*.lua` (each file's
+//! header lists its KEYS, ARGV and return value). `redis::Script` runs them
+//! by SHA (`EVALSHA`) and on `NOSCRIPT` (a restarted, failed-over or
+//! flushed server) loads and retries. No script here is ever sent inside a
+//! pipeline or MULTI, where that fallback cannot work.
+
+use redis::Script;
+use std::sync::LazyLock;
+
+pub(crate) struct Scripts {
+    pub fetch_reliable: Script,
+    pub ack: Script,
+    pub fail: Script,
+    pub requeue_in_progress: Script,
+    pub requeue_due: Script,
+    pub heartbeat: Script,
+    pub unregister: Script,
+    pub forget_identity: Script,
+}
+
+pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
+    fetch_reliable: Script::new(include_str!("scripts/fetch_reliable.lua")),
+    ack: Script::new(include_str!("scripts/ack.lua")),
+    fail: Script::new(include_str!("scripts/fail.lua")),
+    requeue_in_progress: Script::new(include_str!("scripts/requeue_in_progress.lua")),
+    requeue_due: Script::new(include_str!("scripts/requeue_due.lua")),
+    heartbeat: Script::new(include_str!("scripts/heartbeat.lua")),
+    unregister: Script::new(include_str!("scripts/unregister.lua")),
+    forget_identity: Script::new(include_str!("scripts/forget_identity.lua")),
+});

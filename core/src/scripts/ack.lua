@@ -1,0 +1,40 @@
+-- Acknowledge a batch of jobs that ran successfully: take each off the
+-- in-progress list, count them, and record them in the capped history.
+--
+-- KEYS[1] NS:in_progress:<identity> (list; ignored when ARGV[1] is "0")
+-- KEYS[2] NS:stat:processed
+-- KEYS[3] NS:stat:processed:<yyyy-mm-dd>
+-- KEYS[4] NS:history (list, newest on the left)
+-- ARGV[1] "1" with reliable fetch (remove from KEYS[1]), "0" with basic fetch
+-- ARGV[2] history cap (entries kept)
+-- ARGV[3] n, the number of jobs acknowledged
+-- ARGV[4 .. 3+n]      the payloads exactly as fetched
+-- ARGV[4+n .. 3+2n]   one history entry (JSON) per job, same order
+--
+-- Returns the number of jobs counted as processed. With reliable fetch a
+-- payload no longer on the in-progress list (requeued by shutdown or by
+-- recovery while it ran) is not counted: its requeued copy will be.
+local reliable = ARGV[1] == "1"
+local cap = tonumber(ARGV[2])
+local n = tonumber(ARGV[3])
+local counted = 0
+local history = {}
+for i = 1, n do
+  local keep = true
+  if reliable then
+    keep = redis.call("LREM", KEYS[1], -1, ARGV[3 + i]) > 0
+  end
+  if keep then
+    counted = counted + 1
+    history[#history + 1] = ARGV[3 + n + i]
+  end
+end
+if counted > 0 then
+  redis.call("INCRBY", KEYS[2], counted)
+  redis.call("INCRBY", KEYS[3], counted)
+  if cap > 0 then
+    redis.call("LPUSH", KEYS[4], unpack(history))
+    redis.call("LTRIM", KEYS[4], 0, cap - 1)
+  end
+end
+return counted

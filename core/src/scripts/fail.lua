@@ -1,0 +1,47 @@
+-- File a failed (or unparseable) job under retry or dead, or discard it, and
+-- take it off the in-progress list in the same atomic step, so the job is
+-- always in exactly one place: never lost between the two, never in both.
+--
+-- KEYS[1] NS:in_progress:<identity> (list; ignored when ARGV[1] is "0")
+-- KEYS[2] the target set: NS:retry or NS:dead (zset)
+-- KEYS[3] NS:stat:failed
+-- KEYS[4] NS:stat:failed:<yyyy-mm-dd>
+-- KEYS[5] NS:attempts:<jid> (list)
+-- KEYS[6] NS:history (list)
+-- ARGV[1]  "1" with reliable fetch, "0" with basic fetch
+-- ARGV[2]  the payload exactly as fetched (removed from KEYS[1])
+-- ARGV[3]  "retry" | "dead" | "discard"
+-- ARGV[4]  score in KEYS[2] (epoch seconds: retry-at or died-at)
+-- ARGV[5]  the payload to file (with retry_count, error fields, ...)
+-- ARGV[6]  attempt entry JSON, or "" to record none
+-- ARGV[7]  attempts list TTL (whole seconds)
+-- ARGV[8]  history entry JSON
+-- ARGV[9]  history cap
+-- ARGV[10] dead set: most entries kept
+-- ARGV[11] dead set: entries scored below this are trimmed (epoch seconds)
+--
+-- Returns 1 if filed, 0 if the job was no longer in progress here (shutdown
+-- or recovery already put it back on its queue; that copy will run again).
+if ARGV[1] == "1" and redis.call("LREM", KEYS[1], -1, ARGV[2]) == 0 then
+  return 0
+end
+local mode = ARGV[3]
+if mode == "retry" or mode == "dead" then
+  redis.call("ZADD", KEYS[2], ARGV[4], ARGV[5])
+end
+if mode == "dead" then
+  redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", "(" .. ARGV[11])
+  redis.call("ZREMRANGEBYRANK", KEYS[2], 0, -(tonumber(ARGV[10]) + 1))
+end
+redis.call("INCR", KEYS[3])
+redis.call("INCR", KEYS[4])
+if ARGV[6] ~= "" then
+  redis.call("RPUSH", KEYS[5], ARGV[6])
+  redis.call("EXPIRE", KEYS[5], ARGV[7])
+end
+local cap = tonumber(ARGV[9])
+if cap > 0 then
+  redis.call("LPUSH", KEYS[6], ARGV[8])
+  redis.call("LTRIM", KEYS[6], 0, cap - 1)
+end
+return 1

@@ -1,0 +1,19 @@
+-- After orphan recovery emptied a dead process's in-progress list, forget the
+-- identity, re-checking (against Redis's clock) that it is still stale and
+-- its list still empty.
+--
+-- KEYS[1] NS:in_progress_identities (set)
+-- KEYS[2] NS:last_beat (hash)
+-- KEYS[3] NS:in_progress:<identity> (list)
+-- ARGV[1] identity
+-- ARGV[2] orphan threshold (seconds)
+--
+-- Returns 1 if forgotten, 0 if it still has jobs or has beaten since.
+local beat = tonumber(redis.call("HGET", KEYS[2], ARGV[1]) or "0")
+local now = tonumber(redis.call("TIME")[1])
+if now - beat < tonumber(ARGV[2]) or redis.call("LLEN", KEYS[3]) > 0 then
+  return 0
+end
+redis.call("SREM", KEYS[1], ARGV[1])
+redis.call("HDEL", KEYS[2], ARGV[1])
+return 1

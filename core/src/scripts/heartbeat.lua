@@ -1,0 +1,39 @@
+-- One heartbeat: register the process, write its info and busy slots with a
+-- TTL, and (reliable fetch) stamp its last beat in Redis's own clock so host
+-- clock skew never decides that a live process is dead.
+--
+-- KEYS[1] NS:processes (set)
+-- KEYS[2] NS:process:<identity> (hash)
+-- KEYS[3] NS:workers:<identity> (hash)
+-- KEYS[4] NS:in_progress_identities (set)
+-- KEYS[5] NS:last_beat (hash)
+-- ARGV[1] identity
+-- ARGV[2] info JSON
+-- ARGV[3] busy count
+-- ARGV[4] "true" | "false" (quiet)
+-- ARGV[5] TTL of the process and workers hashes (seconds)
+-- ARGV[6] "1" with reliable fetch (register for orphan recovery), else "0"
+-- ARGV[7] this host's clock (epoch seconds), used only where TIME is refused
+-- ARGV[8..] busy slots as field, value pairs
+--
+-- Returns the beat time written (epoch seconds).
+local ok, t = pcall(redis.call, "TIME")
+local now
+if ok then
+  now = tonumber(t[1])
+else
+  now = tonumber(ARGV[7])
+end
+redis.call("SADD", KEYS[1], ARGV[1])
+redis.call("HSET", KEYS[2], "info", ARGV[2], "busy", ARGV[3], "quiet", ARGV[4], "beat", now)
+redis.call("EXPIRE", KEYS[2], ARGV[5])
+redis.call("DEL", KEYS[3])
+if #ARGV >= 9 then
+  redis.call("HSET", KEYS[3], unpack(ARGV, 8))
+  redis.call("EXPIRE", KEYS[3], ARGV[5])
+end
+if ARGV[6] == "1" then
+  redis.call("SADD", KEYS[4], ARGV[1])
+  redis.call("HSET", KEYS[5], ARGV[1], now)
+end
+return now

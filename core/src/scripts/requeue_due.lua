@@ -1,0 +1,24 @@
+-- Move due entries of the schedule or retry set onto their queues: for each
+-- entry, claim (ZREM) and push in one atomic step, so a crash or a dropped
+-- connection between the two can never lose a job. The payload pushed was
+-- built by the caller (enqueued_at re-stamped), not re-encoded here: Lua's
+-- cjson would round large integers in args.
+--
+-- KEYS[1]   NS:schedule or NS:retry (zset)
+-- KEYS[2]   NS:queues (set)
+-- KEYS[3..] NS:queue:<q>, one per entry
+-- ARGV      triplets, one per entry, aligned with KEYS[3..]:
+--           {entry as stored, queue name, payload to push}
+--
+-- Returns the number of entries moved (an entry another process claimed
+-- first is skipped).
+local moved = 0
+for i = 3, #KEYS do
+  local base = (i - 3) * 3
+  if redis.call("ZREM", KEYS[1], ARGV[base + 1]) == 1 then
+    redis.call("SADD", KEYS[2], ARGV[base + 2])
+    redis.call("LPUSH", KEYS[i], ARGV[base + 3])
+    moved = moved + 1
+  end
+end
+return moved

@@ -1,0 +1,116 @@
+//! Test support: a private `redis-server` per test on a free loopback port
+//! (so a test can stop, restart or flush it), stopped by pid; helpers to
+//! await conditions with a deadline; a worker process to kill.
+#![allow(dead_code)]
+
+#[path = "../../examples/support/private_redis.rs"]
+mod private_redis;
+
+pub use private_redis::PrivateRedis as TestRedis;
+
+use cogworker::Config;
+use redis::AsyncCommands;
+use std::future::Future;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A config for a test server with short intervals, so tests run fast.
+pub trait TestConfig {
+    fn config(&self) -> Config;
+}
+
+impl TestConfig for TestRedis {
+    fn config(&self) -> Config {
+        let mut c = Config::default();
+        c.set_redis_url(&self.url()).unwrap();
+        c.set_heartbeat_interval(0.5).unwrap();
+        c.set_scheduler_poll_interval(0.2).unwrap();
+        c.set_orphan_check_interval(0.5).unwrap();
+        c.set_shutdown_timeout(5.0).unwrap();
+        c.set_fetch_idle_max_interval(0.5).unwrap();
+        c
+    }
+}
+
+/// Polls `check` until it returns true, failing the test after `limit`.
+pub async fn wait_until<F, Fut>(what: &str, limit: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + limit;
+    while !check().await {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {limit:?} waiting for: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+pub async fn llen(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> usize {
+    conn.llen(key).await.unwrap()
+}
+
+pub async fn zcard(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> usize {
+    conn.zcard(key).await.unwrap()
+}
+
+pub async fn zmembers(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> Vec<Vec<u8>> {
+    conn.zrange(key, 0, -1).await.unwrap()
+}
+
+/// The `test_worker` example binary (built by `cargo test`).
+pub fn test_worker_bin() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let target = exe.parent().unwrap().parent().unwrap();
+    let bin = target.join("examples").join("test_worker");
+    assert!(bin.exists(), "{} missing: run via cargo test", bin.display());
+    bin
+}
+
+/// Starts the test worker process against `url`.
+pub fn spawn_worker(url: &str, namespace: &str, extra_env: &[(&str, &str)]) -> Child {
+    let mut cmd = Command::new(test_worker_bin());
+    cmd.env("COGWORKER_REDIS_URL", url)
+        .env("TEST_NAMESPACE", namespace)
+        .stdin(Stdio::null());
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    cmd.spawn().unwrap()
+}
+
+pub fn kill9(child: &mut Child) {
+    unsafe {
+        libc_kill(child.id() as i32, 9);
+    }
+    let _ = child.wait();
+}
+
+pub fn send_signal(child: &Child, signal: i32) {
+    unsafe {
+        libc_kill(child.id() as i32, signal);
+    }
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+/// Waits for a child to exit within `limit`; returns its exit status.
+pub fn wait_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("process {} did not exit within {limit:?}", child.id());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
