@@ -360,7 +360,7 @@ async fn scheduler_leaves_unrequeueable_entries_in_place() {
     let handle = worker.handle();
     handle.quiet(); // run the scheduler, take no jobs
     let running = tokio::spawn(worker.run());
-    let mut c2 = conn.clone();
+    let c2 = conn.clone();
     let queue = keys.queue("default");
     wait_until("valid entry moved", Duration::from_secs(10), move || {
         let (mut c, q) = (c2.clone(), queue.clone());
