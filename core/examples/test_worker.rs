@@ -1,7 +1,7 @@
 //! A worker process for the fault tests: they start it, kill it with
 //! `kill -9`, signal it. Handlers:
 //! - `Record`: appends its jid to `<ns>:test:ran` (one entry per execution);
-//! - `Sleep [seconds]`: sleeps, then records like `Record`;
+//! - `Sleep [seconds]`: sleeps (times TEST_SLEEP_SCALE), then records like `Record`;
 //! - `Fail`: always fails.
 //!
 //! Settings come from the environment (TEST_* variables below).
@@ -50,7 +50,8 @@ async fn main() -> cogworker::Result<()> {
         .register("Sleep", move |job| {
             let (mut conn, ns) = (r2.clone(), ns2.clone());
             async move {
-                let seconds = job.args_slice().first().and_then(|v| v.as_f64()).unwrap_or(1.0);
+                let seconds =
+                    job.args_slice().first().and_then(|v| v.as_f64()).unwrap_or(1.0) * env_f64("TEST_SLEEP_SCALE", 1.0);
                 tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
                 record(&mut conn, &ns, &job).await
             }

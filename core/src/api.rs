@@ -247,6 +247,8 @@ impl Api {
         Ok(removed == 1)
     }
 
+    /// Live processes. A member whose process hash has expired (it died
+    /// without cleaning up) is pruned from the set on the way.
     pub async fn processes(&self) -> Result<Vec<ProcessInfo>> {
         let keys = self.client.keys();
         let mut conn = self.conn();
@@ -255,7 +257,10 @@ impl Api {
         let mut out = Vec::new();
         for identity in identities {
             let fields: std::collections::HashMap<String, String> = conn.hgetall(keys.process(&identity)).await?;
-            let Some(info) = fields.get("info") else { continue };
+            let Some(info) = fields.get("info") else {
+                let _: i64 = conn.srem(keys.processes(), &identity).await?;
+                continue;
+            };
             out.push(ProcessInfo {
                 info: serde_json::from_str(info).unwrap_or(Value::Null),
                 busy: fields.get("busy").and_then(|b| b.parse().ok()).unwrap_or(0),

@@ -64,7 +64,10 @@ pub(crate) fn queue_order(queues: &[QueueSpec], strict: bool) -> Vec<&str> {
 /// a proxy that does not allow it)?
 pub(crate) fn is_unsupported(e: &crate::error::Error) -> bool {
     let text = e.to_string().to_ascii_lowercase();
-    text.contains("unknown command") || text.contains("not allowed") || text.contains("noperm")
+    text.contains("unknown command")
+        || text.contains("unknown redis command")
+        || text.contains("not allowed")
+        || text.contains("noperm")
 }
 
 #[cfg(test)]

@@ -22,6 +22,10 @@ pub trait TestConfig {
 
 impl TestConfig for TestRedis {
     fn config(&self) -> Config {
+        // Set COGWORKER_TEST_LOG=1 to see the engine's log while debugging.
+        if std::env::var_os("COGWORKER_TEST_LOG").is_some() {
+            cogworker::logging::init(false);
+        }
         let mut c = Config::default();
         c.set_redis_url(&self.url()).unwrap();
         c.set_heartbeat_interval(0.5).unwrap();
