@@ -78,7 +78,17 @@ impl Client {
             let members: Vec<(f64, &str)> = scheduled.iter().map(|(s, p)| (*s, p.as_str())).collect();
             pipe.zadd_multiple(self.keys.schedule(), &members).ignore();
         }
-        pipe.query_async::<()>(&mut self.redis.conn()).await?;
+        // A connection that died since the last call fails the first command
+        // sent on it (the shared connection reconnects behind it): retry
+        // once. At worst a push whose reply was lost is pushed twice, which
+        // at-least-once delivery allows; a push must never be lost.
+        match pipe.query_async::<()>(&mut self.redis.conn()).await {
+            Err(e) if e.is_connection_dropped() || e.is_io_error() => {
+                tracing::warn!("push failed ({e}); retrying once on a new connection");
+                pipe.query_async::<()>(&mut self.redis.conn()).await?;
+            }
+            other => other?,
+        }
         Ok(jids)
     }
 }

@@ -18,9 +18,16 @@ pub(crate) async fn run(shared: Arc<Shared>, slots: flume::Sender<Delivery>) {
         Fetcher::Basic(BasicFetch::default())
     };
     let mut backoff = Duration::from_millis(100);
+    // Set when a reliable fetch failed with an unknown outcome (connection
+    // lost or timed out mid-call): the server may have moved jobs onto our
+    // in-progress list whose reply never arrived.
+    let mut reconcile = false;
     loop {
         if shared.is_quiet() {
             break;
+        }
+        if reconcile && shared.free_slots() == shared.config.concurrency() {
+            reconcile = !reconcile_in_progress(&shared).await;
         }
         let free = shared.free_slots();
         if free == 0 {
@@ -49,6 +56,7 @@ pub(crate) async fn run(shared: Arc<Shared>, slots: flume::Sender<Delivery>) {
                 fetcher = Fetcher::Basic(BasicFetch::default());
             }
             Err(e) => {
+                reconcile |= shared.is_reliable();
                 tracing::error!("fetch failed, retrying in {:?}: {e}", backoff);
                 sleep_unless(&shared, backoff, Lifecycle::Quiet).await;
                 backoff = (backoff * 2).min(Duration::from_secs(2));
@@ -56,6 +64,31 @@ pub(crate) async fn run(shared: Arc<Shared>, slots: flume::Sender<Delivery>) {
         }
     }
     tracing::debug!("fetch loop stopped");
+}
+
+/// With no job outstanding here, everything on our in-progress list is a
+/// job whose fetch reply was lost: put it back on its queue. Pending
+/// acknowledgements are written first, so a finished job is not requeued.
+/// Returns true when done.
+async fn reconcile_in_progress(shared: &Shared) -> bool {
+    let (flushed_tx, flushed_rx) = tokio::sync::oneshot::channel();
+    if shared.completions.send(Completion::Flush(flushed_tx)).is_err() || flushed_rx.await.is_err() {
+        return false;
+    }
+    if shared.free_slots() != shared.config.concurrency() {
+        return false;
+    }
+    match crate::recovery::requeue_list(shared, &shared.identity, 0).await {
+        Ok(0) => true,
+        Ok(n) => {
+            tracing::warn!("requeued {n} job(s) whose fetch reply was lost");
+            true
+        }
+        Err(e) => {
+            tracing::error!("requeueing jobs whose fetch reply was lost failed (will retry): {e}");
+            false
+        }
+    }
 }
 
 /// Resolves which fetch to use: reliable needs `LMOVE` (Redis >= 6.2).

@@ -222,3 +222,50 @@ async fn server_refusing_lmove_falls_back_to_basic_fetch() {
     handle.stop();
     running.await.unwrap().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_kill_is_survived_and_lost_fetch_replies_are_reconciled() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let (worker, runs) = counting_worker(config);
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    let mut conn = redis.conn().await;
+    let jids = client
+        .push_bulk((0..500).map(|i| Job::new("Count").args([json!(i)])).collect())
+        .await
+        .unwrap();
+    all_ran(&runs, &jids, Duration::from_secs(20)).await;
+    // A job the server moved onto this process's in-progress list whose
+    // reply never arrived (as when a connection dies mid-call).
+    let orphan = Job::new("Count").jid("0123456789abcdef01234567");
+    let _: i64 = conn
+        .lpush(client.keys().in_progress(handle.identity()), orphan.to_json())
+        .await
+        .unwrap();
+    // Every normal connection dies, the idle fetch's included.
+    let killed: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("normal")
+        .query_async(&mut conn)
+        .await
+        .unwrap_or(0);
+    assert!(killed > 0);
+    let mut conn = redis.conn().await;
+    let more = client
+        .push_bulk((0..500).map(|i| Job::new("Count").args([json!(i)])).collect())
+        .await
+        .unwrap();
+    all_ran(&runs, &more, Duration::from_secs(20)).await;
+    all_ran(
+        &runs,
+        &["0123456789abcdef01234567".to_string()],
+        Duration::from_secs(20),
+    )
+    .await;
+    handle.stop();
+    running.await.unwrap().unwrap();
+    assert_eq!(llen(&mut conn, &client.keys().in_progress(handle.identity())).await, 0);
+}

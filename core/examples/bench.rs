@@ -1,0 +1,207 @@
+//! Benchmark (run with `scripts/bench`, a release build): on a private
+//! Redis, prints enqueue rates (one by one, bulk), the drain rate of 20,000
+//! no-op jobs by one worker process at concurrency 10 with reliable fetch,
+//! pickup latency p50/p99 on an idle worker (200 single pushes), the
+//! worker's startup time and peak RSS, and Redis commands per job.
+//!
+//! The worker runs in a child process (this binary with `--worker`), so
+//! its RSS is its own.
+
+#[path = "support/private_redis.rs"]
+mod private_redis;
+
+use cogworker::{Client, Config, Job, Worker};
+use redis::AsyncCommands;
+use serde_json::json;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const CONCURRENCY: i64 = 10;
+
+fn arg(name: &str) -> Option<String> {
+    std::env::args().skip_while(|a| a != name).nth(1)
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    if let Some(url) = arg("--worker") {
+        return worker(&url).await;
+    }
+    let jobs: usize = arg("--jobs").and_then(|n| n.parse().ok()).unwrap_or(20_000);
+    let singles: usize = arg("--singles").and_then(|n| n.parse().ok()).unwrap_or(5_000);
+    let redis = private_redis::PrivateRedis::start();
+    let mut config = Config::default();
+    config.set_redis_url(&redis.url())?;
+    let client = Client::new(&config)?;
+    let mut conn = redis.conn().await;
+
+    // Enqueue one by one.
+    let started = Instant::now();
+    for i in 0..singles {
+        client.push(Job::new("Noop").args([json!(i)])).await?;
+    }
+    let single_rate = singles as f64 / started.elapsed().as_secs_f64();
+    let _: () = redis::cmd("FLUSHALL").query_async(&mut conn).await?;
+
+    // Enqueue in bulk, 1,000 per call.
+    reset_stats(&mut conn).await?;
+    let started = Instant::now();
+    for chunk in 0..jobs.div_ceil(1000) {
+        let n = (jobs - chunk * 1000).min(1000);
+        client
+            .push_bulk((0..n).map(|i| Job::new("Noop").args([json!(i)])).collect())
+            .await?;
+    }
+    let bulk_rate = jobs as f64 / started.elapsed().as_secs_f64();
+
+    // Drain: the worker starts with every job already queued.
+    reset_stats(&mut conn).await?;
+    let spawned = Instant::now();
+    let mut child = Command::new(std::env::current_exe()?)
+        .args(["--worker", &redis.url()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let mut polls = 0u64;
+    let processes = client.keys().processes();
+    let processed_key = client.keys().stat("processed", None);
+    loop {
+        polls += 1;
+        if conn.scard::<_, u64>(&processes).await? > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let startup = spawned.elapsed().as_secs_f64();
+    let drain_start = Instant::now();
+    loop {
+        polls += 1;
+        let done: Option<u64> = conn.get(&processed_key).await?;
+        if done.unwrap_or(0) >= jobs as u64 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let drain_secs = drain_start.elapsed().as_secs_f64();
+    let per_command = command_counts(&mut conn).await?;
+    let commands: u64 = per_command.iter().map(|(_, n)| n).sum::<u64>() - polls;
+
+    // Pickup latency on the now idle worker.
+    let mut rng_wait = 3u64;
+    for _ in 0..200 {
+        client.push(Job::new("Probe").args([json!(cogworker::now())])).await?;
+        rng_wait = (rng_wait * 7 + 3) % 11;
+        tokio::time::sleep(Duration::from_millis(5 + rng_wait)).await;
+    }
+    let settle = Instant::now();
+    while conn.get::<_, Option<u64>>(&processed_key).await?.unwrap_or(0) < (jobs + 200) as u64 {
+        assert!(settle.elapsed() < Duration::from_secs(10), "probes not processed");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let rss_mb = peak_rss_mb(child.id());
+    unsafe_kill(child.id(), 15);
+    let mut latencies: Vec<f64> = Vec::new();
+    for line in BufReader::new(child.stdout.take().expect("piped")).lines() {
+        if let Some(rest) = line?.strip_prefix("LATENCIES ") {
+            latencies = serde_json::from_str(rest)?;
+        }
+    }
+    child.wait()?;
+    latencies.sort_by(f64::total_cmp);
+    let pct = |p: f64| latencies[((latencies.len() as f64 - 1.0) * p).round() as usize] * 1000.0;
+
+    println!("cogworker {} benchmark (release build, private redis, 1 worker process, concurrency {CONCURRENCY}, reliable fetch)", env!("CARGO_PKG_VERSION"));
+    println!("| metric | value |");
+    println!("|---|---|");
+    println!("| enqueue 1-by-1 ({singles} jobs) | {:.0} jobs/s |", single_rate);
+    println!("| enqueue bulk ({jobs} jobs, 1000/call) | {:.0} jobs/s |", bulk_rate);
+    println!("| drain ({jobs} no-op jobs) | {:.0} jobs/s |", jobs as f64 / drain_secs);
+    println!(
+        "| redis commands per drained job (incl. inside scripts) | {:.2} |",
+        commands as f64 / jobs as f64
+    );
+    let top: Vec<String> = per_command
+        .iter()
+        .filter(|(name, _)| name != "get" && name != "scard")
+        .take(6)
+        .map(|(name, n)| format!("{name} {:.2}", *n as f64 / jobs as f64))
+        .collect();
+    println!("| top commands per drained job | {} |", top.join(", "));
+    println!(
+        "| pickup latency p50 / p99 (200 pushes, idle worker) | {:.2} / {:.2} ms |",
+        pct(0.5),
+        pct(0.99)
+    );
+    println!("| worker startup | {:.3} s |", startup);
+    println!("| worker peak RSS | {:.1} MB |", rss_mb);
+    Ok(())
+}
+
+async fn reset_stats(conn: &mut redis::aio::MultiplexedConnection) -> redis::RedisResult<()> {
+    redis::cmd("CONFIG").arg("RESETSTAT").query_async(conn).await
+}
+
+/// Commands the server executed since the last reset (including those run
+/// inside scripts), by name, most first; the benchmark's own `INFO` and
+/// `CONFIG` left out.
+async fn command_counts(conn: &mut redis::aio::MultiplexedConnection) -> redis::RedisResult<Vec<(String, u64)>> {
+    let info: String = redis::cmd("INFO").arg("commandstats").query_async(conn).await?;
+    let mut counts = Vec::new();
+    for line in info.lines() {
+        let Some((name, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let Some(name) = name.strip_prefix("cmdstat_") else {
+            continue;
+        };
+        if name == "info" || name == "config" {
+            continue;
+        }
+        if let Some(calls) = rest.split(',').find_map(|f| f.strip_prefix("calls=")) {
+            counts.push((name.to_string(), calls.parse::<u64>().unwrap_or(0)));
+        }
+    }
+    counts.sort_by_key(|(_, calls)| std::cmp::Reverse(*calls));
+    Ok(counts)
+}
+
+fn peak_rss_mb(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn unsafe_kill(pid: u32, signal: i32) {
+    // SAFETY: plain kill(2) on our own child.
+    unsafe {
+        libc::kill(pid as i32, signal);
+    }
+}
+
+async fn worker(url: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let mut config = Config::default();
+    config.set_redis_url(url)?;
+    config.set_concurrency(CONCURRENCY)?;
+    let latencies: Arc<Mutex<Vec<f64>>> = Arc::default();
+    let sink = latencies.clone();
+    let worker = Worker::builder(config)
+        .register("Noop", |_job| async { Ok(()) })
+        .register("Probe", move |job| {
+            let picked_up = cogworker::now();
+            let pushed = job.args_slice()[0].as_f64().unwrap_or(picked_up);
+            sink.lock().unwrap().push(picked_up - pushed);
+            async { Ok(()) }
+        })
+        .build()?;
+    let handle = worker.handle();
+    handle.install_signal_handlers()?;
+    worker.run().await?;
+    let latencies = latencies.lock().unwrap().clone();
+    println!("LATENCIES {}", serde_json::to_string(&latencies)?);
+    Ok(())
+}
