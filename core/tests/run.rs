@@ -214,3 +214,27 @@ async fn idle_worker_picks_up_quickly() {
     handle.stop();
     running.await.unwrap().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn password_protected_redis() {
+    let redis = TestRedis::start_with(&["--requirepass", "s3cret"]);
+    let mut config = redis.config();
+    config
+        .set_redis_url(&format!("redis://:s3cret@127.0.0.1:{}/0", redis.port))
+        .unwrap();
+    let client = Client::new(&config).unwrap();
+    let (worker, seen) = recording_worker(config.clone());
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    client.push(Job::new("Record")).await.unwrap();
+    ran(&seen, 1).await;
+    handle.stop();
+    running.await.unwrap().unwrap();
+
+    let mut wrong = config.clone();
+    wrong
+        .set_redis_url(&format!("redis://:nope@127.0.0.1:{}/0", redis.port))
+        .unwrap();
+    let err = Client::new(&wrong).unwrap().push(Job::new("Record")).await.unwrap_err();
+    assert!(matches!(err, cogworker::Error::Redis(_)), "{err}");
+}

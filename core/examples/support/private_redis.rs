@@ -74,8 +74,11 @@ impl PrivateRedis {
         let client = redis::Client::open(self.url()).unwrap();
         loop {
             if let Ok(mut c) = client.get_connection() {
-                if redis::cmd("PING").query::<String>(&mut c).is_ok() {
-                    return;
+                match redis::cmd("PING").query::<String>(&mut c) {
+                    Ok(_) => return,
+                    // Up, and asking for the password it was started with.
+                    Err(e) if e.to_string().contains("NOAUTH") => return,
+                    Err(_) => {}
                 }
             }
             assert!(Instant::now() < deadline, "redis-server did not start on {}", self.port);

@@ -65,12 +65,16 @@ pub async fn zmembers(conn: &mut redis::aio::MultiplexedConnection, key: &str) -
     conn.zrange(key, 0, -1).await.unwrap()
 }
 
-/// The `test_worker` example binary (built by `cargo test`).
+/// The `test_worker` example binary (`scripts/test` builds it first).
 pub fn test_worker_bin() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let target = exe.parent().unwrap().parent().unwrap();
     let bin = target.join("examples").join("test_worker");
-    assert!(bin.exists(), "{} missing: run via cargo test", bin.display());
+    assert!(
+        bin.exists(),
+        "{} missing: run `cargo build --examples` first (scripts/test does)",
+        bin.display()
+    );
     bin
 }
 
