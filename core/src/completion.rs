@@ -87,7 +87,7 @@ fn log_failure(delivery: &Delivery, class: &str, message: &str, plan: &FailurePl
     let first_line = message.lines().next().unwrap_or("");
     match plan.disposition {
         Disposition::Retry => tracing::warn!(
-            "{} failed ({class}: {first_line}); retry in {:.0}s",
+            "{} failed ({class}: {first_line}); retry in {:.1}s",
             delivery.job,
             plan.score - now()
         ),

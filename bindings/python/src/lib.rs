@@ -1,0 +1,48 @@
+//! `cogworker._core`: the native module under the `cogworker` Python
+//! package. It converts types and errors, releases the GIL around every
+//! blocking call, and nothing more: the decorator, the CLI and the testing
+//! modes are Python (`python/cogworker/`), the job logic is the core.
+
+mod api;
+mod blocking;
+mod client;
+mod config;
+mod errors;
+mod worker;
+
+use pyo3::prelude::*;
+
+/// Call in a forked child (registered with `os.register_at_fork`): the
+/// parent's runtime and connections are abandoned, never touched.
+#[pyfunction]
+fn after_fork_in_child() {
+    cogworker::runtime::after_fork_in_child();
+}
+
+/// Routes the core's log lines to stderr (one line each, or JSON).
+#[pyfunction]
+#[pyo3(signature = (json=false))]
+fn init_logging(json: bool) {
+    cogworker::logging::init(json);
+}
+
+/// A new 24-hex-character job id.
+#[pyfunction]
+fn new_jid() -> String {
+    cogworker::new_jid()
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::register(m)?;
+    m.add_class::<config::PyConfig>()?;
+    m.add_class::<client::PyClient>()?;
+    m.add_class::<worker::PyWorker>()?;
+    m.add_class::<worker::PyDelivery>()?;
+    m.add_class::<api::PyApi>()?;
+    m.add_function(wrap_pyfunction!(after_fork_in_child, m)?)?;
+    m.add_function(wrap_pyfunction!(init_logging, m)?)?;
+    m.add_function(wrap_pyfunction!(new_jid, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

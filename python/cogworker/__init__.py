@@ -1,0 +1,43 @@
+"""cogworker: background jobs on Redis that are never lost.
+
+Decorate a function with ``@cogworker.job``, push it with ``.enqueue(...)``,
+run ``cogworker worker your.module``. ``cogworker.Client`` pushes to handlers
+in any language by class name.
+"""
+
+from __future__ import annotations
+
+import os as _os
+
+from . import _core, testing
+from ._core import ConfigError, Error, HandlerError, InvalidJob, RedisError, ScriptError, ShuttingDown
+from ._settings import configure
+from .api import Api
+from .client import Client
+from .job import JobHandle, job, registry
+from .worker import Worker
+
+__version__: str = _core.__version__
+
+__all__ = [
+    "Api",
+    "Client",
+    "ConfigError",
+    "Error",
+    "HandlerError",
+    "InvalidJob",
+    "JobHandle",
+    "RedisError",
+    "ScriptError",
+    "ShuttingDown",
+    "Worker",
+    "configure",
+    "job",
+    "registry",
+    "testing",
+]
+
+if hasattr(_os, "register_at_fork"):
+    # A forked child (gunicorn/celery-style preloading) must build its own
+    # runtime and connections; the parent's are never touched there.
+    _os.register_at_fork(after_in_child=_core.after_fork_in_child)

@@ -1,0 +1,152 @@
+"""``cogworker worker MODULE... [-c N] [-q QUEUE[,WEIGHT]]... [--redis-url URL]``.
+
+Imports the modules (registering their handlers), then runs until TERM/INT
+(graceful, exit 0). TSTP quiets; TTIN logs the busy jobs and thread stacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import signal
+import sys
+from typing import Any
+
+from . import __version__, _core
+from .worker import Worker
+
+logger = logging.getLogger("cogworker")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cogworker", description="cogworker: background jobs on Redis")
+    parser.add_argument("--version", action="version", version=f"cogworker {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    w = sub.add_parser("worker", help="run a worker process")
+    w.add_argument("modules", nargs="+", metavar="MODULE", help="modules to import (they register handlers)")
+    w.add_argument("-c", "--concurrency", type=int, help="job slots (threads); default 10")
+    w.add_argument(
+        "-q",
+        "--queue",
+        action="append",
+        dest="queues",
+        metavar="QUEUE[,WEIGHT]",
+        help="queue to work (repeatable)",
+    )
+    w.add_argument("--strict", action="store_true", help="try queues strictly in the order given")
+    w.add_argument(
+        "--redis-url", help="default: COGWORKER_REDIS_URL, then REDIS_URL, then redis://127.0.0.1:6379/0"
+    )
+    w.add_argument("--namespace", help="key prefix (default cogworker)")
+    w.add_argument("--fetch", choices=["reliable", "basic"], help="default reliable")
+    w.add_argument(
+        "--shutdown-timeout", type=float, help="seconds to let running jobs finish at stop (default 25)"
+    )
+    w.add_argument(
+        "--label", action="append", dest="labels", help="label shown for this process (repeatable)"
+    )
+    w.add_argument("--json-logs", action="store_true", help="log JSON lines")
+    w.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    return parser
+
+
+def _setup_logging(json_logs: bool, verbose: bool) -> None:
+    if verbose:
+        os.environ.setdefault("COGWORKER_LOG", "debug")
+    _core.init_logging(json_logs)
+    handler = logging.StreamHandler(sys.stderr)
+    if json_logs:
+        handler.setFormatter(_JsonFormatter())
+    else:
+        handler.setFormatter(
+            logging.Formatter(f"%(asctime)s %(levelname)-5s pid={os.getpid()} [%(threadName)s] %(message)s")
+        )
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        import json
+
+        entry = {
+            "time": self.formatTime(record),
+            "level": record.levelname,
+            "pid": os.getpid(),
+            "thread": record.threadName,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry)
+
+
+def run_worker(args: argparse.Namespace) -> int:
+    sys.path.insert(0, os.getcwd())
+    for module in args.modules:
+        importlib.import_module(module)
+    settings: dict[str, Any] = {
+        "redis_url": args.redis_url,
+        "namespace": args.namespace,
+        "concurrency": args.concurrency,
+        "fetch": args.fetch,
+        "shutdown_timeout": args.shutdown_timeout,
+        "labels": args.labels,
+    }
+    if args.queues:
+        settings["strict_queues" if args.strict else "queues"] = args.queues
+    worker = Worker(**settings)
+
+    def stop(signum: int, _frame: Any) -> None:
+        logger.info("%s received: stopping", signal.Signals(signum).name)
+        worker.stop()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+
+    def quiet(_signum: int, _frame: Any) -> None:
+        logger.info("TSTP received: quiet")
+        worker.quiet()
+
+    def dump(_signum: int, _frame: Any) -> None:
+        worker.dump()
+
+    if hasattr(signal, "SIGTSTP"):
+        signal.signal(signal.SIGTSTP, quiet)
+    if hasattr(signal, "SIGTTIN"):
+        signal.signal(signal.SIGTTIN, dump)
+
+    worker.start()
+    # The main thread waits in short slices so signal handlers run promptly.
+    while not worker.wait(0.5):
+        pass
+    if not worker.join(timeout=5.0):
+        logger.warning("handlers still running past shutdown; their jobs were requeued; exiting")
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+    logger.info("worker exited cleanly")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    _setup_logging(getattr(args, "json_logs", False), getattr(args, "verbose", False))
+    try:
+        if args.command == "worker":
+            return run_worker(args)
+    except _core.ConfigError as e:
+        print(f"cogworker: {e}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as e:
+        print(f"cogworker: cannot import {e.name!r}: {e}", file=sys.stderr)
+        return 2
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

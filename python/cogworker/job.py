@@ -1,0 +1,155 @@
+"""``@cogworker.job``: turns a function into a job handler with a handle to
+enqueue it. The function stays directly callable."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import threading
+from collections.abc import Sequence
+from typing import Any, Callable, Generic, TypeVar, overload
+
+from . import testing
+from ._settings import default_client
+from .client import Delay, RetryOption, When, build_payload, epoch, seconds
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+RetryIn = Callable[[int, BaseException], "float | None"]
+
+_registry_lock = threading.Lock()
+_registry: dict[str, JobHandle[Any]] = {}
+
+
+def registry() -> dict[str, JobHandle[Any]]:
+    """Handlers by class name (a copy)."""
+    with _registry_lock:
+        return dict(_registry)
+
+
+def run_sync(func: Callable[..., Any], args: Sequence[Any]) -> Any:
+    """Calls a handler, running an ``async def`` one to completion."""
+    result = func(*args)
+    if inspect.isawaitable(result):
+        return asyncio.run(_await(result))
+    return result
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
+class JobHandle(Generic[F]):
+    """What ``@cogworker.job`` returns: call it like the function, or enqueue it."""
+
+    def __init__(
+        self,
+        func: F,
+        *,
+        name: str | None = None,
+        queue: str = "default",
+        retry: RetryOption = True,
+        retry_in: RetryIn | None = None,
+    ) -> None:
+        functools.update_wrapper(self, func)
+        self.func = func
+        self.name = name or f"{func.__module__}.{func.__qualname__}"
+        self.queue = queue
+        self.retry = retry
+        self.retry_in = retry_in
+        self.is_async = inspect.iscoroutinefunction(func)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<cogworker job {self.name} queue={self.queue!r}>"
+
+    def options(self, *, queue: str | None = None, retry: RetryOption | None = None) -> _Bound:
+        """Enqueue with other options: ``handle.options(queue="critical").enqueue(...)``."""
+        return _Bound(self, queue=queue or self.queue, retry=self.retry if retry is None else retry)
+
+    def enqueue(self, *args: Any) -> str:
+        return _Bound(self, self.queue, self.retry).enqueue(*args)
+
+    def enqueue_in(self, delay: Delay, *args: Any) -> str:
+        return _Bound(self, self.queue, self.retry).enqueue_in(delay, *args)
+
+    def enqueue_at(self, when: When, *args: Any) -> str:
+        return _Bound(self, self.queue, self.retry).enqueue_at(when, *args)
+
+    # Fake-mode helpers (cogworker.testing).
+    @property
+    def jobs(self) -> list[dict[str, Any]]:
+        return testing.jobs_for(self.name)
+
+    def drain(self) -> int:
+        return testing.drain(self.name)
+
+    def perform_one(self) -> Any:
+        return testing.perform_one(self.name)
+
+    def clear(self) -> None:
+        testing.clear(self.name)
+
+
+class _Bound:
+    """A handle with per-call options."""
+
+    def __init__(self, handle: JobHandle[Any], queue: str, retry: RetryOption) -> None:
+        self.handle, self.queue, self.retry = handle, queue, retry
+
+    def _push(self, args: Sequence[Any], at: float | None) -> str:
+        payload = build_payload(self.handle.name, args, queue=self.queue, retry=self.retry, at=at)
+        return default_client().push(payload)
+
+    def enqueue(self, *args: Any) -> str:
+        return self._push(args, None)
+
+    def enqueue_in(self, delay: Delay, *args: Any) -> str:
+        import time
+
+        return self._push(args, time.time() + seconds(delay))
+
+    def enqueue_at(self, when: When, *args: Any) -> str:
+        return self._push(args, epoch(when))
+
+
+@overload
+def job(func: F) -> JobHandle[F]: ...
+
+
+@overload
+def job(
+    *,
+    queue: str = "default",
+    retry: RetryOption = True,
+    name: str | None = None,
+    retry_in: RetryIn | None = None,
+) -> Callable[[F], JobHandle[F]]: ...
+
+
+def job(
+    func: Any = None,
+    *,
+    queue: str = "default",
+    retry: RetryOption = True,
+    name: str | None = None,
+    retry_in: RetryIn | None = None,
+) -> Any:
+    """Registers a function (plain or ``async def``) as the handler of jobs of
+    class ``name`` (default ``module.qualname``).
+
+    ``retry``: True (25 retries), False (discard on failure) or a number.
+    ``retry_in(retry_count, exception)``: seconds until the next retry, or
+    None for the default backoff.
+    """
+
+    def register(f: F) -> JobHandle[F]:
+        handle = JobHandle(f, name=name, queue=queue, retry=retry, retry_in=retry_in)
+        with _registry_lock:
+            _registry[handle.name] = handle
+        return handle
+
+    return register(func) if func is not None else register

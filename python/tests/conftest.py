@@ -1,0 +1,153 @@
+"""Every test that needs Redis gets a private redis-server on a free
+loopback port, stopped by pid; settings point at it with short intervals."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+import cogworker
+from cogworker import _settings, testing
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RedisServer:
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="cogworker-pytest-")
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.start()
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                self.dir,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                if self.cli("PING") == "PONG":
+                    return
+            except subprocess.CalledProcessError:
+                pass
+            time.sleep(0.02)
+        raise RuntimeError("redis-server did not start")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def cli(self, *args: str) -> str:
+        """One command through redis-cli (raw output, stripped)."""
+        out = subprocess.run(
+            ["redis-cli", "-p", str(self.port), "--no-raw", *args], check=True, capture_output=True, text=True
+        )
+        return out.stdout.strip().strip('"')
+
+    def cli_raw(self, *args: str) -> str:
+        out = subprocess.run(
+            ["redis-cli", "-p", str(self.port), *args], check=True, capture_output=True, text=True
+        )
+        return out.stdout.strip()
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    server = RedisServer()
+    yield server
+    server.stop()
+    shutil.rmtree(server.dir, ignore_errors=True)
+
+
+FAST = {
+    "heartbeat_interval": 0.5,
+    "scheduler_poll_interval": 0.2,
+    "orphan_check_interval": 0.5,
+    "fetch_idle_max_interval": 0.5,
+    "shutdown_timeout": 5.0,
+}
+
+
+@pytest.fixture
+def configured(redis_server: RedisServer) -> Iterator[RedisServer]:
+    """cogworker configured for the private server, with fast intervals."""
+    _settings.reset()
+    cogworker.configure(redis_url=redis_server.url, **FAST)
+    yield redis_server
+    _settings.reset()
+
+
+@pytest.fixture(autouse=True)
+def no_testing_mode() -> Iterator[None]:
+    with testing.disable():
+        yield
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 15.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for: {what}")
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def worker_factory(configured: RedisServer) -> Iterator[Callable[..., cogworker.Worker]]:
+    started: list[cogworker.Worker] = []
+
+    def make(**settings: Any) -> cogworker.Worker:
+        w = cogworker.Worker(**settings)
+        w.start()
+        started.append(w)
+        return w
+
+    yield make
+    for w in started:
+        w.stop()
+        assert w.wait(15), "worker did not stop"
+        w.join()
+
+
+def worker_env(server: RedisServer, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["COGWORKER_REDIS_URL"] = server.url
+    env["PYTHONPATH"] = HERE + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra)
+    return env

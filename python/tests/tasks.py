@@ -1,0 +1,82 @@
+"""Handlers used by the tests (imported in-process and by worker processes)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+
+import cogworker
+
+# Worker processes started by the tests read their extra settings here.
+if os.environ.get("TEST_ORPHAN_THRESHOLD"):
+    cogworker.configure(
+        orphan_threshold=float(os.environ["TEST_ORPHAN_THRESHOLD"]),
+        orphan_check_interval=0.5,
+        heartbeat_interval=0.5,
+    )
+
+RESULTS: list = []
+THREAD_NAMES: set = set()
+_local = threading.local()
+
+
+def _record(value: object) -> None:
+    RESULTS.append(value)
+    path = os.environ.get("TEST_RESULTS_FILE")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(f"{value}\n")
+
+
+@cogworker.job
+def echo(*args: object) -> None:
+    _record(args)
+
+
+@cogworker.job(name="Echo.Named", queue="critical")
+def named(value: object) -> None:
+    _record(("named", value))
+
+
+@cogworker.job
+async def async_echo(value: object) -> None:
+    await asyncio.sleep(0.001)
+    _record(("async", value))
+
+
+@cogworker.job
+def count_per_thread() -> None:
+    _local.count = getattr(_local, "count", 0) + 1
+    THREAD_NAMES.add(threading.current_thread().name)
+    _record(("thread", threading.current_thread().name, _local.count))
+
+
+class BoomError(Exception):
+    pass
+
+
+@cogworker.job(retry=2, retry_in=lambda count, error: 0.1)
+def flaky(key: str) -> None:
+    attempts = RESULTS.count(("flaky", key))
+    _record(("flaky", key))
+    if attempts == 0:
+        raise BoomError(f"first attempt of {key} fails")
+
+
+@cogworker.job(retry=1, retry_in=lambda count, error: 0.1)
+def always_fails() -> None:
+    raise BoomError("always \udcff fails")
+
+
+@cogworker.job(retry=False)
+def discard_on_failure() -> None:
+    raise RuntimeError("discarded")
+
+
+@cogworker.job
+def sleeper(seconds: float, tag: str) -> None:
+    _record(("start", tag))
+    time.sleep(seconds * float(os.environ.get("TEST_SLEEP_SCALE", "1")))
+    _record(("slept", tag))

@@ -1,0 +1,100 @@
+"""The `cogworker worker` command as a real process: graceful TERM/INT,
+TERM past the timeout requeues, kill -9 and recovery by another process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import HERE, RedisServer, wait_for, worker_env
+
+import cogworker
+
+
+def start_worker(server: RedisServer, results: str, *extra: str, **env: str) -> subprocess.Popen[bytes]:
+    """A worker process; its log goes to ``results + ".log"``."""
+    with open(results + ".log", "ab") as log:
+        return _popen(server, results, log, extra, env)
+
+
+def _popen(server: RedisServer, results: str, log, extra, env) -> subprocess.Popen[bytes]:  # noqa: ANN001
+    return subprocess.Popen(
+        [sys.executable, "-m", "cogworker", "worker", "tasks", "-c", "2", *extra],
+        env=worker_env(server, TEST_RESULTS_FILE=results, **env),
+        cwd=HERE,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
+
+
+def lines(path: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return [line.strip() for line in f]
+    except FileNotFoundError:
+        return []
+
+
+def exit_code(proc: subprocess.Popen[bytes], timeout: float = 15) -> int:
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+
+
+@pytest.fixture
+def results(tmp_path) -> str:
+    return str(tmp_path / "results.txt")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_stop_signal_lets_the_running_job_finish(configured, results, sig) -> None:
+    proc = start_worker(configured, results)
+    cogworker.Client().enqueue("tasks.sleeper", 1.0, "a")
+    wait_for("job started", lambda: "('start', 'a')" in lines(results))
+    proc.send_signal(sig)
+    assert exit_code(proc) == 0, open(results + ".log").read()
+    assert "('slept', 'a')" in lines(results)
+    assert cogworker.Api().queues()[0]["size"] == 0
+    assert cogworker.Api().stats()["processed"] == 1
+
+
+def test_stop_past_the_timeout_requeues_the_job(configured, results) -> None:
+    proc = start_worker(configured, results, "--shutdown-timeout", "0.5")
+    jid = cogworker.Client().enqueue("tasks.sleeper", 30, "b")
+    wait_for("job started", lambda: "('start', 'b')" in lines(results))
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    assert exit_code(proc) == 0
+    assert time.monotonic() - started < 10
+    queued = configured.cli_raw("LRANGE", "cogworker:queue:default", "0", "-1")
+    assert jid in queued, "the cut-off job is back on its queue"
+
+
+def test_killed_worker_jobs_are_recovered_by_another(configured, results) -> None:
+    a = start_worker(configured, results)
+    jid = cogworker.Client().enqueue("tasks.sleeper", 30, "c")
+    wait_for("A started it", lambda: "('start', 'c')" in lines(results))
+    os.kill(a.pid, signal.SIGKILL)
+    a.wait()
+    b = start_worker(configured, results, TEST_ORPHAN_THRESHOLD="2", TEST_SLEEP_SCALE="0")
+    try:
+        wait_for("B finished it", lambda: "('slept', 'c')" in lines(results), timeout=30)
+        assert lines(results).count("('start', 'c')") == 2
+        assert cogworker.Api().find("dead", jid) is None
+    finally:
+        b.send_signal(signal.SIGTERM)
+        assert exit_code(b) == 0
+
+
+def test_bad_config_exits_with_a_clear_message(configured, results) -> None:
+    proc = start_worker(configured, results, "-c", "0")
+    assert exit_code(proc) == 2
+    with open(results + ".log") as f:
+        err = f.read()
+    assert "concurrency" in err and "0" in err
