@@ -154,7 +154,11 @@ class Worker:
     def _slot(self) -> None:
         native = self._native
         while True:
-            state, delivery = native.next_job(_NEXT_JOB_WAIT)
+            # Fast path: a job that is ready is taken without releasing the
+            # GIL; only an idle slot waits (with the GIL released).
+            state, delivery = native.try_next_job()
+            if state == _IDLE:
+                state, delivery = native.next_job(_NEXT_JOB_WAIT)
             if state == _JOB:
                 self._perform(delivery)
             elif state == _STOPPED:

@@ -10,9 +10,9 @@ import time
 import cogworker
 
 # Worker processes started by the tests read their extra settings here.
-if os.environ.get("TEST_ORPHAN_THRESHOLD"):
+if os.environ.get("TEST_WORKER_PROCESS"):
     cogworker.configure(
-        orphan_threshold=float(os.environ["TEST_ORPHAN_THRESHOLD"]),
+        orphan_threshold=float(os.environ.get("TEST_ORPHAN_THRESHOLD", "300")),
         orphan_check_interval=0.5,
         heartbeat_interval=0.5,
     )

@@ -24,7 +24,7 @@ def start_worker(server: RedisServer, results: str, *extra: str, **env: str) -> 
 def _popen(server: RedisServer, results: str, log, extra, env) -> subprocess.Popen[bytes]:  # noqa: ANN001
     return subprocess.Popen(
         [sys.executable, "-m", "cogworker", "worker", "tasks", "-c", "2", *extra],
-        env=worker_env(server, TEST_RESULTS_FILE=results, **env),
+        env=worker_env(server, TEST_RESULTS_FILE=results, TEST_WORKER_PROCESS="1", **env),
         cwd=HERE,
         stdout=subprocess.DEVNULL,
         stderr=log,
@@ -37,6 +37,11 @@ def lines(path: str) -> list[str]:
             return [line.strip() for line in f]
     except FileNotFoundError:
         return []
+
+
+def read(path: str) -> str:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read()
 
 
 def exit_code(proc: subprocess.Popen[bytes], timeout: float = 15) -> int:
@@ -58,7 +63,7 @@ def test_stop_signal_lets_the_running_job_finish(configured, results, sig) -> No
     cogworker.Client().enqueue("tasks.sleeper", 1.0, "a")
     wait_for("job started", lambda: "('start', 'a')" in lines(results))
     proc.send_signal(sig)
-    assert exit_code(proc) == 0, open(results + ".log").read()
+    assert exit_code(proc) == 0, read(results + ".log")
     assert "('slept', 'a')" in lines(results)
     assert cogworker.Api().queues()[0]["size"] == 0
     assert cogworker.Api().stats()["processed"] == 1
@@ -98,3 +103,25 @@ def test_bad_config_exits_with_a_clear_message(configured, results) -> None:
     with open(results + ".log") as f:
         err = f.read()
     assert "concurrency" in err and "0" in err
+
+
+def test_tstp_quiets_and_ttin_dumps_busy_jobs_and_stacks(configured, results) -> None:
+    proc = start_worker(configured, results)
+    try:
+        cogworker.Client().enqueue("tasks.sleeper", 1.5, "d")
+        wait_for("job started", lambda: "('start', 'd')" in lines(results))
+        proc.send_signal(signal.SIGTTIN)
+        log = results + ".log"
+        wait_for("dump logged", lambda: "busy: tasks.sleeper" in read(log))
+        assert "thread MainThread" in read(log)
+        proc.send_signal(signal.SIGTSTP)
+        api = cogworker.Api()
+        wait_for("quiet in the registry", lambda: all(p["quiet"] for p in api.processes()))
+        cogworker.Client().enqueue("tasks.sleeper", 0, "e")
+        wait_for("running job finished", lambda: "('slept', 'd')" in lines(results))
+        time.sleep(1.0)
+        assert "('start', 'e')" not in lines(results), "quiet: no new jobs taken"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert exit_code(proc) == 0
+    assert configured.cli("LLEN", "cogworker:queue:default") == "(integer) 1"

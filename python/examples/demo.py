@@ -1,0 +1,131 @@
+"""The demo: a Python app pushing jobs and a `cogworker worker` process
+running them, on a private Redis this script starts and stops.
+
+Run it with `scripts/demo` from the repository root.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+JOBS = int(os.environ.get("DEMO_JOBS", "5000"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_redis(port: int, workdir: str) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", workdir],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return proc
+        except OSError:
+            time.sleep(0.02)
+    raise SystemExit("demo: redis-server did not start")
+
+
+def main() -> int:
+    workdir = tempfile.mkdtemp(prefix="cogworker-demo-")
+    port = free_port()
+    url = f"redis://127.0.0.1:{port}/0"
+    redis = start_redis(port, workdir)
+    print(f"demo: private redis-server on {url}")
+    os.environ["COGWORKER_REDIS_URL"] = url
+    sys.path.insert(0, HERE)
+
+    import demo_tasks
+
+    import cogworker
+
+    cogworker.configure(scheduler_poll_interval=0.5)
+    api = cogworker.Api()
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cogworker",
+            "worker",
+            "demo_tasks",
+            "-c",
+            "10",
+            "-q",
+            "critical,3",
+            "-q",
+            "default",
+        ],
+        cwd=HERE,
+        env={**os.environ, "DEMO_STATE_DIR": workdir, "PYTHONPATH": HERE},
+    )
+    try:
+        started = time.monotonic()
+        emails = JOBS // 10
+        client = cogworker.Client()
+        client.enqueue_many("demo_tasks.thumbnail", [(i, 128) for i in range(JOBS - emails)])
+        client.enqueue_many(
+            "demo_tasks.send_email",
+            [(f"user{i}@example.com", "Welcome!") for i in range(emails)],
+            queue="critical",
+        )
+        for i in range(20):
+            demo_tasks.fetch_feed.enqueue(f"https://example.com/feed/{i}")
+        demo_tasks.build_report.enqueue_in(2.0, "weekly")
+        # A buggy producer in another language pushes garbage: it is buried
+        # in `dead` with its bytes kept, and everything else keeps flowing.
+        subprocess.run(
+            ["redis-cli", "-p", str(port), "LPUSH", "cogworker:queue:default", "{oops"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        expected = JOBS + 20 + 1
+        print(
+            f"demo: pushed {JOBS} jobs ({emails} emails, every 10th fails once), 20 async feeds, "
+            "1 scheduled report, 1 garbage payload"
+        )
+        while True:
+            stats = api.stats()
+            queued = sum(q["size"] for q in api.queues())
+            print(
+                f"demo: {time.monotonic() - started:5.1f}s processed={stats['processed']} "
+                f"failed={stats['failed']} queued={queued} retry={api.set_size('retry')} "
+                f"scheduled={api.set_size('scheduled')} dead={api.set_size('dead')}"
+            )
+            if stats["processed"] >= expected or time.monotonic() - started > 60:
+                break
+            time.sleep(0.5)
+        for entry in api.entries("dead"):
+            job = entry["job"]
+            print(
+                f"demo: dead: {job['class']} ({job['error_message']}) raw_payload={job.get('raw_payload')!r}"
+            )
+        print("demo: sending TERM to the worker")
+        worker.send_signal(signal.SIGTERM)
+        code = worker.wait(30)
+        print(f"demo: worker exited with {code}")
+        return 0 if code == 0 and stats["processed"] >= expected else 1
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+        redis.kill()
+        redis.wait()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
