@@ -17,11 +17,9 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 
@@ -41,48 +39,18 @@ class Result:
     startup: float
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Server:
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.dir = tempfile.mkdtemp(prefix="cogworker-bench-")
-        self.proc = subprocess.Popen(
-            [
-                "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--dir",
-                self.dir,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        import redis
+    """A private redis-server (cogworker.testing.RedisServer)."""
 
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.r = redis.Redis.from_url(self.url)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                self.r.ping()
-                break
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.02)
+    def __init__(self) -> None:
+        from cogworker.testing import RedisServer
+
+        self._server = RedisServer()
+        self.dir = self._server.dir
+        self.url = self._server.url
 
     def stop(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
+        self._server.close()
 
 
 def rss_mb(pid: int) -> float:

@@ -134,3 +134,81 @@ def _perform(job: dict[str, Any]) -> Any:
     if handle is None:
         raise LookupError(f"no handler registered for class {job['class']!r}")
     return run_sync(handle.func, job.get("args", []))
+
+
+class RedisServer:
+    """A private ``redis-server`` on a free loopback port, in a temporary
+    directory, for integration tests and demos; stopped by pid::
+
+        with cogworker.testing.RedisServer() as server:
+            cogworker.configure(redis_url=server.url)
+    """
+
+    def __init__(self, *extra_args: str) -> None:
+        import socket
+        import tempfile
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port: int = s.getsockname()[1]
+        self.dir = tempfile.mkdtemp(prefix="cogworker-redis-")
+        self.extra_args = extra_args
+        self.proc: Any = None
+        self.start()
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        import socket
+        import subprocess
+
+        self.proc = subprocess.Popen(
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                self.dir,
+                *self.extra_args,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as conn:
+                    conn.sendall(b"PING\r\n")
+                    if conn.recv(16).startswith((b"+PONG", b"-NOAUTH")):
+                        return
+            except OSError:
+                pass
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise RuntimeError(f"redis-server did not start on port {self.port}")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def close(self) -> None:
+        import shutil
+
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> RedisServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,40 +18,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 JOBS = int(os.environ.get("DEMO_JOBS", "5000"))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_redis(port: int, workdir: str) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", workdir],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return proc
-        except OSError:
-            time.sleep(0.02)
-    raise SystemExit("demo: redis-server did not start")
-
-
 def main() -> int:
+    import cogworker
+
     workdir = tempfile.mkdtemp(prefix="cogworker-demo-")
-    port = free_port()
-    url = f"redis://127.0.0.1:{port}/0"
-    redis = start_redis(port, workdir)
+    redis = cogworker.testing.RedisServer()
+    port, url = redis.port, redis.url
     print(f"demo: private redis-server on {url}")
     os.environ["COGWORKER_REDIS_URL"] = url
     sys.path.insert(0, HERE)
 
     import demo_tasks
-
-    import cogworker
 
     cogworker.configure(scheduler_poll_interval=0.5)
     api = cogworker.Api()
@@ -122,8 +98,7 @@ def main() -> int:
     finally:
         if worker.poll() is None:
             worker.kill()
-        redis.kill()
-        redis.wait()
+        redis.close()
         shutil.rmtree(workdir, ignore_errors=True)
 
 

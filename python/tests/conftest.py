@@ -4,10 +4,8 @@ loopback port, stopped by pid; settings point at it with short intervals."""
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -26,50 +24,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class RedisServer:
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.dir = tempfile.mkdtemp(prefix="cogworker-pytest-")
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.start()
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [
-                "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                self.dir,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                if self.cli("PING") == "PONG":
-                    return
-            except subprocess.CalledProcessError:
-                pass
-            time.sleep(0.02)
-        raise RuntimeError("redis-server did not start")
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-            self.proc = None
+class RedisServer(testing.RedisServer):
+    """The packaged private server, plus redis-cli helpers."""
 
     def cli(self, *args: str) -> str:
         """One command through redis-cli (raw output, stripped)."""
@@ -87,10 +43,8 @@ class RedisServer:
 
 @pytest.fixture
 def redis_server() -> Iterator[RedisServer]:
-    server = RedisServer()
-    yield server
-    server.stop()
-    shutil.rmtree(server.dir, ignore_errors=True)
+    with RedisServer() as server:
+        yield server
 
 
 FAST = {
