@@ -1,0 +1,74 @@
+# frozen_string_literal: true
+
+require 'json'
+require_relative 'cogworker/version'
+require_relative 'cogworker/errors'
+require 'cogworker/cogworker_ext'
+require_relative 'cogworker/config'
+require_relative 'cogworker/client'
+require_relative 'cogworker/job'
+require_relative 'cogworker/testing'
+require_relative 'cogworker/api'
+require_relative 'cogworker/runner'
+
+# Background jobs on Redis that are never lost. See README.
+module Cogworker
+  @registry = {}
+  @registry_lock = Mutex.new
+
+  class << self
+    # Cogworker.configure { |c| c.redis_url = '...'; c.concurrency = 5 }
+    def configure
+      yield config
+      @client = nil
+      config
+    end
+
+    def config
+      @config ||= Config.new
+    end
+
+    def client
+      @client ||= Client.new(config)
+    end
+
+    # Forget every setting (tests).
+    def reset!
+      @config = nil
+      @client = nil
+    end
+
+    def register(klass)
+      @registry_lock.synchronize { @registry[klass.name] = klass if klass.name }
+    end
+
+    def registry
+      @registry_lock.synchronize { @registry.dup }
+    end
+
+    def payload(class_name, args, queue: nil, retry: nil, at: nil)
+      job = { 'class' => class_name.to_s, 'args' => Array(args), 'queue' => (queue || 'default').to_s }
+      retry_option = binding.local_variable_get(:retry)
+      job['retry'] = retry_option unless retry_option.nil?
+      job['at'] = at.to_f if at
+      job
+    end
+
+    def encode(payload)
+      JSON.generate(payload)
+    rescue JSON::GeneratorError, Encoding::UndefinedConversionError, ArgumentError => e
+      raise InvalidJob, "invalid job: args of #{payload['class'].inspect} must be JSON data: #{e.message}"
+    end
+  end
+
+  # A forked child (Puma/Unicorn preloading) builds its own runtime and
+  # connections; the parent's are never touched there.
+  module ForkHook
+    def _fork
+      pid = super
+      Cogworker::Native.after_fork_in_child if pid.zero?
+      pid
+    end
+  end
+  Process.singleton_class.prepend(ForkHook) if Process.respond_to?(:_fork)
+end

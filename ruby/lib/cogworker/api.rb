@@ -1,0 +1,45 @@
+# frozen_string_literal: true
+
+module Cogworker
+  # The ops API: queues, the scheduled/retry/dead sets, processes, stats.
+  # Set names: 'scheduled', 'retry', 'dead'.
+  class Api
+    def initialize(config = Cogworker.config)
+      @native = Native::Api.new(config.to_h)
+    end
+
+    def queues = JSON.parse(@native.queues_json)
+    def pause_queue(name) = @native.pause_queue(name.to_s)
+    def unpause_queue(name) = @native.unpause_queue(name.to_s)
+    def clear_queue(name) = @native.clear_queue(name.to_s)
+    def set_size(set) = @native.set_size(set.to_s)
+
+    # A page of a set, latest first: hashes with 'score', 'payload' and 'job'.
+    def entries(set, start = 0, count = 50)
+      JSON.parse(@native.set_page_json(set.to_s, start, count)).map { |e| with_job(e) }
+    end
+
+    def find(set, jid)
+      found = @native.find_json(set.to_s, jid)
+      found && with_job(JSON.parse(found))
+    end
+
+    def retry_now(set, entry) = @native.retry_now(set.to_s, entry['payload'], entry['score'])
+    def processes = JSON.parse(@native.processes_json)
+    def quiet_process(identity) = @native.quiet_process(identity)
+    def stop_process(identity) = @native.stop_process(identity)
+
+    def stats
+      processed, failed = @native.stats
+      { 'processed' => processed, 'failed' => failed }
+    end
+
+    def attempts(jid) = @native.attempts(jid).map { |a| JSON.parse(a) }
+
+    private
+
+    def with_job(entry)
+      entry.merge('job' => (JSON.parse(entry['payload']) rescue nil)) # rubocop:disable Style/RescueModifier
+    end
+  end
+end

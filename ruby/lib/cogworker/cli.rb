@@ -1,0 +1,122 @@
+# frozen_string_literal: true
+
+require 'optparse'
+require 'erb'
+require 'yaml'
+require_relative '../cogworker'
+
+module Cogworker
+  # `cogworker [-e ENV] [-c N] [-r FILE] [-C config.yml] [-L logfile] [-q name[,weight]]...`
+  #
+  # TERM/INT stop gracefully (exit 0), TSTP quiets, TTIN logs busy jobs and
+  # thread stacks. The main thread waits in Ruby (self-pipe + IO.select):
+  # signals are only handled there, and trap handlers only write to the pipe.
+  class CLI
+    # Read (first set wins) for the default environment, and all written
+    # back with the resolved one before the config file and the app load.
+    ENV_VARS = %w[APP_ENV RAILS_ENV RACK_ENV].freeze
+    SIGNALS = %w[TERM INT TSTP TTIN].freeze
+
+    def self.parse(argv)
+      environment = ENV_VARS.filter_map { |k| ENV.fetch(k, nil) }.first || 'development'
+      options = { queues: [], environment: environment }
+      OptionParser.new do |o|
+        o.banner = 'usage: cogworker [options]'
+        o.on('-e', '--environment ENV', 'application environment') { |v| options[:environment] = v }
+        o.on('-c', '--concurrency N', Integer, 'job threads (default 10)') { |v| options[:concurrency] = v }
+        o.on('-r', '--require FILE', 'file (or Rails app directory) to require') { |v| options[:require] = v }
+        o.on('-C', '--config FILE', 'YAML config file (ERB allowed)') { |v| options[:config] = v }
+        o.on('-L', '--logfile FILE', 'append logs to FILE') { |v| options[:logfile] = v }
+        o.on('-q', '--queue NAME[,WEIGHT]', 'queue to work (repeatable)') { |v| options[:queues] << v }
+        o.on('--redis-url URL', 'Redis (default COGWORKER_REDIS_URL, REDIS_URL)') { |v| options[:redis_url] = v }
+        o.on('-V', '--version', 'print the version') do
+          puts "cogworker #{Cogworker::VERSION}"
+          exit 0
+        end
+      end.parse!(argv)
+      options
+    end
+
+    def self.load_config_file(path, environment)
+      return {} unless path
+
+      data = YAML.safe_load(ERB.new(File.read(path)).result, aliases: true) || {}
+      raise ConfigError, "config file #{path} must hold a mapping" unless data.is_a?(Hash)
+
+      env_section = data.delete(environment)
+      data = data.merge(env_section) if env_section.is_a?(Hash)
+      data.transform_keys { |k| k.to_s.delete_prefix(':').to_sym }
+    end
+
+    def run(argv)
+      options = self.class.parse(argv.dup)
+      ENV_VARS.each { |k| ENV[k] = options[:environment] }
+      redirect_logfile(options[:logfile]) if options[:logfile]
+      file_settings = self.class.load_config_file(options[:config], options[:environment])
+      require_app(options[:require]) if options[:require]
+      settings = file_settings.merge(
+        { concurrency: options[:concurrency], redis_url: options[:redis_url],
+          queues: options[:queues].empty? ? nil : options[:queues] }.compact
+      )
+      Cogworker.configure { |c| settings.each { |k, v| c[k] = v } }
+      run_worker
+    rescue ConfigError => e
+      warn "cogworker: #{e.message}"
+      2
+    end
+
+    private
+
+    def redirect_logfile(path)
+      file = File.open(path, 'a')
+      file.sync = true
+      $stdout.reopen(file)
+      $stderr.reopen(file)
+    end
+
+    def require_app(path)
+      if File.directory?(path)
+        require File.expand_path(File.join(path, 'config', 'environment.rb'))
+      else
+        require File.expand_path(path)
+      end
+    end
+
+    def run_worker
+      Native.init_logging(false)
+      runner = Runner.new(Cogworker.config)
+      reader, writer = IO.pipe
+      SIGNALS.each do |sig|
+        trap(sig) { writer.write_nonblock("#{sig}\n", exception: false) }
+      end
+      runner.start
+      until runner.wait(0)
+        ready = IO.select([reader], nil, nil, 0.5)
+        next unless ready
+
+        reader.read_nonblock(1024, exception: false).to_s.split("\n").each { |sig| handle(runner, sig) }
+      end
+      unless runner.join(5)
+        Cogworker.logger.warn('handlers still running past shutdown; their jobs were requeued; exiting')
+        $stdout.flush
+        $stderr.flush
+        exit!(0)
+      end
+      Cogworker.logger.info('worker exited cleanly')
+      0
+    end
+
+    def handle(runner, sig)
+      case sig
+      when 'TERM', 'INT'
+        Cogworker.logger.info("#{sig} received: stopping")
+        runner.stop
+      when 'TSTP'
+        Cogworker.logger.info('TSTP received: quiet')
+        runner.quiet
+      when 'TTIN'
+        runner.dump
+      end
+    end
+  end
+end

@@ -1,0 +1,52 @@
+# frozen_string_literal: true
+
+module Cogworker
+  # Settings (SPEC §5). Every setter validates through the engine at once and
+  # raises ConfigError naming the setting and value.
+  class Config
+    SETTINGS = %i[
+      redis_url namespace concurrency queues strict_queues fetch fetch_idle_max_interval
+      orphan_threshold orphan_check_interval shutdown_timeout unique_lock_ttl periodic_catch_up
+      labels heartbeat_interval scheduler_poll_interval
+    ].freeze
+
+    def initialize(settings = {})
+      @settings = {}
+      settings.each { |k, v| self[k] = v }
+    end
+
+    SETTINGS.each do |name|
+      define_method(name) { @settings[name] }
+      define_method(:"#{name}=") { |value| self[name] = value }
+    end
+
+    def [](name)
+      @settings[name.to_sym]
+    end
+
+    def []=(name, value)
+      candidate = @settings.merge(name.to_sym => normalize(value))
+      Native.check_config(candidate)
+      @settings = candidate
+    end
+
+    def to_h
+      @settings.dup
+    end
+
+    def merge(overrides)
+      Config.new(@settings.merge(overrides.compact))
+    end
+
+    private
+
+    # Symbols become strings, [name, weight] pairs "name,weight".
+    def normalize(value)
+      case value
+      when Symbol then value.to_s
+      when Array then value.map { |v| v.is_a?(Array) ? v.join(',') : normalize(v) }
+      else value
+      end
+    end
+  end
+end

@@ -1,0 +1,67 @@
+# frozen_string_literal: true
+
+# Handlers for the tests (loaded in-process and by worker processes).
+module Jobs
+  RESULTS = Queue.new
+  @seen = []
+  @lock = Mutex.new
+
+  class << self
+    def record(value)
+      @lock.synchronize { @seen << value }
+      path = ENV.fetch('TEST_RESULTS_FILE', nil)
+      File.open(path, 'a') { |f| f.puts(value.inspect) } if path
+    end
+
+    def seen = @lock.synchronize { @seen.dup }
+    def reset = @lock.synchronize { @seen.clear }
+  end
+end
+
+if ENV['TEST_WORKER_PROCESS']
+  Cogworker.configure do |c|
+    c.orphan_threshold = Float(ENV.fetch('TEST_ORPHAN_THRESHOLD', '300'))
+    c.orphan_check_interval = 0.5
+    c.heartbeat_interval = 0.5
+  end
+end
+
+class EchoJob
+  include Cogworker::Job
+  def perform(*args) = Jobs.record(args)
+end
+
+class CriticalJob
+  include Cogworker::Job
+  cogworker_options queue: 'critical'
+  def perform(value) = Jobs.record([:critical, value])
+end
+
+class FlakyJob
+  include Cogworker::Job
+  cogworker_options retry: 2
+  cogworker_retry_in { |_count, _error| 0.1 }
+  class Flake < StandardError; end
+
+  def perform(key)
+    first = Jobs.seen.none? { |s| s == [:flaky, key] }
+    Jobs.record([:flaky, key])
+    raise Flake, "first attempt of #{key} fails" if first
+  end
+end
+
+class AlwaysFailsJob
+  include Cogworker::Job
+  cogworker_options retry: 1
+  cogworker_retry_in { |_count, _error| 0.1 }
+  def perform = raise(ArgumentError, "always \xff fails".b)
+end
+
+class SleeperJob
+  include Cogworker::Job
+  def perform(seconds, tag)
+    Jobs.record([:start, tag])
+    sleep(seconds * Float(ENV.fetch('TEST_SLEEP_SCALE', '1')))
+    Jobs.record([:slept, tag])
+  end
+end

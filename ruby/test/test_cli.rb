@@ -1,0 +1,102 @@
+# frozen_string_literal: true
+
+require_relative 'test_helper'
+
+class TestCLI < Minitest::Test
+  include CogworkerTest
+  EXE = File.expand_path('../exe/cogworker', __dir__)
+  JOBS = File.expand_path('jobs.rb', __dir__)
+
+  def setup
+    super
+    @tmp = Dir.mktmpdir('cogworker-cli-')
+    @results = File.join(@tmp, 'results.txt')
+  end
+
+  def teardown
+    FileUtils.rm_rf(@tmp)
+    super
+  end
+
+  def spawn_worker(*args, **env)
+    full_env = { 'COGWORKER_REDIS_URL' => @redis.url, 'TEST_RESULTS_FILE' => @results, 'TEST_WORKER_PROCESS' => '1' }
+    Process.spawn(full_env.merge(env.transform_keys(&:to_s)), 'ruby', EXE, '-r', JOBS, '-c', '2', *args,
+                  out: File::NULL, err: File.join(@tmp, 'worker.log'))
+  end
+
+  def lines = File.exist?(@results) ? File.readlines(@results, chomp: true) : []
+
+  def exit_status(pid, timeout = 15)
+    deadline = Time.now + timeout
+    loop do
+      _, status = Process.wait2(pid, Process::WNOHANG)
+      return status if status
+
+      if Time.now > deadline
+        Process.kill('KILL', pid)
+        flunk "worker #{pid} did not exit in #{timeout}s"
+      end
+      sleep 0.02
+    end
+  end
+
+  def test_term_and_int_let_the_running_job_finish
+    %w[TERM INT].each_with_index do |sig, i|
+      pid = spawn_worker
+      SleeperJob.perform_async(1.0, "a#{i}")
+      wait_for('started') { lines.include?("[:start, \"a#{i}\"]") }
+      Process.kill(sig, pid)
+      assert exit_status(pid).success?, File.read(File.join(@tmp, 'worker.log'))
+      assert_includes lines, "[:slept, \"a#{i}\"]"
+    end
+  end
+
+  def test_term_past_the_timeout_requeues
+    File.write(File.join(@tmp, 'cogworker.yml'), "shutdown_timeout: <%= 0.25 * 2 %>\nconcurrency: 2\n")
+    pid = spawn_worker('-C', File.join(@tmp, 'cogworker.yml'))
+    jid = SleeperJob.perform_async(30, 'b')
+    wait_for('started') { lines.include?('[:start, "b"]') }
+    started = Time.now
+    Process.kill('TERM', pid)
+    assert exit_status(pid).success?
+    assert_operator Time.now - started, :<, 10
+    assert_includes @redis.cli('LRANGE', 'cogworker:queue:default', '0', '-1'), jid
+  end
+
+  def test_killed_worker_jobs_are_recovered_by_another
+    a = spawn_worker
+    SleeperJob.perform_async(30, 'c')
+    wait_for('A started') { lines.include?('[:start, "c"]') }
+    Process.kill('KILL', a)
+    Process.wait(a)
+    b = spawn_worker(TEST_ORPHAN_THRESHOLD: '2', TEST_SLEEP_SCALE: '0')
+    wait_for('B finished', timeout: 30) { lines.include?('[:slept, "c"]') }
+    assert_equal 2, lines.count('[:start, "c"]')
+    Process.kill('TERM', b)
+    assert exit_status(b).success?
+  end
+
+  def test_environment_is_written_back_and_config_file_uses_erb
+    script = File.join(@tmp, 'env_check.rb')
+    File.write(script, "File.write(#{File.join(@tmp, 'env.txt').inspect}, " \
+                       "[ENV['APP_ENV'], ENV['RAILS_ENV'], ENV['RACK_ENV']].join(','))\n")
+    File.write(File.join(@tmp, 'c.yml'), "concurrency: <%= 1 + 1 %>\nstaging:\n  queues: ['stage,2']\n")
+    options = Cogworker::CLI.parse(['-e', 'staging', '-q', 'x'])
+    assert_equal 'staging', options[:environment]
+    settings = Cogworker::CLI.load_config_file(File.join(@tmp, 'c.yml'), 'staging')
+    assert_equal({ concurrency: 2, queues: ['stage,2'] }, settings)
+    pid = Process.spawn({ 'COGWORKER_REDIS_URL' => @redis.url, 'RACK_ENV' => 'ignored' }, 'ruby', EXE,
+                        '-e', 'staging', '-r', script, '-C', File.join(@tmp, 'c.yml'),
+                        out: File::NULL, err: File::NULL)
+    wait_for('app loaded') { File.exist?(File.join(@tmp, 'env.txt')) }
+    assert_equal 'staging,staging,staging', File.read(File.join(@tmp, 'env.txt'))
+    Process.kill('TERM', pid)
+    assert exit_status(pid).success?
+  end
+
+  def test_bad_concurrency_exits_2_with_a_message
+    pid = spawn_worker('-c', '0')
+    assert_equal 2, exit_status(pid).exitstatus
+    assert_includes File.read(File.join(@tmp, 'worker.log')), 'concurrency'
+  end
+end

@@ -1,0 +1,85 @@
+# frozen_string_literal: true
+
+# Every test that needs Redis gets a private redis-server on a free loopback
+# port, stopped by pid.
+$LOAD_PATH.unshift(File.expand_path('../lib', __dir__), __dir__)
+require 'minitest/autorun'
+require 'socket'
+require 'tmpdir'
+require 'fileutils'
+require 'cogworker'
+require 'cogworker/cli'
+require 'jobs'
+
+Cogworker.logger.level = Logger::WARN
+
+class RedisServer
+  attr_reader :port, :url
+
+  def initialize
+    @port = TCPServer.open('127.0.0.1', 0) { |s| s.addr[1] }
+    @url = "redis://127.0.0.1:#{@port}/0"
+    @dir = Dir.mktmpdir('cogworker-minitest-')
+    @pid = Process.spawn('redis-server', '--port', @port.to_s, '--bind', '127.0.0.1', '--save', '',
+                         '--appendonly', 'no', '--dir', @dir, out: File::NULL, err: File::NULL)
+    deadline = Time.now + 10
+    until cli('PING') == 'PONG'
+      raise 'redis-server did not start' if Time.now > deadline
+
+      sleep 0.02
+    end
+  end
+
+  def cli(*args)
+    IO.popen(['redis-cli', '-p', @port.to_s, *args], err: File::NULL, &:read).to_s.strip
+  end
+
+  def stop
+    Process.kill('KILL', @pid)
+    Process.wait(@pid)
+    FileUtils.rm_rf(@dir)
+  end
+end
+
+module CogworkerTest
+  FAST = { heartbeat_interval: 0.5, scheduler_poll_interval: 0.2, orphan_check_interval: 0.5,
+           fetch_idle_max_interval: 0.5, shutdown_timeout: 5.0 }.freeze
+
+  def setup
+    super
+    Jobs.reset
+    Cogworker::Testing.disable!
+    @redis = RedisServer.new
+    Cogworker.reset!
+    Cogworker.configure do |c|
+      c.redis_url = @redis.url
+      FAST.each { |k, v| c[k] = v }
+    end
+    @runners = []
+  end
+
+  def teardown
+    @runners.each do |r|
+      r.stop
+      assert r.wait(15), 'worker did not stop'
+      r.join
+    end
+    @redis&.stop
+    super
+  end
+
+  def start_runner(**overrides)
+    runner = Cogworker::Runner.new(Cogworker.config.merge(overrides))
+    @runners << runner
+    runner.start
+  end
+
+  def wait_for(what, timeout: 15)
+    deadline = Time.now + timeout
+    until (result = yield)
+      flunk "timed out after #{timeout}s waiting for: #{what}" if Time.now > deadline
+      sleep 0.02
+    end
+    result
+  end
+end
