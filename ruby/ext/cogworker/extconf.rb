@@ -1,0 +1,25 @@
+# frozen_string_literal: true
+
+# Writes a Makefile that builds the extension with cargo, offline, from the
+# crates this gem carries (ext/cogworker/crates, vendored dependencies in
+# ext/cogworker/vendor), and installs it as cogworker/cogworker_ext.
+require 'rbconfig'
+
+here = __dir__
+abort 'cogworker: cargo (Rust) is required to build this gem' unless system('cargo --version', out: File::NULL)
+abort "cogworker: #{here}/crates is missing: build the gem with scripts/build-gem" unless File.directory?("#{here}/crates")
+
+dlext = RbConfig::CONFIG['DLEXT']
+lib = RbConfig::CONFIG['host_os'] =~ /darwin/ ? 'libcogworker_ext.dylib' : 'libcogworker_ext.so'
+File.write('Makefile', <<~MAKE)
+  CRATES = #{here}/crates
+  TARGET = $(CURDIR)/target
+  all:
+  \tcd "$(CRATES)" && CARGO_TARGET_DIR="$(TARGET)" cargo build --release --offline --locked -p cogworker-ruby
+  \tcp "$(TARGET)/release/#{lib}" cogworker_ext.#{dlext}
+  install: all
+  \tmkdir -p "$(sitearchdir)/cogworker"
+  \tcp cogworker_ext.#{dlext} "$(sitearchdir)/cogworker/cogworker_ext.#{dlext}"
+  clean:
+  \trm -rf "$(TARGET)" cogworker_ext.#{dlext}
+MAKE
