@@ -11,7 +11,11 @@ abort "cogworker: #{here}/crates is missing: build the gem with scripts/build-ge
 
 dlext = RbConfig::CONFIG['DLEXT']
 lib = RbConfig::CONFIG['host_os'] =~ /darwin/ ? 'libcogworker_ext.dylib' : 'libcogworker_ext.so'
+# RubyGems points sitearchdir at its staging directory (through a siteconf
+# it loads before this file); `ruby extconf.rb` by hand uses Ruby's own.
+sitearchdir = RbConfig::MAKEFILE_CONFIG['sitearchdir']
 File.write('Makefile', <<~MAKE)
+  sitearchdir = #{sitearchdir}
   CRATES = #{here}/crates
   TARGET = $(CURDIR)/target
   all:

@@ -1,0 +1,45 @@
+# frozen_string_literal: true
+
+require_relative 'test_helper'
+
+# The binding's object lifetimes under GC.stress (a collection at every
+# allocation): every native entry point, driven from one thread.
+class TestGCStress < Minitest::Test
+  include CogworkerTest
+
+  def test_native_calls_survive_gc_stress
+    settings = Cogworker.config.to_h.merge(queues: %w[default], labels: %w[a b], concurrency: 2)
+    client = Cogworker::Native::Client.new(settings)
+    worker = Cogworker::Native::Worker.new(settings)
+    api = Cogworker::Native::Api.new(settings)
+    worker.start
+    GC.stress = true
+    begin
+      jids = client.push_bulk(Array.new(5) { |i| JSON.generate('class' => 'EchoJob', 'args' => [i, 'ü' * i, 2**70]) })
+      assert_equal 5, jids.size
+      taken = []
+      deadline = Time.now + 60
+      while taken.size < 5 && Time.now < deadline
+        job = worker.next_job(0.2)
+        next unless job.is_a?(Cogworker::Native::Delivery)
+
+        taken << [job.class_name, job.jid, JSON.parse(job.args_json)]
+        if taken.size.odd?
+          worker.complete(job)
+        else
+          worker.fail(job, 'GcError', "bad \xff".b, ['a.rb:1', "b\xfe.rb:2".b], 0.5)
+        end
+      end
+      assert_equal jids.sort, taken.map { |t| t[1] }.sort
+      assert(taken.all? { |t| t[2][2] == 2**70 })
+      assert_raises(Cogworker::ConfigError) { Cogworker::Native.check_config(settings.merge(concurrency: 0)) }
+      queues = JSON.parse(api.queues_json)
+      assert_equal 'default', queues.first['name']
+    ensure
+      GC.stress = false
+    end
+    wait_for('settled') { api.stats == [3, 2] }
+    worker.stop
+    assert worker.wait(15)
+  end
+end

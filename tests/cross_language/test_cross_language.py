@@ -1,0 +1,130 @@
+"""A job pushed from Python runs in a Ruby worker and the reverse, and Rust
+pushes to both: arguments survive exactly (unicode, big integers, nested
+structures, null). As in production, each language's workers take their own
+queue ("ruby", "python"): a worker that takes a class it does not have
+fails the job like any other failure."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+import cogworker
+from cogworker.testing import RedisServer
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+ARGS = [
+    "héllo ✓ 🚀",
+    2**70,
+    -(2**65),
+    1.5,
+    None,
+    True,
+    {"nested": [1, None, {"x": [2**64, "ü"]}]},
+    [],
+    "",
+]
+
+
+def results(path: str) -> list[list[object]]:
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def wait_for_results(path: str, count: int, timeout: float = 20.0) -> list[list[object]]:
+    deadline = time.monotonic() + timeout
+    while len(got := results(path)) < count:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {count} results, have {got}")
+        time.sleep(0.05)
+    return got
+
+
+@pytest.fixture
+def env(tmp_path) -> Iterator[dict[str, str]]:
+    with RedisServer() as server:
+        yield {
+            **os.environ,
+            "COGWORKER_REDIS_URL": server.url,
+            "CROSS_RESULTS": str(tmp_path / "results.jsonl"),
+            "PYTHONPATH": HERE,
+        }
+
+
+def start(cmd: list[str], env: dict[str, str], log: str) -> subprocess.Popen[bytes]:
+    with open(log, "ab") as out:
+        return subprocess.Popen(cmd, env=env, cwd=HERE, stdout=out, stderr=out)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(20) == 0
+
+
+def test_python_ruby_and_rust_exchange_jobs(env: dict[str, str], tmp_path) -> None:
+    log = str(tmp_path / "workers.log")
+    ruby = start(
+        [
+            "ruby",
+            "-I",
+            os.path.join(ROOT, "ruby/lib"),
+            os.path.join(ROOT, "ruby/exe/cogworker"),
+            "-r",
+            os.path.join(HERE, "ruby_jobs.rb"),
+            "-c",
+            "2",
+            "-q",
+            "ruby",
+        ],
+        env,
+        log,
+    )
+    python = start(
+        [sys.executable, "-m", "cogworker", "worker", "py_jobs", "-c", "2", "-q", "python"], env, log
+    )
+    try:
+        client = cogworker.Client(redis_url=env["COGWORKER_REDIS_URL"])
+        client.enqueue("CrossEcho", *ARGS, queue="ruby")  # Python -> Ruby
+        ruby_push = (
+            'require "cogworker"; Cogworker::Client.push("PyEcho", JSON.parse(ARGV[0]), queue: "python")'
+        )
+        subprocess.run(  # Ruby -> Python
+            [
+                "ruby",
+                "-I",
+                os.path.join(ROOT, "ruby/lib"),
+                "-e",
+                ruby_push,
+                json.dumps(ARGS),
+            ],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        push = os.path.join(ROOT, "target/debug/examples/push")
+        for class_name, queue in (("CrossEcho", "ruby"), ("PyEcho", "python")):  # Rust -> both
+            subprocess.run(
+                [push, class_name, json.dumps(ARGS), queue],
+                env=env,
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
+        got = wait_for_results(env["CROSS_RESULTS"], 4)
+    finally:
+        stop(ruby)
+        stop(python)
+    by_language = sorted(row[0] for row in got)
+    with open(log, encoding="utf-8", errors="replace") as f:
+        assert by_language == ["python", "python", "ruby", "ruby"], f.read()
+    for row in got:
+        assert row[1:] == ARGS, row
