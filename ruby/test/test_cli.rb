@@ -100,3 +100,34 @@ class TestCLI < Minitest::Test
     assert_includes File.read(File.join(@tmp, 'worker.log')), 'concurrency'
   end
 end
+
+class TestCLISignals < Minitest::Test
+  include CogworkerTest
+  EXE = TestCLI::EXE
+  JOBS = TestCLI::JOBS
+
+  def test_tstp_quiets_ttin_dumps_and_logfile_receives_the_log
+    Dir.mktmpdir('cogworker-cli-') do |tmp|
+      results = File.join(tmp, 'results.txt')
+      log = File.join(tmp, 'worker.log')
+      env = { 'COGWORKER_REDIS_URL' => @redis.url, 'TEST_RESULTS_FILE' => results, 'TEST_WORKER_PROCESS' => '1' }
+      pid = Process.spawn(env, 'ruby', EXE, '-r', JOBS, '-c', '2', '-L', log, out: File::NULL, err: File::NULL)
+      lines = -> { File.exist?(results) ? File.readlines(results, chomp: true) : [] }
+      SleeperJob.perform_async(1.5, 'd')
+      wait_for('started') { lines.call.include?('[:start, "d"]') }
+      Process.kill('TTIN', pid)
+      wait_for('dump in the logfile') { File.exist?(log) && File.read(log).include?('busy: SleeperJob') }
+      assert_includes File.read(log), 'thread main'
+      Process.kill('TSTP', pid)
+      api = Cogworker::Api.new
+      wait_for('quiet') { api.processes.any? && api.processes.all? { |p| p['quiet'] } }
+      SleeperJob.perform_async(0, 'e')
+      wait_for('running job finished') { lines.call.include?('[:slept, "d"]') }
+      sleep 1
+      refute_includes lines.call, '[:start, "e"]'
+      Process.kill('TERM', pid)
+      _, status = Process.wait2(pid)
+      assert status.success?
+    end
+  end
+end

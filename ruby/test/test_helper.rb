@@ -4,7 +4,6 @@
 # port, stopped by pid.
 $LOAD_PATH.unshift(File.expand_path('../lib', __dir__), __dir__)
 require 'minitest/autorun'
-require 'socket'
 require 'tmpdir'
 require 'fileutils'
 require 'cogworker'
@@ -13,33 +12,7 @@ require 'jobs'
 
 Cogworker.logger.level = Logger::WARN
 
-class RedisServer
-  attr_reader :port, :url
-
-  def initialize
-    @port = TCPServer.open('127.0.0.1', 0) { |s| s.addr[1] }
-    @url = "redis://127.0.0.1:#{@port}/0"
-    @dir = Dir.mktmpdir('cogworker-minitest-')
-    @pid = Process.spawn('redis-server', '--port', @port.to_s, '--bind', '127.0.0.1', '--save', '',
-                         '--appendonly', 'no', '--dir', @dir, out: File::NULL, err: File::NULL)
-    deadline = Time.now + 10
-    until cli('PING') == 'PONG'
-      raise 'redis-server did not start' if Time.now > deadline
-
-      sleep 0.02
-    end
-  end
-
-  def cli(*args)
-    IO.popen(['redis-cli', '-p', @port.to_s, *args], err: File::NULL, &:read).to_s.strip
-  end
-
-  def stop
-    Process.kill('KILL', @pid)
-    Process.wait(@pid)
-    FileUtils.rm_rf(@dir)
-  end
-end
+RedisServer = Cogworker::Testing::RedisServer
 
 module CogworkerTest
   FAST = { heartbeat_interval: 0.5, scheduler_poll_interval: 0.2, orphan_check_interval: 0.5,

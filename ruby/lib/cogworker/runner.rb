@@ -52,7 +52,8 @@ module Cogworker
     def dump
       busy.each { |b| Cogworker.logger.warn("busy: #{b['class']} jid=#{b['jid']} queue=#{b['queue']}") }
       Thread.list.each do |t|
-        Cogworker.logger.warn("thread #{t.name || t.object_id}:\n#{(t.backtrace || []).join("\n")}")
+        name = t == Thread.main ? 'main' : (t.name || t.object_id)
+        Cogworker.logger.warn("thread #{name}:\n#{(t.backtrace || []).join("\n")}")
       end
     end
 

@@ -77,5 +77,46 @@ module Cogworker
         klass.new.perform(*job['args'])
       end
     end
+
+    # A private redis-server on a free loopback port, in a temporary
+    # directory, for integration tests and demos; stopped by pid.
+    #   server = Cogworker::Testing::RedisServer.new
+    #   Cogworker.configure { |c| c.redis_url = server.url }
+    #   ...
+    #   server.stop
+    class RedisServer
+      attr_reader :port, :url, :dir
+
+      def initialize(*extra_args)
+        require 'socket'
+        require 'tmpdir'
+        @port = TCPServer.open('127.0.0.1', 0) { |s| s.addr[1] }
+        @url = "redis://127.0.0.1:#{@port}/0"
+        @dir = Dir.mktmpdir('cogworker-redis-')
+        @pid = Process.spawn('redis-server', '--port', @port.to_s, '--bind', '127.0.0.1', '--save', '',
+                             '--appendonly', 'no', '--dir', @dir, *extra_args, out: File::NULL, err: File::NULL)
+        deadline = Time.now + 10
+        until cli('PING') == 'PONG'
+          raise "redis-server did not start on port #{@port}" if Time.now > deadline
+
+          sleep 0.02
+        end
+      end
+
+      # One command through redis-cli; its output, stripped.
+      def cli(*args)
+        IO.popen(['redis-cli', '-p', @port.to_s, *args], err: File::NULL, &:read).to_s.strip
+      end
+
+      def stop
+        return unless @pid
+
+        Process.kill('KILL', @pid)
+        Process.wait(@pid)
+        @pid = nil
+        require 'fileutils'
+        FileUtils.rm_rf(@dir)
+      end
+    end
   end
 end

@@ -1,0 +1,39 @@
+# frozen_string_literal: true
+
+# The same no-op job for both systems. A handler only writes a line to the
+# harness's FIFO (BENCH_FIFO): "d" when done, or, for a latency probe, how
+# long the job waited to be picked up. No Redis command, about a microsecond.
+module BenchFifo
+  @lock = Mutex.new
+  def self.write(line)
+    @io ||= @lock.synchronize { @io || File.open(ENV.fetch('BENCH_FIFO'), 'w').tap { |f| f.sync = true } }
+    @io.write(line) # one write(2) of a few bytes: atomic
+  end
+end
+
+case ENV.fetch('BENCH_SYSTEM', nil)
+when 'sidekiq'
+  require 'sidekiq'
+  class SqNoop
+    include Sidekiq::Worker
+    sidekiq_options retry: false
+    def perform = BenchFifo.write("d\n")
+  end
+
+  class SqProbe
+    include Sidekiq::Worker
+    sidekiq_options retry: false
+    def perform(pushed_at) = BenchFifo.write(format("l %.3f\n", (Time.now.to_f - pushed_at) * 1000))
+  end
+when 'cogworker'
+  require 'cogworker'
+  class CwNoop
+    include Cogworker::Job
+    def perform = BenchFifo.write("d\n")
+  end
+
+  class CwProbe
+    include Cogworker::Job
+    def perform(pushed_at) = BenchFifo.write(format("l %.3f\n", (Time.now.to_f - pushed_at) * 1000))
+  end
+end
