@@ -45,4 +45,19 @@ class TestFailures < Minitest::Test
     entry = wait_for('retry') { Cogworker::Api.new.find('retry', jid) }
     assert_equal 'NameError', entry['job']['error_class']
   end
+
+  def test_api_retry_delete_and_kill
+    api = Cogworker::Api.new
+    jids = Array.new(3) { EchoJob.perform_in(3600, 'later') }
+    assert_equal 3, api.set_size('scheduled')
+    entries = api.entries('scheduled')
+    assert api.kill('scheduled', entries[0])
+    assert api.delete('scheduled', entries[1])
+    assert_equal 1, api.set_size('scheduled')
+    assert_equal 1, api.set_size('dead')
+    assert_equal 1, api.retry_all('scheduled')
+    assert_equal 1, api.queues.find { |q| q['name'] == 'default' }['size']
+    assert api.find('dead', entries[0]['job']['jid'])
+    assert_equal 3, jids.uniq.size
+  end
 end

@@ -102,6 +102,26 @@ impl RbApi {
         };
         rb_self.run(ruby, |api| async move { api.retry_now(set, &entry).await })
     }
+    pub fn retry_all(ruby: &Ruby, rb_self: &Self, set: String) -> Result<usize, Error> {
+        let set = job_set(ruby, &set)?;
+        rb_self.run(ruby, |api| async move { api.retry_all(set).await })
+    }
+    pub fn delete(ruby: &Ruby, rb_self: &Self, set: String, payload: String, score: f64) -> Result<bool, Error> {
+        let set = job_set(ruby, &set)?;
+        let entry = SetEntry {
+            score,
+            raw: payload.into_bytes(),
+        };
+        rb_self.run(ruby, |api| async move { api.delete_from_set(set, &entry).await })
+    }
+    pub fn kill(ruby: &Ruby, rb_self: &Self, set: String, payload: String, score: f64) -> Result<bool, Error> {
+        let set = job_set(ruby, &set)?;
+        let entry = SetEntry {
+            score,
+            raw: payload.into_bytes(),
+        };
+        rb_self.run(ruby, |api| async move { api.kill(set, &entry).await })
+    }
     pub fn processes_json(ruby: &Ruby, rb_self: &Self) -> Result<String, Error> {
         let processes = rb_self.run(ruby, |api| async move { api.processes().await })?;
         let list: Vec<Value> = processes

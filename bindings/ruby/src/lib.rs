@@ -59,6 +59,9 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     api.define_method("set_page_json", method!(api::RbApi::set_page_json, 3))?;
     api.define_method("find_json", method!(api::RbApi::find_json, 2))?;
     api.define_method("retry_now", method!(api::RbApi::retry_now, 3))?;
+    api.define_method("retry_all", method!(api::RbApi::retry_all, 1))?;
+    api.define_method("delete", method!(api::RbApi::delete, 3))?;
+    api.define_method("kill", method!(api::RbApi::kill, 3))?;
     api.define_method("processes_json", method!(api::RbApi::processes_json, 0))?;
     api.define_method("quiet_process", method!(api::RbApi::quiet_process, 1))?;
     api.define_method("stop_process", method!(api::RbApi::stop_process, 1))?;

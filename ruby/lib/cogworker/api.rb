@@ -25,6 +25,9 @@ module Cogworker
     end
 
     def retry_now(set, entry) = @native.retry_now(set.to_s, entry['payload'], entry['score'])
+    def retry_all(set) = @native.retry_all(set.to_s)
+    def delete(set, entry) = @native.delete(set.to_s, entry['payload'], entry['score'])
+    def kill(set, entry) = @native.kill(set.to_s, entry['payload'], entry['score'])
     def processes = JSON.parse(@native.processes_json)
     def quiet_process(identity) = @native.quiet_process(identity)
     def stop_process(identity) = @native.stop_process(identity)
