@@ -18,7 +18,7 @@ Gem::Specification.new do |s|
   # output under ext/cogworker/), so `gem install` builds offline. Vendored
   # crates keep dot-files (.cargo-checksum.json) that cargo verifies.
   s.files = Dir.glob(%w[lib/**/*.rb exe/* ext/**/* README.md], File::FNM_DOTMATCH)
-               .reject { |f| File.directory?(f) || f.include?('/target/') || f.end_with?('.so') }
+               .reject { |f| File.directory?(f) || f.start_with?('ext/cogworker/target/') || f.end_with?('.so') }
   s.require_paths = ['lib']
   s.metadata['rubygems_mfa_required'] = 'true'
 end
