@@ -195,18 +195,7 @@ async fn garbage_payloads_are_buried_with_their_bytes_while_valid_jobs_flow() {
     let config = redis.config();
     let client = Client::new(&config).unwrap();
     let api = Api::new(client.clone());
-    let ran = Arc::new(AtomicUsize::new(0));
-    let r = ran.clone();
-    let worker = Worker::builder(config)
-        .register("Ok", move |_job| {
-            let r = r.clone();
-            async move {
-                r.fetch_add(1, Ordering::SeqCst);
-                Ok(())
-            }
-        })
-        .build()
-        .unwrap();
+    let (worker, ran) = counting_worker(config, "Ok");
     let handle = worker.handle();
     let running = tokio::spawn(worker.run());
     let garbage: Vec<&[u8]> = vec![

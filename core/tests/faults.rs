@@ -89,7 +89,7 @@ async fn killed_workers_jobs_are_recovered_by_another_process() {
 }
 
 /// In-process worker counting runs per jid.
-fn counting_worker(config: cogworker::Config) -> (Worker, Arc<Mutex<HashMap<String, usize>>>) {
+fn per_jid_worker(config: cogworker::Config) -> (Worker, Arc<Mutex<HashMap<String, usize>>>) {
     let runs: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
     let r = runs.clone();
     let worker = Worker::builder(config)
@@ -127,7 +127,7 @@ async fn redis_restart_mid_run_loses_nothing() {
         .push_bulk((0..3000).map(|i| Job::new("Count").args([json!(i)])).collect())
         .await
         .unwrap();
-    let (worker, runs) = counting_worker(config.clone());
+    let (worker, runs) = per_jid_worker(config.clone());
     let handle = worker.handle();
     let running = tokio::spawn(worker.run());
     let r = runs.clone();
@@ -169,7 +169,7 @@ async fn script_flush_mid_run_is_survived() {
         .push_bulk((0..2000).map(|i| Job::new("Count").args([json!(i)])).collect())
         .await
         .unwrap();
-    let (worker, runs) = counting_worker(config);
+    let (worker, runs) = per_jid_worker(config);
     let handle = worker.handle();
     let running = tokio::spawn(worker.run());
     let mut conn = redis.conn().await;
@@ -202,7 +202,7 @@ async fn server_refusing_lmove_falls_back_to_basic_fetch() {
         .push_bulk((0..50).map(|i| Job::new("Count").args([json!(i)])).collect())
         .await
         .unwrap();
-    let (worker, runs) = counting_worker(config);
+    let (worker, runs) = per_jid_worker(config);
     let handle = worker.handle();
     let running = tokio::spawn(worker.run());
     all_ran(&runs, &jids, Duration::from_secs(20)).await;
@@ -228,7 +228,7 @@ async fn client_kill_is_survived_and_lost_fetch_replies_are_reconciled() {
     let redis = TestRedis::start();
     let config = redis.config();
     let client = Client::new(&config).unwrap();
-    let (worker, runs) = counting_worker(config);
+    let (worker, runs) = per_jid_worker(config);
     let handle = worker.handle();
     let running = tokio::spawn(worker.run());
     let mut conn = redis.conn().await;

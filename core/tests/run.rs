@@ -3,11 +3,11 @@
 
 mod common;
 
-use cogworker::{Api, Client, Config, Failure, FetchMode, Job, JobSet, Worker};
+use cogworker::{Api, Client, Config, FetchMode, Job, JobSet, Worker};
 use common::*;
 use redis::AsyncCommands;
 use serde_json::json;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -180,18 +180,7 @@ async fn idle_worker_picks_up_quickly() {
     let mut config = redis.config();
     config.set_queues(&["a", "b,2"]).unwrap();
     let client = Client::new(&config).unwrap();
-    let count = Arc::new(AtomicUsize::new(0));
-    let c = count.clone();
-    let worker = Worker::builder(config)
-        .register("Tick", move |_| {
-            let c = c.clone();
-            async move {
-                c.fetch_add(1, Ordering::SeqCst);
-                Ok::<(), Failure>(())
-            }
-        })
-        .build()
-        .unwrap();
+    let (worker, count) = counting_worker(config, "Tick");
     let handle = worker.handle();
     let running = tokio::spawn(worker.run());
     tokio::time::sleep(Duration::from_millis(300)).await;

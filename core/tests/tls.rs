@@ -4,11 +4,10 @@
 
 mod common;
 
-use cogworker::{Client, Job, Worker};
+use cogworker::{Client, Job};
 use common::*;
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 fn openssl(dir: &std::path::Path, args: &[&str]) {
@@ -113,18 +112,7 @@ async fn tls_and_acl_user() {
         .set_redis_url(&format!("rediss://worker:s3cret@127.0.0.1:{tls_port}/0"))
         .unwrap();
     let client = Client::new(&config).unwrap();
-    let ran = Arc::new(AtomicUsize::new(0));
-    let r = ran.clone();
-    let worker = Worker::builder(config)
-        .register("Tls", move |_job| {
-            let r = r.clone();
-            async move {
-                r.fetch_add(1, Ordering::SeqCst);
-                Ok(())
-            }
-        })
-        .build()
-        .unwrap();
+    let (worker, ran) = counting_worker(config, "Tls");
     let handle = worker.handle();
     let running = tokio::spawn(worker.run());
     client.push(Job::new("Tls")).await.unwrap();

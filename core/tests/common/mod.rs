@@ -8,11 +8,13 @@ mod private_redis;
 
 pub use private_redis::PrivateRedis as TestRedis;
 
-use cogworker::Config;
+use cogworker::{Config, Worker};
 use redis::AsyncCommands;
 use std::future::Future;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A config for a test server with short intervals, so tests run fast.
@@ -121,4 +123,21 @@ pub fn wait_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// A worker whose handler for `class` only counts the jobs it ran.
+pub fn counting_worker(config: Config, class: &str) -> (Worker, Arc<AtomicUsize>) {
+    let ran = Arc::new(AtomicUsize::new(0));
+    let counter = ran.clone();
+    let worker = Worker::builder(config)
+        .register(class, move |_job| {
+            let counter = counter.clone();
+            async move {
+                counter.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap();
+    (worker, ran)
 }
