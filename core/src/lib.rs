@@ -34,5 +34,5 @@ pub use handler::{Failure, Handler, HandlerResult, Middleware, Next, Outcome};
 pub use job::{new_jid, now, safe_string, Job, Retry, UNPARSEABLE_CLASS};
 pub use keys::Keys;
 pub use launcher::{NextJob, Worker, WorkerBuilder, WorkerHandle};
-pub use manager::{BusyEntry, Delivery, Lifecycle};
+pub use manager::{BusyEntry, Delivery, DeliveryInfo, Lifecycle};
 pub use retry::default_backoff;

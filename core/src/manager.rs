@@ -45,6 +45,30 @@ impl Delivery {
     }
 }
 
+/// What a host-language slot needs to run a delivery, read once when the
+/// slot takes it (the delivery itself is kept until it is settled).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeliveryInfo {
+    pub class: String,
+    pub jid: String,
+    pub queue: String,
+    pub retry_count: u32,
+    /// The job's `args` as JSON text.
+    pub args_json: String,
+}
+
+impl Delivery {
+    pub fn info(&self) -> DeliveryInfo {
+        DeliveryInfo {
+            class: self.job.class().to_string(),
+            jid: self.job.jid_str().to_string(),
+            queue: self.queue.clone(),
+            retry_count: self.job.retry_count(),
+            args_json: serde_json::to_string(self.job.args_slice()).unwrap_or_else(|_| "[]".into()),
+        }
+    }
+}
+
 /// One busy slot, as shown in the workers hash and the TTIN dump.
 #[derive(Clone, Debug)]
 pub struct BusyEntry {

@@ -6,7 +6,7 @@
 use crate::blocking::in_runtime;
 use crate::config::PyConfig;
 use crate::errors::to_py;
-use cogworker::{Delivery, Failure, Lifecycle, NextJob, Outcome, Worker, WorkerHandle};
+use cogworker::{Delivery, DeliveryInfo, Failure, Lifecycle, NextJob, Outcome, Worker, WorkerHandle};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -23,20 +23,32 @@ const SLICE: Duration = Duration::from_millis(100);
 #[pyclass(name = "Delivery", module = "cogworker._core")]
 pub struct PyDelivery {
     inner: Mutex<Option<Delivery>>,
-    #[pyo3(get)]
-    class_name: String,
-    #[pyo3(get)]
-    jid: String,
-    #[pyo3(get)]
-    queue: String,
-    #[pyo3(get)]
-    retry_count: u32,
-    #[pyo3(get)]
-    args_json: String,
+    info: DeliveryInfo,
 }
 
 #[pymethods]
 impl PyDelivery {
+    #[getter]
+    fn class_name(&self) -> &str {
+        &self.info.class
+    }
+    #[getter]
+    fn jid(&self) -> &str {
+        &self.info.jid
+    }
+    #[getter]
+    fn queue(&self) -> &str {
+        &self.info.queue
+    }
+    #[getter]
+    fn retry_count(&self) -> u32 {
+        self.info.retry_count
+    }
+    #[getter]
+    fn args_json(&self) -> &str {
+        &self.info.args_json
+    }
+
     /// The whole payload as stored (JSON text).
     #[getter]
     fn job_json(&self) -> PyResult<String> {
@@ -46,7 +58,10 @@ impl PyDelivery {
     }
 
     fn __repr__(&self) -> String {
-        format!("<Delivery {} jid={} queue={}>", self.class_name, self.jid, self.queue)
+        format!(
+            "<Delivery {} jid={} queue={}>",
+            self.info.class, self.info.jid, self.info.queue
+        )
     }
 }
 
@@ -56,13 +71,8 @@ fn settled() -> PyErr {
 
 impl PyDelivery {
     fn new(delivery: Delivery) -> Self {
-        let job = delivery.job();
         PyDelivery {
-            class_name: job.class().to_string(),
-            jid: job.jid_str().to_string(),
-            queue: delivery.queue().to_string(),
-            retry_count: job.retry_count(),
-            args_json: serde_json::to_string(job.args_slice()).unwrap_or_else(|_| "[]".into()),
+            info: delivery.info(),
             inner: Mutex::new(Some(delivery)),
         }
     }

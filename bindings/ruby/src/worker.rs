@@ -6,7 +6,7 @@ use crate::client::in_runtime;
 use crate::config::from_hash;
 use crate::errors::{raise, to_ruby};
 use crate::nogvl::without_gvl;
-use cogworker::{Delivery, Failure, Lifecycle, NextJob, Outcome, Worker, WorkerHandle};
+use cogworker::{Delivery, DeliveryInfo, Failure, Lifecycle, NextJob, Outcome, Worker, WorkerHandle};
 use magnus::{prelude::*, Error, RHash, Ruby, TryConvert, Value};
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
@@ -18,39 +18,30 @@ const SLICE: Duration = Duration::from_millis(50);
 #[magnus::wrap(class = "Cogworker::Native::Delivery", free_immediately, size)]
 pub struct RbDelivery {
     inner: Mutex<Option<Delivery>>,
-    class_name: String,
-    jid: String,
-    queue: String,
-    retry_count: u32,
-    args_json: String,
+    info: DeliveryInfo,
 }
 
 impl RbDelivery {
     fn new(delivery: Delivery) -> Self {
-        let job = delivery.job();
         RbDelivery {
-            class_name: job.class().to_string(),
-            jid: job.jid_str().to_string(),
-            queue: delivery.queue().to_string(),
-            retry_count: job.retry_count(),
-            args_json: serde_json::to_string(job.args_slice()).unwrap_or_else(|_| "[]".into()),
+            info: delivery.info(),
             inner: Mutex::new(Some(delivery)),
         }
     }
     pub fn class_name(&self) -> String {
-        self.class_name.clone()
+        self.info.class.clone()
     }
     pub fn jid(&self) -> String {
-        self.jid.clone()
+        self.info.jid.clone()
     }
     pub fn queue(&self) -> String {
-        self.queue.clone()
+        self.info.queue.clone()
     }
     pub fn retry_count(&self) -> u32 {
-        self.retry_count
+        self.info.retry_count
     }
     pub fn args_json(&self) -> String {
-        self.args_json.clone()
+        self.info.args_json.clone()
     }
     fn take(&self, ruby: &Ruby) -> Result<Delivery, Error> {
         self.inner
