@@ -174,7 +174,8 @@ impl Next {
 #[derive(Clone, Default)]
 pub struct Registry {
     handlers: HashMap<String, Arc<dyn Handler>>,
-    middleware: Vec<Arc<dyn Middleware>>,
+    /// Shared with every call's `Next` (built once, not per job).
+    middleware: Arc<[Arc<dyn Middleware>]>,
 }
 
 impl Registry {
@@ -182,7 +183,9 @@ impl Registry {
         self.handlers.insert(class.into(), handler);
     }
     pub fn add_middleware(&mut self, middleware: Arc<dyn Middleware>) {
-        self.middleware.push(middleware);
+        let mut chain = self.middleware.to_vec();
+        chain.push(middleware);
+        self.middleware = chain.into();
     }
     pub fn get(&self, class: &str) -> Option<&Arc<dyn Handler>> {
         self.handlers.get(class)
@@ -196,9 +199,9 @@ impl Registry {
         names
     }
 
-    /// Runs `job` through the middleware and its handler, catching panics.
-    /// Returns the failure's retry delay override alongside.
-    pub(crate) async fn run(&self, job: Job) -> Outcome {
+    /// Runs `job` through the middleware and its handler, catching panics;
+    /// a failure carries the handler's retry delay when it has one.
+    pub(crate) async fn run(&self, job: &Job) -> Outcome {
         let Some(handler) = self.handlers.get(job.class()).cloned() else {
             return Outcome::Failure(Failure::new(
                 "cogworker::UnknownHandler",
@@ -207,13 +210,12 @@ impl Registry {
         };
         let retry_count = job.retry_count();
         let next = Next {
-            chain: self.middleware.clone().into(),
+            chain: self.middleware.clone(),
             index: 0,
             handler: handler.clone(),
         };
-        let probe = job.clone();
         // Its own task, so a panic is caught and reported as a failure.
-        let result = match tokio::spawn(next.run(job)).await {
+        let result = match tokio::spawn(next.run(job.clone())).await {
             Ok(result) => result,
             Err(e) => Err(panic_failure(e)),
         };
@@ -221,7 +223,7 @@ impl Registry {
             Ok(()) => Outcome::Success,
             Err(mut failure) => {
                 if failure.retry_in.is_none() {
-                    failure.retry_in = handler.retry_in(retry_count, &probe);
+                    failure.retry_in = handler.retry_in(retry_count, job);
                 }
                 Outcome::Failure(failure)
             }

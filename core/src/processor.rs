@@ -10,7 +10,7 @@ use std::sync::Arc;
 pub(crate) async fn run(shared: Arc<Shared>, registry: Arc<Registry>, slots: flume::Receiver<Delivery>) {
     while let Ok(mut delivery) = slots.recv_async().await {
         shared.start(&mut delivery);
-        let outcome = registry.run(delivery.job.clone()).await;
+        let outcome = registry.run(&delivery.job).await;
         shared.finish(delivery, outcome);
     }
 }
