@@ -17,6 +17,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         job = job.queue(queue);
     }
     let client = Client::new(&Config::from_env()?)?;
-    println!("{}", client.push(job).await?);
+    println!("{}", client.push(job).await?.unwrap_or_default());
     Ok(())
 }

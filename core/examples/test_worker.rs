@@ -2,11 +2,16 @@
 //! `kill -9`, signal it. Handlers:
 //! - `Record`: appends its jid to `<ns>:test:ran` (one entry per execution);
 //! - `Sleep [seconds]`: sleeps (times TEST_SLEEP_SCALE), then records like `Record`;
-//! - `Fail`: always fails.
+//! - `Fail`: always fails;
+//! - `Overlap [seconds]`: appends `start <jid> <pid>` to `<ns>:test:events`,
+//!   sleeps, then appends `end <jid> <pid>` (for the periodic overlap test).
+//!
+//! `TEST_PERIODIC` holds a JSON array of periodic entries to tick for, and
+//! `TEST_CATCH_UP` (`latest` | `all`) the catch-up mode.
 //!
 //! Settings come from the environment (TEST_* variables below).
 
-use cogworker::{Config, Failure, FetchMode, Job, Worker};
+use cogworker::{CatchUp, Config, Failure, FetchMode, Job, Periodic, Worker};
 use redis::AsyncCommands;
 use std::time::Duration;
 
@@ -37,12 +42,23 @@ async fn main() -> cogworker::Result<()> {
     if std::env::var("TEST_FETCH").as_deref() == Ok("basic") {
         config.set_fetch(FetchMode::Basic);
     }
+    if let Ok(mode) = std::env::var("TEST_CATCH_UP") {
+        config.set_periodic_catch_up(mode.parse::<CatchUp>()?);
+    }
     let url = config.redis_url().to_string();
     let results = redis::Client::open(url.as_str()).expect("url");
     let results = results.get_multiplexed_async_connection().await?;
 
     let (r1, r2, ns1, ns2) = (results.clone(), results.clone(), ns.clone(), ns.clone());
-    let worker = Worker::builder(config)
+    let (r3, ns3) = (results.clone(), ns.clone());
+    let mut builder = Worker::builder(config);
+    if let Ok(entries) = std::env::var("TEST_PERIODIC") {
+        let entries: Vec<serde_json::Value> = serde_json::from_str(&entries).expect("TEST_PERIODIC is a JSON array");
+        for entry in entries {
+            builder = builder.periodic(Periodic::from_json(&entry.to_string())?);
+        }
+    }
+    let worker = builder
         .register("Record", move |job| {
             let (mut conn, ns) = (r1.clone(), ns1.clone());
             async move { record(&mut conn, &ns, &job).await }
@@ -57,6 +73,23 @@ async fn main() -> cogworker::Result<()> {
             }
         })
         .register("Fail", |_job| async { Err(Failure::new("TestError", "always fails")) })
+        .register("Overlap", move |job| {
+            let (mut conn, ns) = (r3.clone(), ns3.clone());
+            async move {
+                let seconds = job.args_slice().first().and_then(|v| v.as_f64()).unwrap_or(1.0);
+                let events = format!("{ns}:test:events");
+                let pid = std::process::id();
+                let fail = |e: redis::RedisError| Failure::new("RedisError", e.to_string());
+                conn.rpush::<_, _, i64>(&events, format!("start {} {pid}", job.jid_str()))
+                    .await
+                    .map_err(fail)?;
+                tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+                conn.rpush::<_, _, i64>(&events, format!("end {} {pid}", job.jid_str()))
+                    .await
+                    .map_err(fail)?;
+                Ok(())
+            }
+        })
         .build()?;
     let handle = worker.handle();
     handle.install_signal_handlers()?;

@@ -7,6 +7,7 @@ use crate::connection::Redis;
 use crate::error::Result;
 use crate::job::{float, now, Job};
 use crate::keys::Keys;
+use crate::scripts::SCRIPTS;
 use std::collections::BTreeMap;
 
 /// Pushes jobs. Cheap to clone; all clones share one connection.
@@ -33,20 +34,24 @@ impl Client {
         &self.redis
     }
 
-    /// Pushes one job; returns its jid. A job whose `at` is in the future
-    /// goes to the schedule.
-    pub async fn push(&self, job: Job) -> Result<String> {
+    /// Pushes one job; returns its jid, or `None` for a unique job (see
+    /// [`Job::unique_for`]) whose duplicate holds the lock. A job whose `at`
+    /// is in the future goes to the schedule.
+    pub async fn push(&self, job: Job) -> Result<Option<String>> {
         let mut jids = self.push_bulk(vec![job]).await?;
         Ok(jids.pop().expect("one job pushed"))
     }
 
     /// Pushes many jobs in one round trip (one MULTI); returns their jids in
-    /// order. Every job is validated first: on an error nothing is written.
-    pub async fn push_bulk(&self, jobs: Vec<Job>) -> Result<Vec<String>> {
+    /// order (`None` for a unique job refused as a duplicate). Every job is
+    /// validated first: on an error nothing is written. Unique jobs take
+    /// their lock and are pushed one script call each.
+    pub async fn push_bulk(&self, jobs: Vec<Job>) -> Result<Vec<Option<String>>> {
         let at = now();
         let mut jids = Vec::with_capacity(jobs.len());
         let mut immediate: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut scheduled: Vec<(f64, String)> = Vec::new();
+        let mut unique: Vec<(usize, Job)> = Vec::new();
         for (index, mut job) in jobs.into_iter().enumerate() {
             job.prepare_for_push(at).map_err(|e| match e {
                 crate::Error::InvalidJob { field, reason } if index > 0 => crate::Error::InvalidJob {
@@ -55,7 +60,11 @@ impl Client {
                 },
                 other => other,
             })?;
-            jids.push(job.jid_str().to_string());
+            jids.push(Some(job.jid_str().to_string()));
+            if job.unique_for_secs().is_some() {
+                unique.push((index, job));
+                continue;
+            }
             match job.run_at() {
                 Some(run_at) if run_at > at => scheduled.push((run_at, job.to_json())),
                 _ => {
@@ -67,6 +76,14 @@ impl Client {
                         .push(job.to_json());
                 }
             }
+        }
+        for (index, job) in unique {
+            if !self.push_unique(job, at).await? {
+                jids[index] = None;
+            }
+        }
+        if immediate.is_empty() && scheduled.is_empty() {
+            return Ok(jids);
         }
         let mut pipe = redis::pipe();
         pipe.atomic();
@@ -90,5 +107,48 @@ impl Client {
             other => other?,
         }
         Ok(jids)
+    }
+
+    /// Takes the job's unique lock and pushes it, in one script. False for
+    /// a duplicate. The lock lasts `unique_for` seconds from when the job
+    /// is due.
+    async fn push_unique(&self, mut job: Job, at: f64) -> Result<bool> {
+        let digest = job.unique_digest().unwrap_or_default().to_string();
+        let run_at = job.run_at().filter(|run_at| *run_at > at);
+        let ttl = (run_at.unwrap_or(at) - at + job.unique_for_secs().unwrap_or(1.0)).ceil() as u64;
+        let queue = job.queue_name().to_string();
+        let (target, mode) = match run_at {
+            Some(_) => (self.keys.schedule(), "schedule"),
+            None => {
+                job.remove("at");
+                job.set("enqueued_at", float(at));
+                (self.keys.queue(&queue), "queue")
+            }
+        };
+        let mut invocation = SCRIPTS.push_unique.prepare_invoke();
+        invocation
+            .key(self.keys.unique(&digest))
+            .key(self.keys.queues())
+            .key(target)
+            .arg(job.jid_str())
+            .arg(ttl.max(1))
+            .arg(mode)
+            .arg(&queue)
+            .arg(job.to_json())
+            .arg(run_at.unwrap_or(at));
+        // Retried once on a dropped connection, like the MULTI below: a
+        // retry of a push that did land finds the lock held by this jid and
+        // pushes nothing more.
+        let pushed: i64 = match invocation.invoke_async(&mut self.redis.conn()).await {
+            Err(e) if e.is_connection_dropped() || e.is_io_error() => {
+                tracing::warn!("push failed ({e}); retrying once on a new connection");
+                invocation.invoke_async(&mut self.redis.conn()).await?
+            }
+            other => other?,
+        };
+        if pushed == 0 {
+            tracing::debug!("{job} not pushed: a duplicate holds unique lock {digest}");
+        }
+        Ok(pushed == 1)
     }
 }

@@ -8,6 +8,7 @@
 
 use crate::handler::Outcome;
 use crate::job::{now, Job};
+use crate::locks::{self, JobLocks};
 use crate::manager::{Completion, Delivery, Shared};
 use crate::retry::{day_of, dead_bounds, history_entry, plan_failure, Disposition, FailurePlan};
 use crate::scripts::SCRIPTS;
@@ -72,6 +73,14 @@ async fn settle(shared: &Shared, batch: Vec<Completion>) {
                 })
                 .await;
             }
+            Completion::Started { run_lock, jid } => {
+                // Best effort: the next heartbeat shortens it too.
+                let ttl = locks::active_ttl(&shared.config);
+                let lock = [(run_lock, jid)];
+                if let Err(e) = locks::expire_owned(&mut shared.redis.conn(), &lock, ttl).await {
+                    tracing::warn!("could not shorten the run lock {}: {e}", lock[0].0);
+                }
+            }
             Completion::Flush(reply) => flushes.push(reply),
         }
     }
@@ -119,6 +128,17 @@ async fn ack(shared: &Shared, successes: &[(Delivery, f64)]) -> redis::RedisResu
     for (delivery, finished_at) in successes {
         invocation.arg(history_entry(&delivery.job, delivery.started_at, *finished_at, None));
     }
+    // Locks to release: (index of the job, 1-based; lock key; owner jid).
+    let mut releases = Vec::new();
+    for (index, (delivery, _)) in successes.iter().enumerate() {
+        for lock in JobLocks::of(&delivery.job, &shared.keys).all() {
+            releases.push((index + 1, lock.clone(), delivery.job.jid_str()));
+        }
+    }
+    invocation.arg(releases.len());
+    for (index, lock, owner) in releases {
+        invocation.key(lock).arg(index).arg(owner);
+    }
     let _counted: i64 = invocation.invoke_async(&mut shared.redis.conn()).await?;
     Ok(())
 }
@@ -163,9 +183,12 @@ async fn file(
         _ => shared.keys.dead(),
     };
     let (dead_max, dead_min_score) = dead_bounds(&shared.config, at);
+    let locks = JobLocks::of(job, &shared.keys);
+    let in_progress = shared.keys.in_progress(owner);
+    let run_lock_ttl = locks::retry_ttl(&shared.config, plan.score - at);
     let _filed: i64 = SCRIPTS
         .fail
-        .key(shared.keys.in_progress(owner))
+        .key(&in_progress)
         .key(target)
         .key(shared.keys.stat("failed", None))
         .key(shared.keys.stat("failed", Some(&today)))
@@ -182,6 +205,12 @@ async fn file(
         .arg(shared.config.history_max())
         .arg(dead_max)
         .arg(dead_min_score)
+        .key(locks.run_lock.as_ref().unwrap_or(&in_progress))
+        .key(locks.unique.as_ref().unwrap_or(&in_progress))
+        .arg(if locks.run_lock.is_some() { "1" } else { "0" })
+        .arg(if locks.unique.is_some() { "1" } else { "0" })
+        .arg(job.jid_str())
+        .arg(run_lock_ttl)
         .invoke_async(&mut shared.redis.conn())
         .await?;
     Ok(())

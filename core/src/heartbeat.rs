@@ -8,6 +8,7 @@
 use crate::dispatcher::resolve_fetch_mode;
 use crate::error::Result;
 use crate::job::now;
+use crate::locks;
 use crate::manager::{jittered, sleep_unless, Lifecycle, Shared};
 use crate::scripts::SCRIPTS;
 use futures_util::StreamExt;
@@ -76,6 +77,7 @@ pub(crate) async fn beat(shared: &Shared) -> Result<()> {
         "labels": config.labels(),
         "version": env!("CARGO_PKG_VERSION"),
         "started_at": shared.started_at,
+        "periodic": shared.periodic.iter().map(|p| p.summary()).collect::<Vec<_>>(),
     });
     let identity = &shared.identity;
     let mut invocation = SCRIPTS.heartbeat.prepare_invoke();
@@ -92,10 +94,18 @@ pub(crate) async fn beat(shared: &Shared) -> Result<()> {
         .arg(PRESENCE_TTL_SECS)
         .arg(if shared.is_reliable() { "1" } else { "0" })
         .arg(now() as u64);
-    for (token, entry) in shared.busy_snapshot() {
+    let busy = shared.busy_snapshot();
+    for (token, entry) in &busy {
         invocation.arg(token).arg(entry.to_json());
     }
     let _beat_at: i64 = invocation.invoke_async(&mut shared.redis.conn()).await?;
+    // Keep the run locks of the periodic jobs running here alive.
+    let run_locks: Vec<(String, String)> = busy
+        .into_iter()
+        .filter_map(|(_, entry)| Some((entry.run_lock?, entry.jid)))
+        .collect();
+    let ttl = locks::active_ttl(config);
+    locks::expire_owned(&mut shared.redis.conn(), &run_locks, ttl).await?;
     Ok(())
 }
 

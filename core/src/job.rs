@@ -73,6 +73,13 @@ impl Job {
         self.fields.insert("jid".into(), Value::String(jid.into()));
         self
     }
+    /// Unique for `seconds`: while a job with the same class, queue and
+    /// args holds the lock (until it succeeds or dies, at most `seconds`
+    /// after it was due), pushing another returns no jid.
+    pub fn unique_for(mut self, seconds: f64) -> Self {
+        self.fields.insert("unique_for".into(), float(seconds));
+        self
+    }
     /// Any other field, kept as given.
     pub fn field(mut self, key: impl Into<String>, value: Value) -> Self {
         self.fields.insert(key.into(), value);
@@ -169,6 +176,14 @@ impl Job {
                 return Err(Error::invalid_job("at", format!("must be epoch seconds, got {at}")));
             }
         }
+        if let Some(ttl) = self.fields.get("unique_for") {
+            if !ttl.as_f64().is_some_and(|t| t.is_finite() && t > 0.0) {
+                return Err(Error::invalid_job(
+                    "unique_for",
+                    format!("must be a positive number of seconds, got {ttl}"),
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -181,7 +196,27 @@ impl Job {
         if !self.fields.contains_key("created_at") {
             self.fields.insert("created_at".into(), float(now));
         }
+        if self.unique_for_secs().is_some() {
+            let digest = unique_digest(self.class(), self.queue_name(), self.args_slice());
+            self.fields.insert("unique_digest".into(), Value::String(digest));
+        }
         Ok(())
+    }
+
+    /// `unique_for` in seconds, if the job is unique.
+    pub fn unique_for_secs(&self) -> Option<f64> {
+        self.fields.get("unique_for").and_then(Value::as_f64)
+    }
+    /// The digest naming the job's unique lock, once pushed as unique.
+    pub fn unique_digest(&self) -> Option<&str> {
+        self.str_field("unique_digest").filter(|d| !d.is_empty())
+    }
+    /// The periodic entry whose run lock this job owns: set only for jobs of
+    /// `until_executed` entries.
+    pub fn run_lock_pjid(&self) -> Option<&str> {
+        let until_executed = matches!(self.fields.get("periodic_until_executed"), Some(Value::Bool(true)));
+        self.str_field("periodic_pjid")
+            .filter(|p| until_executed && !p.is_empty())
     }
 
     pub fn class(&self) -> &str {
@@ -273,6 +308,15 @@ impl std::fmt::Display for Job {
     }
 }
 
+/// The unique-lock digest: SHA-1 (hex) of `[class, queue, args]` as JSON.
+/// Computed by the core for every language, so a Python and a Ruby push of
+/// the same job collide.
+pub fn unique_digest(class: &str, queue: &str, args: &[Value]) -> String {
+    use sha1::Digest as _;
+    let text = serde_json::to_string(&(class, queue, args)).expect("JSON values always serialize");
+    hex::encode(sha1::Sha1::digest(text.as_bytes()))
+}
+
 /// 24 lowercase hex characters (96 random bits).
 pub fn new_jid() -> String {
     hex::encode(rand::random::<[u8; 12]>())
@@ -342,6 +386,7 @@ mod tests {
             (json!({"class": "A", "retry": "yes"}), "retry"),
             (json!({"class": "A", "retry": -1}), "retry"),
             (json!({"class": "A", "at": "soon"}), "at"),
+            (json!({"class": "A", "unique_for": 0}), "unique_for"),
         ] {
             let err = Job::from_value(value).unwrap_err().to_string();
             assert!(err.contains(field), "{err}");
@@ -368,6 +413,21 @@ mod tests {
     fn safe_string_replaces_invalid_bytes_and_truncates_on_char_boundaries() {
         assert_eq!(safe_string(b"ok \xff", 100), "ok \u{fffd}");
         assert_eq!(safe_string("ééé", 2), "éé");
+    }
+
+    #[test]
+    fn unique_digest_depends_on_class_queue_and_args_only() {
+        let mut a = Job::new("A").args([json!(1)]).unique_for(60.0);
+        let mut b = Job::new("A").args([json!(1)]).unique_for(5.0).jid("x");
+        a.prepare_for_push(1.0).unwrap();
+        b.prepare_for_push(2.0).unwrap();
+        assert_eq!(a.unique_digest(), b.unique_digest());
+        let mut c = Job::new("A").args([json!(2)]).unique_for(60.0);
+        c.prepare_for_push(1.0).unwrap();
+        assert_ne!(a.unique_digest(), c.unique_digest());
+        let mut plain = Job::new("A");
+        plain.prepare_for_push(1.0).unwrap();
+        assert_eq!(plain.unique_digest(), None);
     }
 
     #[test]

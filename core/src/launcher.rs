@@ -7,8 +7,8 @@ use crate::error::Result;
 use crate::handler::{AsyncFn, BlockingFn, Handler, HandlerResult, Middleware, Outcome, Registry, WithRetryIn};
 use crate::job::Job;
 use crate::manager::{BusyEntry, Completion, Delivery, Lifecycle, Shared};
+use crate::periodic::{self, Periodic};
 use crate::{completion, dispatcher, heartbeat, logging, processor, recovery, scheduler};
-use redis::AsyncCommands;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,6 +22,8 @@ pub struct WorkerBuilder {
     config: Config,
     registry: Registry,
     host_slots: bool,
+    host_classes: Vec<String>,
+    periodic: Vec<Periodic>,
 }
 
 impl WorkerBuilder {
@@ -75,16 +77,40 @@ impl WorkerBuilder {
         self
     }
 
+    /// With [`WorkerBuilder::host_slots`]: the classes the host language
+    /// can run, so periodic entries of other classes are reported at boot.
+    pub fn host_classes<S: Into<String>, I: IntoIterator<Item = S>>(mut self, classes: I) -> Self {
+        self.host_classes.extend(classes.into_iter().map(Into::into));
+        self
+    }
+
+    /// A periodic (cron) entry this process ticks for. Every process of a
+    /// fleet registers the same entries; each slot fires once in all.
+    pub fn periodic(mut self, entry: Periodic) -> Self {
+        let pjid = entry.pjid();
+        if self.periodic.iter().any(|e| e.pjid() == pjid) {
+            tracing::warn!(
+                "periodic {} ({}) registered twice; keeping one",
+                entry.class(),
+                entry.cron()
+            );
+        } else {
+            self.periodic.push(entry);
+        }
+        self
+    }
+
     /// Needs a tokio runtime context; does not touch Redis yet.
     pub fn build(self) -> Result<Worker> {
         let redis = Redis::new(&self.config)?;
         let (completions_tx, completions_rx) = flume::unbounded();
-        let shared = Arc::new(Shared::new(self.config, redis, completions_tx));
+        let shared = Arc::new(Shared::new(self.config, redis, completions_tx, self.periodic));
         let (slots_tx, slots_rx) = flume::unbounded();
         Ok(Worker {
             shared,
             registry: Arc::new(self.registry),
             host_slots: self.host_slots,
+            host_classes: self.host_classes,
             slots_tx,
             slots_rx,
             completions_rx,
@@ -98,6 +124,7 @@ pub struct Worker {
     shared: Arc<Shared>,
     registry: Arc<Registry>,
     host_slots: bool,
+    host_classes: Vec<String>,
     slots_tx: flume::Sender<Delivery>,
     slots_rx: flume::Receiver<Delivery>,
     completions_rx: flume::Receiver<Completion>,
@@ -127,6 +154,8 @@ impl Worker {
             config,
             registry: Registry::default(),
             host_slots: false,
+            host_classes: Vec::new(),
+            periodic: Vec::new(),
         }
     }
 
@@ -169,6 +198,8 @@ impl Worker {
             }
         }
 
+        self.report_periodic();
+
         // First beat before any fetch: recovery must see this process alive
         // before its in-progress list can hold anything.
         if !heartbeat::first_beat(&shared).await {
@@ -182,6 +213,7 @@ impl Worker {
             supervise("recovery", &shared, recovery::run),
             supervise("scheduler", &shared, scheduler::run),
         ];
+        background.push(supervise("periodic", &shared, periodic::run));
         let completions_rx = self.completions_rx.clone();
         let completer = supervise("completion", &shared, move |s| {
             completion::run(s, completions_rx.clone())
@@ -216,6 +248,41 @@ impl Worker {
         }
         tracing::info!("stopped");
         Ok(())
+    }
+}
+
+impl Worker {
+    /// Logs the periodic entries, resolved against the handlers known here
+    /// at boot: an entry whose class this process cannot run is reported
+    /// and still ticks (a worker in another language may run it).
+    fn report_periodic(&self) {
+        for entry in &self.shared.periodic {
+            let runnable = if self.host_slots {
+                self.host_classes.iter().any(|c| c == entry.class())
+            } else {
+                self.registry.get(entry.class()).is_some()
+            };
+            tracing::info!(
+                "periodic {} ({}{}) → queue {}{}",
+                entry.class(),
+                entry.cron(),
+                if entry.is_until_executed() {
+                    ", until_executed"
+                } else {
+                    ""
+                },
+                entry.queue_name(),
+                if runnable { "" } else { " (no handler in this process)" }
+            );
+            if !runnable {
+                tracing::warn!(
+                    "periodic class {} has no handler in this process; its jobs are still pushed \
+                     to queue {} for a worker that has one",
+                    entry.class(),
+                    entry.queue_name()
+                );
+            }
+        }
     }
 }
 
@@ -271,11 +338,17 @@ async fn requeue_unfinished(shared: &Shared, never_started: Vec<Delivery>) -> Re
         return recovery::requeue_list(shared, &shared.identity, 0).await;
     }
     // Basic fetch: the only copy is in memory.
-    let mut conn = shared.redis.conn();
-    let mut payloads: Vec<(String, Vec<u8>)> = never_started.into_iter().map(|d| (d.queue, d.raw)).collect();
-    payloads.extend(shared.busy_snapshot().into_iter().map(|(_, e)| (e.queue, e.raw)));
-    for (queue, raw) in &payloads {
-        let _: i64 = conn.rpush(shared.keys.queue(queue), &raw[..]).await?;
+    let mut payloads: Vec<Vec<u8>> = never_started.into_iter().map(|d| d.raw).collect();
+    payloads.extend(shared.busy_snapshot().into_iter().map(|(_, e)| e.raw));
+    for raw in &payloads {
+        match Job::parse(raw) {
+            Ok(job) => {
+                recovery::requeue_one(shared, &shared.identity, raw, &job, 0, false).await?;
+            }
+            Err(reason) => {
+                completion::bury_unparseable(shared, &shared.identity, false, "", raw, &reason).await?;
+            }
+        }
     }
     Ok(payloads.len())
 }

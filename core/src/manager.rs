@@ -7,6 +7,7 @@ use crate::connection::Redis;
 use crate::handler::Outcome;
 use crate::job::{self, Job};
 use crate::keys::Keys;
+use crate::periodic::Periodic;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -77,6 +78,8 @@ pub struct BusyEntry {
     pub jid: String,
     pub raw: Vec<u8>,
     pub run_at: f64,
+    /// The periodic run lock the job owns (kept alive by the heartbeat).
+    pub(crate) run_lock: Option<String>,
 }
 
 impl BusyEntry {
@@ -100,6 +103,9 @@ pub(crate) enum Completion {
         raw: Vec<u8>,
         reason: String,
     },
+    /// A slot started a job owning a periodic run lock: shorten the lock to
+    /// its running TTL.
+    Started { run_lock: String, jid: String },
     /// Reply once everything sent before this has been written to Redis.
     Flush(tokio::sync::oneshot::Sender<()>),
 }
@@ -119,10 +125,12 @@ pub(crate) struct Shared {
     pub completions: flume::Sender<Completion>,
     /// Set once the first orphan-recovery pass has completed.
     pub recovered_once: AtomicBool,
+    /// The periodic entries this process ticks for.
+    pub periodic: Vec<Periodic>,
 }
 
 impl Shared {
-    pub fn new(config: Config, redis: Redis, completions: flume::Sender<Completion>) -> Self {
+    pub fn new(config: Config, redis: Redis, completions: flume::Sender<Completion>, periodic: Vec<Periodic>) -> Self {
         let identity = format!(
             "{}:{}:{}",
             gethostname::gethostname().to_string_lossy(),
@@ -143,6 +151,7 @@ impl Shared {
             capacity_freed: Notify::new(),
             completions,
             recovered_once: AtomicBool::new(false),
+            periodic,
         }
     }
 
@@ -209,7 +218,15 @@ impl Shared {
             jid: delivery.job.jid_str().to_string(),
             raw: delivery.raw.clone(),
             run_at: delivery.started_at,
+            run_lock: delivery
+                .job
+                .run_lock_pjid()
+                .map(|pjid| self.keys.periodic_running(pjid)),
         };
+        if let Some(run_lock) = entry.run_lock.clone() {
+            let jid = entry.jid.clone();
+            let _ = self.completions.send(Completion::Started { run_lock, jid });
+        }
         self.busy.lock().unwrap().insert(delivery.token, entry);
     }
 

@@ -7,6 +7,7 @@
 
 use crate::error::Result;
 use crate::job::Job;
+use crate::locks::{queued_ttl, JobLocks};
 use crate::manager::{jittered, sleep_unless, Lifecycle, Shared};
 use crate::scripts::SCRIPTS;
 use redis::AsyncCommands;
@@ -17,11 +18,15 @@ use std::sync::Arc;
 pub(crate) async fn run(shared: Arc<Shared>) {
     loop {
         match recover_orphans(&shared).await {
-            Ok(moved) if moved > 0 => tracing::warn!("recovered {moved} job(s) from dead processes"),
-            Ok(_) => {}
+            Ok(moved) => {
+                if moved > 0 {
+                    tracing::warn!("recovered {moved} job(s) from dead processes");
+                }
+                // The periodic ticker waits for this (see periodic::ticker).
+                shared.recovered_once.store(true, Ordering::SeqCst);
+            }
             Err(e) => tracing::error!("orphan recovery failed (will retry): {e}"),
         }
-        shared.recovered_once.store(true, Ordering::SeqCst);
         let pause = jittered(shared.config.orphan_check_interval(), 0.2);
         if sleep_unless(&shared, pause, Lifecycle::Stopping).await {
             return;
@@ -73,19 +78,7 @@ pub(crate) async fn requeue_list(shared: &Shared, identity: &str, threshold: u64
     for raw in entries {
         match Job::parse(&raw) {
             Ok(job) => {
-                let queue = job.queue_name();
-                let result: i64 = SCRIPTS
-                    .requeue_in_progress
-                    .key(&list)
-                    .key(shared.keys.queues())
-                    .key(shared.keys.queue(queue))
-                    .key(shared.keys.last_beat())
-                    .arg(&raw[..])
-                    .arg(queue)
-                    .arg(identity)
-                    .arg(threshold)
-                    .invoke_async(&mut conn)
-                    .await?;
+                let result = requeue_one(shared, identity, &raw, &job, threshold, true).await?;
                 match result {
                     1 => moved += 1,
                     -1 => {
@@ -101,4 +94,40 @@ pub(crate) async fn requeue_list(shared: &Shared, identity: &str, threshold: u64
         }
     }
     Ok(moved)
+}
+
+/// Puts one job back on its queue with `requeue_in_progress.lua`, re-taking
+/// its periodic run lock in the same step. `from_list`: take it off
+/// `identity`'s in-progress list first (reliable fetch); otherwise (basic
+/// fetch) the job exists only in memory and is just pushed. Returns the
+/// script's answer (1 requeued, 0 no longer listed, -1 owner alive).
+pub(crate) async fn requeue_one(
+    shared: &Shared,
+    identity: &str,
+    raw: &[u8],
+    job: &Job,
+    threshold: u64,
+    from_list: bool,
+) -> Result<i64> {
+    let queue = job.queue_name();
+    let queue_key = shared.keys.queue(queue);
+    let run_lock = JobLocks::of(job, &shared.keys).run_lock;
+    let result: i64 = SCRIPTS
+        .requeue_in_progress
+        .key(shared.keys.in_progress(identity))
+        .key(shared.keys.queues())
+        .key(&queue_key)
+        .key(shared.keys.last_beat())
+        .key(run_lock.as_ref().unwrap_or(&queue_key))
+        .arg(raw)
+        .arg(queue)
+        .arg(identity)
+        .arg(threshold)
+        .arg(if run_lock.is_some() { "1" } else { "0" })
+        .arg(job.jid_str())
+        .arg(queued_ttl(&shared.config))
+        .arg(if from_list { "1" } else { "0" })
+        .invoke_async(&mut shared.redis.conn())
+        .await?;
+    Ok(result)
 }

@@ -16,6 +16,9 @@ pub(crate) struct Scripts {
     pub heartbeat: Script,
     pub unregister: Script,
     pub forget_identity: Script,
+    pub owned_lock: Script,
+    pub periodic_claim: Script,
+    pub push_unique: Script,
 }
 
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
@@ -27,4 +30,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     heartbeat: Script::new(include_str!("scripts/heartbeat.lua")),
     unregister: Script::new(include_str!("scripts/unregister.lua")),
     forget_identity: Script::new(include_str!("scripts/forget_identity.lua")),
+    owned_lock: Script::new(include_str!("scripts/owned_lock.lua")),
+    periodic_claim: Script::new(include_str!("scripts/periodic_claim.lua")),
+    push_unique: Script::new(include_str!("scripts/push_unique.lua")),
 });

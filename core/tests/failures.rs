@@ -53,7 +53,7 @@ async fn failure_lands_in_retry_with_its_error_then_runs_again() {
         .unwrap();
     let handle = worker.handle();
     let running = tokio::spawn(worker.run());
-    let jid = client.push(Job::new("Flaky").args([json!(7)])).await.unwrap();
+    let jid = client.push(Job::new("Flaky").args([json!(7)])).await.unwrap().unwrap();
     wait_set(&api, JobSet::Retry, 1).await;
 
     let entry = api.find_in_set(JobSet::Retry, &jid).await.unwrap().expect("in retry");
@@ -100,8 +100,16 @@ async fn exhausted_retries_go_to_dead_and_retry_false_discards() {
         .unwrap();
     let handle = worker.handle();
     let running = tokio::spawn(worker.run());
-    let dies = client.push(Job::new("Boom").retry(Retry::Max(2))).await.unwrap();
-    let discarded = client.push(Job::new("Boom").retry(Retry::Discard)).await.unwrap();
+    let dies = client
+        .push(Job::new("Boom").retry(Retry::Max(2)))
+        .await
+        .unwrap()
+        .unwrap();
+    let discarded = client
+        .push(Job::new("Boom").retry(Retry::Discard))
+        .await
+        .unwrap()
+        .unwrap();
     wait_set(&api, JobSet::Dead, 1).await;
     let dead = set_jobs(&api, JobSet::Dead).await;
     assert_eq!(dead.len(), 1);
@@ -141,11 +149,20 @@ async fn error_fields_are_made_valid_utf8_and_bounded() {
         .unwrap();
     let handle = worker.handle();
     let running = tokio::spawn(worker.run());
-    let bad = client.push(Job::new("BadBytes").retry(Retry::Max(0))).await.unwrap();
-    let panics = client.push(Job::new("Panics").retry(Retry::Max(0))).await.unwrap();
+    let bad = client
+        .push(Job::new("BadBytes").retry(Retry::Max(0)))
+        .await
+        .unwrap()
+        .unwrap();
+    let panics = client
+        .push(Job::new("Panics").retry(Retry::Max(0)))
+        .await
+        .unwrap()
+        .unwrap();
     let unknown = client
         .push(Job::new("NoSuchHandler").retry(Retry::Max(0)))
         .await
+        .unwrap()
         .unwrap();
     wait_set(&api, JobSet::Dead, 3).await;
 
@@ -306,7 +323,11 @@ async fn middleware_wraps_handlers() {
     let handle = worker.handle();
     let running = tokio::spawn(worker.run());
     client.push(Job::new("Boom").args([json!("skip")])).await.unwrap();
-    let failing = client.push(Job::new("Boom").retry(Retry::Max(0))).await.unwrap();
+    let failing = client
+        .push(Job::new("Boom").retry(Retry::Max(0)))
+        .await
+        .unwrap()
+        .unwrap();
     wait_set(&api, JobSet::Dead, 1).await;
     let job = api
         .find_in_set(JobSet::Dead, &failing)

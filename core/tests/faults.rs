@@ -41,7 +41,10 @@ async fn killed_workers_jobs_are_recovered_by_another_process() {
     let jids = client
         .push_bulk((0..3).map(|_| Job::new("Sleep").args([json!(30)])).collect())
         .await
-        .unwrap();
+        .unwrap()
+        .into_iter()
+        .flatten()
+        .collect::<Vec<String>>();
     let c = conn.clone();
     let workers_key = format!("{NS}:workers:{a_id}");
     wait_until("A runs all three", Duration::from_secs(10), move || {
@@ -126,7 +129,10 @@ async fn redis_restart_mid_run_loses_nothing() {
     let jids = client
         .push_bulk((0..3000).map(|i| Job::new("Count").args([json!(i)])).collect())
         .await
-        .unwrap();
+        .unwrap()
+        .into_iter()
+        .flatten()
+        .collect::<Vec<String>>();
     let (worker, runs) = per_jid_worker(config.clone());
     let handle = worker.handle();
     let running = tokio::spawn(worker.run());
@@ -168,7 +174,10 @@ async fn script_flush_mid_run_is_survived() {
     let jids = client
         .push_bulk((0..2000).map(|i| Job::new("Count").args([json!(i)])).collect())
         .await
-        .unwrap();
+        .unwrap()
+        .into_iter()
+        .flatten()
+        .collect::<Vec<String>>();
     let (worker, runs) = per_jid_worker(config);
     let handle = worker.handle();
     let running = tokio::spawn(worker.run());
@@ -201,7 +210,10 @@ async fn server_refusing_lmove_falls_back_to_basic_fetch() {
     let jids = client
         .push_bulk((0..50).map(|i| Job::new("Count").args([json!(i)])).collect())
         .await
-        .unwrap();
+        .unwrap()
+        .into_iter()
+        .flatten()
+        .collect::<Vec<String>>();
     let (worker, runs) = per_jid_worker(config);
     let handle = worker.handle();
     let running = tokio::spawn(worker.run());
@@ -235,7 +247,10 @@ async fn client_kill_is_survived_and_lost_fetch_replies_are_reconciled() {
     let jids = client
         .push_bulk((0..500).map(|i| Job::new("Count").args([json!(i)])).collect())
         .await
-        .unwrap();
+        .unwrap()
+        .into_iter()
+        .flatten()
+        .collect::<Vec<String>>();
     all_ran(&runs, &jids, Duration::from_secs(20)).await;
     // A job the server moved onto this process's in-progress list whose
     // reply never arrived (as when a connection dies mid-call).
@@ -257,7 +272,10 @@ async fn client_kill_is_survived_and_lost_fetch_replies_are_reconciled() {
     let more = client
         .push_bulk((0..500).map(|i| Job::new("Count").args([json!(i)])).collect())
         .await
-        .unwrap();
+        .unwrap()
+        .into_iter()
+        .flatten()
+        .collect::<Vec<String>>();
     all_ran(&runs, &more, Duration::from_secs(20)).await;
     all_ran(
         &runs,

@@ -82,7 +82,10 @@ async fn stop_past_timeout_requeues(fetch: FetchMode) {
             Job::new("Sleep").args([json!(30)]),
         ])
         .await
-        .unwrap();
+        .unwrap()
+        .into_iter()
+        .flatten()
+        .collect::<Vec<String>>();
     wait_busy(&handle, 2).await;
     let started = Instant::now();
     handle.stop();
@@ -181,7 +184,7 @@ async fn registry_shows_the_process_and_its_busy_slots() {
     let (worker, _) = sleeping_worker(config);
     let handle = worker.handle();
     let running = tokio::spawn(worker.run());
-    let jid = client.push(Job::new("Sleep").args([json!(3)])).await.unwrap();
+    let jid = client.push(Job::new("Sleep").args([json!(3)])).await.unwrap().unwrap();
     wait_busy(&handle, 1).await;
     let api2 = api.clone();
     let identity = handle.identity().to_string();

@@ -57,9 +57,16 @@ async fn push_and_run(fetch: FetchMode) {
     let jid = client
         .push(Job::new("Record").args(args.clone()).field("x_custom", json!("kept")))
         .await
+        .unwrap()
         .unwrap();
     let bulk: Vec<Job> = (0..200).map(|i| Job::new("Record").args([json!(i)])).collect();
-    let bulk_jids = client.push_bulk(bulk).await.unwrap();
+    let bulk_jids = client
+        .push_bulk(bulk)
+        .await
+        .unwrap()
+        .into_iter()
+        .flatten()
+        .collect::<Vec<String>>();
     assert_eq!(bulk_jids.len(), 200);
     ran(&seen, 201).await;
 

@@ -40,15 +40,16 @@ impl PyClient {
         }
     }
 
-    /// Pushes one job (JSON object text); returns its jid.
-    fn push(&self, py: Python<'_>, job_json: &str) -> PyResult<String> {
+    /// Pushes one job (JSON object text); returns its jid, or None for a
+    /// unique job whose duplicate holds the lock.
+    fn push(&self, py: Python<'_>, job_json: &str) -> PyResult<Option<String>> {
         let job = parse_job(0, job_json)?;
         let client = self.client()?;
         wait(py, async move { client.push(job).await })?.map_err(to_py)
     }
 
     /// Pushes many jobs in one round trip; nothing is written if any is invalid.
-    fn push_bulk(&self, py: Python<'_>, jobs_json: Vec<String>) -> PyResult<Vec<String>> {
+    fn push_bulk(&self, py: Python<'_>, jobs_json: Vec<String>) -> PyResult<Vec<Option<String>>> {
         let jobs = jobs_json
             .iter()
             .enumerate()

@@ -65,7 +65,7 @@ impl RbClient {
             .map_err(|e| to_ruby(ruby, e))
     }
 
-    pub fn push(ruby: &Ruby, rb_self: &Self, job_json: String) -> Result<String, Error> {
+    pub fn push(ruby: &Ruby, rb_self: &Self, job_json: String) -> Result<Option<String>, Error> {
         let job = parse_job(ruby, 0, &job_json)?;
         let client = rb_self.client(ruby)?;
         wait(async move { client.push(job).await })
@@ -73,7 +73,7 @@ impl RbClient {
             .map_err(|e| to_ruby(ruby, e))
     }
 
-    pub fn push_bulk(ruby: &Ruby, rb_self: &Self, jobs_json: Vec<String>) -> Result<Vec<String>, Error> {
+    pub fn push_bulk(ruby: &Ruby, rb_self: &Self, jobs_json: Vec<String>) -> Result<Vec<Option<String>>, Error> {
         let jobs = jobs_json
             .iter()
             .enumerate()

@@ -10,6 +10,11 @@
 -- ARGV[3] n, the number of jobs acknowledged
 -- ARGV[4 .. 3+n]      the payloads exactly as fetched
 -- ARGV[4+n .. 3+2n]   one history entry (JSON) per job, same order
+-- ARGV[4+2n]          m, the number of locks to release
+-- ARGV[5+2n ..]       m pairs {index of the job (1..n), owner jid}, aligned
+--                     with KEYS[5..4+m]: each lock is deleted if the job was
+--                     acknowledged here and the lock still holds its jid
+-- KEYS[5..4+m]        the locks (periodic run lock, unique lock) to release
 --
 -- Returns the number of jobs counted as processed. With reliable fetch a
 -- payload no longer on the in-progress list (requeued by shutdown or by
@@ -19,14 +24,24 @@ local cap = tonumber(ARGV[2])
 local n = tonumber(ARGV[3])
 local counted = 0
 local history = {}
+local kept = {}
 for i = 1, n do
   local keep = true
   if reliable then
     keep = redis.call("LREM", KEYS[1], -1, ARGV[3 + i]) > 0
   end
+  kept[i] = keep
   if keep then
     counted = counted + 1
     history[#history + 1] = ARGV[3 + n + i]
+  end
+end
+local m = tonumber(ARGV[4 + 2 * n] or "0")
+for j = 1, m do
+  local index = tonumber(ARGV[3 + 2 * n + 2 * j])
+  local owner = ARGV[4 + 2 * n + 2 * j]
+  if kept[index] and redis.call("GET", KEYS[4 + j]) == owner then
+    redis.call("DEL", KEYS[4 + j])
   end
 end
 if counted > 0 then

@@ -19,6 +19,16 @@
 -- ARGV[9]  history cap
 -- ARGV[10] dead set: most entries kept
 -- ARGV[11] dead set: entries scored below this are trimmed (epoch seconds)
+-- KEYS[7]  the job's periodic run lock (ignored when ARGV[12] is "0")
+-- KEYS[8]  the job's unique lock (ignored when ARGV[13] is "0")
+-- ARGV[12] "1" if the job holds a periodic run lock
+-- ARGV[13] "1" if the job holds a unique lock
+-- ARGV[14] the job's jid (the owner those locks must still hold)
+-- ARGV[15] run-lock TTL on retry (whole seconds: the retry delay plus the
+--          queued TTL, so the lock outlives the wait in the retry set)
+--
+-- Locks: a retried job keeps them (the run lock extended over the delay);
+-- a dead or discarded job releases them. Only ever the owner's lock.
 --
 -- Returns 1 if filed, 0 if the job was no longer in progress here (shutdown
 -- or recovery already put it back on its queue; that copy will run again).
@@ -38,6 +48,21 @@ redis.call("INCR", KEYS[4])
 if ARGV[6] ~= "" then
   redis.call("RPUSH", KEYS[5], ARGV[6])
   redis.call("EXPIRE", KEYS[5], ARGV[7])
+end
+local function owns(lock)
+  return redis.call("GET", lock) == ARGV[14]
+end
+if mode == "retry" then
+  if ARGV[12] == "1" and owns(KEYS[7]) then
+    redis.call("EXPIRE", KEYS[7], ARGV[15])
+  end
+else
+  if ARGV[12] == "1" and owns(KEYS[7]) then
+    redis.call("DEL", KEYS[7])
+  end
+  if ARGV[13] == "1" and owns(KEYS[8]) then
+    redis.call("DEL", KEYS[8])
+  end
 end
 local cap = tonumber(ARGV[9])
 if cap > 0 then

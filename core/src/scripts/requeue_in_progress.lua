@@ -1,8 +1,15 @@
 -- Put one job from an in-progress list back on its queue, on the end that is
--- popped next, in one atomic step (take off the list + push). Used by
--- shutdown (own list, no staleness check) and by orphan recovery (a dead
--- process's list), where the owner's staleness is re-checked here against
--- Redis's clock so a process that came back to life keeps its jobs.
+-- popped next, in one atomic step (take off the list + push + re-take its
+-- periodic run lock). Used by shutdown (own list, no staleness check) and
+-- by orphan recovery (a dead process's list), where the owner's staleness
+-- is re-checked here against Redis's clock so a process that came back to
+-- life keeps its jobs. With basic fetch (ARGV[8] "0") the job is only in
+-- memory: it is pushed without touching any list.
+--
+-- The run lock of an `until_executed` periodic job moves with it: extended
+-- if still this job's, taken again if it lapsed, left alone if a newer run
+-- holds it. As two steps, a failure between them left the job queued
+-- without its lock, and the ticker could start the next run beside it.
 --
 -- KEYS[1] NS:in_progress:<identity> (list)
 -- KEYS[2] NS:queues (set)
@@ -12,6 +19,11 @@
 -- ARGV[2] queue name
 -- ARGV[3] identity owning KEYS[1]
 -- ARGV[4] orphan threshold in seconds; "0" skips the staleness check
+-- KEYS[5] NS:periodic:running:<pjid> (ignored unless ARGV[5] is "1")
+-- ARGV[5] "1" to re-take the job's run lock
+-- ARGV[6] the job's jid (the lock's owner)
+-- ARGV[7] run-lock TTL while queued (whole seconds)
+-- ARGV[8] "1" to take the payload off KEYS[1] first, "0" (basic fetch) not to
 --
 -- Returns 1 if requeued, 0 if the payload was no longer on the list, -1 if
 -- the owner has beaten within the threshold (nothing changed).
@@ -23,9 +35,17 @@ if threshold > 0 then
     return -1
   end
 end
-if redis.call("LREM", KEYS[1], -1, ARGV[1]) == 0 then
+if ARGV[8] == "1" and redis.call("LREM", KEYS[1], -1, ARGV[1]) == 0 then
   return 0
 end
 redis.call("SADD", KEYS[2], ARGV[2])
 redis.call("RPUSH", KEYS[3], ARGV[1])
+if ARGV[5] == "1" then
+  local owner = redis.call("GET", KEYS[5])
+  if not owner then
+    redis.call("SET", KEYS[5], ARGV[6], "EX", ARGV[7])
+  elseif owner == ARGV[6] then
+    redis.call("EXPIRE", KEYS[5], ARGV[7])
+  end
+end
 return 1

@@ -1,0 +1,36 @@
+-- Push a unique job: take its lock (`SET NX EX`, value = jid) and push it,
+-- in one atomic step. A duplicate (lock held) writes nothing.
+--
+-- KEYS[1] NS:unique:<digest> (string)
+-- KEYS[2] NS:queues (set)
+-- KEYS[3] NS:queue:<q> (list) for an immediate job, NS:schedule (zset) for a future one
+-- ARGV[1] jid
+-- ARGV[2] lock TTL (whole seconds)
+-- ARGV[3] "queue" | "schedule"
+-- ARGV[4] queue name
+-- ARGV[5] the job payload
+-- ARGV[6] run-at score (epoch seconds; "schedule" only)
+--
+-- Returns 1 if pushed (or already pushed under this jid), 0 if another job
+-- with the same digest holds the lock.
+local owner = redis.call("GET", KEYS[1])
+if owner == ARGV[1] then
+  -- This very push already landed (a retry after a lost reply).
+  return 1
+elseif owner then
+  return 0
+end
+-- Fail before writing anything if the push would fail.
+local want = ARGV[3] == "schedule" and "zset" or "list"
+local kind = redis.call("TYPE", KEYS[3])["ok"]
+if kind ~= want and kind ~= "none" then
+  return redis.error_reply("WRONGTYPE " .. KEYS[3] .. " is a " .. kind .. ", not a " .. want)
+end
+redis.call("SET", KEYS[1], ARGV[1], "EX", ARGV[2])
+if ARGV[3] == "schedule" then
+  redis.call("ZADD", KEYS[3], ARGV[6], ARGV[5])
+else
+  redis.call("SADD", KEYS[2], ARGV[4])
+  redis.call("LPUSH", KEYS[3], ARGV[5])
+end
+return 1
