@@ -181,27 +181,75 @@ impl Api {
     }
     /// Finds a job in a set by jid (a scan; sets can be large).
     pub async fn find_in_set(&self, set: JobSet, jid: &str) -> Result<Option<SetEntry>> {
+        let pattern = format!("*\"jid\":\"{}\"*", glob_escape(jid));
+        let found = self.scan_set(set, &pattern, 1, |job| job.jid_str() == jid).await?;
+        Ok(found.into_iter().next())
+    }
+
+    /// Up to `limit` entries whose class contains `text` (a scan with a
+    /// server-side MATCH, so only matching entries cross the wire).
+    pub async fn search_set(&self, set: JobSet, text: &str, limit: usize) -> Result<Vec<SetEntry>> {
+        let pattern = format!("*\"class\":\"*{}*", glob_escape(text));
+        self.scan_set(set, &pattern, limit, |job| job.class().contains(text))
+            .await
+    }
+
+    /// The entry of `set` at exactly `score` whose jid is `jid` (a range
+    /// query: how the Web UI names an entry without its whole payload).
+    pub async fn entry_at(&self, set: JobSet, score: f64, jid: &str) -> Result<Option<SetEntry>> {
+        let entries: Vec<(Vec<u8>, f64)> = self
+            .conn()
+            .zrangebyscore_withscores(self.set_key(set), score, score)
+            .await?;
+        Ok(entries
+            .into_iter()
+            .map(|(raw, score)| SetEntry { score, raw })
+            .find(|entry| entry.job().is_some_and(|job| job.jid_str() == jid)))
+    }
+
+    /// Deletes a whole set; returns how many entries it held.
+    pub async fn clear_set(&self, set: JobSet) -> Result<u64> {
         let key = self.set_key(set);
-        let needle = format!("*\"jid\":\"{jid}\"*");
+        let (size, _): (u64, i64) = redis::pipe()
+            .atomic()
+            .zcard(&key)
+            .del(&key)
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(size)
+    }
+
+    async fn scan_set(
+        &self,
+        set: JobSet,
+        pattern: &str,
+        limit: usize,
+        keep: impl Fn(&Job) -> bool,
+    ) -> Result<Vec<SetEntry>> {
+        let key = self.set_key(set);
         let mut conn = self.conn();
         let mut cursor: u64 = 0;
+        let mut found = Vec::new();
         loop {
             let (next, page): (u64, Vec<(Vec<u8>, f64)>) = redis::cmd("ZSCAN")
                 .arg(&key)
                 .arg(cursor)
                 .arg("MATCH")
-                .arg(&needle)
+                .arg(pattern)
                 .arg("COUNT")
                 .arg(1000)
                 .query_async(&mut conn)
                 .await?;
             for (raw, score) in page {
-                if Job::parse(&raw).is_ok_and(|j| j.jid_str() == jid) {
-                    return Ok(Some(SetEntry { score, raw }));
+                if Job::parse(&raw).is_ok_and(|job| keep(&job)) {
+                    found.push(SetEntry { score, raw });
+                    if found.len() >= limit {
+                        return Ok(found);
+                    }
                 }
             }
             if next == 0 {
-                return Ok(None);
+                return Ok(found);
             }
             cursor = next;
         }

@@ -115,7 +115,10 @@ impl Client {
     async fn push_unique(&self, mut job: Job, at: f64) -> Result<bool> {
         let digest = job.unique_digest().unwrap_or_default().to_string();
         let run_at = job.run_at().filter(|run_at| *run_at > at);
-        let ttl = (run_at.unwrap_or(at) - at + job.unique_for_secs().unwrap_or(1.0)).ceil() as u64;
+        // Whole seconds (`SET EX`): the wait until due, rounded, plus
+        // `unique_for` rounded up.
+        let wait = (run_at.unwrap_or(at) - at).max(0.0).round();
+        let ttl = (wait + job.unique_for_secs().unwrap_or(1.0).ceil()) as u64;
         let queue = job.queue_name().to_string();
         let (target, mode) = match run_at {
             Some(_) => (self.keys.schedule(), "schedule"),

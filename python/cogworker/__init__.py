@@ -1,7 +1,8 @@
 """cogworker: background jobs on Redis that are never lost.
 
 Decorate a function with ``@cogworker.job``, push it with ``.enqueue(...)``,
-run ``cogworker worker your.module``. ``cogworker.Client`` pushes to handlers
+run ``cogworker worker your.module``; ``cogworker.periodic(cron, handle)``
+runs it on a schedule. ``cogworker.Client`` pushes to handlers
 in any language by class name.
 """
 
@@ -11,6 +12,7 @@ import os as _os
 
 from . import _core, testing
 from ._core import ConfigError, Error, HandlerError, InvalidJob, RedisError, ScriptError, ShuttingDown
+from ._periodic import periodic
 from ._settings import configure
 from .api import Api
 from .client import Client
@@ -33,6 +35,7 @@ __all__ = [
     "Worker",
     "configure",
     "job",
+    "periodic",
     "registry",
     "testing",
 ]

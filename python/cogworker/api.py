@@ -69,6 +69,22 @@ class Api:
     def history(self, count: int = 50) -> list[dict[str, Any]]:
         return [json.loads(h) for h in self._native.history(count)]
 
+    def unique_locks(self, limit: int = 1000) -> list[dict[str, Any]]:
+        """Held unique-job locks: dicts with ``digest``, ``jid`` (the owner) and ``ttl``."""
+        return [{"digest": d, "jid": j, "ttl": t} for d, j, t in self._native.unique_locks(limit)]
+
+    def clear_unique_lock(self, digest: str) -> bool:
+        """Removes a unique lock so a job with that digest can be pushed again."""
+        return self._native.clear_unique_lock(digest)
+
+    def periodic(self) -> list[dict[str, Any]]:
+        """Periodic entries of the live processes, with ``last_slot`` (epoch
+        seconds) and ``running`` (the jid holding an ``until_executed`` lock)."""
+        return [
+            {**json.loads(entry), "pjid": pjid, "last_slot": last, "running": running}
+            for entry, pjid, last, running in self._native.periodic()
+        ]
+
 
 def _with_job(entry: dict[str, Any]) -> dict[str, Any]:
     try:

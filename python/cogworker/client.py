@@ -39,6 +39,7 @@ def build_payload(
     queue: str | None = None,
     retry: RetryOption | None = None,
     at: When | None = None,
+    unique_for: Delay | None = None,
     **fields: Any,
 ) -> dict[str, Any]:
     payload: dict[str, Any] = {"class": class_name, "args": list(args), "queue": queue or "default"}
@@ -46,6 +47,8 @@ def build_payload(
         payload["retry"] = retry
     if at is not None:
         payload["at"] = epoch(at)
+    if unique_for is not None:
+        payload["unique_for"] = seconds(unique_for)
     payload.update(fields)
     return payload
 
@@ -74,11 +77,18 @@ class Client:
         queue: str | None = None,
         at: When | None = None,
         retry: RetryOption | None = None,
-    ) -> str:
-        """Pushes one job for handler ``class_name``; returns its jid."""
-        return self.push(build_payload(class_name, args, queue=queue, retry=retry, at=at))
+        unique_for: Delay | None = None,
+    ) -> str | None:
+        """Pushes one job for handler ``class_name``; returns its jid.
 
-    def enqueue_in(self, delay: Delay, class_name: str, *args: Any, **options: Any) -> str:
+        ``unique_for`` (seconds): while a job with the same class, queue and
+        args is queued, scheduled, running or retrying (at most that long),
+        the push is refused and returns None.
+        """
+        payload = build_payload(class_name, args, queue=queue, retry=retry, at=at, unique_for=unique_for)
+        return self.push(payload)
+
+    def enqueue_in(self, delay: Delay, class_name: str, *args: Any, **options: Any) -> str | None:
         return self.enqueue(class_name, *args, at=_now() + seconds(delay), **options)
 
     def enqueue_many(
@@ -89,18 +99,24 @@ class Client:
         queue: str | None = None,
         at: When | None = None,
         retry: RetryOption | None = None,
-    ) -> list[str]:
-        """Pushes one job per args tuple, all in one round trip."""
-        payloads = [build_payload(class_name, args, queue=queue, retry=retry, at=at) for args in args_list]
+        unique_for: Delay | None = None,
+    ) -> list[str | None]:
+        """Pushes one job per args tuple, all in one round trip (None for a
+        unique job refused as a duplicate)."""
+        payloads = [
+            build_payload(class_name, args, queue=queue, retry=retry, at=at, unique_for=unique_for)
+            for args in args_list
+        ]
         return self.push_bulk(payloads)
 
-    def push(self, payload: dict[str, Any]) -> str:
-        """Pushes a raw job payload (a dict with at least ``class``)."""
+    def push(self, payload: dict[str, Any]) -> str | None:
+        """Pushes a raw job payload (a dict with at least ``class``); returns
+        its jid, or None for a unique job whose duplicate holds the lock."""
         if testing.active():
             return testing.record(payload)
         return self._native.push(encode(payload))
 
-    def push_bulk(self, payloads: Sequence[dict[str, Any]]) -> list[str]:
+    def push_bulk(self, payloads: Sequence[dict[str, Any]]) -> list[str | None]:
         if testing.active():
             return [testing.record(p) for p in payloads]
         return self._native.push_bulk([encode(p) for p in payloads])

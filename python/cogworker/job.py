@@ -51,6 +51,7 @@ class JobHandle(Generic[F]):
         queue: str = "default",
         retry: RetryOption = True,
         retry_in: RetryIn | None = None,
+        unique_for: Delay | None = None,
     ) -> None:
         functools.update_wrapper(self, func)
         self.func = func
@@ -58,6 +59,7 @@ class JobHandle(Generic[F]):
         self.queue = queue
         self.retry = retry
         self.retry_in = retry_in
+        self.unique_for = unique_for
         self.is_async = inspect.iscoroutinefunction(func)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -66,18 +68,33 @@ class JobHandle(Generic[F]):
     def __repr__(self) -> str:
         return f"<cogworker job {self.name} queue={self.queue!r}>"
 
-    def options(self, *, queue: str | None = None, retry: RetryOption | None = None) -> _Bound:
+    def options(
+        self,
+        *,
+        queue: str | None = None,
+        retry: RetryOption | None = None,
+        unique_for: Delay | None = None,
+    ) -> _Bound:
         """Enqueue with other options: ``handle.options(queue="critical").enqueue(...)``."""
-        return _Bound(self, queue=queue or self.queue, retry=self.retry if retry is None else retry)
+        return _Bound(
+            self,
+            queue=queue or self.queue,
+            retry=self.retry if retry is None else retry,
+            unique_for=self.unique_for if unique_for is None else unique_for,
+        )
 
-    def enqueue(self, *args: Any) -> str:
-        return _Bound(self, self.queue, self.retry).enqueue(*args)
+    def _bound(self) -> _Bound:
+        return _Bound(self, self.queue, self.retry, self.unique_for)
 
-    def enqueue_in(self, delay: Delay, *args: Any) -> str:
-        return _Bound(self, self.queue, self.retry).enqueue_in(delay, *args)
+    def enqueue(self, *args: Any) -> str | None:
+        """Pushes a job; returns its jid (None: a unique duplicate was refused)."""
+        return self._bound().enqueue(*args)
 
-    def enqueue_at(self, when: When, *args: Any) -> str:
-        return _Bound(self, self.queue, self.retry).enqueue_at(when, *args)
+    def enqueue_in(self, delay: Delay, *args: Any) -> str | None:
+        return self._bound().enqueue_in(delay, *args)
+
+    def enqueue_at(self, when: When, *args: Any) -> str | None:
+        return self._bound().enqueue_at(when, *args)
 
     # Fake-mode helpers (cogworker.testing).
     @property
@@ -97,22 +114,26 @@ class JobHandle(Generic[F]):
 class _Bound:
     """A handle with per-call options."""
 
-    def __init__(self, handle: JobHandle[Any], queue: str, retry: RetryOption) -> None:
-        self.handle, self.queue, self.retry = handle, queue, retry
+    def __init__(
+        self, handle: JobHandle[Any], queue: str, retry: RetryOption, unique_for: Delay | None = None
+    ) -> None:
+        self.handle, self.queue, self.retry, self.unique_for = handle, queue, retry, unique_for
 
-    def _push(self, args: Sequence[Any], at: float | None) -> str:
-        payload = build_payload(self.handle.name, args, queue=self.queue, retry=self.retry, at=at)
+    def _push(self, args: Sequence[Any], at: float | None) -> str | None:
+        payload = build_payload(
+            self.handle.name, args, queue=self.queue, retry=self.retry, at=at, unique_for=self.unique_for
+        )
         return default_client().push(payload)
 
-    def enqueue(self, *args: Any) -> str:
+    def enqueue(self, *args: Any) -> str | None:
         return self._push(args, None)
 
-    def enqueue_in(self, delay: Delay, *args: Any) -> str:
+    def enqueue_in(self, delay: Delay, *args: Any) -> str | None:
         import time
 
         return self._push(args, time.time() + seconds(delay))
 
-    def enqueue_at(self, when: When, *args: Any) -> str:
+    def enqueue_at(self, when: When, *args: Any) -> str | None:
         return self._push(args, epoch(when))
 
 
@@ -127,6 +148,7 @@ def job(
     retry: RetryOption = True,
     name: str | None = None,
     retry_in: RetryIn | None = None,
+    unique_for: Delay | None = None,
 ) -> Callable[[F], JobHandle[F]]: ...
 
 
@@ -137,6 +159,7 @@ def job(
     retry: RetryOption = True,
     name: str | None = None,
     retry_in: RetryIn | None = None,
+    unique_for: Delay | None = None,
 ) -> Any:
     """Registers a function (plain or ``async def``) as the handler of jobs of
     class ``name`` (default ``module.qualname``).
@@ -144,10 +167,12 @@ def job(
     ``retry``: True (25 retries), False (discard on failure) or a number.
     ``retry_in(retry_count, exception)``: seconds until the next retry, or
     None for the default backoff.
+    ``unique_for`` (seconds or timedelta): a push while a job with the same
+    args is pending (at most that long) is refused and returns None.
     """
 
     def register(f: F) -> JobHandle[F]:
-        handle = JobHandle(f, name=name, queue=queue, retry=retry, retry_in=retry_in)
+        handle = JobHandle(f, name=name, queue=queue, retry=retry, retry_in=retry_in, unique_for=unique_for)
         with _registry_lock:
             _registry[handle.name] = handle
         return handle

@@ -13,6 +13,7 @@ import traceback
 from typing import Any
 
 from . import _core
+from ._periodic import entries as periodic_entries
 from ._settings import make_config
 from .job import JobHandle, registry
 
@@ -44,7 +45,8 @@ class Worker:
 
     def __init__(self, **settings: Any) -> None:
         self.config = make_config(**settings)
-        self._native = _core.Worker(self.config)
+        entries = [json.dumps(e) for e in periodic_entries()]
+        self._native = _core.Worker(self.config, entries, sorted(registry()))
         self._handlers: dict[str, JobHandle[Any]] = {}
         self._threads: list[threading.Thread] = []
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -4,6 +4,7 @@ require 'json'
 require_relative 'cogworker/version'
 require_relative 'cogworker/errors'
 require 'cogworker/cogworker_ext'
+require_relative 'cogworker/periodic'
 require_relative 'cogworker/config'
 require_relative 'cogworker/client'
 require_relative 'cogworker/job'
@@ -46,11 +47,12 @@ module Cogworker
       @registry_lock.synchronize { @registry.dup }
     end
 
-    def payload(class_name, args, queue: nil, retry: nil, at: nil)
+    def payload(class_name, args, queue: nil, retry: nil, at: nil, unique_for: nil)
       job = { 'class' => class_name.to_s, 'args' => Array(args), 'queue' => (queue || 'default').to_s }
       retry_option = binding.local_variable_get(:retry)
       job['retry'] = retry_option unless retry_option.nil?
       job['at'] = at.to_f if at
+      job['unique_for'] = unique_for.to_f if unique_for
       job
     end
 

@@ -65,3 +65,9 @@ class SleeperJob
     Jobs.record([:slept, tag])
   end
 end
+
+class UniqueJob
+  include Cogworker::Job
+  cogworker_options unique_for: 60
+  def perform(value) = Jobs.record([:unique, value])
+end

@@ -10,7 +10,8 @@ class TestGCStress < Minitest::Test
   def test_native_calls_survive_gc_stress
     settings = Cogworker.config.to_h.merge(queues: %w[default], labels: %w[a b], concurrency: 2)
     client = Cogworker::Native::Client.new(settings)
-    worker = Cogworker::Native::Worker.new(settings)
+    entry = JSON.generate('cron' => '0 0 1 1 *', 'class' => 'EchoJob', 'args' => ['ü'])
+    worker = Cogworker::Native::Worker.new(settings, [entry], %w[EchoJob])
     api = Cogworker::Native::Api.new(settings)
     worker.start
     GC.stress = true
@@ -35,6 +36,12 @@ class TestGCStress < Minitest::Test
       assert_raises(Cogworker::ConfigError) { Cogworker::Native.check_config(settings.merge(concurrency: 0)) }
       queues = JSON.parse(api.queues_json)
       assert_equal 'default', queues.first['name']
+      assert_equal 20, Cogworker::Native.periodic_id(entry).size
+      assert_raises(Cogworker::ConfigError) { Cogworker::Native.periodic_id('{"cron": "x", "class": "A"}') }
+      refute_nil client.push(JSON.generate('class' => 'EchoJob', 'args' => ['u'], 'unique_for' => 30))
+      assert_nil client.push(JSON.generate('class' => 'EchoJob', 'args' => ['u'], 'unique_for' => 30))
+      assert_equal 1, JSON.parse(api.unique_locks_json(10)).size
+      assert_kind_of Array, JSON.parse(api.periodic_json)
     ensure
       GC.stress = false
     end

@@ -16,6 +16,9 @@ pub struct PyApi {
     api: ForkSafe<Api>,
 }
 
+/// `(entry JSON, pjid, last_slot, run-lock owner)`.
+type PeriodicRow = (String, String, Option<i64>, Option<String>);
+
 fn job_set(name: &str) -> PyResult<JobSet> {
     match name {
         "scheduled" | "schedule" => Ok(JobSet::Scheduled),
@@ -165,5 +168,23 @@ impl PyApi {
     #[pyo3(signature = (count=50))]
     fn history(&self, py: Python<'_>, count: isize) -> PyResult<Vec<String>> {
         self.run(py, |api| async move { api.history(count).await })
+    }
+    /// Held unique locks: `(digest, owner jid, ttl)`.
+    #[pyo3(signature = (limit=1000))]
+    fn unique_locks(&self, py: Python<'_>, limit: usize) -> PyResult<Vec<(String, String, i64)>> {
+        let locks = self.run(py, |api| async move { api.unique_locks(limit).await })?;
+        Ok(locks.into_iter().map(|l| (l.name, l.owner, l.ttl)).collect())
+    }
+    fn clear_unique_lock(&self, py: Python<'_>, digest: String) -> PyResult<bool> {
+        self.run(py, |api| async move { api.clear_unique_lock(&digest).await })
+    }
+    /// Periodic entries of the live processes:
+    /// `(entry JSON, pjid, last_slot, run-lock owner)`.
+    fn periodic(&self, py: Python<'_>) -> PyResult<Vec<PeriodicRow>> {
+        let entries = self.run(py, |api| async move { api.periodic().await })?;
+        Ok(entries
+            .into_iter()
+            .map(|p| (p.entry.to_string(), p.pjid, p.last_slot, p.running))
+            .collect())
     }
 }

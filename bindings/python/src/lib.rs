@@ -32,6 +32,15 @@ fn new_jid() -> String {
     cogworker::new_jid()
 }
 
+/// Validates a periodic entry (JSON text); returns its pjid. Raises
+/// ConfigError naming the bad field.
+#[pyfunction]
+fn periodic_id(entry_json: &str) -> PyResult<String> {
+    cogworker::Periodic::from_json(entry_json)
+        .map(|entry| entry.pjid())
+        .map_err(errors::to_py)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
@@ -43,6 +52,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(init_logging, m)?)?;
     m.add_function(wrap_pyfunction!(new_jid, m)?)?;
+    m.add_function(wrap_pyfunction!(periodic_id, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -6,7 +6,7 @@
 use crate::blocking::in_runtime;
 use crate::config::PyConfig;
 use crate::errors::to_py;
-use cogworker::{Delivery, DeliveryInfo, Failure, Lifecycle, NextJob, Outcome, Worker, WorkerHandle};
+use cogworker::{Delivery, DeliveryInfo, Failure, Lifecycle, NextJob, Outcome, Periodic, Worker, WorkerHandle};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -100,9 +100,16 @@ fn state(next: NextJob) -> (u8, Option<PyDelivery>) {
 
 #[pymethods]
 impl PyWorker {
+    /// `periodic`: entries as JSON text; `classes`: the handler names
+    /// registered in Python (periodic classes are resolved against them).
     #[new]
-    fn new(config: &PyConfig) -> PyResult<Self> {
-        let worker = in_runtime(|| Worker::builder(config.inner.clone()).host_slots().build()).map_err(to_py)?;
+    #[pyo3(signature = (config, periodic=Vec::new(), classes=Vec::new()))]
+    fn new(config: &PyConfig, periodic: Vec<String>, classes: Vec<String>) -> PyResult<Self> {
+        let mut builder = Worker::builder(config.inner.clone()).host_slots().host_classes(classes);
+        for entry in &periodic {
+            builder = builder.periodic(Periodic::from_json(entry).map_err(to_py)?);
+        }
+        let worker = in_runtime(|| builder.build()).map_err(to_py)?;
         let (finished_tx, finished_rx) = flume::bounded(1);
         Ok(PyWorker {
             handle: worker.handle(),

@@ -143,4 +143,32 @@ impl RbApi {
     pub fn attempts(ruby: &Ruby, rb_self: &Self, jid: String) -> Result<Vec<String>, Error> {
         rb_self.run(ruby, |api| async move { api.attempts(&jid).await })
     }
+    /// Held unique locks as JSON: `[{digest, jid, ttl}]`.
+    pub fn unique_locks_json(ruby: &Ruby, rb_self: &Self, limit: usize) -> Result<String, Error> {
+        let locks = rb_self.run(ruby, |api| async move { api.unique_locks(limit).await })?;
+        let list: Vec<Value> = locks
+            .into_iter()
+            .map(|l| json!({"digest": l.name, "jid": l.owner, "ttl": l.ttl}))
+            .collect();
+        Ok(Value::Array(list).to_string())
+    }
+    pub fn clear_unique_lock(ruby: &Ruby, rb_self: &Self, digest: String) -> Result<bool, Error> {
+        rb_self.run(ruby, |api| async move { api.clear_unique_lock(&digest).await })
+    }
+    /// Periodic entries of the live processes as JSON, each with `pjid`,
+    /// `last_slot` and `running`.
+    pub fn periodic_json(ruby: &Ruby, rb_self: &Self) -> Result<String, Error> {
+        let entries = rb_self.run(ruby, |api| async move { api.periodic().await })?;
+        let list: Vec<Value> = entries
+            .into_iter()
+            .map(|p| {
+                let mut entry = p.entry;
+                entry["pjid"] = json!(p.pjid);
+                entry["last_slot"] = json!(p.last_slot);
+                entry["running"] = json!(p.running);
+                entry
+            })
+            .collect();
+        Ok(Value::Array(list).to_string())
+    }
 }

@@ -23,6 +23,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
         function!(cogworker::runtime::after_fork_in_child, 0),
     )?;
     native.define_module_function("init_logging", function!(cogworker::logging::init, 1))?;
+    native.define_module_function("periodic_id", function!(worker::periodic_id, 1))?;
 
     let client = native.define_class("Client", ruby.class_object())?;
     client.define_singleton_method("new", function!(client::RbClient::new, 1))?;
@@ -37,7 +38,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     delivery.define_method("args_json", method!(worker::RbDelivery::args_json, 0))?;
 
     let worker = native.define_class("Worker", ruby.class_object())?;
-    worker.define_singleton_method("new", function!(worker::RbWorker::new, 1))?;
+    worker.define_singleton_method("new", function!(worker::RbWorker::new, 3))?;
     worker.define_method("start", method!(worker::RbWorker::start, 0))?;
     worker.define_method("next_job", method!(worker::RbWorker::next_job, 1))?;
     worker.define_method("complete", method!(worker::RbWorker::complete, 1))?;
@@ -67,5 +68,8 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     api.define_method("stop_process", method!(api::RbApi::stop_process, 1))?;
     api.define_method("stats", method!(api::RbApi::stats, 0))?;
     api.define_method("attempts", method!(api::RbApi::attempts, 1))?;
+    api.define_method("unique_locks_json", method!(api::RbApi::unique_locks_json, 1))?;
+    api.define_method("clear_unique_lock", method!(api::RbApi::clear_unique_lock, 1))?;
+    api.define_method("periodic_json", method!(api::RbApi::periodic_json, 0))?;
     Ok(())
 }

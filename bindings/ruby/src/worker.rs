@@ -6,7 +6,7 @@ use crate::client::in_runtime;
 use crate::config::from_hash;
 use crate::errors::{raise, to_ruby};
 use crate::nogvl::without_gvl;
-use cogworker::{Delivery, DeliveryInfo, Failure, Lifecycle, NextJob, Outcome, Worker, WorkerHandle};
+use cogworker::{Delivery, DeliveryInfo, Failure, Lifecycle, NextJob, Outcome, Periodic, Worker, WorkerHandle};
 use magnus::{prelude::*, Error, RHash, Ruby, TryConvert, Value};
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
@@ -52,6 +52,14 @@ impl RbDelivery {
     }
 }
 
+/// Validates a periodic entry (JSON text); returns its pjid. Raises
+/// ConfigError naming the bad field.
+pub fn periodic_id(ruby: &Ruby, entry_json: String) -> Result<String, Error> {
+    Periodic::from_json(&entry_json)
+        .map(|entry| entry.pjid())
+        .map_err(|e| to_ruby(ruby, e))
+}
+
 #[magnus::wrap(class = "Cogworker::Native::Worker", free_immediately, size)]
 pub struct RbWorker {
     handle: WorkerHandle,
@@ -61,9 +69,15 @@ pub struct RbWorker {
 }
 
 impl RbWorker {
-    pub fn new(ruby: &Ruby, settings: RHash) -> Result<Self, Error> {
+    /// `periodic`: entries as JSON text; `classes`: the handler classes
+    /// resolved in Ruby (periodic classes are reported against them).
+    pub fn new(ruby: &Ruby, settings: RHash, periodic: Vec<String>, classes: Vec<String>) -> Result<Self, Error> {
         let config = from_hash(ruby, settings)?;
-        let worker = in_runtime(|| Worker::builder(config).host_slots().build()).map_err(|e| to_ruby(ruby, e))?;
+        let mut builder = Worker::builder(config).host_slots().host_classes(classes);
+        for entry in &periodic {
+            builder = builder.periodic(Periodic::from_json(entry).map_err(|e| to_ruby(ruby, e))?);
+        }
+        let worker = in_runtime(|| builder.build()).map_err(|e| to_ruby(ruby, e))?;
         let (finished_tx, finished_rx) = flume::bounded(1);
         Ok(RbWorker {
             handle: worker.handle(),

@@ -39,6 +39,15 @@ module Cogworker
 
     def attempts(jid) = @native.attempts(jid).map { |a| JSON.parse(a) }
 
+    # Held unique-job locks: hashes with 'digest', 'jid' (the owner), 'ttl'.
+    def unique_locks(limit = 1000) = JSON.parse(@native.unique_locks_json(limit))
+
+    # Removes a unique lock so a job with that digest can be pushed again.
+    def clear_unique_lock(digest) = @native.clear_unique_lock(digest.to_s)
+
+    # Periodic entries of the live processes, with 'last_slot' and 'running'.
+    def periodic = JSON.parse(@native.periodic_json)
+
     private
 
     def with_job(entry)

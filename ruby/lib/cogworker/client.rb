@@ -19,15 +19,20 @@ module Cogworker
       @native = Native::Client.new(config.to_h)
     end
 
-    # Returns the jid. `at:` (Time or epoch seconds) schedules it.
-    def push(class_name, args = [], queue: nil, retry: nil, at: nil)
-      push_payload(Cogworker.payload(class_name, args, queue: queue, retry: binding.local_variable_get(:retry), at: at))
+    # Returns the jid (nil: a unique job's duplicate holds the lock).
+    # `at:` (Time or epoch seconds) schedules it; `unique_for:` seconds
+    # refuses duplicates (same class, queue, args) while one is pending.
+    def push(class_name, args = [], queue: nil, retry: nil, at: nil, unique_for: nil)
+      retry_option = binding.local_variable_get(:retry)
+      push_payload(Cogworker.payload(class_name, args, queue: queue, retry: retry_option, at: at, unique_for: unique_for))
     end
 
     # One round trip for all; returns the jids.
-    def push_bulk(class_name, args_list, queue: nil, retry: nil, at: nil)
+    def push_bulk(class_name, args_list, queue: nil, retry: nil, at: nil, unique_for: nil)
       retry_option = binding.local_variable_get(:retry)
-      push_payloads(args_list.map { |args| Cogworker.payload(class_name, args, queue: queue, retry: retry_option, at: at) })
+      push_payloads(args_list.map do |args|
+        Cogworker.payload(class_name, args, queue: queue, retry: retry_option, at: at, unique_for: unique_for)
+      end)
     end
 
     def push_payload(payload)

@@ -34,8 +34,20 @@ module Cogworker
       @settings.dup
     end
 
+    # The periodic entries; with a block, yields the manager to register:
+    #   c.periodic { |mgr| mgr.register('0 * * * *', 'Hourly') }
+    def periodic
+      @periodic ||= PeriodicManager.new
+      yield @periodic if block_given?
+      @periodic
+    end
+    alias periodic_manager periodic
+
+    # Settings overridden; the periodic entries are shared.
     def merge(overrides)
-      Config.new(@settings.merge(overrides.compact))
+      merged = Config.new(@settings.merge(overrides.compact))
+      merged.instance_variable_set(:@periodic, periodic)
+      merged
     end
 
     private

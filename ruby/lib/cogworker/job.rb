@@ -17,10 +17,17 @@ module Cogworker
 
     # Per-class options and the push methods.
     module ClassMethods
-      def cogworker_options(queue: nil, retry: nil)
+      # `unique_for:` seconds: while a job of this class with the same args
+      # is pending (at most that long), pushing another returns nil.
+      def cogworker_options(queue: nil, retry: nil, unique_for: nil)
         @cogworker_queue = queue.to_s if queue
         retry_option = binding.local_variable_get(:retry)
         @cogworker_retry = retry_option unless retry_option.nil?
+        @cogworker_unique_for = unique_for.to_f if unique_for
+      end
+
+      def cogworker_unique_for
+        @cogworker_unique_for if defined?(@cogworker_unique_for)
       end
 
       # Seconds until the next retry, or nil for the default backoff:
@@ -54,8 +61,8 @@ module Cogworker
       end
 
       # Per-push options: `HardWorker.set(queue: 'low').perform_async(1)`.
-      def set(queue: nil, retry: nil)
-        Setter.new(self, queue: queue, retry: binding.local_variable_get(:retry))
+      def set(queue: nil, retry: nil, unique_for: nil)
+        Setter.new(self, queue: queue, retry: binding.local_variable_get(:retry), unique_for: unique_for)
       end
 
       # Fake-mode helpers (cogworker/testing).
@@ -76,13 +83,15 @@ module Cogworker
       end
     end
 
-    # A class with per-push options.
+    # A class with per-push options. The push methods return the jid, or
+    # nil for a unique job whose duplicate holds the lock.
     class Setter
-      def initialize(klass, queue: nil, retry: nil)
+      def initialize(klass, queue: nil, retry: nil, unique_for: nil)
         @klass = klass
         @queue = (queue || klass.cogworker_queue).to_s
         retry_option = binding.local_variable_get(:retry)
         @retry = retry_option.nil? ? klass.cogworker_retry : retry_option
+        @unique_for = unique_for || klass.cogworker_unique_for
       end
 
       def perform_async(*args)
@@ -100,7 +109,8 @@ module Cogworker
       private
 
       def push(args, at)
-        Cogworker.client.push_payload(Cogworker.payload(@klass.name, args, queue: @queue, retry: @retry, at: at))
+        payload = Cogworker.payload(@klass.name, args, queue: @queue, retry: @retry, at: at, unique_for: @unique_for)
+        Cogworker.client.push_payload(payload)
       end
     end
   end

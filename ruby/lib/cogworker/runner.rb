@@ -11,7 +11,9 @@ module Cogworker
 
     def initialize(config = Cogworker.config)
       @config = config
-      @native = Native::Worker.new(config.to_h)
+      entries = config.periodic.entries
+      classes = Cogworker.registry.keys | resolve_periodic_classes(entries)
+      @native = Native::Worker.new(config.to_h, entries.map { |e| JSON.generate(e) }, classes)
       @threads = []
       @resolve_lock = Mutex.new
     end
@@ -90,6 +92,20 @@ module Cogworker
 
     def resolve(name)
       @handlers[name] || @resolve_lock.synchronize { Object.const_get(name) }
+    end
+
+    # Resolves every periodic entry's class here, on the booting thread,
+    # before any slot thread exists (lazy loading raced on slot threads). A
+    # class that can't be resolved is logged and the process boots: the
+    # entry still ticks, for a worker (maybe in another language) that has it.
+    def resolve_periodic_classes(entries)
+      entries.map { |e| e['class'] }.uniq.filter_map do |name|
+        Object.const_get(name)
+        name
+      rescue NameError, LoadError => e
+        Cogworker.logger.warn("periodic job class #{name} can't be resolved here: #{e.message}")
+        nil
+      end
     end
   end
 
