@@ -27,6 +27,8 @@ mod retry;
 pub mod runtime;
 mod scheduler;
 mod scripts;
+#[cfg(feature = "web")]
+pub mod web;
 
 pub use api::{Api, JobSet, LockInfo, PeriodicInfo, ProcessInfo, QueueInfo, SetEntry, Stats};
 pub use client::Client;

@@ -44,6 +44,10 @@ class Api:
     def retry_all(self, set_name: str) -> int:
         return self._native.retry_all(set_name)
 
+    def clear_set(self, set_name: str) -> int:
+        """Deletes every entry of a set; returns how many there were."""
+        return self._native.clear_set(set_name)
+
     def delete(self, set_name: str, entry: dict[str, Any]) -> bool:
         return self._native.delete(set_name, entry["payload"], entry["score"])
 

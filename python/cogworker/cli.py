@@ -1,7 +1,13 @@
-"""``cogworker worker MODULE... [-c N] [-q QUEUE[,WEIGHT]]... [--redis-url URL]``.
+"""The ``cogworker`` command.
 
-Imports the modules (registering their handlers), then runs until TERM/INT
+``cogworker worker MODULE... [-c N] [-q QUEUE[,WEIGHT]]... [--redis-url URL]``
+imports the modules (registering their handlers), then runs until TERM/INT
 (graceful, exit 0). TSTP quiets; TTIN logs the busy jobs and thread stacks.
+
+``cogworker web [--host H] [--port P] [--auth USER:PASSWORD]`` serves the
+dashboard (127.0.0.1:7890 by default). The admin commands (``stats``,
+``queues``, ``processes``, ``retry-all``, ``clear``, ``pause``, ``unpause``,
+``clear-queue``, ``quiet``, ``stop``) run one ops-API call and print.
 """
 
 from __future__ import annotations
@@ -49,6 +55,33 @@ def _parser() -> argparse.ArgumentParser:
     )
     w.add_argument("--json-logs", action="store_true", help="log JSON lines")
     w.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+
+    connection = argparse.ArgumentParser(add_help=False)
+    connection.add_argument(
+        "--redis-url", help="default: COGWORKER_REDIS_URL, then REDIS_URL, then redis://127.0.0.1:6379/0"
+    )
+    connection.add_argument("--namespace", help="key prefix (default cogworker)")
+    web = sub.add_parser("web", parents=[connection], help="serve the dashboard")
+    web.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    web.add_argument("--port", type=int, default=7890, help="port (default 7890)")
+    web.add_argument("--auth", metavar="USER:PASSWORD", help="require basic auth (or COGWORKER_WEB_AUTH)")
+    for name, help_text in [
+        ("stats", "processed/failed totals and today, set sizes"),
+        ("queues", "queues with size, latency, paused"),
+        ("processes", "live worker processes"),
+    ]:
+        sub.add_parser(name, parents=[connection], help=help_text)
+    for name, arg, help_text in [
+        ("retry-all", "SET", "retry every job of a set now (scheduled, retry, dead)"),
+        ("clear", "SET", "delete every job of a set"),
+        ("pause", "QUEUE", "pause a queue"),
+        ("unpause", "QUEUE", "resume a queue"),
+        ("clear-queue", "QUEUE", "delete every job on a queue"),
+        ("quiet", "IDENTITY", "tell a process to stop taking jobs"),
+        ("stop", "IDENTITY", "tell a process to shut down"),
+    ]:
+        admin = sub.add_parser(name, parents=[connection], help=help_text)
+        admin.add_argument("target", metavar=arg)
     return parser
 
 
@@ -133,19 +166,90 @@ def run_worker(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_web(args: argparse.Namespace) -> int:
+    from ._settings import make_config
+
+    config = make_config(redis_url=args.redis_url, namespace=args.namespace)
+    auth = args.auth or os.environ.get("COGWORKER_WEB_AUTH") or None
+    server = _core.WebServer(config, args.host, args.port, auth)
+    print(f"cogworker web: {server.url}", flush=True)
+
+    def stop(signum: int, _frame: Any) -> None:
+        logger.info("%s received: stopping", signal.Signals(signum).name)
+        server.stop()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    while not server.wait(0.5):
+        pass
+    return 0
+
+
+def run_admin(args: argparse.Namespace) -> int:
+    from .api import Api
+
+    api = Api(redis_url=args.redis_url, namespace=args.namespace)
+    command = args.command
+    if command == "stats":
+        totals, today = api.stats(), api.stats(_today())
+        print(f"processed  {totals['processed']:>12}  today {today['processed']}")
+        print(f"failed     {totals['failed']:>12}  today {today['failed']}")
+        for name in ("scheduled", "retry", "dead"):
+            print(f"{name:<10} {api.set_size(name):>12}")
+    elif command == "queues":
+        print(f"{'QUEUE':<24} {'SIZE':>10} {'LATENCY':>10}  STATE")
+        for q in api.queues():
+            state = "paused" if q["paused"] else "running"
+            print(f"{q['name']:<24} {q['size']:>10} {q['latency']:>9.1f}s  {state}")
+    elif command == "processes":
+        for p in api.processes():
+            info = p["info"]
+            print(
+                f"{p['identity']}  busy {p['busy']}/{info.get('concurrency')}  "
+                f"queues {' '.join(info.get('queues', []))}{'  quiet' if p['quiet'] else ''}"
+            )
+    elif command == "retry-all":
+        print(f"retried {api.retry_all(args.target)} job(s) from {args.target}")
+    elif command == "clear":
+        print(f"deleted {api.clear_set(args.target)} job(s) from {args.target}")
+    elif command == "clear-queue":
+        print(f"deleted {api.clear_queue(args.target)} job(s) from queue {args.target}")
+    else:
+        send = {
+            "pause": api.pause_queue,
+            "unpause": api.unpause_queue,
+            "quiet": api.quiet_process,
+            "stop": api.stop_process,
+        }[command]
+        send(args.target)
+        print(f"{command}: {args.target}")
+    return 0
+
+
+def _today() -> str:
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     _setup_logging(getattr(args, "json_logs", False), getattr(args, "verbose", False))
     try:
         if args.command == "worker":
             return run_worker(args)
+        if args.command == "web":
+            return run_web(args)
+        return run_admin(args)
     except _core.ConfigError as e:
         print(f"cogworker: {e}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as e:
         print(f"cogworker: cannot import {e.name!r}: {e}", file=sys.stderr)
         return 2
-    return 1
+    except (_core.Error, ValueError) as e:
+        print(f"cogworker: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

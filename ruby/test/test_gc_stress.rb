@@ -45,7 +45,7 @@ class TestGCStress < Minitest::Test
     ensure
       GC.stress = false
     end
-    wait_for('settled') { api.stats == [3, 2] }
+    wait_for('settled') { api.stats(nil) == [3, 2] }
     worker.stop
     assert worker.wait(15)
   end

@@ -169,6 +169,10 @@ impl PyApi {
     fn history(&self, py: Python<'_>, count: isize) -> PyResult<Vec<String>> {
         self.run(py, |api| async move { api.history(count).await })
     }
+    fn clear_set(&self, py: Python<'_>, set: &str) -> PyResult<u64> {
+        let set = job_set(set)?;
+        self.run(py, |api| async move { api.clear_set(set).await })
+    }
     /// Held unique locks: `(digest, owner jid, ttl)`.
     #[pyo3(signature = (limit=1000))]
     fn unique_locks(&self, py: Python<'_>, limit: usize) -> PyResult<Vec<(String, String, i64)>> {

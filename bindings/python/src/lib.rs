@@ -8,6 +8,7 @@ mod blocking;
 mod client;
 mod config;
 mod errors;
+mod web;
 mod worker;
 
 use pyo3::prelude::*;
@@ -49,6 +50,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<worker::PyWorker>()?;
     m.add_class::<worker::PyDelivery>()?;
     m.add_class::<api::PyApi>()?;
+    m.add_class::<web::PyWebServer>()?;
     m.add_function(wrap_pyfunction!(after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(init_logging, m)?)?;
     m.add_function(wrap_pyfunction!(new_jid, m)?)?;

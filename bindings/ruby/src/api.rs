@@ -106,6 +106,10 @@ impl RbApi {
         let set = job_set(ruby, &set)?;
         rb_self.run(ruby, |api| async move { api.retry_all(set).await })
     }
+    pub fn clear_set(ruby: &Ruby, rb_self: &Self, set: String) -> Result<u64, Error> {
+        let set = job_set(ruby, &set)?;
+        rb_self.run(ruby, |api| async move { api.clear_set(set).await })
+    }
     pub fn delete(ruby: &Ruby, rb_self: &Self, set: String, payload: String, score: f64) -> Result<bool, Error> {
         let set = job_set(ruby, &set)?;
         let entry = SetEntry {
@@ -136,8 +140,9 @@ impl RbApi {
     pub fn stop_process(ruby: &Ruby, rb_self: &Self, identity: String) -> Result<(), Error> {
         rb_self.run(ruby, |api| async move { api.stop_process(&identity).await })
     }
-    pub fn stats(ruby: &Ruby, rb_self: &Self) -> Result<(u64, u64), Error> {
-        let stats = rb_self.run(ruby, |api| async move { api.stats().await })?;
+    /// `[processed, failed]` totals, or for one UTC day `yyyy-mm-dd`.
+    pub fn stats(ruby: &Ruby, rb_self: &Self, day: Option<String>) -> Result<(u64, u64), Error> {
+        let stats = rb_self.run(ruby, |api| async move { api.stats_for(day.as_deref()).await })?;
         Ok((stats.processed, stats.failed))
     }
     pub fn attempts(ruby: &Ruby, rb_self: &Self, jid: String) -> Result<Vec<String>, Error> {

@@ -8,6 +8,7 @@ mod client;
 mod config;
 mod errors;
 mod nogvl;
+mod web;
 mod worker;
 
 use magnus::{function, method, prelude::*, Error, Ruby};
@@ -66,10 +67,17 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     api.define_method("processes_json", method!(api::RbApi::processes_json, 0))?;
     api.define_method("quiet_process", method!(api::RbApi::quiet_process, 1))?;
     api.define_method("stop_process", method!(api::RbApi::stop_process, 1))?;
-    api.define_method("stats", method!(api::RbApi::stats, 0))?;
+    api.define_method("stats", method!(api::RbApi::stats, 1))?;
     api.define_method("attempts", method!(api::RbApi::attempts, 1))?;
     api.define_method("unique_locks_json", method!(api::RbApi::unique_locks_json, 1))?;
     api.define_method("clear_unique_lock", method!(api::RbApi::clear_unique_lock, 1))?;
     api.define_method("periodic_json", method!(api::RbApi::periodic_json, 0))?;
+    api.define_method("clear_set", method!(api::RbApi::clear_set, 1))?;
+
+    let web = native.define_class("WebServer", ruby.class_object())?;
+    web.define_singleton_method("new", function!(web::RbWebServer::new, 4))?;
+    web.define_method("url", method!(web::RbWebServer::url, 0))?;
+    web.define_method("stop", method!(web::RbWebServer::stop, 0))?;
+    web.define_method("wait", method!(web::RbWebServer::wait, 1))?;
     Ok(())
 }

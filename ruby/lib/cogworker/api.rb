@@ -26,14 +26,16 @@ module Cogworker
 
     def retry_now(set, entry) = @native.retry_now(set.to_s, entry['payload'], entry['score'])
     def retry_all(set) = @native.retry_all(set.to_s)
+    def clear_set(set) = @native.clear_set(set.to_s)
     def delete(set, entry) = @native.delete(set.to_s, entry['payload'], entry['score'])
     def kill(set, entry) = @native.kill(set.to_s, entry['payload'], entry['score'])
     def processes = JSON.parse(@native.processes_json)
     def quiet_process(identity) = @native.quiet_process(identity)
     def stop_process(identity) = @native.stop_process(identity)
 
-    def stats
-      processed, failed = @native.stats
+    # Totals, or for one UTC day ('yyyy-mm-dd').
+    def stats(day = nil)
+      processed, failed = @native.stats(day)
       { 'processed' => processed, 'failed' => failed }
     end
 

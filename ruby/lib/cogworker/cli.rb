@@ -4,9 +4,11 @@ require 'optparse'
 require 'erb'
 require 'yaml'
 require_relative '../cogworker'
+require_relative 'admin'
 
 module Cogworker
   # `cogworker [-e ENV] [-c N] [-r FILE] [-C config.yml] [-L logfile] [-q name[,weight]]...`
+  # runs a worker; `cogworker web` and the admin commands are in Admin.
   #
   # TERM/INT stop gracefully (exit 0), TSTP quiets, TTIN logs busy jobs and
   # thread stacks. The main thread waits in Ruby (self-pipe + IO.select):
@@ -49,6 +51,8 @@ module Cogworker
     end
 
     def run(argv)
+      return run_admin(argv.dup) if Admin::COMMANDS.include?(argv.first)
+
       options = self.class.parse(argv.dup)
       ENV_VARS.each { |k| ENV[k] = options[:environment] }
       redirect_logfile(options[:logfile]) if options[:logfile]
@@ -66,6 +70,16 @@ module Cogworker
     end
 
     private
+
+    def run_admin(argv)
+      Admin.new.run(argv)
+    rescue ConfigError => e
+      warn "cogworker: #{e.message}"
+      2
+    rescue Cogworker::Error, OptionParser::ParseError => e
+      warn "cogworker: #{e.message}"
+      1
+    end
 
     def redirect_logfile(path)
       file = File.open(path, 'a')

@@ -1,0 +1,416 @@
+//! The Web UI at the HTTP level, against a real Redis: every page renders,
+//! every action does what it says (and nothing without a CSRF token from the
+//! same origin), attacker-controlled text is escaped, basic auth when set,
+//! and a 100,000-entry dead set pages by range query.
+
+mod common;
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use axum::Router;
+use cogworker::web::{router, WebOptions};
+use cogworker::{Api, Client, Failure, Job, JobSet, Lifecycle, Retry, Worker};
+use common::*;
+use http_body_util::BodyExt;
+use serde_json::json;
+use std::time::{Duration, Instant};
+use tower::ServiceExt;
+
+const NS: &str = "cogworker";
+const XSS: &str = "<img src=x onerror=alert(1)><script>alert(2)</script>";
+
+struct Page {
+    status: StatusCode,
+    headers: axum::http::HeaderMap,
+    body: String,
+}
+
+async fn send(app: &Router, request: Request<Body>) -> Page {
+    let response = app.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    Page {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&bytes).into_owned(),
+    }
+}
+
+async fn get(app: &Router, path: &str) -> Page {
+    send(
+        app,
+        Request::get(path)
+            .header(header::HOST, "localhost")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await
+}
+
+/// A browser session: the CSRF cookie from a first GET, repeated in forms.
+struct Session {
+    app: Router,
+    token: String,
+}
+
+impl Session {
+    async fn open(app: &Router) -> Session {
+        let page = get(app, "/").await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+        let cookie = page.headers.get(header::SET_COOKIE).unwrap().to_str().unwrap();
+        let token = cookie.split(';').next().unwrap().split_once('=').unwrap().1.to_string();
+        assert!(
+            cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+            "{cookie}"
+        );
+        Session {
+            app: app.clone(),
+            token,
+        }
+    }
+
+    async fn post(&self, path: &str, fields: &[(&str, &str)]) -> Page {
+        let mut form = form_body(fields);
+        form.push_str(&format!("&csrf={}", self.token));
+        self.post_raw(path, form, Some("http://localhost")).await
+    }
+
+    async fn post_raw(&self, path: &str, form: String, origin: Option<&str>) -> Page {
+        let mut request = Request::post(path)
+            .header(header::HOST, "localhost")
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(header::COOKIE, format!("cogworker_csrf={}", self.token));
+        if let Some(origin) = origin {
+            request = request.header(header::ORIGIN, origin);
+        }
+        send(&self.app, request.body(Body::from(form)).unwrap()).await
+    }
+}
+
+fn form_body(fields: &[(&str, &str)]) -> String {
+    let mut form = String::from("x=1");
+    for (k, v) in fields {
+        let v: String = url_encode(v);
+        form.push_str(&format!("&{k}={v}"));
+    }
+    form
+}
+
+fn url_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Seeds: three dead jobs (one with an XSS payload in its args and error),
+/// one retrying, one scheduled, jobs on two queues.
+async fn seed(redis: &TestRedis) -> (Client, Api) {
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    let worker = Worker::builder(config)
+        .register("Boom", |job| async move {
+            let arg = job
+                .args_slice()
+                .first()
+                .and_then(|v| v.as_str())
+                .unwrap_or("")
+                .to_string();
+            Err(Failure::new("XssError", format!("bad input {arg}"))
+                .with_backtrace(vec![format!("handler.rs:1 {arg}"), "main.rs:2".into()]))
+        })
+        .retry_in("Boom", |_count, _job| Some(3600.0))
+        .build()
+        .unwrap();
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    client
+        .push_bulk(vec![
+            Job::new("Boom").args([json!(XSS)]).retry(Retry::Max(0)),
+            Job::new("Boom").args([json!("two")]).retry(Retry::Max(0)),
+            Job::new("Boom").args([json!("three")]).retry(Retry::Max(0)),
+            Job::new("Boom").args([json!("again")]).retry(Retry::Max(3)),
+        ])
+        .await
+        .unwrap();
+    let a = api.clone();
+    wait_until("four failures filed", Duration::from_secs(10), move || {
+        let a = a.clone();
+        async move { a.stats().await.unwrap().failed == 4 }
+    })
+    .await;
+    handle.stop();
+    running.await.unwrap().unwrap();
+    client.push(Job::new("Later").delay(3600.0)).await.unwrap();
+    client
+        .push(Job::new("Waiting").queue("mail").args([json!(XSS)]))
+        .await
+        .unwrap();
+    client.push(Job::new("Waiting").queue("mail")).await.unwrap();
+    (client, api)
+}
+
+fn app(redis: &TestRedis, options: &WebOptions) -> Router {
+    router(&redis.config(), options).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_page_renders_with_strict_headers_and_escapes_job_data() {
+    let redis = TestRedis::start();
+    let (_client, api) = seed(&redis).await;
+    let app = app(&redis, &WebOptions::default());
+    let dead = api.set_page(JobSet::Dead, 0, 10).await.unwrap();
+    let xss_job = dead
+        .iter()
+        .find_map(|e| e.job().filter(|j| j.args_slice()[0] == json!(XSS)))
+        .unwrap();
+    let detail = format!("/sets/dead/job/{}", xss_job.jid_str());
+    for path in [
+        "/",
+        "/queues",
+        "/queues/mail",
+        "/busy",
+        "/processes",
+        "/sets/scheduled",
+        "/sets/retry",
+        "/sets/dead",
+        detail.as_str(),
+        "/history",
+        "/periodic",
+    ] {
+        let page = get(&app, path).await;
+        assert_eq!(page.status, StatusCode::OK, "{path}: {}", page.body);
+        let csp = page
+            .headers
+            .get(header::CONTENT_SECURITY_POLICY)
+            .unwrap()
+            .to_str()
+            .unwrap();
+        assert!(
+            csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
+            "{csp}"
+        );
+        assert_eq!(page.headers.get(header::X_FRAME_OPTIONS).unwrap(), "DENY");
+        // No inline script or style anywhere: only the two files.
+        assert!(!page.body.contains("<script>"), "{path}");
+        assert!(!page.body.contains("onerror=alert(1)>"), "{path}: unescaped payload");
+        assert!(!page.body.contains("style="), "{path}");
+    }
+    // The payload is shown, as text.
+    let page = get(&app, "/sets/dead").await;
+    assert!(
+        page.body.contains("&lt;img src=x onerror=alert(1)&gt;&lt;script&gt;"),
+        "{}",
+        page.body
+    );
+    let page = get(&app, &detail).await;
+    assert!(page.body.contains("XssError"));
+    assert!(page.body.contains("handler.rs:1 &lt;img"), "backtrace escaped");
+    let page = get(&app, "/queues/mail").await;
+    assert!(page.body.contains("&lt;img src=x"));
+    let json = get(&app, "/api/stats").await;
+    assert!(json.body.contains("\"failed\":4"), "{}", json.body);
+    assert_eq!(get(&app, "/static/app.js").await.status, StatusCode::OK);
+    assert_eq!(get(&app, "/sets/nothing").await.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_actions_change_redis_and_need_a_csrf_token() {
+    let redis = TestRedis::start();
+    let (_client, api) = seed(&redis).await;
+    let app = app(&redis, &WebOptions::default());
+    let session = Session::open(&app).await;
+    let mut conn = redis.conn().await;
+    let key = |e: &cogworker::SetEntry| format!("{}|{}", e.score, e.job().unwrap().jid_str());
+    let dead = api.set_page(JobSet::Dead, 0, 10).await.unwrap();
+    assert_eq!(dead.len(), 3);
+
+    // Refused: no token, a wrong token, another origin.
+    let without = session
+        .post_raw(
+            "/sets/dead/actions",
+            format!("action=retry&entry={}", url_encode(&key(&dead[0]))),
+            None,
+        )
+        .await;
+    assert_eq!(without.status, StatusCode::FORBIDDEN);
+    let wrong = session
+        .post_raw(
+            "/sets/dead/actions",
+            "action=delete_all&csrf=00000000000000000000000000000000".into(),
+            None,
+        )
+        .await;
+    assert_eq!(wrong.status, StatusCode::FORBIDDEN);
+    let forged = session
+        .post_raw(
+            "/sets/dead/actions",
+            format!("action=delete_all&csrf={}", session.token),
+            Some("http://evil.example"),
+        )
+        .await;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN);
+    assert_eq!(api.set_size(JobSet::Dead).await.unwrap(), 3, "nothing changed");
+
+    // Retry one dead job: it moves to its queue.
+    let page = session
+        .post("/sets/dead/actions", &[("action", "retry"), ("entry", &key(&dead[0]))])
+        .await;
+    assert_eq!(page.status, StatusCode::SEE_OTHER);
+    assert_eq!(page.headers.get(header::LOCATION).unwrap(), "/sets/dead");
+    assert_eq!(api.set_size(JobSet::Dead).await.unwrap(), 2);
+    assert_eq!(llen(&mut conn, &format!("{NS}:queue:default")).await, 1);
+
+    // Delete two selected at once.
+    let rest = api.set_page(JobSet::Dead, 0, 10).await.unwrap();
+    let (k1, k2) = (key(&rest[0]), key(&rest[1]));
+    session
+        .post(
+            "/sets/dead/actions",
+            &[("action", "delete"), ("entry", &k1), ("entry", &k2)],
+        )
+        .await;
+    assert_eq!(api.set_size(JobSet::Dead).await.unwrap(), 0);
+
+    // Kill the retrying job: retry → dead. Then retry all dead, delete all scheduled.
+    let retrying = api.set_page(JobSet::Retry, 0, 10).await.unwrap();
+    session
+        .post(
+            "/sets/retry/actions",
+            &[("action", "kill"), ("entry", &key(&retrying[0]))],
+        )
+        .await;
+    assert_eq!(
+        (
+            api.set_size(JobSet::Retry).await.unwrap(),
+            api.set_size(JobSet::Dead).await.unwrap()
+        ),
+        (0, 1)
+    );
+    session.post("/sets/dead/actions", &[("action", "retry_all")]).await;
+    assert_eq!(api.set_size(JobSet::Dead).await.unwrap(), 0);
+    assert_eq!(llen(&mut conn, &format!("{NS}:queue:default")).await, 2);
+    session
+        .post("/sets/scheduled/actions", &[("action", "delete_all")])
+        .await;
+    assert_eq!(api.set_size(JobSet::Scheduled).await.unwrap(), 0);
+    let bad = session.post("/sets/dead/actions", &[("action", "explode")]).await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_process_and_lock_actions() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let (client, api) = seed(&redis).await;
+    let app = app(&redis, &WebOptions::default());
+    let session = Session::open(&app).await;
+
+    session.post("/queues/mail/pause", &[]).await;
+    assert!(api.queue("mail").await.unwrap().paused);
+    assert!(get(&app, "/queues").await.body.contains("paused"));
+    session.post("/queues/mail/unpause", &[]).await;
+    assert!(!api.queue("mail").await.unwrap().paused);
+    session.post("/queues/mail/clear", &[]).await;
+    assert_eq!(api.queue("mail").await.unwrap().size, 0);
+
+    // A live worker: Quiet, then Stop, from its row.
+    let (worker, _ran) = counting_worker(config, "Nothing");
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    let a = api.clone();
+    wait_until("the worker registered", Duration::from_secs(10), move || {
+        let a = a.clone();
+        async move { a.processes().await.unwrap().len() == 1 }
+    })
+    .await;
+    let identity = handle.identity().to_string();
+    let page = get(&app, "/processes").await;
+    assert!(page.body.contains(&identity), "{}", page.body);
+    let encoded = url_encode(&identity);
+    session.post(&format!("/processes/{encoded}/quiet"), &[]).await;
+    let h = handle.clone();
+    wait_until("quiet", Duration::from_secs(10), move || {
+        let h = h.clone();
+        async move { h.lifecycle() == Lifecycle::Quiet }
+    })
+    .await;
+    session.post(&format!("/processes/{encoded}/stop"), &[]).await;
+    tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+
+    // Unique locks are listed and cleared from the Periodic page.
+    client.push(Job::new("Once").unique_for(600.0)).await.unwrap().unwrap();
+    let lock = api.unique_locks(10).await.unwrap().remove(0);
+    assert!(get(&app, "/periodic").await.body.contains(&lock.name));
+    session.post(&format!("/unique/{}/clear", lock.name), &[]).await;
+    assert!(api.unique_locks(10).await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn basic_auth_when_configured() {
+    let redis = TestRedis::start();
+    let mut options = WebOptions::default();
+    options.set_credentials("admin:s3cret").unwrap();
+    assert!(WebOptions::default().set_credentials("nopassword").is_err());
+    let app = app(&redis, &options);
+    let page = get(&app, "/").await;
+    assert_eq!(page.status, StatusCode::UNAUTHORIZED);
+    assert!(page.headers.get(header::WWW_AUTHENTICATE).is_some());
+    let request = |auth: &str| {
+        Request::get("/")
+            .header(header::HOST, "localhost")
+            .header(header::AUTHORIZATION, auth)
+            .body(Body::empty())
+            .unwrap()
+    };
+    // "admin:s3cret" and "admin:wrong", base64.
+    assert_eq!(
+        send(&app, request("Basic YWRtaW46czNjcmV0")).await.status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        send(&app, request("Basic YWRtaW46d3Jvbmc=")).await.status,
+        StatusCode::UNAUTHORIZED
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_thousand_dead_jobs_page_and_search_quickly() {
+    let redis = TestRedis::start();
+    let mut conn = redis.conn().await;
+    for chunk in 0..10 {
+        let mut pipe = redis::pipe();
+        for i in 0..10_000u32 {
+            let n = chunk * 10_000 + i;
+            let job = Job::new(if n == 77_777 { "Needle" } else { "Hay" })
+                .jid(format!("{n:024x}"))
+                .args([json!(n)]);
+            pipe.zadd(format!("{NS}:dead"), job.to_json(), n as f64).ignore();
+        }
+        let _: () = pipe.query_async(&mut conn).await.unwrap();
+    }
+    let app = app(&redis, &WebOptions::default());
+    let started = Instant::now();
+    let page = get(&app, "/sets/dead?page=2000").await;
+    let paged = started.elapsed();
+    assert_eq!(page.status, StatusCode::OK);
+    // Newest first: page 2000 of 25 holds entries 50,024 down to 50,000.
+    assert!(page.body.contains(&format!("{:024x}", 50_024)) && page.body.contains(&format!("{:024x}", 50_000)));
+    assert!(page.body.contains("page 2000 of 4000"), "pager");
+    let started = Instant::now();
+    let found = get(&app, "/sets/dead?q=Needle").await;
+    let searched = started.elapsed();
+    assert!(found.body.contains(&format!("{:024x}", 77_777)) && found.body.contains("1 matching"));
+    let by_jid = get(&app, &format!("/sets/dead?q={:024x}", 12_345)).await;
+    assert!(by_jid.body.contains("[12345]"), "found by jid");
+    eprintln!("100,000 dead: page 2000 in {paged:?}, class search in {searched:?}");
+    assert!(paged < Duration::from_secs(1), "paging took {paged:?}");
+}

@@ -1,0 +1,89 @@
+"""`cogworker web` and the admin commands as real processes against a
+private Redis."""
+
+from __future__ import annotations
+
+import base64
+import json
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+from conftest import HERE, RedisServer, worker_env
+from test_cli import exit_code
+
+import cogworker
+
+
+def cli(server: RedisServer, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cogworker", *args],
+        env=worker_env(server),
+        cwd=HERE,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_web_serves_the_dashboard_until_term(redis_server: RedisServer):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cogworker", "web", "--port", "0", "--auth", "ops:pa55"],
+        env=worker_env(redis_server),
+        cwd=HERE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("cogworker web: http://127.0.0.1:"), line
+        url = line.split(": ", 1)[1].strip()
+        try:
+            urllib.request.urlopen(url, timeout=10)
+            raise AssertionError("served without credentials")
+        except urllib.error.HTTPError as e:
+            assert e.code == 401
+            e.close()
+        credentials = base64.b64encode(b"ops:pa55").decode()
+        request = urllib.request.Request(url, headers={"Authorization": f"Basic {credentials}"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            body = response.read().decode()
+            assert response.status == 200
+            assert "Dashboard" in body and "script-src 'self'" in response.headers["Content-Security-Policy"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert exit_code(proc) == 0
+        assert proc.stdout is not None
+        proc.stdout.close()
+
+
+def test_web_refuses_a_bad_port_or_auth(redis_server: RedisServer):
+    assert cli(redis_server, "web", "--auth", "no-colon").returncode == 2
+    taken = cli(redis_server, "web", "--port", str(redis_server.port))
+    assert taken.returncode == 2 and "web.bind" in taken.stderr
+
+
+def test_admin_commands(redis_server: RedisServer):
+    client = cogworker.Client(redis_url=redis_server.url)
+    client.enqueue("Some.Job", 1)
+    dead_job = {"class": "Dead.Job", "args": [], "queue": "default", "jid": "d" * 24}
+    redis_server.cli("ZADD", "cogworker:dead", "1", json.dumps(dead_job))
+
+    stats = cli(redis_server, "stats")
+    assert stats.returncode == 0 and "dead" in stats.stdout and "1" in stats.stdout, stats.stdout
+    queues = cli(redis_server, "queues")
+    assert "default" in queues.stdout and "running" in queues.stdout
+    assert cli(redis_server, "pause", "default").returncode == 0
+    assert "paused" in cli(redis_server, "queues").stdout
+    assert cli(redis_server, "unpause", "default").returncode == 0
+    retried = cli(redis_server, "retry-all", "dead")
+    assert retried.stdout.strip() == "retried 1 job(s) from dead"
+    assert redis_server.cli_raw("LLEN", "cogworker:queue:default") == "2"
+    assert cli(redis_server, "clear-queue", "default").stdout.strip() == "deleted 2 job(s) from queue default"
+    bad = cli(redis_server, "clear", "nowhere")
+    assert bad.returncode == 2 and "unknown job set" in bad.stderr
+    assert cli(redis_server, "processes").returncode == 0

@@ -1,0 +1,57 @@
+# frozen_string_literal: true
+
+require_relative 'test_helper'
+require 'net/http'
+require 'open3'
+
+# `cogworker web` and the admin commands as real processes.
+class TestWebAdmin < Minitest::Test
+  include CogworkerTest
+  EXE = File.expand_path('../exe/cogworker', __dir__)
+
+  def cli(*args)
+    Open3.capture3({ 'COGWORKER_REDIS_URL' => @redis.url }, 'ruby', EXE, *args)
+  end
+
+  def test_web_serves_the_dashboard_until_term
+    env = { 'COGWORKER_REDIS_URL' => @redis.url, 'COGWORKER_WEB_AUTH' => 'ops:pa55' }
+    out, writer = IO.pipe
+    pid = Process.spawn(env, 'ruby', EXE, 'web', '--port', '0', out: writer, err: File::NULL)
+    writer.close
+    line = out.gets
+    assert_match %r{\Acogworker web: http://127\.0\.0\.1:\d+/}, line
+    uri = URI(line.split(': ', 2).last.strip)
+    assert_equal '401', Net::HTTP.get_response(uri).code
+    request = Net::HTTP::Get.new(uri)
+    request.basic_auth('ops', 'pa55')
+    response = Net::HTTP.start(uri.host, uri.port) { |http| http.request(request) }
+    assert_equal '200', response.code
+    assert_includes response.body, 'Dashboard'
+  ensure
+    if pid
+      Process.kill('TERM', pid)
+      _, status = Process.wait2(pid)
+      assert status.success?
+    end
+    out&.close
+  end
+
+  def test_admin_commands
+    Cogworker::Client.push('Some::Job', [1])
+    @redis.cli('ZADD', 'cogworker:dead', '1', JSON.generate('class' => 'Dead::Job', 'args' => [], 'queue' => 'default', 'jid' => 'd' * 24))
+    stats, = cli('stats')
+    assert_match(/dead\s+1/, stats)
+    assert_match(/default\s+1\s/, cli('queues').first)
+    cli('pause', 'default')
+    assert_match(/paused/, cli('queues').first)
+    cli('unpause', 'default')
+    assert_equal "retried 1 job(s) from dead\n", cli('retry-all', 'dead').first
+    assert_equal "deleted 2 job(s) from queue default\n", cli('clear-queue', 'default').first
+    _, err, status = cli('clear', 'nowhere')
+    assert_equal 2, status.exitstatus
+    assert_match(/unknown job set/, err)
+    _, err, status = cli('web', '--port', @redis.port.to_s)
+    assert_equal 2, status.exitstatus, err
+    assert_match(/web\.bind/, err)
+  end
+end

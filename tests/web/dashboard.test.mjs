@@ -1,0 +1,94 @@
+// End-to-end: the dashboard in real headless Chromium (Debian's
+// /usr/bin/chromium driven by playwright-core). Starts the web_demo example
+// (its own private Redis, seeded data), then: the dashboard renders and its
+// live chart draws; a dead job whose args hold an HTML/script payload is
+// shown as text (no alert, no injected element); a dead job is retried by
+// clicking; a screenshot goes to target/dashboard.png (or $SCREENSHOT).
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { createInterface } from "node:readline";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import assert from "node:assert/strict";
+import { chromium } from "playwright-core";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const demo = path.join(root, "target/debug/examples/web_demo");
+const XSS = "<img src=x onerror=alert(1)><script>alert(2)</script>";
+
+const server = spawn(demo, ["--port", "0"], { stdio: ["ignore", "pipe", "inherit"] });
+const firstLine = await Promise.race([
+  once(createInterface({ input: server.stdout }), "line").then(([line]) => line),
+  new Promise((_, reject) => setTimeout(() => reject(new Error("web_demo did not start in 60 s")), 60_000)),
+]);
+const base = firstLine.replace("cogworker web: ", "").trim();
+assert.match(base, /^http:\/\/127\.0\.0\.1:\d+\/$/);
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync"],
+});
+const dialogs = [];
+const cspViolations = [];
+let failed = false;
+try {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+  page.on("dialog", async (dialog) => {
+    dialogs.push(dialog.message());
+    await dialog.dismiss();
+  });
+  page.on("console", (message) => {
+    if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
+  });
+
+  // The dashboard, with its live chart drawn from two samples.
+  await page.goto(base);
+  assert.equal(await page.locator("main h1").textContent(), "Dashboard");
+  await page.waitForFunction(() => {
+    const line = document.querySelector("#chart polyline.processed");
+    return line && line.getAttribute("points") && line.getAttribute("points").split(" ").length >= 6;
+  }, null, { timeout: 30_000 });
+  assert.notEqual(await page.locator("#processed").textContent(), "0");
+  const screenshot = process.env.SCREENSHOT || path.join(root, "target/dashboard.png");
+  await page.screenshot({ path: path.resolve(root, screenshot), fullPage: true });
+
+  // Dead: the payload is text, never markup.
+  await page.goto(new URL("sets/dead", base).href);
+  const rows = page.locator("tbody tr");
+  assert.equal(await rows.count(), 3);
+  const payloadCell = page.locator("td.args code", { hasText: "onerror" });
+  assert.equal(await payloadCell.textContent(), JSON.stringify([XSS]));
+  assert.equal(await page.locator("main img").count(), 0, "no injected <img>");
+  assert.equal(await page.locator("main script").count(), 0, "no injected <script>");
+  assert.match(await page.locator("td.error", { hasText: "onerror" }).textContent(), /card <img src=x/);
+
+  // Retry one by clicking: select its row, press "Retry selected".
+  const row = rows.filter({ hasText: "4242-declined" });
+  await row.locator('input[name="entry"]').check();
+  await Promise.all([page.waitForURL(/\/sets\/dead$/), page.getByRole("button", { name: "Retry selected" }).click()]);
+  assert.equal(await page.locator("tbody tr").count(), 2);
+  assert.equal(await page.locator("tbody tr", { hasText: "4242-declined" }).count(), 0);
+
+  // And one from its detail page.
+  await page.locator("tbody tr", { hasText: "5555-expired" }).getByRole("link", { name: "details" }).click();
+  assert.match(await page.locator("pre.backtrace").textContent(), /billing\/charge\.rs:42/);
+  await Promise.all([page.waitForURL(/\/sets\/dead$/), page.getByRole("button", { name: "Retry now" }).click()]);
+  assert.equal(await page.locator("tbody tr").count(), 1);
+
+  assert.deepEqual(dialogs, [], "no script from job data ran");
+  assert.deepEqual(cspViolations, [], "the pages need nothing the CSP forbids");
+  console.log(`dashboard e2e: ok (screenshot in ${screenshot})`);
+} catch (error) {
+  failed = true;
+  console.error(error);
+} finally {
+  await browser.close();
+  server.kill("SIGTERM");
+  const [code] = await once(server, "exit");
+  if (code !== 0) {
+    console.error(`web_demo exited with ${code}`);
+    failed = true;
+  }
+}
+process.exit(failed ? 1 : 0);
