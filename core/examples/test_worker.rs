@@ -3,6 +3,8 @@
 //! - `Record`: appends its jid to `<ns>:test:ran` (one entry per execution);
 //! - `Sleep [seconds]`: sleeps (times TEST_SLEEP_SCALE), then records like `Record`;
 //! - `Fail`: always fails;
+//! - `Account token [millis]`: sleeps `millis`, then appends `token` to the
+//!   file `TEST_RESULTS_FILE` (the fault suite's record of executions);
 //! - `Overlap [seconds]`: appends `start <jid> <pid>` to `<ns>:test:events`,
 //!   sleeps, then appends `end <jid> <pid>` (for the periodic overlap test).
 //!
@@ -24,6 +26,15 @@ async fn record(conn: &mut redis::aio::MultiplexedConnection, ns: &str, job: &Jo
         .await
         .map_err(|e| Failure::new("RedisError", e.to_string()))?;
     Ok(())
+}
+
+/// One line per execution, appended in one write (O_APPEND keeps lines
+/// from several processes whole).
+fn account(token: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let path = std::env::var("TEST_RESULTS_FILE").map_err(std::io::Error::other)?;
+    let mut file = std::fs::OpenOptions::new().append(true).create(true).open(path)?;
+    file.write_all(format!("{token}\n").as_bytes())
 }
 
 #[tokio::main]
@@ -73,6 +84,13 @@ async fn main() -> cogworker::Result<()> {
             }
         })
         .register("Fail", |_job| async { Err(Failure::new("TestError", "always fails")) })
+        .register("Account", |job| async move {
+            let args = job.args_slice();
+            let millis = args.get(1).and_then(|v| v.as_u64()).unwrap_or(0);
+            tokio::time::sleep(Duration::from_millis(millis)).await;
+            let token = args.first().and_then(|v| v.as_str()).unwrap_or("").to_string();
+            account(&token).map_err(|e| Failure::new("IoError", e.to_string()))
+        })
         .register("Overlap", move |job| {
             let (mut conn, ns) = (r3.clone(), ns3.clone());
             async move {

@@ -92,7 +92,7 @@ impl Api {
         Api { client }
     }
 
-    fn conn(&self) -> redis::aio::ConnectionManager {
+    fn conn(&self) -> crate::connection::Conn {
         self.client.redis().conn()
     }
 
@@ -443,14 +443,15 @@ impl Api {
         let mut names = Vec::new();
         let mut cursor: u64 = 0;
         loop {
-            let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+            // On the node holding the namespace (in a cluster, its slot's owner).
+            let scan = redis::cmd("SCAN")
                 .arg(cursor)
                 .arg("MATCH")
                 .arg(&pattern)
                 .arg("COUNT")
                 .arg(1000)
-                .query_async(&mut conn)
-                .await?;
+                .clone();
+            let (next, batch): (u64, Vec<String>) = self.client.redis().on_namespace_node(&scan).await?;
             names.extend(batch);
             cursor = next;
             if cursor == 0 || names.len() >= limit {

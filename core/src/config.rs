@@ -175,8 +175,14 @@ impl Config {
         Ok(config)
     }
 
+    /// `redis://`, `rediss://` (TLS), `unix://`,
+    /// `redis+sentinel://host:port[,host:port...]/service[/db]`, or
+    /// `redis+cluster://host:port[,host:port...]` (with a hash-tagged
+    /// namespace such as `{cogworker}`).
     pub fn set_redis_url(&mut self, url: &str) -> Result<&mut Self> {
-        redis::Client::open(url).map_err(|e| Error::config("redis_url", redact_url(url), e))?;
+        if !crate::connection::is_special_url(url)? {
+            redis::Client::open(url).map_err(|e| Error::config("redis_url", redact_url(url), e))?;
+        }
         self.redis_url = url.to_string();
         Ok(self)
     }

@@ -96,10 +96,7 @@ pub(crate) async fn resolve_fetch_mode(shared: &Shared) -> crate::error::Result<
     if shared.config.fetch() == FetchMode::Basic || !shared.is_reliable() {
         return Ok(());
     }
-    let info: String = redis::cmd("INFO")
-        .arg("server")
-        .query_async(&mut shared.redis.conn())
-        .await?;
+    let info: String = shared.redis.on_namespace_node(redis::cmd("INFO").arg("server")).await?;
     let version = info
         .lines()
         .find_map(|l| l.strip_prefix("redis_version:"))

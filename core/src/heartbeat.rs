@@ -24,7 +24,10 @@ pub(crate) async fn first_beat(shared: &Shared) -> bool {
     let mut failures = 0u32;
     loop {
         match resolve_and_beat(shared).await {
-            Ok(()) => return true,
+            Ok(()) => {
+                warn_about_eviction(shared).await;
+                return true;
+            }
             Err(e) => {
                 failures += 1;
                 // Every failure the first few times, then every 10 s.
@@ -39,6 +42,24 @@ pub(crate) async fn first_beat(shared: &Shared) -> bool {
                 }
             }
         }
+    }
+}
+
+/// A Redis that evicts keys when full drops queues, and the jobs on them,
+/// without an error anywhere: say so once, at start-up.
+async fn warn_about_eviction(shared: &Shared) {
+    let info: redis::RedisResult<String> = shared.redis.on_namespace_node(redis::cmd("INFO").arg("memory")).await;
+    let Ok(info) = info else { return };
+    let policy = info
+        .lines()
+        .find_map(|l| l.strip_prefix("maxmemory_policy:"))
+        .map(str::trim)
+        .unwrap_or("noeviction");
+    if policy != "noeviction" {
+        tracing::warn!(
+            "Redis maxmemory-policy is {policy}: when Redis reaches maxmemory it may evict queue keys and \
+             their jobs are lost silently; set maxmemory-policy noeviction for the Redis cogworker uses"
+        );
     }
 }
 

@@ -65,7 +65,7 @@ pub(crate) fn retry_ttl(config: &Config, delay: f64) -> u64 {
 /// Extends each `(lock, owner)` to `ttl` seconds where it still holds that
 /// owner. Returns how many were extended.
 pub(crate) async fn expire_owned(
-    conn: &mut redis::aio::ConnectionManager,
+    conn: &mut crate::connection::Conn,
     locks: &[(String, String)],
     ttl: u64,
 ) -> redis::RedisResult<i64> {
@@ -73,7 +73,7 @@ pub(crate) async fn expire_owned(
 }
 
 async fn owned(
-    conn: &mut redis::aio::ConnectionManager,
+    conn: &mut crate::connection::Conn,
     op: &str,
     locks: &[(String, String)],
     ttl: u64,

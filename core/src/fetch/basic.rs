@@ -4,7 +4,7 @@
 //! reason reliable fetch is the default.
 
 use super::{queue_order, Fetched};
-use crate::connection::{unblock, BlockingConn};
+use crate::connection::BlockingConn;
 use crate::error::Result;
 use crate::manager::{Lifecycle, Shared};
 use redis::AsyncCommands;
@@ -44,7 +44,7 @@ impl BasicFetch {
             _ = shared.reached(Lifecycle::Quiet) => {
                 // Wake it as a timeout, then take its answer: a job popped
                 // just before the wake-up must not be dropped.
-                unblock(&mut shared.redis.conn(), &[id]).await;
+                shared.redis.unblock(&[id]).await;
                 pop.await
             }
         };

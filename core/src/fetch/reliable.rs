@@ -5,7 +5,7 @@
 //! is picked up as soon as it is pushed, with no polling.
 
 use super::{queue_order, Fetched};
-use crate::connection::{unblock, BlockingConn};
+use crate::connection::BlockingConn;
 use crate::error::{Error, Result};
 use crate::manager::{Lifecycle, Shared};
 use crate::scripts::SCRIPTS;
@@ -94,12 +94,12 @@ impl ReliableFetch {
                     }
                     if !woken {
                         woken = true;
-                        unblock(&mut shared.redis.conn(), &ids).await;
+                        shared.redis.unblock(&ids).await;
                     }
                 }
                 _ = shared.reached(Lifecycle::Quiet), if !woken => {
                     woken = true;
-                    unblock(&mut shared.redis.conn(), &ids).await;
+                    shared.redis.unblock(&ids).await;
                 }
             }
         }

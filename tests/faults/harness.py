@@ -1,0 +1,324 @@
+"""The fault harness: a private Redis (AOF on, as production runs it), an
+optional TCP proxy that can blackhole traffic, worker processes of all three
+languages, numbered jobs, and the accounting that says what became of each.
+
+Every job is `Account(token, millis)`; each worker appends the token to a
+shared results file when it runs one. Afterwards every token is one of:
+ran once, ran more than once, still queued / scheduled / retrying / in
+progress, dead, or lost (run nowhere and held nowhere).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+
+import cogworker
+from cogworker.testing import RedisServer
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+NS = "cogworker"
+LANGUAGES = ("rust", "python", "ruby")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Redis(RedisServer):
+    """The private server, with AOF fsynced on every write."""
+
+    def __init__(self, *extra: str) -> None:
+        super().__init__("--appendonly", "yes", "--appendfsync", "always", *extra)
+
+    def client(self) -> redis.Redis:
+        return redis.Redis(port=self.port, socket_timeout=30)
+
+    def restart(self) -> None:
+        """kill -9, then start again on the same port and data directory."""
+        self.stop()
+        self.start()
+
+
+class BlackholeProxy:
+    """A TCP proxy in front of Redis. While blackholed it accepts and reads
+    but forwards nothing either way, so connections hang half-open (no
+    reset, no close) as in a network partition; healed, it delivers what it
+    held and carries on."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.port = free_port()
+        self._open = threading.Event()
+        self._open.set()
+        self._loop = asyncio.new_event_loop()
+        started = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(started,), daemon=True, name="blackhole-proxy"
+        )
+        self._thread.start()
+        started.wait(10)
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def blackhole(self) -> None:
+        self._open.clear()
+
+    def heal(self) -> None:
+        self._open.set()
+
+    def _run(self, started: threading.Event) -> None:
+        asyncio.set_event_loop(self._loop)
+        server = self._loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", self.port))
+        started.set()
+        self._loop.run_until_complete(server.serve_forever())
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while not self._open.is_set():
+            await asyncio.sleep(0.05)
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        except OSError:
+            writer.close()
+            return
+        await asyncio.gather(
+            self._pipe(reader, up_writer), self._pipe(up_reader, writer), return_exceptions=True
+        )
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                while not self._open.is_set():
+                    await asyncio.sleep(0.05)
+                writer.write(data)
+                await writer.drain()
+        finally:
+            writer.close()
+
+
+@dataclass
+class Worker:
+    language: str
+    proc: subprocess.Popen[bytes]
+    log: str
+
+
+@dataclass
+class Fleet:
+    """Worker processes of the given languages, against `url`."""
+
+    url: str
+    results: str
+    logdir: str
+    concurrency: int = 4
+    env: dict[str, str] = field(default_factory=dict)
+    workers: list[Worker] = field(default_factory=list)
+    started: int = 0
+
+    def start(self, language: str) -> Worker:
+        self.started += 1
+        log = os.path.join(self.logdir, f"{language}-{self.started}.log")
+        env = {
+            **os.environ,
+            "COGWORKER_REDIS_URL": self.url,
+            "TEST_NAMESPACE": NS,
+            "TEST_RESULTS_FILE": self.results,
+            "TEST_CONCURRENCY": str(self.concurrency),
+            "PYTHONPATH": HERE,
+            **self.env,
+        }
+        c = str(self.concurrency)
+        command = {
+            "rust": [os.path.join(ROOT, "target/debug/examples/test_worker")],
+            "python": [sys.executable, "-m", "cogworker", "worker", "fault_tasks", "-c", c],
+            "ruby": [
+                "ruby",
+                "-I",
+                os.path.join(ROOT, "ruby/lib"),
+                os.path.join(ROOT, "ruby/exe/cogworker"),
+                "-r",
+                os.path.join(HERE, "fault_jobs.rb"),
+                "-c",
+                c,
+            ],
+        }[language]
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(
+                command, env=env, cwd=HERE, stdout=out, stderr=out, stdin=subprocess.DEVNULL
+            )
+        worker = Worker(language, proc, log)
+        self.workers.append(worker)
+        return worker
+
+    def kill9(self, worker: Worker) -> None:
+        worker.proc.kill()
+        worker.proc.wait()
+        self.workers.remove(worker)
+
+    def stop_all(self, timeout: float = 30) -> list[int]:
+        for w in self.workers:
+            w.proc.send_signal(signal.SIGTERM)
+        codes = []
+        for w in self.workers:
+            try:
+                codes.append(w.proc.wait(timeout))
+            except subprocess.TimeoutExpired:
+                w.proc.kill()
+                codes.append(w.proc.wait())
+        self.workers.clear()
+        return codes
+
+    def logs(self) -> str:
+        text = []
+        for name in sorted(os.listdir(self.logdir)):
+            with open(os.path.join(self.logdir, name), encoding="utf-8", errors="replace") as f:
+                text.append(f"--- {name}\n{f.read()}")
+        return "\n".join(text)
+
+
+def identity_of(r: redis.Redis, pid: int) -> str | None:
+    for member in r.smembers(f"{NS}:processes"):
+        identity = member.decode()
+        if identity.split(":")[-2] == str(pid):
+            return identity
+    return None
+
+
+def push_jobs(url: str, count: int, millis: int, batch: int = 1000) -> list[str]:
+    """`count` jobs with unique tokens, pushed in bulk."""
+    client = cogworker.Client(redis_url=url)
+    tokens = [f"t{i:07d}" for i in range(count)]
+    for start in range(0, count, batch):
+        client.enqueue_many("Account", [(t, millis) for t in tokens[start : start + batch]])
+    return tokens
+
+
+def wait_drained(r: redis.Redis, timeout: float) -> bool:
+    """True once no job is queued, scheduled, retrying or in progress."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            pending = r.llen(f"{NS}:queue:default") + r.zcard(f"{NS}:schedule") + r.zcard(f"{NS}:retry")
+            pending += sum(r.llen(k) for k in r.scan_iter(f"{NS}:in_progress:*"))
+            if pending == 0:
+                return True
+        except redis.RedisError:
+            pass
+        time.sleep(0.2)
+    return False
+
+
+@dataclass
+class Account:
+    """What became of each token."""
+
+    total: int
+    once: int
+    duplicated: int
+    extra_runs: int
+    queued: int
+    scheduled: int
+    retrying: int
+    in_progress: int
+    dead: int
+    lost: list[str]
+
+    def row(self) -> dict[str, Any]:
+        return {k: (len(v) if isinstance(v, list) else v) for k, v in self.__dict__.items()}
+
+
+def account(r: redis.Redis, tokens: Iterable[str], results: str) -> Account:
+    tokens = list(tokens)
+    with open(results, encoding="utf-8", errors="replace") as f:
+        runs = Counter(line.strip() for line in f if line.strip())
+
+    def held(keys: list[bytes]) -> set[str]:
+        found: set[str] = set()
+        for raw in keys:
+            try:
+                args = json.loads(raw).get("args") or []
+            except ValueError:
+                continue
+            if args and isinstance(args[0], str):
+                found.add(args[0])
+        return found
+
+    queued = held(r.lrange(f"{NS}:queue:default", 0, -1))
+    scheduled = held(r.zrange(f"{NS}:schedule", 0, -1))
+    retrying = held(r.zrange(f"{NS}:retry", 0, -1))
+    dead = held(r.zrange(f"{NS}:dead", 0, -1))
+    in_progress: set[str] = set()
+    for key in r.scan_iter(f"{NS}:in_progress:*"):
+        in_progress |= held(r.lrange(key, 0, -1))
+    lost = [
+        t for t in tokens if runs[t] == 0 and not ({t} & (queued | scheduled | retrying | dead | in_progress))
+    ]
+    return Account(
+        total=len(tokens),
+        once=sum(1 for t in tokens if runs[t] == 1),
+        duplicated=sum(1 for t in tokens if runs[t] > 1),
+        extra_runs=sum(runs[t] - 1 for t in tokens if runs[t] > 1),
+        queued=sum(1 for t in tokens if runs[t] == 0 and t in queued),
+        scheduled=sum(1 for t in tokens if runs[t] == 0 and t in scheduled),
+        retrying=sum(1 for t in tokens if runs[t] == 0 and t in retrying),
+        in_progress=sum(1 for t in tokens if runs[t] == 0 and t in in_progress),
+        dead=sum(1 for t in tokens if t in dead),
+        lost=lost,
+    )
+
+
+def chaos(fleet: Fleet, r: redis.Redis, seconds: float, every: float, rng: random.Random) -> tuple[int, int]:
+    """kill -9 a random worker every `every` seconds for `seconds`, starting
+    a replacement of the same language. Returns (kills, bound): the bound on
+    duplicates is the jobs the killed processes held in progress (running,
+    or finished but not yet acknowledged) when they died."""
+    kills, bound = 0, 0
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        time.sleep(every)
+        victim = rng.choice(fleet.workers)
+        identity = identity_of(r, victim.proc.pid)
+        held = r.llen(f"{NS}:in_progress:{identity}") if identity else fleet.concurrency
+        fleet.kill9(victim)
+        kills += 1
+        bound += max(held, 0) + 1  # +1: a job fetched in the instant between the count and the kill
+        fleet.start(victim.language)
+    return kills, bound
+
+
+def wait_registered(r: redis.Redis, fleet: Fleet, timeout: float = 60) -> None:
+    """Until every running worker of the fleet has beaten (so it handles TERM)."""
+    deadline = time.monotonic() + timeout
+    while any(identity_of(r, w.proc.pid) is None for w in fleet.workers):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"worker processes did not register in {timeout}s:\n{fleet.logs()[-5000:]}")
+        time.sleep(0.1)
+
+
+def report(name: str, acc: Account, **extra: Any) -> str:
+    line = json.dumps({"scenario": name, **acc.row(), **extra})
+    print(line, file=sys.stderr)
+    path = os.environ.get("FAULT_REPORT")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+    return line

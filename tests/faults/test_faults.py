@@ -1,0 +1,166 @@
+"""The fault suite: numbered jobs worked by Rust, Python and Ruby worker
+processes while things break, then every job accounted for. Pass: none
+lost; a job runs more than once only if its process was killed while
+holding it (counted beside that bound).
+
+Small versions run in `scripts/test`; `scripts/soak` runs the long ones
+(FAULT_SOAK=1: 100,000 jobs) and writes the figures for
+docs/reliability.md.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+
+import pytest
+import redis
+from harness import (
+    LANGUAGES,
+    NS,
+    BlackholeProxy,
+    Fleet,
+    Redis,
+    account,
+    chaos,
+    push_jobs,
+    report,
+    wait_drained,
+    wait_registered,
+)
+
+SOAK = os.environ.get("FAULT_SOAK") == "1"
+JOBS = int(os.environ.get("FAULT_JOBS", "100000" if SOAK else "3000"))
+DRAIN_LIMIT = 3600 if SOAK else 180
+
+pytestmark = pytest.mark.timeout(4 * 3600 if SOAK else 600)
+
+
+@pytest.fixture
+def paths(tmp_path):
+    logdir = tmp_path / "logs"
+    logdir.mkdir()
+    return str(tmp_path / "results.txt"), str(logdir)
+
+
+def three_languages(fleet: Fleet, r: redis.Redis) -> None:
+    for language in LANGUAGES:
+        fleet.start(language)
+    wait_registered(r, fleet)
+
+
+def fleet_with_jobs(
+    server: Redis, paths: tuple[str, str], threshold: str, millis: int, url: str | None = None
+) -> tuple[redis.Redis, Fleet, list[str]]:
+    """One worker per language (orphan_threshold `threshold` s) against
+    `url` (default: the server itself), and the jobs pushed."""
+    results, logdir = paths
+    r = server.client()
+    fleet = Fleet(url or server.url, results, logdir, env={"TEST_ORPHAN_THRESHOLD": threshold})
+    three_languages(fleet, r)
+    return r, fleet, push_jobs(server.url, JOBS, millis=millis)
+
+
+def finish(fleet: Fleet, r: redis.Redis, tokens: list[str], results: str, name: str, **extra) -> tuple:
+    drained = wait_drained(r, DRAIN_LIMIT)
+    # A replacement still booting has no TERM handler yet: let it register.
+    wait_registered(r, fleet)
+    codes = fleet.stop_all()
+    acc = account(r, tokens, results)
+    report(name, acc, drained=drained, **extra)
+    assert drained, fleet.logs()[-20000:]
+    assert acc.lost == [], f"lost {len(acc.lost)}: {acc.lost[:20]}"
+    assert all(code == 0 for code in codes), codes
+    return acc, codes
+
+
+def test_kill_9_chaos_across_three_languages(paths):
+    results = paths[0]
+    with Redis() as server:
+        r, fleet, tokens = fleet_with_jobs(server, paths, "3", millis=5 if SOAK else 20)
+        kills, bound = 0, 0
+        rng = random.Random(7)
+        deadline = time.monotonic() + DRAIN_LIMIT
+        # Kill until the queue is empty (each round: one kill every 2 s, 10 s).
+        while r.llen(f"{NS}:queue:default") > 0 and time.monotonic() < deadline:
+            k, b = chaos(fleet, r, seconds=10, every=2, rng=rng)
+            kills, bound = kills + k, bound + b
+        acc, _ = finish(fleet, r, tokens, results, "kill -9 chaos", kills=kills, duplicate_bound=bound)
+        assert kills >= 3
+        assert acc.extra_runs <= bound, (acc.extra_runs, bound)
+
+
+def test_redis_restarted_twice_with_aof(paths):
+    results = paths[0]
+    with Redis() as server:
+        r, fleet, tokens = fleet_with_jobs(server, paths, "60", millis=2 if SOAK else 5)
+        restarts = 0
+        for pause in (2, 3):
+            time.sleep(pause * (10 if SOAK else 1))
+            server.restart()
+            restarts += 1
+        r = server.client()
+        acc, _ = finish(fleet, r, tokens, results, "Redis kill -9 + restart (AOF) x2", restarts=restarts)
+        assert acc.extra_runs == 0
+
+
+def test_redis_unreachable_for_20s_half_open(paths):
+    """A proxy blackholes all traffic for 20 s (connections hang, nothing is
+    closed). With orphan_threshold longer than the outage nobody is declared
+    dead; afterwards every worker reconnects and drains the backlog."""
+    results = paths[0]
+    with Redis() as server:
+        proxy = BlackholeProxy(server.port)
+        r, fleet, tokens = fleet_with_jobs(server, paths, "60", millis=5 if SOAK else 20, url=proxy.url)
+        time.sleep(2)
+        proxy.blackhole()
+        time.sleep(20)
+        proxy.heal()
+        acc, _ = finish(fleet, r, tokens, results, "Redis unreachable 20 s (half-open)", outage_s=20)
+        logs = fleet.logs()
+        assert "recovering its jobs" not in logs, "a live process was declared dead"
+        assert acc.extra_runs == 0
+
+
+def test_script_flush_and_client_kill_mid_run(paths):
+    results = paths[0]
+    with Redis() as server:
+        r, fleet, tokens = fleet_with_jobs(server, paths, "60", millis=2 if SOAK else 5)
+        flushes = kills = 0
+        deadline = time.monotonic() + (120 if SOAK else 6)
+        while time.monotonic() < deadline and r.llen(f"{NS}:queue:default") > 0:
+            admin = server.client()
+            admin.script_flush()
+            flushes += 1
+            time.sleep(0.1)
+            admin.execute_command("CLIENT", "KILL", "TYPE", "normal")
+            kills += 1
+            time.sleep(0.2)
+        r = server.client()
+        acc, _ = finish(
+            fleet,
+            r,
+            tokens,
+            results,
+            "SCRIPT FLUSH + CLIENT KILL TYPE normal",
+            flushes=flushes,
+            client_kills=kills,
+        )
+        assert flushes >= 3
+        assert acc.extra_runs == 0
+
+
+@pytest.mark.parametrize("policy", ["allkeys-lru", "noeviction"])
+def test_eviction_policy_is_warned_about_at_start(paths, policy):
+    results, logdir = paths
+    with Redis("--maxmemory", "256mb", "--maxmemory-policy", policy) as server:
+        r = server.client()
+        fleet = Fleet(server.url, results, logdir)
+        three_languages(fleet, r)
+        assert all(code == 0 for code in fleet.stop_all())
+        for name in os.listdir(logdir):
+            with open(os.path.join(logdir, name), encoding="utf-8", errors="replace") as f:
+                text = f.read()
+            warned = f"maxmemory-policy is {policy}" in text
+            assert warned == (policy != "noeviction"), f"{name}:\n{text}"
