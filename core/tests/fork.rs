@@ -22,11 +22,20 @@ fn forked_child_can_push_with_a_fresh_runtime() {
     // leaves with _exit.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
+        // As the bindings do: spawn on the runtime and wait on a channel.
+        // (Not `block_on` on this thread: its thread-local parker was copied
+        // from the parent, possibly mid-wake by a parent runtime thread.)
         let ok = std::panic::catch_unwind(|| {
             let runtime = cogworker::runtime::global();
-            let _entered = runtime.enter();
-            let client = Client::new(&config).unwrap();
-            runtime.block_on(client.push(Job::new("FromChild"))).unwrap();
+            let client = {
+                let _entered = runtime.enter();
+                Client::new(&config).unwrap()
+            };
+            let (done_tx, done_rx) = std::sync::mpsc::channel();
+            runtime.spawn(async move {
+                let _ = done_tx.send(client.push(Job::new("FromChild")).await.is_ok());
+            });
+            assert!(done_rx.recv_timeout(Duration::from_secs(15)).unwrap());
         })
         .is_ok();
         unsafe { libc::_exit(if ok { 0 } else { 1 }) };
