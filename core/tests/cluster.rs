@@ -23,9 +23,7 @@ struct Cluster {
 
 impl Cluster {
     fn start() -> Cluster {
-        let nodes: Vec<TestRedis> = (0..3)
-            .map(|_| TestRedis::start_with(&["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"]))
-            .collect();
+        let nodes: Vec<TestRedis> = (0..3).map(|_| TestRedis::start_cluster_node()).collect();
         let mut create = Command::new("redis-cli");
         create.arg("--cluster").arg("create");
         for node in &nodes {

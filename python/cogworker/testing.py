@@ -144,13 +144,15 @@ class RedisServer:
             cogworker.configure(redis_url=server.url)
     """
 
-    def __init__(self, *extra_args: str) -> None:
+    def __init__(self, *extra_args: str, port: int | None = None) -> None:
         import socket
         import tempfile
 
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port: int = s.getsockname()[1]
+        if port is None:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+        self.port: int = port
         self.dir = tempfile.mkdtemp(prefix="cogworker-redis-")
         self.extra_args = extra_args
         self.proc: Any = None

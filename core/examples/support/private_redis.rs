@@ -15,6 +15,15 @@ pub struct PrivateRedis {
     extra: Vec<String>,
 }
 
+/// A pseudo-random number without a dependency: the clock's nanoseconds
+/// mixed with the pid.
+fn rand_u16() -> u16 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    ((nanos ^ (std::process::id() << 7)).wrapping_mul(2_654_435_761) >> 16) as u16
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
@@ -22,6 +31,31 @@ fn free_port() -> u16 {
 impl PrivateRedis {
     pub fn start() -> Self {
         Self::start_with(&[])
+    }
+
+    /// A Redis Cluster node: its port must be at most 55535 (the cluster bus
+    /// listens on port + 10000), and both must be free.
+    pub fn start_cluster_node() -> Self {
+        let port = loop {
+            let port = 20_000 + (rand_u16() % 30_000);
+            let free = |p: u16| TcpListener::bind(("127.0.0.1", p)).is_ok();
+            if free(port) && free(port + 10_000) {
+                break port;
+            }
+        };
+        let dir = std::env::temp_dir().join(format!("cogworker-test-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut redis = PrivateRedis {
+            port,
+            dir,
+            child: None,
+            extra: ["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        };
+        redis.spawn();
+        redis
     }
 
     /// Extra `redis-server` arguments, e.g. `["--appendonly", "yes"]`.
