@@ -24,6 +24,20 @@ fn rand_u16() -> u16 {
     ((nanos ^ (std::process::id() << 7)).wrapping_mul(2_654_435_761) >> 16) as u16
 }
 
+/// A port in 20000..32000 (below Linux's ephemeral range, where
+/// `free_port` draws) free at `port + offset` for every offset given.
+fn port_below_ephemeral(offsets: &[u16]) -> u16 {
+    loop {
+        let port = 20_000 + rand_u16() % 12_000;
+        if offsets
+            .iter()
+            .all(|o| TcpListener::bind(("127.0.0.1", port + o)).is_ok())
+        {
+            return port;
+        }
+    }
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
@@ -36,13 +50,7 @@ impl PrivateRedis {
     /// A Redis Cluster node: its port must be at most 55535 (the cluster bus
     /// listens on port + 10000), and both must be free.
     pub fn start_cluster_node() -> Self {
-        let port = loop {
-            let port = 20_000 + (rand_u16() % 30_000);
-            let free = |p: u16| TcpListener::bind(("127.0.0.1", p)).is_ok();
-            if free(port) && free(port + 10_000) {
-                break port;
-            }
-        };
+        let port = port_below_ephemeral(&[0, 10_000]);
         let dir = std::env::temp_dir().join(format!("cogworker-test-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let mut redis = PrivateRedis {
@@ -73,9 +81,11 @@ impl PrivateRedis {
         redis
     }
 
-    /// A port nothing listens on (for "Redis down at boot").
+    /// A port nothing listens on yet (for "Redis down at boot"). Taken below
+    /// the kernel's ephemeral range, so that no other test's server is handed
+    /// the same port while this one is not yet listening.
     pub fn unstarted() -> Self {
-        let port = free_port();
+        let port = port_below_ephemeral(&[0]);
         let dir = std::env::temp_dir().join(format!("cogworker-test-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         PrivateRedis {
@@ -107,9 +117,22 @@ impl PrivateRedis {
         let deadline = Instant::now() + Duration::from_secs(10);
         let client = redis::Client::open(self.url()).unwrap();
         loop {
+            // A server that could not bind has exited: never mistake another
+            // test's server on the same port for this one.
+            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                panic!(
+                    "redis-server on port {} exited at start ({status}): port taken?",
+                    self.port
+                );
+            }
             if let Ok(mut c) = client.get_connection() {
-                match redis::cmd("PING").query::<String>(&mut c) {
-                    Ok(_) => return,
+                match redis::cmd("INFO").arg("server").query::<String>(&mut c) {
+                    Ok(info) => {
+                        let pid = self.child.as_ref().map(|c| c.id().to_string()).unwrap_or_default();
+                        let serving = info.lines().find_map(|l| l.strip_prefix("process_id:")).map(str::trim);
+                        assert_eq!(serving, Some(pid.as_str()), "port {} is another server's", self.port);
+                        return;
+                    }
                     // Up, and asking for the password it was started with.
                     Err(e) if e.to_string().contains("NOAUTH") => return,
                     Err(_) => {}
