@@ -116,8 +116,9 @@ class TestCLISignals < Minitest::Test
       SleeperJob.perform_async(1.5, 'd')
       wait_for('started') { lines.call.include?('[:start, "d"]') }
       Process.kill('TTIN', pid)
-      wait_for('dump in the logfile') { File.exist?(log) && File.read(log).include?('busy: SleeperJob') }
-      assert_includes File.read(log), 'thread main'
+      # The busy jobs are logged first, then every thread's stack.
+      wait_for('busy jobs in the logfile') { File.exist?(log) && File.read(log).include?('busy: SleeperJob') }
+      wait_for('thread stacks in the logfile') { File.read(log).include?('thread main') }
       Process.kill('TSTP', pid)
       api = Cogworker::Api.new
       wait_for('quiet') { api.processes.any? && api.processes.all? { |p| p['quiet'] } }
