@@ -3,7 +3,7 @@
 //! writes none of them.
 
 use crate::config::Config;
-use crate::connection::Redis;
+use crate::connection::{Conn, Redis};
 use crate::error::Result;
 use crate::job::{float, now, Job};
 use crate::keys::Keys;
@@ -95,17 +95,13 @@ impl Client {
             let members: Vec<(f64, &str)> = scheduled.iter().map(|(s, p)| (*s, p.as_str())).collect();
             pipe.zadd_multiple(self.keys.schedule(), &members).ignore();
         }
-        // A connection that died since the last call fails the first command
-        // sent on it (the shared connection reconnects behind it): retry
-        // once. At worst a push whose reply was lost is pushed twice, which
+        // At worst a push whose reply was lost is pushed twice, which
         // at-least-once delivery allows; a push must never be lost.
-        match pipe.query_async::<()>(&mut self.redis.conn()).await {
-            Err(e) if e.is_connection_dropped() || e.is_io_error() => {
-                tracing::warn!("push failed ({e}); retrying once on a new connection");
-                pipe.query_async::<()>(&mut self.redis.conn()).await?;
-            }
-            other => other?,
-        }
+        self.retry_once_on_drop(|mut conn| {
+            let pipe = &pipe;
+            async move { pipe.query_async::<()>(&mut conn).await }
+        })
+        .await?;
         Ok(jids)
     }
 
@@ -139,19 +135,34 @@ impl Client {
             .arg(&queue)
             .arg(job.to_json())
             .arg(run_at.unwrap_or(at));
-        // Retried once on a dropped connection, like the MULTI below: a
-        // retry of a push that did land finds the lock held by this jid and
-        // pushes nothing more.
-        let pushed: i64 = match invocation.invoke_async(&mut self.redis.conn()).await {
-            Err(e) if e.is_connection_dropped() || e.is_io_error() => {
-                tracing::warn!("push failed ({e}); retrying once on a new connection");
-                invocation.invoke_async(&mut self.redis.conn()).await?
-            }
-            other => other?,
-        };
+        // A retry of a push that did land finds the lock held by this jid
+        // and pushes nothing more.
+        let pushed: i64 = self
+            .retry_once_on_drop(|mut conn| {
+                let invocation = &invocation;
+                async move { invocation.invoke_async(&mut conn).await }
+            })
+            .await?;
         if pushed == 0 {
             tracing::debug!("{job} not pushed: a duplicate holds unique lock {digest}");
         }
         Ok(pushed == 1)
+    }
+
+    /// Runs `send` on the shared connection, and once more if the connection
+    /// had died since the last call: a dead connection fails the first
+    /// command sent on it while the shared connection reconnects behind it.
+    async fn retry_once_on_drop<T, F, Fut>(&self, send: F) -> redis::RedisResult<T>
+    where
+        F: Fn(Conn) -> Fut,
+        Fut: std::future::Future<Output = redis::RedisResult<T>>,
+    {
+        match send(self.redis.conn()).await {
+            Err(e) if e.is_connection_dropped() || e.is_io_error() => {
+                tracing::warn!("push failed ({e}); retrying once on a new connection");
+                send(self.redis.conn()).await
+            }
+            other => other,
+        }
     }
 }

@@ -50,33 +50,15 @@ impl PrivateRedis {
     /// A Redis Cluster node: its port must be at most 55535 (the cluster bus
     /// listens on port + 10000), and both must be free.
     pub fn start_cluster_node() -> Self {
-        let port = port_below_ephemeral(&[0, 10_000]);
-        let dir = std::env::temp_dir().join(format!("cogworker-test-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut redis = PrivateRedis {
-            port,
-            dir,
-            child: None,
-            extra: ["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
-        };
+        let extra = ["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"];
+        let mut redis = Self::on_port(port_below_ephemeral(&[0, 10_000]), &extra);
         redis.spawn();
         redis
     }
 
     /// Extra `redis-server` arguments, e.g. `["--appendonly", "yes"]`.
     pub fn start_with(extra: &[&str]) -> Self {
-        let port = free_port();
-        let dir = std::env::temp_dir().join(format!("cogworker-test-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut redis = PrivateRedis {
-            port,
-            dir,
-            child: None,
-            extra: extra.iter().map(|s| s.to_string()).collect(),
-        };
+        let mut redis = Self::on_port(free_port(), extra);
         redis.spawn();
         redis
     }
@@ -85,14 +67,18 @@ impl PrivateRedis {
     /// the kernel's ephemeral range, so that no other test's server is handed
     /// the same port while this one is not yet listening.
     pub fn unstarted() -> Self {
-        let port = port_below_ephemeral(&[0]);
+        Self::on_port(port_below_ephemeral(&[0]), &[])
+    }
+
+    /// A server for `port` and its data directory, not started.
+    fn on_port(port: u16, extra: &[&str]) -> Self {
         let dir = std::env::temp_dir().join(format!("cogworker-test-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         PrivateRedis {
             port,
             dir,
             child: None,
-            extra: Vec::new(),
+            extra: extra.iter().map(|s| s.to_string()).collect(),
         }
     }
 
