@@ -90,6 +90,8 @@ class TestCLI < Minitest::Test
                         out: File::NULL, err: File::NULL)
     wait_for('app loaded') { File.exist?(File.join(@tmp, 'env.txt')) }
     assert_equal 'staging,staging,staging', File.read(File.join(@tmp, 'env.txt'))
+    # TERM once the worker runs (its traps are set), not while the app loads.
+    wait_for('worker registered') { Cogworker::Api.new.processes.any? }
     Process.kill('TERM', pid)
     assert exit_status(pid).success?
   end
