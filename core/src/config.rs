@@ -1,4 +1,4 @@
-//! Settings (SPEC §5). Every setter validates and names the bad value.
+//! Settings (docs/configuration.md). Every setter validates and names the bad value.
 
 use crate::error::{Error, Result};
 use std::time::Duration;

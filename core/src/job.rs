@@ -1,4 +1,4 @@
-//! The job: one JSON object (SPEC §3). Unknown fields are kept as they are on
+//! The job: one JSON object (docs/internals.md). Unknown fields are kept as they are on
 //! every path, so newer clients and other languages can add their own.
 
 use crate::error::{Error, Result};

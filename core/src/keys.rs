@@ -1,4 +1,4 @@
-//! Every Redis key cogworker uses, built in this one module (SPEC §2).
+//! Every Redis key cogworker uses, built in this one module (docs/internals.md, "Key layout").
 //! Nothing else formats a key. With a hash-tagged namespace such as
 //! `{cogworker}` every key lands in one Redis Cluster slot.
 

@@ -1,5 +1,5 @@
 //! The worker process: wires the components together, runs them under
-//! supervision, and drives the shutdown sequence (SPEC §4 "Shutdown").
+//! supervision, and drives the shutdown sequence (docs/internals.md, "Crashes and shutdown").
 
 use crate::config::Config;
 use crate::connection::Redis;

@@ -1,7 +1,7 @@
 //! Locks a job owns (value = its jid): the run lock of an `until_executed`
 //! periodic entry (`NS:periodic:running:<pjid>`) and the lock of a unique
 //! job (`NS:unique:<digest>`). Every change is compare-and-act on the
-//! owner jid (SPEC §4 "Periodic jobs"), inside the script that moves the
+//! owner jid (docs/internals.md, "Periodic jobs"), inside the script that moves the
 //! job, or through `owned_lock.lua`.
 //!
 //! The run lock's lifetime:

@@ -1,4 +1,4 @@
-//! What a failure does to a job (SPEC §4 "Run"): count it, then retry with
+//! What a failure does to a job (docs/internals.md, "Life of a job"): count it, then retry with
 //! backoff, bury in `dead`, or discard. The decision and every payload are
 //! built here, in Rust; `fail.lua` only files the result atomically.
 

@@ -1,4 +1,4 @@
-//! `Config(**settings)`: every setting of SPEC §5, validated by the core's
+//! `Config(**settings)`: every setting of docs/configuration.md, validated by the core's
 //! setters; a bad name or value raises ConfigError naming it.
 
 use crate::errors::{to_py, ConfigError};

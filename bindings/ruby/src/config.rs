@@ -1,5 +1,5 @@
-//! Settings from a Ruby Hash (`Cogworker.configure`): every setting of SPEC
-//! §5, validated by the core's setters; errors name the setting and value.
+//! Settings from a Ruby Hash (`Cogworker.configure`): every setting of
+//! docs/configuration.md, validated by the core's setters; errors name the setting and value.
 
 use crate::errors::{raise, to_ruby};
 use cogworker::{CatchUp, Config, FetchMode};

@@ -1,4 +1,4 @@
-//! Periodic (cron) jobs (SPEC §4 "Periodic jobs"): the entries, and the
+//! Periodic (cron) jobs (docs/internals.md, "Periodic jobs"): the entries, and the
 //! ticker every worker process runs. There is no leader: each process
 //! ticks, and one script per due slot lets exactly one of them claim it and
 //! push its job (`periodic_claim.lua`).

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 module Cogworker
-  # Settings (SPEC §5). Every setter validates through the engine at once and
+  # Settings (docs/configuration.md). Every setter validates through the engine at once and
   # raises ConfigError naming the setting and value.
   class Config
     SETTINGS = %i[
