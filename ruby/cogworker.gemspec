@@ -13,12 +13,22 @@ Gem::Specification.new do |s|
   s.required_ruby_version = '>= 3.1'
   s.bindir = 'exe'
   s.executables = ['cogworker']
-  s.extensions = ['ext/cogworker/extconf.rb']
-  # The Rust sources travel with the gem (the crates and `cargo vendor`
-  # output under ext/cogworker/), so `gem install` builds offline. Vendored
-  # crates keep dot-files (.cargo-checksum.json) that cargo verifies.
-  s.files = Dir.glob(%w[lib/**/*.rb exe/* ext/**/* README.md], File::FNM_DOTMATCH)
-               .reject { |f| File.directory?(f) || f.start_with?('ext/cogworker/target/') || f.end_with?('.so') }
+  native_abi = ENV.fetch('COGWORKER_NATIVE_GEM', nil)
+  if native_abi
+    # The platform gem (scripts/build-gem): the extension compiled for one
+    # Ruby minor version, under lib/cogworker/<major.minor>/; no Rust needed.
+    s.platform = Gem::Platform.local
+    s.required_ruby_version = "~> #{native_abi}.0"
+    s.files = Dir.glob(%W[lib/**/*.rb lib/cogworker/#{native_abi}/cogworker_ext.so exe/* README.md])
+  else
+    # The source gem: the Rust sources travel with it (the crates and the
+    # `cargo vendor` output under ext/cogworker/), so `gem install` builds
+    # offline. Vendored crates keep dot-files (.cargo-checksum.json) that
+    # cargo verifies.
+    s.extensions = ['ext/cogworker/extconf.rb']
+    s.files = Dir.glob(%w[lib/**/*.rb exe/* ext/**/* README.md], File::FNM_DOTMATCH)
+                 .reject { |f| File.directory?(f) || f.start_with?('ext/cogworker/target/') || f.end_with?('.so') }
+  end
   s.require_paths = ['lib']
   s.metadata['rubygems_mfa_required'] = 'true'
 end

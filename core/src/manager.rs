@@ -133,7 +133,7 @@ impl Shared {
     pub fn new(config: Config, redis: Redis, completions: flume::Sender<Completion>, periodic: Vec<Periodic>) -> Self {
         let identity = format!(
             "{}:{}:{}",
-            gethostname::gethostname().to_string_lossy(),
+            crate::heartbeat::hostname(),
             std::process::id(),
             &job::new_jid()[..8]
         );

@@ -19,7 +19,21 @@ from .client import Client
 from .job import JobHandle, job, registry
 from .worker import Worker
 
-__version__: str = _core.__version__
+
+def _installed_version() -> str:
+    """The installed distribution's version; the engine's when run from a
+    source tree that was never installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("cogworker")
+    except PackageNotFoundError:
+        from ._core import __version__ as engine_version
+
+        return engine_version
+
+
+__version__: str = _installed_version()
 
 __all__ = [
     "Api",

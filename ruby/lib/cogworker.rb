@@ -3,7 +3,12 @@
 require 'json'
 require_relative 'cogworker/version'
 require_relative 'cogworker/errors'
-require 'cogworker/cogworker_ext'
+begin
+  # The platform gem carries the extension built for this Ruby minor version.
+  require "cogworker/#{RUBY_VERSION[/\A\d+\.\d+/]}/cogworker_ext"
+rescue LoadError
+  require 'cogworker/cogworker_ext' # built from source (gem install, or scripts/test)
+end
 require_relative 'cogworker/periodic'
 require_relative 'cogworker/config'
 require_relative 'cogworker/client'
