@@ -7,9 +7,6 @@
 //! The worker runs in a child process (this binary with `--worker`), so
 //! its RSS is its own.
 
-#[path = "support/private_redis.rs"]
-mod private_redis;
-
 use cogworker::{Client, Config, Job, Worker};
 use redis::AsyncCommands;
 use serde_json::json;
@@ -31,11 +28,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let jobs: usize = arg("--jobs").and_then(|n| n.parse().ok()).unwrap_or(20_000);
     let singles: usize = arg("--singles").and_then(|n| n.parse().ok()).unwrap_or(5_000);
-    let redis = private_redis::PrivateRedis::start();
+    let redis = cogworker::testing::RedisServer::start(&[])?;
     let mut config = Config::default();
     config.set_redis_url(&redis.url())?;
     let client = Client::new(&config)?;
-    let mut conn = redis.conn().await;
+    let mut conn = redis::Client::open(redis.url())?
+        .get_multiplexed_async_connection()
+        .await?;
 
     // Enqueue one by one.
     let started = Instant::now();

@@ -5,9 +5,6 @@
 //!
 //! Run it with `scripts/demo` (options: `--jobs N`).
 
-#[path = "support/private_redis.rs"]
-mod private_redis;
-
 use cogworker::{Api, Client, Config, Failure, Job, JobSet, Worker};
 use redis::AsyncCommands;
 use serde_json::json;
@@ -24,7 +21,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .and_then(|n| n.parse().ok())
         .unwrap_or(5_000);
 
-    let redis = private_redis::PrivateRedis::start();
+    let redis = cogworker::testing::RedisServer::start(&[])?;
     println!("demo: private redis-server on {}", redis.url());
     let mut config = Config::default();
     config.set_redis_url(&redis.url())?;
@@ -80,7 +77,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .push(Job::new("BuildReport").args([json!("weekly")]).delay(2.0))
         .await?;
     // Garbage, as a buggy producer might push it: buried in dead, bytes kept.
-    let mut raw = redis.conn().await;
+    let mut raw = redis::Client::open(redis.url())?
+        .get_multiplexed_async_connection()
+        .await?;
     raw.lpush::<_, _, i64>(client.keys().queue("default"), &b"{not json \xff"[..])
         .await?;
     println!("demo: pushed {jobs} jobs, 1 scheduled report and 1 garbage payload");

@@ -7,9 +7,6 @@
 //! `cargo run --example web_demo --features web [-- --port 7890]`; the
 //! browser test (`tests/web/`) starts it with `--port 0`.
 
-#[path = "support/private_redis.rs"]
-mod private_redis;
-
 use cogworker::web::{bind, WebOptions};
 use cogworker::{Api, Client, Config, Failure, Job, Periodic, Retry, Worker};
 use serde_json::json;
@@ -24,7 +21,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .nth(1)
         .and_then(|p| p.parse().ok())
         .unwrap_or(7890);
-    let redis = private_redis::PrivateRedis::start();
+    let redis = cogworker::testing::RedisServer::start(&[])?;
     let mut config = Config::default();
     config.set_redis_url(&redis.url())?;
     config.set_queues(&["critical,3", "default", "mail"])?;

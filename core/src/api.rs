@@ -9,61 +9,129 @@ use crate::job::{float, now, Job};
 use crate::retry::day_of;
 use crate::scripts::SCRIPTS;
 use redis::AsyncCommands;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// One of the sorted sets of jobs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum JobSet {
+    /// Jobs pushed to run later (`NS:schedule`).
     Scheduled,
+    /// Failed jobs waiting for their retry.
     Retry,
+    /// Jobs out of retries.
     Dead,
 }
 
+impl std::str::FromStr for JobSet {
+    type Err = crate::Error;
+    /// `scheduled` (or `schedule`), `retry`, `dead`.
+    fn from_str(name: &str) -> Result<Self> {
+        match name {
+            "scheduled" | "schedule" => Ok(JobSet::Scheduled),
+            "retry" => Ok(JobSet::Retry),
+            "dead" => Ok(JobSet::Dead),
+            other => Err(crate::Error::invalid_argument(
+                "set",
+                format!("{other:?}"),
+                "must be \"scheduled\", \"retry\" or \"dead\"",
+            )),
+        }
+    }
+}
+
 /// A queue's state.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct QueueInfo {
+    /// The queue's name.
     pub name: String,
+    /// Jobs waiting on it.
     pub size: u64,
     /// Seconds the oldest job has waited (0 when empty).
     pub latency: f64,
+    /// Paused: no worker takes from it.
     pub paused: bool,
 }
 
-/// An entry of a job set: its score and the payload as stored.
-#[derive(Clone, Debug)]
+/// An entry of a job set: its score and the payload as stored. Serialized
+/// as `{score, payload (text), job (parsed, or null)}`; read back from
+/// `{score, payload}`.
+#[derive(Clone, Debug, Deserialize)]
 pub struct SetEntry {
+    /// Run-at, retry-at or died-at (epoch seconds).
     pub score: f64,
+    /// The payload's bytes.
+    #[serde(rename = "payload", deserialize_with = "payload_bytes")]
     pub raw: Vec<u8>,
 }
 
+fn payload_bytes<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Vec<u8>, D::Error> {
+    String::deserialize(d).map(String::into_bytes)
+}
+
+impl Serialize for SetEntry {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut entry = s.serialize_struct("SetEntry", 3)?;
+        entry.serialize_field("score", &self.score)?;
+        entry.serialize_field("payload", &String::from_utf8_lossy(&self.raw))?;
+        entry.serialize_field("job", &self.job().map(Job::into_value))?;
+        entry.end()
+    }
+}
+
 impl SetEntry {
+    /// The payload parsed, if it is a job.
     pub fn job(&self) -> Option<Job> {
         Job::parse(&self.raw).ok()
     }
 }
 
 /// A registered worker process.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct ProcessInfo {
+    /// `host:pid:random`.
     pub identity: String,
+    /// `{hostname, pid, concurrency, queues, labels, version, started_at, ...}`.
     pub info: Value,
+    /// Jobs running now.
     pub busy: u64,
+    /// Quiet: taking no new jobs.
     pub quiet: bool,
+    /// Its last heartbeat (epoch seconds).
     pub beat: f64,
 }
 
 /// Processed and failed counts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Stats {
+    /// Jobs that succeeded.
     pub processed: u64,
+    /// Failed attempts.
     pub failed: u64,
+}
+
+/// A job running now.
+#[derive(Clone, Debug, Serialize)]
+pub struct BusyJob {
+    /// The process running it.
+    pub identity: String,
+    /// The queue it came from.
+    pub queue: String,
+    /// When it started (epoch seconds).
+    pub run_at: f64,
+    /// Its payload.
+    pub job: Value,
 }
 
 /// A held lock: a unique job's (`name` = digest) or a periodic entry's run
 /// lock (`name` = pjid), with the jid owning it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct LockInfo {
+    /// The digest or pjid.
     pub name: String,
+    /// The jid holding it.
     pub owner: String,
     /// Seconds left (-1: no expiry).
     pub ttl: i64,
@@ -79,6 +147,20 @@ pub struct PeriodicInfo {
     pub last_slot: Option<i64>,
     /// The run lock's owner while an `until_executed` run is pending.
     pub running: Option<String>,
+}
+
+impl Serialize for PeriodicInfo {
+    /// The entry's fields, plus `pjid`, `last_slot` and `running`.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut entry = match &self.entry {
+            Value::Object(fields) => fields.clone(),
+            _ => serde_json::Map::new(),
+        };
+        entry.insert("pjid".into(), Value::String(self.pjid.clone()));
+        entry.insert("last_slot".into(), self.last_slot.into());
+        entry.insert("running".into(), self.running.clone().into());
+        entry.serialize(s)
+    }
 }
 
 /// Ops over one namespace, through a [`Client`]'s connection.
@@ -341,9 +423,26 @@ impl Api {
         }
         Ok(out)
     }
-    /// Busy slots of one process: `(slot, JSON {queue, payload, run_at})`.
-    pub async fn busy(&self, identity: &str) -> Result<Vec<(String, String)>> {
-        Ok(self.conn().hgetall(self.client.keys().workers(identity)).await?)
+    /// The jobs running now, in every live process.
+    pub async fn busy(&self) -> Result<Vec<BusyJob>> {
+        let mut busy = Vec::new();
+        for process in self.processes().await? {
+            let slots: Vec<(String, String)> = self
+                .conn()
+                .hgetall(self.client.keys().workers(&process.identity))
+                .await?;
+            for (_, entry) in slots {
+                let entry: Value = serde_json::from_str(&entry).unwrap_or(Value::Null);
+                busy.push(BusyJob {
+                    identity: process.identity.clone(),
+                    queue: entry["queue"].as_str().unwrap_or_default().to_string(),
+                    run_at: entry["run_at"].as_f64().unwrap_or_default(),
+                    job: entry["payload"].clone(),
+                });
+            }
+        }
+        busy.sort_by(|a, b| a.run_at.total_cmp(&b.run_at));
+        Ok(busy)
     }
     pub async fn quiet_process(&self, identity: &str) -> Result<()> {
         let _: i64 = self

@@ -54,8 +54,9 @@ impl Client {
         let mut unique: Vec<(usize, Job)> = Vec::new();
         for (index, mut job) in jobs.into_iter().enumerate() {
             job.prepare_for_push(at).map_err(|e| match e {
-                crate::Error::InvalidJob { field, reason } if index > 0 => crate::Error::InvalidJob {
+                crate::Error::InvalidJob { field, value, reason } if index > 0 => crate::Error::InvalidJob {
                     field: format!("jobs[{index}].{field}"),
+                    value,
                     reason,
                 },
                 other => other,

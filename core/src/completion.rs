@@ -6,12 +6,13 @@
 //! that fails is retried, never dropped: until it succeeds the job stays on
 //! the in-progress list, where shutdown or recovery will find it.
 
+use crate::delivery::Delivery;
 use crate::handler::Outcome;
 use crate::job::{now, Job};
 use crate::locks::{self, JobLocks};
-use crate::manager::{Completion, Delivery, Shared};
 use crate::retry::{day_of, dead_bounds, history_entry, plan_failure, Disposition, FailurePlan};
 use crate::scripts::SCRIPTS;
+use crate::shared::Shared;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,6 +22,28 @@ const BATCH: usize = 500;
 /// While stopping, how long a failing write is retried before giving up
 /// (the job then stays on the in-progress list for recovery).
 const STOPPING_RETRY_LIMIT: Duration = Duration::from_secs(10);
+
+/// What the completion task settles.
+pub(crate) enum Completion {
+    Done {
+        delivery: Delivery,
+        outcome: Outcome,
+        finished_at: f64,
+    },
+    /// Not a runnable job: bury its bytes in `dead`.
+    Bury {
+        queue: String,
+        raw: Vec<u8>,
+        reason: String,
+    },
+    /// A job taken here that will not run here after all: back on its queue.
+    Requeue { queue: String, raw: Vec<u8>, job: Job },
+    /// A slot started a job owning a periodic run lock: shorten the lock to
+    /// its running TTL.
+    Started { run_lock: String, jid: String },
+    /// Reply once everything sent before this has been written to Redis.
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
 
 pub(crate) async fn run(shared: Arc<Shared>, completions: flume::Receiver<Completion>) {
     while let Ok(first) = completions.recv_async().await {
@@ -72,6 +95,16 @@ async fn settle(shared: &Shared, batch: Vec<Completion>) {
                     bury_unparseable(shared, &owner, shared.is_reliable(), &queue, &raw, &reason)
                 })
                 .await;
+            }
+            Completion::Requeue { queue, raw, job } => {
+                let (identity, reliable) = (&shared.identity, shared.is_reliable());
+                persist(shared, "putting a job back on its queue", || async {
+                    crate::recovery::requeue_one(shared, identity, &raw, &job, 0, reliable)
+                        .await
+                        .map(drop)
+                })
+                .await;
+                tracing::info!("{job} put back on queue {queue}");
             }
             Completion::Started { run_lock, jid } => {
                 // Best effort: the next heartbeat shortens it too.
@@ -217,10 +250,11 @@ async fn file(
 }
 
 /// Retries `write` until it succeeds; while stopping, for a bounded time.
-async fn persist<F, Fut>(shared: &Shared, what: &str, mut write: F)
+async fn persist<F, Fut, E>(shared: &Shared, what: &str, mut write: F)
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = redis::RedisResult<()>>,
+    Fut: Future<Output = Result<(), E>>,
+    E: std::fmt::Display,
 {
     let mut delay = Duration::from_millis(100);
     let mut stopping_since: Option<Instant> = None;

@@ -275,6 +275,11 @@ impl Config {
         self.history_max = entries;
         self
     }
+    /// Seconds a job is kept in `dead` before it is trimmed.
+    pub fn set_dead_timeout(&mut self, seconds: f64) -> Result<&mut Self> {
+        self.dead_timeout = positive("dead_timeout", seconds)?;
+        Ok(self)
+    }
     pub fn set_dead_max_jobs(&mut self, entries: usize) -> Result<&mut Self> {
         if entries == 0 {
             return Err(Error::config("dead_max_jobs", entries, "must be at least 1"));
@@ -312,6 +317,10 @@ impl Config {
     }
     pub fn shutdown_timeout(&self) -> Duration {
         Duration::from_secs_f64(self.shutdown_timeout)
+    }
+    /// Seconds, as set.
+    pub fn unique_lock_ttl(&self) -> f64 {
+        self.unique_lock_ttl
     }
     /// Whole seconds: `SET ... EX` rejects a fractional TTL.
     pub fn unique_lock_ttl_secs(&self) -> u64 {

@@ -4,10 +4,12 @@
 //! quiet; a fetch already under way is finished and its jobs handed over,
 //! never dropped.
 
+use crate::completion::Completion;
 use crate::config::FetchMode;
+use crate::delivery::Delivery;
 use crate::fetch::{is_unsupported, BasicFetch, Fetched, Fetcher, ReliableFetch};
 use crate::job::Job;
-use crate::manager::{sleep_unless, Completion, Delivery, Lifecycle, Shared};
+use crate::shared::{sleep_unless, Lifecycle, Shared};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -111,21 +113,28 @@ pub(crate) async fn resolve_fetch_mode(shared: &Shared) -> crate::error::Result<
              (a job is lost if its process dies mid-job)"
         );
         shared.set_basic_fetch();
+        return Ok(());
+    }
+    let missing = crate::fetch::commands_missing(shared).await?;
+    if !missing.is_empty() {
+        tracing::warn!(
+            "reliable fetch needs {} but this server does not offer {}; falling back to basic fetch \
+             (a job is lost if its process dies mid-job)",
+            "LMOVE and BLMOVE",
+            missing.join(" and ")
+        );
+        shared.set_basic_fetch();
     }
     Ok(())
 }
 
-fn hand_over(shared: &Shared, slots: &flume::Sender<Delivery>, batch: Vec<Fetched>) {
+fn hand_over(shared: &Arc<Shared>, slots: &flume::Sender<Delivery>, batch: Vec<Fetched>) {
     for Fetched { queue, raw } in batch {
         match Job::parse(&raw) {
             Ok(job) => {
-                let delivery = shared.new_delivery(queue, raw, job);
-                if let Err(flume::SendError(delivery)) = slots.send(delivery) {
-                    // Every slot is gone (shutdown): it stays on the
-                    // in-progress list, which shutdown requeues.
-                    shared.release_slot();
-                    drop(delivery);
-                }
+                // Every slot gone (shutdown): the delivery comes back and is
+                // dropped unstarted, which puts it back on its queue.
+                let _ = slots.send(shared.new_delivery(queue, raw, job));
             }
             Err(reason) => {
                 tracing::warn!("burying an unparseable payload from queue {queue}: {reason}");

@@ -1,5 +1,6 @@
 //! The one error type of the core. Each variant maps to its own exception
-//! class in the Python and Ruby bindings, so keep variants few and distinct.
+//! class in the Python and Ruby bindings (one mapping file each), which also
+//! carry [`Error::field`] and [`Error::value`] as attributes.
 
 /// Everything that can go wrong in cogworker, by kind.
 #[derive(Debug, thiserror::Error)]
@@ -7,14 +8,36 @@ pub enum Error {
     /// A setting has an invalid value. Names the setting and the value.
     #[error("invalid config {field} = {value}: {reason}")]
     Config {
+        /// The setting (`concurrency`, `queues`, ...).
         field: &'static str,
+        /// The value given, as the user wrote it near enough.
         value: String,
+        /// What it must be instead.
         reason: String,
     },
 
     /// A job to push is malformed. Names the field; nothing was written.
-    #[error("invalid job: {field}: {reason}")]
-    InvalidJob { field: String, reason: String },
+    #[error("invalid job: {field}{}: {reason}", shown(.value))]
+    InvalidJob {
+        /// The field (`queue`, `args[2]`, `jobs[3].at`, ...).
+        field: String,
+        /// The offending value, where there is one to show.
+        value: Option<String>,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// An argument of a call is not what the call takes (an ops-API call's
+    /// parameter; in Ruby, a job argument that is not a JSON type).
+    #[error("invalid argument {field} = {value}: {reason}")]
+    InvalidArgument {
+        /// The parameter (`set`, `args[1]`, ...).
+        field: String,
+        /// The value given.
+        value: String,
+        /// What it must be instead.
+        reason: String,
+    },
 
     /// Talking to Redis failed (connection, timeout, command error).
     #[error("redis: {0}")]
@@ -22,15 +45,12 @@ pub enum Error {
 
     /// A Lua script returned something other than its header promises.
     #[error("script {script}: {reason}")]
-    Script { script: &'static str, reason: String },
-
-    /// The worker is stopping or stopped; the call cannot be served.
-    #[error("worker is shutting down")]
-    ShuttingDown,
-
-    /// A handler failed (used when a binding reports a failure by value).
-    #[error("{class}: {message}")]
-    Handler { class: String, message: String },
+    Script {
+        /// The script's file name, without `.lua`.
+        script: &'static str,
+        /// What it returned.
+        reason: String,
+    },
 }
 
 impl Error {
@@ -45,21 +65,50 @@ impl Error {
     pub(crate) fn invalid_job(field: impl ToString, reason: impl ToString) -> Self {
         Error::InvalidJob {
             field: field.to_string(),
+            value: None,
             reason: reason.to_string(),
         }
     }
 
-    /// The `class` of this error as stored in a job's `error_class`.
-    pub fn kind_name(&self) -> &'static str {
+    pub(crate) fn invalid_value(field: impl ToString, value: impl ToString, reason: impl ToString) -> Self {
+        Error::InvalidJob {
+            field: field.to_string(),
+            value: Some(value.to_string()),
+            reason: reason.to_string(),
+        }
+    }
+
+    pub(crate) fn invalid_argument(field: impl ToString, value: impl ToString, reason: impl ToString) -> Self {
+        Error::InvalidArgument {
+            field: field.to_string(),
+            value: value.to_string(),
+            reason: reason.to_string(),
+        }
+    }
+
+    /// The setting or job field the error is about, if any.
+    pub fn field(&self) -> Option<&str> {
         match self {
-            Error::Config { .. } => "cogworker::ConfigError",
-            Error::InvalidJob { .. } => "cogworker::InvalidJob",
-            Error::Redis(_) => "cogworker::RedisError",
-            Error::Script { .. } => "cogworker::ScriptError",
-            Error::ShuttingDown => "cogworker::ShuttingDown",
-            Error::Handler { .. } => "cogworker::HandlerError",
+            Error::Config { field, .. } => Some(field),
+            Error::InvalidJob { field, .. } | Error::InvalidArgument { field, .. } => Some(field),
+            _ => None,
+        }
+    }
+
+    /// The offending value, if the error is about one.
+    pub fn value(&self) -> Option<&str> {
+        match self {
+            Error::Config { value, .. } => Some(value),
+            Error::InvalidJob { value, .. } => value.as_deref(),
+            Error::InvalidArgument { value, .. } => Some(value),
+            _ => None,
         }
     }
 }
 
+fn shown(value: &Option<String>) -> String {
+    value.as_deref().map(|v| format!(" = {v}")).unwrap_or_default()
+}
+
+/// The core's `Result`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -199,14 +199,13 @@ impl Registry {
         names
     }
 
-    /// Runs `job` through the middleware and its handler, catching panics;
-    /// a failure carries the handler's retry delay when it has one.
+    /// Runs `job` through the middleware and its handler. A panic anywhere
+    /// in them (the synchronous part of a closure or of `Middleware::call`
+    /// included) or in the handler's `retry_in` is caught and reported as
+    /// a failure; a failure carries the handler's retry delay when it has one.
     pub(crate) async fn run(&self, job: &Job) -> Outcome {
         let Some(handler) = self.handlers.get(job.class()).cloned() else {
-            return Outcome::Failure(Failure::new(
-                "cogworker::UnknownHandler",
-                format!("no handler registered for class {:?}", job.class()),
-            ));
+            return Outcome::Failure(crate::delivery::unknown_handler(job));
         };
         let retry_count = job.retry_count();
         let next = Next {
@@ -214,8 +213,9 @@ impl Registry {
             index: 0,
             handler: handler.clone(),
         };
-        // Its own task, so a panic is caught and reported as a failure.
-        let result = match tokio::spawn(next.run(job.clone())).await {
+        // Its own task, calls included, so a panic is caught as a failure.
+        let owned = job.clone();
+        let result = match tokio::spawn(async move { next.run(owned).await }).await {
             Ok(result) => result,
             Err(e) => Err(panic_failure(e)),
         };
@@ -223,7 +223,11 @@ impl Registry {
             Ok(()) => Outcome::Success,
             Err(mut failure) => {
                 if failure.retry_in.is_none() {
-                    failure.retry_in = handler.retry_in(retry_count, job);
+                    let hook = std::panic::AssertUnwindSafe(|| handler.retry_in(retry_count, job));
+                    failure.retry_in = std::panic::catch_unwind(hook).unwrap_or_else(|_| {
+                        tracing::warn!("retry_in of {} panicked; using the default backoff", job.class());
+                        None
+                    });
                 }
                 Outcome::Failure(failure)
             }

@@ -86,6 +86,11 @@ impl Job {
         self
     }
 
+    /// An empty stand-in, for moving a job out of a value being dropped.
+    pub(crate) fn placeholder() -> Self {
+        Job { fields: Map::new() }
+    }
+
     /// Takes a JSON object as a job to push; see [`Job::validate`].
     pub fn from_value(value: Value) -> Result<Self> {
         match value {
@@ -123,14 +128,10 @@ impl Job {
 
     /// Checks every known field a pusher may set; the error names the field.
     pub fn validate(&mut self) -> Result<()> {
+        let bad = |field: &str, value: &Value, reason: &str| Error::invalid_value(field, value, reason);
         match self.fields.get("class") {
             Some(Value::String(c)) if !c.trim().is_empty() => {}
-            Some(v) => {
-                return Err(Error::invalid_job(
-                    "class",
-                    format!("must be a non-empty string, got {v}"),
-                ))
-            }
+            Some(v) => return Err(bad("class", v, "must be a non-empty string")),
             None => return Err(Error::invalid_job("class", "is required")),
         }
         match self.fields.get("args") {
@@ -138,15 +139,16 @@ impl Job {
                 self.fields.insert("args".into(), Value::Array(Vec::new()));
             }
             Some(Value::Array(_)) => {}
-            Some(v) => return Err(Error::invalid_job("args", format!("must be an array, got {v}"))),
+            Some(v) => return Err(bad("args", v, "must be an array")),
         }
         match self.fields.get("queue") {
             None => {
                 self.fields.insert("queue".into(), Value::String("default".into()));
             }
-            Some(Value::String(q)) => crate::config::validate_queue_name(q)
-                .map_err(|reason| Error::invalid_job("queue", format!("{q:?}: {reason}")))?,
-            Some(v) => return Err(Error::invalid_job("queue", format!("must be a string, got {v}"))),
+            Some(Value::String(q)) => {
+                crate::config::validate_queue_name(q).map_err(|reason| bad("queue", &self.fields["queue"], reason))?
+            }
+            Some(v) => return Err(bad("queue", v, "must be a string")),
         }
         match self.fields.get("retry") {
             None => {
@@ -154,34 +156,21 @@ impl Job {
             }
             Some(Value::Bool(_)) => {}
             Some(v) if v.as_u64().is_some_and(|n| n <= u32::MAX as u64) => {}
-            Some(v) => {
-                return Err(Error::invalid_job(
-                    "retry",
-                    format!("must be true, false or a whole number >= 0, got {v}"),
-                ))
-            }
+            Some(v) => return Err(bad("retry", v, "must be true, false or a whole number >= 0")),
         }
         match self.fields.get("jid") {
             None => {}
             Some(Value::String(j)) if !j.is_empty() && j.len() <= 64 => {}
-            Some(v) => {
-                return Err(Error::invalid_job(
-                    "jid",
-                    format!("must be a non-empty string, got {v}"),
-                ))
-            }
+            Some(v) => return Err(bad("jid", v, "must be a non-empty string of at most 64 characters")),
         }
         if let Some(at) = self.fields.get("at") {
             if !at.as_f64().is_some_and(f64::is_finite) {
-                return Err(Error::invalid_job("at", format!("must be epoch seconds, got {at}")));
+                return Err(bad("at", at, "must be epoch seconds"));
             }
         }
         if let Some(ttl) = self.fields.get("unique_for") {
             if !ttl.as_f64().is_some_and(|t| t.is_finite() && t > 0.0) {
-                return Err(Error::invalid_job(
-                    "unique_for",
-                    format!("must be a positive number of seconds, got {ttl}"),
-                ));
+                return Err(bad("unique_for", ttl, "must be a positive number of seconds"));
             }
         }
         Ok(())

@@ -1,13 +1,15 @@
 //! The worker process: wires the components together, runs them under
 //! supervision, and drives the shutdown sequence (docs/internals.md, "Crashes and shutdown").
 
+use crate::completion::Completion;
 use crate::config::Config;
 use crate::connection::Redis;
+use crate::delivery::Delivery;
 use crate::error::Result;
 use crate::handler::{AsyncFn, BlockingFn, Handler, HandlerResult, Middleware, Outcome, Registry, WithRetryIn};
 use crate::job::Job;
-use crate::manager::{BusyEntry, Completion, Delivery, Lifecycle, Shared};
 use crate::periodic::{self, Periodic};
+use crate::shared::{BusyEntry, Lifecycle, Shared};
 use crate::{completion, dispatcher, heartbeat, logging, processor, recovery, scheduler};
 use std::future::Future;
 use std::sync::Arc;
@@ -104,7 +106,9 @@ impl WorkerBuilder {
     pub fn build(self) -> Result<Worker> {
         let redis = Redis::new(&self.config)?;
         let (completions_tx, completions_rx) = flume::unbounded();
-        let shared = Arc::new(Shared::new(self.config, redis, completions_tx, self.periodic));
+        let mut handlers: std::collections::HashSet<String> = self.registry.classes().into_iter().collect();
+        handlers.extend(self.host_classes.iter().cloned());
+        let shared = Arc::new(Shared::new(self.config, redis, completions_tx, self.periodic, handlers));
         let (slots_tx, slots_rx) = flume::unbounded();
         Ok(Worker {
             shared,
@@ -224,8 +228,10 @@ impl Worker {
         let mut processors = Vec::new();
         if !self.host_slots {
             for _ in 0..config.concurrency() {
-                let (s, r, rx) = (shared.clone(), self.registry.clone(), self.slots_rx.clone());
-                processors.push(tokio::spawn(processor::run(s, r, rx)));
+                let (registry, slots) = (self.registry.clone(), self.slots_rx.clone());
+                processors.push(supervise("processor", &shared, move |s| {
+                    processor::run(s, registry.clone(), slots.clone())
+                }));
             }
         }
         tracing::info!(
@@ -303,8 +309,7 @@ async fn shutdown(shared: &Arc<Shared>, dispatcher: JoinHandle<()>, slots: &flum
     // in-progress list, which is requeued below (reliable fetch).
     let mut never_started = Vec::new();
     while let Ok(delivery) = slots.try_recv() {
-        shared.release_slot();
-        never_started.push(delivery);
+        never_started.push(delivery.give_back());
     }
 
     let deadline = Instant::now() + timeout;
@@ -333,12 +338,12 @@ async fn shutdown(shared: &Arc<Shared>, dispatcher: JoinHandle<()>, slots: &flum
     }
 }
 
-async fn requeue_unfinished(shared: &Shared, never_started: Vec<Delivery>) -> Result<usize> {
+async fn requeue_unfinished(shared: &Shared, never_started: Vec<Vec<u8>>) -> Result<usize> {
     if shared.is_reliable() {
         return recovery::requeue_list(shared, &shared.identity, 0).await;
     }
     // Basic fetch: the only copy is in memory.
-    let mut payloads: Vec<Vec<u8>> = never_started.into_iter().map(|d| d.raw).collect();
+    let mut payloads = never_started;
     payloads.extend(shared.busy_snapshot().into_iter().map(|(_, e)| e.raw));
     for raw in &payloads {
         match Job::parse(raw) {
@@ -422,7 +427,11 @@ impl WorkerHandle {
             }
             let left = deadline.saturating_duration_since(Instant::now());
             match self.slots.recv_timeout(left.min(Duration::from_millis(100))) {
-                Ok(delivery) => return self.started(delivery),
+                Ok(delivery) => {
+                    if let Some(delivery) = self.shared.begin(delivery) {
+                        return NextJob::Job(delivery);
+                    }
+                }
                 Err(flume::RecvTimeoutError::Disconnected) => return NextJob::Stopped,
                 Err(flume::RecvTimeoutError::Timeout) if left.is_zero() => return NextJob::Idle,
                 Err(flume::RecvTimeoutError::Timeout) => {}
@@ -432,35 +441,42 @@ impl WorkerHandle {
 
     /// The next job if one is ready now.
     pub fn try_next_job(&self) -> NextJob {
-        if self.shared.is_stopping() {
-            return NextJob::Stopped;
-        }
-        match self.slots.try_recv() {
-            Ok(delivery) => self.started(delivery),
-            Err(flume::TryRecvError::Empty) => NextJob::Idle,
-            Err(flume::TryRecvError::Disconnected) => NextJob::Stopped,
+        loop {
+            if self.shared.is_stopping() {
+                return NextJob::Stopped;
+            }
+            match self.slots.try_recv() {
+                Ok(delivery) => {
+                    if let Some(delivery) = self.shared.begin(delivery) {
+                        return NextJob::Job(delivery);
+                    }
+                }
+                Err(flume::TryRecvError::Empty) => return NextJob::Idle,
+                Err(flume::TryRecvError::Disconnected) => return NextJob::Stopped,
+            }
         }
     }
 
     /// Waits for the next job without blocking a thread.
     pub async fn next_job_async(&self) -> NextJob {
-        tokio::select! {
-            received = self.slots.recv_async() => match received {
-                Ok(delivery) => self.started(delivery),
-                Err(_) => NextJob::Stopped,
-            },
-            _ = self.shared.reached(Lifecycle::Stopping) => NextJob::Stopped,
+        loop {
+            tokio::select! {
+                received = self.slots.recv_async() => match received {
+                    Ok(delivery) => {
+                        if let Some(delivery) = self.shared.begin(delivery) {
+                            return NextJob::Job(delivery);
+                        }
+                    }
+                    Err(_) => return NextJob::Stopped,
+                },
+                _ = self.shared.reached(Lifecycle::Stopping) => return NextJob::Stopped,
+            }
         }
-    }
-
-    fn started(&self, mut delivery: Delivery) -> NextJob {
-        self.shared.start(&mut delivery);
-        NextJob::Job(delivery)
     }
 
     /// Reports how a job taken with `next_job` ended. Never blocks.
     pub fn complete(&self, delivery: Delivery, outcome: Outcome) {
-        self.shared.finish(delivery, outcome);
+        delivery.settle(outcome);
     }
 
     /// Opt-in signal handling for a plain-Rust worker: TERM/INT stop, TSTP

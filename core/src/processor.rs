@@ -1,16 +1,19 @@
 //! Slots that run Rust handlers: each takes the next delivery, runs it
-//! through the middleware and its handler, and reports the outcome.
+//! through the middleware and its handler, and settles it with the outcome.
 //! Host-language slots (Python, Ruby threads) do the same through
-//! [`crate::WorkerHandle::next_job`] and [`crate::WorkerHandle::complete`].
+//! [`crate::WorkerHandle::next_job`].
 
+use crate::delivery::Delivery;
 use crate::handler::Registry;
-use crate::manager::{Delivery, Shared};
+use crate::shared::Shared;
 use std::sync::Arc;
 
 pub(crate) async fn run(shared: Arc<Shared>, registry: Arc<Registry>, slots: flume::Receiver<Delivery>) {
-    while let Ok(mut delivery) = slots.recv_async().await {
-        shared.start(&mut delivery);
-        let outcome = registry.run(&delivery.job).await;
-        shared.finish(delivery, outcome);
+    while let Ok(delivery) = slots.recv_async().await {
+        let Some(delivery) = shared.begin(delivery) else {
+            continue;
+        };
+        let outcome = registry.run(delivery.job()).await;
+        delivery.settle(outcome);
     }
 }

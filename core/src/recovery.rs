@@ -8,8 +8,8 @@
 use crate::error::Result;
 use crate::job::Job;
 use crate::locks::{queued_ttl, JobLocks};
-use crate::manager::{jittered, sleep_unless, Lifecycle, Shared};
 use crate::scripts::SCRIPTS;
+use crate::shared::{jittered, sleep_unless, Lifecycle, Shared};
 use redis::AsyncCommands;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;

@@ -6,8 +6,8 @@
 
 use crate::error::Result;
 use crate::job::{float, now, Job};
-use crate::manager::{jittered, sleep_unless, Lifecycle, Shared};
 use crate::scripts::SCRIPTS;
+use crate::shared::{jittered, sleep_unless, Lifecycle, Shared};
 use redis::AsyncCommands;
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -188,14 +188,14 @@ async fn registry_shows_the_process_and_its_busy_slots() {
     wait_busy(&handle, 1).await;
     let api2 = api.clone();
     let identity = handle.identity().to_string();
-    let id2 = identity.clone();
     wait_until("busy slot published", Duration::from_secs(5), move || {
-        let (api, id) = (api2.clone(), id2.clone());
-        async move { !api.busy(&id).await.unwrap().is_empty() }
+        let api = api2.clone();
+        async move { !api.busy().await.unwrap().is_empty() }
     })
     .await;
-    let busy = api.busy(&identity).await.unwrap();
-    assert!(busy[0].1.contains(&jid), "{:?}", busy);
+    let busy = api.busy().await.unwrap();
+    assert_eq!(busy[0].identity, identity);
+    assert_eq!(busy[0].job["jid"], json!(jid), "{busy:?}");
     let processes = api.processes().await.unwrap();
     assert_eq!(processes.len(), 1);
     assert_eq!(processes[0].identity, identity);
@@ -258,7 +258,7 @@ async fn host_threads_take_and_settle_jobs() {
     config.set_concurrency(4).unwrap();
     let client = Client::new(&config).unwrap();
     let api = Api::new(client.clone());
-    let worker = Worker::builder(config).host_slots().build().unwrap();
+    let worker = host_worker(config, &["Host"]);
     let handle = worker.handle();
     let running = tokio::spawn(worker.run());
     // Plain OS threads, as Python or Ruby slots would be: no tokio here.

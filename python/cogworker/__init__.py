@@ -11,7 +11,7 @@ from __future__ import annotations
 import os as _os
 
 from . import _core, testing
-from ._core import ConfigError, Error, HandlerError, InvalidJob, RedisError, ScriptError, ShuttingDown
+from ._core import ConfigError, Error, InvalidArgument, InvalidJob, RedisError, ScriptError
 from ._periodic import periodic
 from ._settings import configure
 from .api import Api
@@ -40,12 +40,11 @@ __all__ = [
     "Client",
     "ConfigError",
     "Error",
-    "HandlerError",
+    "InvalidArgument",
     "InvalidJob",
     "JobHandle",
     "RedisError",
     "ScriptError",
-    "ShuttingDown",
     "Worker",
     "configure",
     "job",

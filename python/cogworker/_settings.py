@@ -9,26 +9,31 @@ from . import _core
 
 _lock = threading.Lock()
 _settings: dict[str, Any] = {}
-_default_client: Any = None
+_generation = 0
 
 
 def configure(**settings: Any) -> None:
-    """Set any setting of the engine (``redis_url``, ``namespace``, ``concurrency``,
-    ``queues``, ``fetch``, ``shutdown_timeout``, ...). Validated at once: a bad
-    name or value raises ``cogworker.ConfigError`` naming it. Later calls
-    override earlier ones, and the default client is rebuilt."""
-    global _default_client
+    """Set any setting (``redis_url``, ``namespace``, ``concurrency``,
+    ``queues``, ``fetch``, ``shutdown_timeout``, ... see docs/configuration.md).
+    Validated at once: a bad name or value raises ``cogworker.ConfigError``
+    naming it. Later calls override earlier ones."""
+    global _generation
     with _lock:
         merged = {**_settings, **settings}
         _core.Config(**merged)  # validates; raises ConfigError
         _settings.clear()
         _settings.update(merged)
-        _default_client = None
+        _generation += 1
 
 
 def settings() -> dict[str, Any]:
     with _lock:
         return dict(_settings)
+
+
+def generation() -> int:
+    """Changes whenever the settings do (clients built before are stale)."""
+    return _generation
 
 
 def make_config(**overrides: Any) -> _core.Config:
@@ -38,22 +43,9 @@ def make_config(**overrides: Any) -> _core.Config:
     return _core.Config(**merged)
 
 
-def default_client() -> Any:
-    global _default_client
-    with _lock:
-        client = _default_client
-    if client is None:
-        from .client import Client
-
-        client = Client()
-        with _lock:
-            _default_client = client
-    return client
-
-
 def reset() -> None:
     """Forget every setting (tests)."""
-    global _default_client
+    global _generation
     with _lock:
         _settings.clear()
-        _default_client = None
+        _generation += 1

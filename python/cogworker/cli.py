@@ -65,23 +65,10 @@ def _parser() -> argparse.ArgumentParser:
     web.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     web.add_argument("--port", type=int, default=7890, help="port (default 7890)")
     web.add_argument("--auth", metavar="USER:PASSWORD", help="require basic auth (or COGWORKER_WEB_AUTH)")
-    for name, help_text in [
-        ("stats", "processed/failed totals and today, set sizes"),
-        ("queues", "queues with size, latency, paused"),
-        ("processes", "live worker processes"),
-    ]:
-        sub.add_parser(name, parents=[connection], help=help_text)
-    for name, arg, help_text in [
-        ("retry-all", "SET", "retry every job of a set now (scheduled, retry, dead)"),
-        ("clear", "SET", "delete every job of a set"),
-        ("pause", "QUEUE", "pause a queue"),
-        ("unpause", "QUEUE", "resume a queue"),
-        ("clear-queue", "QUEUE", "delete every job on a queue"),
-        ("quiet", "IDENTITY", "tell a process to stop taking jobs"),
-        ("stop", "IDENTITY", "tell a process to shut down"),
-    ]:
+    for name, arg, help_text in _core.admin_commands():
         admin = sub.add_parser(name, parents=[connection], help=help_text)
-        admin.add_argument("target", metavar=arg)
+        if arg is not None:
+            admin.add_argument("target", metavar=arg)
     return parser
 
 
@@ -189,47 +176,8 @@ def run_admin(args: argparse.Namespace) -> int:
     from .api import Api
 
     api = Api(redis_url=args.redis_url, namespace=args.namespace)
-    command = args.command
-    if command == "stats":
-        totals, today = api.stats(), api.stats(_today())
-        print(f"processed  {totals['processed']:>12}  today {today['processed']}")
-        print(f"failed     {totals['failed']:>12}  today {today['failed']}")
-        for name in ("scheduled", "retry", "dead"):
-            print(f"{name:<10} {api.set_size(name):>12}")
-    elif command == "queues":
-        print(f"{'QUEUE':<24} {'SIZE':>10} {'LATENCY':>10}  STATE")
-        for q in api.queues():
-            state = "paused" if q["paused"] else "running"
-            print(f"{q['name']:<24} {q['size']:>10} {q['latency']:>9.1f}s  {state}")
-    elif command == "processes":
-        for p in api.processes():
-            info = p["info"]
-            print(
-                f"{p['identity']}  busy {p['busy']}/{info.get('concurrency')}  "
-                f"queues {' '.join(info.get('queues', []))}{'  quiet' if p['quiet'] else ''}"
-            )
-    elif command == "retry-all":
-        print(f"retried {api.retry_all(args.target)} job(s) from {args.target}")
-    elif command == "clear":
-        print(f"deleted {api.clear_set(args.target)} job(s) from {args.target}")
-    elif command == "clear-queue":
-        print(f"deleted {api.clear_queue(args.target)} job(s) from queue {args.target}")
-    else:
-        send = {
-            "pause": api.pause_queue,
-            "unpause": api.unpause_queue,
-            "quiet": api.quiet_process,
-            "stop": api.stop_process,
-        }[command]
-        send(args.target)
-        print(f"{command}: {args.target}")
+    print(api.admin(args.command, getattr(args, "target", None)), end="")
     return 0
-
-
-def _today() -> str:
-    import datetime
-
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -241,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "web":
             return run_web(args)
         return run_admin(args)
-    except _core.ConfigError as e:
+    except (_core.ConfigError, _core.InvalidArgument) as e:
         print(f"cogworker: {e}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as e:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import datetime as _dt
-import json
+import threading
 from collections.abc import Iterable, Sequence
 from typing import Any, Union
 
-from . import _core, testing
-from ._settings import make_config
+from . import _core, _settings, testing
 
 When = Union[float, int, _dt.datetime]
 Delay = Union[float, int, _dt.timedelta]
@@ -32,35 +31,22 @@ def seconds(delay: Delay) -> float:
     raise TypeError(f"expected seconds or a timedelta, got {delay!r}")
 
 
-def build_payload(
-    class_name: str,
-    args: Sequence[Any],
-    *,
+def options(
     queue: str | None = None,
     retry: RetryOption | None = None,
     at: When | None = None,
+    delay: Delay | None = None,
     unique_for: Delay | None = None,
-    **fields: Any,
 ) -> dict[str, Any]:
-    payload: dict[str, Any] = {"class": class_name, "args": list(args), "queue": queue or "default"}
-    if retry is not None:
-        payload["retry"] = retry
-    if at is not None:
-        payload["at"] = epoch(at)
-    if unique_for is not None:
-        payload["unique_for"] = seconds(unique_for)
-    payload.update(fields)
-    return payload
-
-
-def encode(payload: dict[str, Any]) -> str:
-    try:
-        return json.dumps(payload, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as e:
-        raise _core.InvalidJob(
-            f"invalid job: args of {payload.get('class')!r} must be JSON data "
-            f"(str, int, float, bool, None, list, dict): {e}"
-        ) from None
+    """A push's options as the core takes them (datetimes and timedeltas as
+    seconds; None: not given)."""
+    return {
+        "queue": queue,
+        "retry": retry,
+        "at": None if at is None else epoch(at),
+        "delay": None if delay is None else seconds(delay),
+        "unique_for": None if unique_for is None else seconds(unique_for),
+    }
 
 
 class Client:
@@ -68,7 +54,7 @@ class Client:
     COGWORKER_REDIS_URL / REDIS_URL); arguments override them."""
 
     def __init__(self, redis_url: str | None = None, namespace: str | None = None) -> None:
-        self._native = _core.Client(make_config(redis_url=redis_url, namespace=namespace))
+        self._native = _core.Client(_settings.make_config(redis_url=redis_url, namespace=namespace))
 
     def enqueue(
         self,
@@ -85,11 +71,14 @@ class Client:
         args is queued, scheduled, running or retrying (at most that long),
         the push is refused and returns None.
         """
-        payload = build_payload(class_name, args, queue=queue, retry=retry, at=at, unique_for=unique_for)
-        return self.push(payload)
+        return self.push_job(class_name, args, options(queue, retry, at, None, unique_for))
 
-    def enqueue_in(self, delay: Delay, class_name: str, *args: Any, **options: Any) -> str | None:
-        return self.enqueue(class_name, *args, at=_now() + seconds(delay), **options)
+    def enqueue_in(self, delay: Delay, class_name: str, *args: Any, **opts: Any) -> str | None:
+        """Like ``enqueue``, to run ``delay`` (seconds or a timedelta) from now."""
+        given = {name: opts.pop(name, None) for name in ("queue", "retry", "unique_for")}
+        if opts:
+            raise TypeError(f"unexpected options {sorted(opts)}")
+        return self.push_job(class_name, args, options(delay=delay, **given))
 
     def enqueue_many(
         self,
@@ -103,26 +92,36 @@ class Client:
     ) -> list[str | None]:
         """Pushes one job per args tuple, all in one round trip (None for a
         unique job refused as a duplicate)."""
-        payloads = [
-            build_payload(class_name, args, queue=queue, retry=retry, at=at, unique_for=unique_for)
-            for args in args_list
-        ]
-        return self.push_bulk(payloads)
+        opts = options(queue, retry, at, None, unique_for)
+        if testing.active():
+            return [testing.record(_core.prepare_job(class_name, list(args), **opts)) for args in args_list]
+        return self._native.push_many(class_name, [list(args) for args in args_list], **opts)
+
+    def push_job(self, class_name: str, args: Sequence[Any], opts: dict[str, Any]) -> str | None:
+        """Pushes ``class_name(*args)`` with ``options(...)``."""
+        if testing.active():
+            return testing.record(_core.prepare_job(class_name, args, **opts))
+        return self._native.push_many(class_name, [args], **opts)[0]
 
     def push(self, payload: dict[str, Any]) -> str | None:
         """Pushes a raw job payload (a dict with at least ``class``); returns
         its jid, or None for a unique job whose duplicate holds the lock."""
-        if testing.active():
-            return testing.record(payload)
-        return self._native.push(encode(payload))
+        return self.push_bulk([payload])[0]
 
     def push_bulk(self, payloads: Sequence[dict[str, Any]]) -> list[str | None]:
         if testing.active():
-            return [testing.record(p) for p in payloads]
-        return self._native.push_bulk([encode(p) for p in payloads])
+            return [testing.record(_core.prepare_payload(p)) for p in payloads]
+        return self._native.push_payloads(payloads)
 
 
-def _now() -> float:
-    import time
+_default_lock = threading.Lock()
+_default: tuple[int, Client] | None = None
 
-    return time.time()
+
+def default_client() -> Client:
+    """The client the job handles push with, rebuilt when settings change."""
+    global _default
+    with _default_lock:
+        if _default is None or _default[0] != _settings.generation():
+            _default = (_settings.generation(), Client())
+        return _default[1]

@@ -6,34 +6,20 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-import threading
 from collections.abc import Sequence
 from typing import Any, Callable, Generic, TypeVar, overload
 
-from . import testing
-from ._settings import default_client
-from .client import Delay, RetryOption, When, build_payload, epoch, seconds
+from . import _registry, testing
+from .client import Delay, RetryOption, When, default_client, options
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-RetryIn = Callable[[int, BaseException], "float | None"]
-
-_registry_lock = threading.Lock()
-_registry: dict[str, JobHandle[Any]] = {}
+RetryIn = Callable[[int, BaseException], Any]
 
 
 def registry() -> dict[str, JobHandle[Any]]:
     """Handlers by class name (a copy)."""
-    with _registry_lock:
-        return dict(_registry)
-
-
-def run_sync(func: Callable[..., Any], args: Sequence[Any]) -> Any:
-    """Calls a handler, running an ``async def`` one to completion."""
-    result = func(*args)
-    if inspect.isawaitable(result):
-        return asyncio.run(_await(result))
-    return result
+    return _registry.handlers()
 
 
 async def _await(awaitable: Any) -> Any:
@@ -60,13 +46,20 @@ class JobHandle(Generic[F]):
         self.retry = retry
         self.retry_in = retry_in
         self.unique_for = unique_for
-        self.is_async = inspect.iscoroutinefunction(func)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.func(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<cogworker job {self.name} queue={self.queue!r}>"
+
+    def run(self, args: Sequence[Any]) -> Any:
+        """Calls the function with ``args``; an awaitable it returns (an
+        ``async def``, or a wrapper around one) is run to completion."""
+        result = self.func(*args)
+        if inspect.isawaitable(result):
+            return asyncio.run(_await(result))
+        return result
 
     def options(
         self,
@@ -78,7 +71,7 @@ class JobHandle(Generic[F]):
         """Enqueue with other options: ``handle.options(queue="critical").enqueue(...)``."""
         return _Bound(
             self,
-            queue=queue or self.queue,
+            queue=self.queue if queue is None else queue,
             retry=self.retry if retry is None else retry,
             unique_for=self.unique_for if unique_for is None else unique_for,
         )
@@ -91,9 +84,11 @@ class JobHandle(Generic[F]):
         return self._bound().enqueue(*args)
 
     def enqueue_in(self, delay: Delay, *args: Any) -> str | None:
+        """Pushes a job to run ``delay`` (seconds or a timedelta) from now."""
         return self._bound().enqueue_in(delay, *args)
 
     def enqueue_at(self, when: When, *args: Any) -> str | None:
+        """Pushes a job to run at ``when`` (a datetime or epoch seconds)."""
         return self._bound().enqueue_at(when, *args)
 
     # Fake-mode helpers (cogworker.testing).
@@ -119,22 +114,18 @@ class _Bound:
     ) -> None:
         self.handle, self.queue, self.retry, self.unique_for = handle, queue, retry, unique_for
 
-    def _push(self, args: Sequence[Any], at: float | None) -> str | None:
-        payload = build_payload(
-            self.handle.name, args, queue=self.queue, retry=self.retry, at=at, unique_for=self.unique_for
-        )
-        return default_client().push(payload)
+    def _push(self, args: Sequence[Any], at: When | None = None, delay: Delay | None = None) -> str | None:
+        opts = options(self.queue, self.retry, at, delay, self.unique_for)
+        return default_client().push_job(self.handle.name, args, opts)
 
     def enqueue(self, *args: Any) -> str | None:
-        return self._push(args, None)
+        return self._push(args)
 
     def enqueue_in(self, delay: Delay, *args: Any) -> str | None:
-        import time
-
-        return self._push(args, time.time() + seconds(delay))
+        return self._push(args, delay=delay)
 
     def enqueue_at(self, when: When, *args: Any) -> str | None:
-        return self._push(args, epoch(when))
+        return self._push(args, at=when)
 
 
 @overload
@@ -162,19 +153,19 @@ def job(
     unique_for: Delay | None = None,
 ) -> Any:
     """Registers a function (plain or ``async def``) as the handler of jobs of
-    class ``name`` (default ``module.qualname``).
+    class ``name`` (default ``module.qualname``; two functions may not share
+    one: that raises ``cogworker.ConfigError``).
 
     ``retry``: True (25 retries), False (discard on failure) or a number.
-    ``retry_in(retry_count, exception)``: seconds until the next retry, or
-    None for the default backoff.
+    ``retry_in(retry_count, exception)``: seconds (or a timedelta) until the
+    next retry, or None for the default backoff.
     ``unique_for`` (seconds or timedelta): a push while a job with the same
     args is pending (at most that long) is refused and returns None.
     """
 
     def register(f: F) -> JobHandle[F]:
         handle = JobHandle(f, name=name, queue=queue, retry=retry, retry_in=retry_in, unique_for=unique_for)
-        with _registry_lock:
-            _registry[handle.name] = handle
+        _registry.register(handle)
         return handle
 
     return register(func) if func is not None else register

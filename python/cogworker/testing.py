@@ -11,17 +11,20 @@ Each is a function and a context manager::
         send_email.enqueue("a@example.com")
         assert len(send_email.jobs) == 1
         send_email.drain()
+
+A push in a testing mode is validated and filled by the engine exactly as a
+real push would be: what would be refused in production is refused here.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
-from . import _core
+from . import _core, _registry
 
 _lock = threading.RLock()
 _mode: str | None = None
@@ -63,13 +66,10 @@ def mode() -> str | None:
     return _mode
 
 
-def record(payload: dict[str, Any]) -> str:
-    """A push in a testing mode: recorded (fake) or run (inline)."""
-    job = dict(payload)
-    job.setdefault("jid", _core.new_jid())
-    job.setdefault("queue", "default")
-    job.setdefault("args", [])
-    job.setdefault("enqueued_at", time.time())
+def record(job_json: str) -> str:
+    """A push in a testing mode (the job as the engine prepared it):
+    recorded (fake) or run (inline). Returns its jid."""
+    job = json.loads(job_json)
     if _mode == "inline":
         _perform(job)
     else:
@@ -128,86 +128,40 @@ def drain_all() -> int:
 
 
 def _perform(job: dict[str, Any]) -> Any:
-    from .job import registry, run_sync
-
-    handle = registry().get(job["class"])
+    handle = _registry.handlers().get(job["class"])
     if handle is None:
         raise LookupError(f"no handler registered for class {job['class']!r}")
-    return run_sync(handle.func, job.get("args", []))
+    return handle.run(job.get("args", []))
 
 
 class RedisServer:
     """A private ``redis-server`` on a free loopback port, in a temporary
-    directory, for integration tests and demos; stopped by pid::
+    directory, for integration tests and demos; stopped by pid (the engine's
+    own helper)::
 
         with cogworker.testing.RedisServer() as server:
             cogworker.configure(redis_url=server.url)
     """
 
     def __init__(self, *extra_args: str, port: int | None = None) -> None:
-        import socket
-        import tempfile
-
-        if port is None:
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                port = s.getsockname()[1]
-        self.port: int = port
-        self.dir = tempfile.mkdtemp(prefix="cogworker-redis-")
-        self.extra_args = extra_args
-        self.proc: Any = None
-        self.start()
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        self._native: Any = _core.RedisServer(list(extra_args), port)
+        self.port: int = self._native.port
+        self.url: str = self._native.url
+        self.dir: str = self._native.dir
 
     def start(self) -> None:
-        import socket
-        import subprocess
-
-        self.proc = subprocess.Popen(
-            [
-                "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                self.dir,
-                *self.extra_args,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as conn:
-                    conn.sendall(b"PING\r\n")
-                    if conn.recv(16).startswith((b"+PONG", b"-NOAUTH")):
-                        return
-            except OSError:
-                pass
-            if time.monotonic() > deadline or self.proc.poll() is not None:
-                raise RuntimeError(f"redis-server did not start on port {self.port}")
-            time.sleep(0.02)
+        """Starts it again after ``stop`` (same port, same data directory)."""
+        self._native.spawn()
 
     def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-            self.proc = None
+        """SIGKILL (no save), and waits for the exit."""
+        self._native.kill()
 
     def close(self) -> None:
-        import shutil
-
-        self.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        """Stops it and removes its data directory."""
+        if self._native is not None:
+            self._native.kill()
+            self._native = None
 
     def __enter__(self) -> RedisServer:
         return self

@@ -1,16 +1,28 @@
-"""Running jobs: Python threads take jobs from the engine (the GIL released
-while they wait) and run the registered handlers. ``async def`` handlers
-run on one event-loop thread shared by the slots."""
+"""Running jobs: Python threads take deliveries from the engine (the GIL
+released while they wait) and run the registered handlers; a handler that
+returns an awaitable (``async def``, or a wrapper around one) is awaited on
+one event-loop thread shared by the slots.
+
+However a handler ends, its delivery is settled exactly once: success,
+failure (any ``BaseException``: ``SystemExit`` and ``KeyboardInterrupt``
+from a handler are recorded as that job's failure, then the worker stops
+gracefully), or, should this code itself fail, abandoned to the engine,
+which files the job as ``cogworker::HandlerAborted``.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import datetime
+import functools
+import inspect
 import json
 import logging
 import sys
 import threading
+import time
 import traceback
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from . import _core
 from ._periodic import entries as periodic_entries
@@ -21,6 +33,7 @@ logger = logging.getLogger("cogworker")
 
 _JOB, _IDLE, _STOPPED = 0, 1, 2
 _NEXT_JOB_WAIT = 0.5
+T = TypeVar("T")
 
 
 def qualified_name(cls: type) -> str:
@@ -28,29 +41,44 @@ def qualified_name(cls: type) -> str:
     return cls.__qualname__ if module in ("builtins", "__main__") else f"{module}.{cls.__qualname__}"
 
 
-def _utf8(text: str) -> bytes:
-    return text.encode("utf-8", "replace")
+def _safe(compute: Callable[[], T]) -> T | None:
+    """``compute()``, or None if it raises (an exception's ``__str__`` may)."""
+    try:
+        return compute()
+    except BaseException:  # noqa: BLE001 - reading the failure must not fail
+        return None
 
 
-def _line(text: str) -> str:
-    return _utf8(text).decode("utf-8")
+def _text(text: str) -> str:
+    """``text`` as valid Unicode (a lone surrogate becomes "?")."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+async def _guarded(awaitable: Any) -> tuple[bool, Any]:
+    # Nothing a handler raises may escape into the shared loop (SystemExit
+    # there would end it, and every later async job would hang).
+    try:
+        return True, await awaitable
+    except BaseException as error:  # noqa: BLE001 - handed back to the slot
+        return False, error
 
 
 class Worker:
     """A worker: ``Worker(concurrency=10, queues=["critical,3", "default"]).run()``.
 
     Keyword settings override ``cogworker.configure``. Handlers are the
-    functions decorated with ``@cogworker.job`` (resolved at start).
+    functions decorated with ``@cogworker.job`` by the time it is built;
+    jobs of any other class are failed by the engine, never run.
     """
 
     def __init__(self, **settings: Any) -> None:
         self.config = make_config(**settings)
+        self._handlers: dict[str, JobHandle[Any]] = registry()
         entries = [json.dumps(e) for e in periodic_entries()]
-        self._native = _core.Worker(self.config, entries, sorted(registry()))
-        self._handlers: dict[str, JobHandle[Any]] = {}
+        self._native = _core.Worker(self.config, sorted(self._handlers), entries)
         self._threads: list[threading.Thread] = []
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._loop_thread: threading.Thread | None = None
+        self._loop_lock = threading.Lock()
         self._started = False
 
     @property
@@ -62,18 +90,20 @@ class Worker:
         return self._native.lifecycle
 
     def start(self) -> None:
-        """Starts the engine and the slot threads; returns at once."""
+        """Starts the engine and the slot threads; returns at once. Raises if
+        a slot thread cannot be started (the engine is stopped again)."""
         if self._started:
             raise RuntimeError("worker already started")
         self._started = True
-        self._handlers = registry()
-        if any(h.is_async for h in self._handlers.values()):
-            self._start_loop()
         self._native.start()
-        for i in range(self.config.concurrency):
-            t = threading.Thread(target=self._slot, name=f"cogworker.processor-{i}")
-            t.start()
-            self._threads.append(t)
+        for i in range(self.config.get("concurrency")):
+            thread = threading.Thread(target=self._slot, name=f"cogworker.processor-{i}")
+            try:
+                thread.start()
+            except BaseException as error:
+                self.stop()
+                raise RuntimeError(f"cogworker: could not start slot thread {i}: {error}") from error
+            self._threads.append(thread)
         # Plain atexit runs after non-daemon threads are joined: too late.
         threading._register_atexit(self._stop_at_exit)  # type: ignore[attr-defined]
         logger.info(
@@ -100,14 +130,14 @@ class Worker:
         return self._native.wait(timeout)
 
     def join(self, timeout: float = 5.0) -> bool:
-        """After ``wait``: joins the slot threads; False if some are stuck in a
-        handler (their jobs were already put back on their queues)."""
-        for t in self._threads:
-            t.join(timeout)
+        """After ``wait``: joins the slot threads, all against one deadline;
+        False if some are stuck in a handler (their jobs were already put
+        back on their queues)."""
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
-            if self._loop_thread is not None:
-                self._loop_thread.join(timeout)
         return not any(t.is_alive() for t in self._threads)
 
     def run(self) -> None:
@@ -122,7 +152,8 @@ class Worker:
         self.join()
 
     def busy(self) -> list[dict[str, Any]]:
-        return self._native.busy()
+        """The jobs running now: dicts with class, jid, queue, run_at."""
+        return json.loads(self._native.busy_json())
 
     def dump(self) -> None:
         """Logs the busy jobs and every thread's stack (TTIN)."""
@@ -140,18 +171,7 @@ class Worker:
     def _stop_at_exit(self) -> None:
         if self._native.lifecycle != "stopping":
             self.stop()
-        self._native.wait(self.config.shutdown_timeout + 20.0)
-
-    def _start_loop(self) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-
-        def run() -> None:
-            asyncio.set_event_loop(loop)
-            loop.run_forever()
-
-        self._loop_thread = threading.Thread(target=run, name="cogworker.asyncio", daemon=True)
-        self._loop_thread.start()
+        self._native.wait(self.config.get("shutdown_timeout") + 20.0)
 
     def _slot(self) -> None:
         native = self._native
@@ -167,43 +187,55 @@ class Worker:
                 return
 
     def _perform(self, delivery: Any) -> None:
-        handle = self._handlers.get(delivery.class_name)
-        if handle is None:
-            message = f"no handler registered for class {delivery.class_name!r}"
-            self._native.fail(delivery, b"cogworker.UnknownHandler", _utf8(message), [])
-            return
+        handle: JobHandle[Any] | None = None
+        class_name, jid, _queue, retry_count, args_json = delivery.info
         try:
-            args = json.loads(delivery.args_json)
-            if handle.is_async:
-                assert self._loop is not None
-                asyncio.run_coroutine_threadsafe(handle.func(*args), self._loop).result()
-            else:
-                handle.func(*args)
-        except Exception as error:  # noqa: BLE001 - every handler failure is recorded
-            self._fail(delivery, handle, error)
+            handle = self._handlers[class_name]
+            result = handle.func(*json.loads(args_json))
+            if inspect.isawaitable(result):
+                self._await(result)
+        except BaseException as error:  # noqa: BLE001 - every way a handler ends is recorded
+            self._fail(delivery, class_name, jid, retry_count, handle, error)
+            if isinstance(error, (SystemExit, KeyboardInterrupt)):
+                logger.warning("%s raised by a job: stopping the worker gracefully", type(error).__name__)
+                self.stop()
         else:
-            self._native.complete(delivery)
+            delivery.complete()
+        finally:
+            delivery.abandon("the Python slot ended without settling it")  # no-op once settled
 
-    def _fail(self, delivery: Any, handle: JobHandle[Any], error: BaseException) -> None:
-        retry_in = None
-        if handle.retry_in is not None:
+    def _await(self, awaitable: Any) -> Any:
+        """Runs an awaitable on the shared loop thread; raises what it raised."""
+        with self._loop_lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                loop = self._loop
+                threading.Thread(target=loop.run_forever, name="cogworker.asyncio", daemon=True).start()
+        ok, value = asyncio.run_coroutine_threadsafe(_guarded(awaitable), self._loop).result()
+        if not ok:
+            raise value
+        return value
+
+    def _fail(
+        self,
+        delivery: Any,
+        class_name: str,
+        jid: str,
+        retry_count: int,
+        handle: JobHandle[Any] | None,
+        error: BaseException,
+    ) -> None:
+        retry_in: Any = None
+        if handle is not None and handle.retry_in is not None:
             try:
-                retry_in = handle.retry_in(delivery.retry_count, error)
-            except Exception:  # noqa: BLE001 - a broken hook must not lose the failure
-                logger.exception("retry_in hook of %s failed; using the default backoff", handle.name)
-        lines = traceback.format_exception(type(error), error, error.__traceback__)
-        backtrace = [_line(part) for chunk in lines for part in chunk.rstrip("\n").split("\n")]
-        logger.warning(
-            "%s jid=%s failed: %s\n%s",
-            handle.name,
-            delivery.jid,
-            qualified_name(type(error)),
-            "".join(lines).rstrip(),
-        )
-        self._native.fail(
-            delivery,
-            _utf8(qualified_name(type(error))),
-            _utf8(str(error)),
-            backtrace,
-            None if retry_in is None else float(retry_in),
-        )
+                retry_in = handle.retry_in(retry_count, error)
+                if isinstance(retry_in, datetime.timedelta):
+                    retry_in = retry_in.total_seconds()
+            except BaseException as hook_error:  # noqa: BLE001 - a broken hook must not lose the failure
+                retry_in = f"an exception ({_safe(functools.partial(repr, hook_error))})"
+        error_class = _safe(lambda: qualified_name(type(error)))
+        message = _safe(lambda: _text(str(error)))
+        lines = _safe(lambda: traceback.format_exception(type(error), error, error.__traceback__)) or []
+        backtrace = [_text(part) for chunk in lines for part in chunk.rstrip("\n").split("\n")]
+        logger.warning("%s jid=%s failed: %s\n%s", class_name, jid, error_class, "\n".join(backtrace))
+        delivery.fail(error_class, message, backtrace, retry_in)

@@ -9,23 +9,32 @@ import cogworker
 
 
 @pytest.mark.parametrize(
-    ("settings", "words"),
+    ("settings", "field", "value"),
     [
-        ({"concurrency": 0}, ["concurrency", "0"]),
-        ({"concurrency": "ten"}, ["concurrency", "'ten'"]),
-        ({"fetch": "turbo"}, ["fetch", "turbo"]),
-        ({"queues": ["a,zero"]}, ["queues", "a,zero"]),
-        ({"shutdown_timeout": -1}, ["shutdown_timeout", "-1"]),
-        ({"redis_url": "http://x"}, ["redis_url", "http://x"]),
-        ({"bogus": 1}, ["bogus"]),
+        ({"concurrency": 0}, "concurrency", "0"),
+        ({"concurrency": "ten"}, "concurrency", '"ten"'),
+        ({"concurrency": object}, "concurrency", "<class 'object'>"),
+        ({"fetch": "turbo"}, "fetch", '"turbo"'),
+        ({"queues": ["a,zero"]}, "queues", '"a,zero"'),
+        ({"shutdown_timeout": -1}, "shutdown_timeout", "-1"),
+        ({"redis_url": "http://x"}, "redis_url", "http://x"),
+        ({"bogus": 1}, "setting", '"bogus"'),
     ],
 )
-def test_config_errors_name_the_setting_and_value(settings, words) -> None:
+def test_config_errors_name_the_setting_and_value(settings, field, value) -> None:
     with pytest.raises(cogworker.ConfigError) as info:
         cogworker.configure(**settings)
-    for word in words:
-        assert word in str(info.value)
+    assert (info.value.field, info.value.value) == (field, value)
+    assert field in str(info.value) and value in str(info.value)
     assert isinstance(info.value, cogworker.Error)
+
+
+def test_every_setting_is_reachable() -> None:
+    # history_max and dead_max_jobs were reachable from no host language.
+    config = cogworker._core.Config(history_max=5, dead_max_jobs=7, dead_timeout=60)
+    read = [config.get(name) for name in ("history_max", "dead_max_jobs", "dead_timeout")]
+    assert read == [5, 7, 60.0]
+    assert cogworker._core.Config().get("concurrency") == 10
 
 
 def test_non_json_args_are_refused_before_anything_is_written(configured) -> None:

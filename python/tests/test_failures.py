@@ -52,7 +52,7 @@ def test_unknown_handler_goes_to_retry(worker_factory) -> None:
     worker_factory()
     jid = cogworker.Client().enqueue("NoSuch.Handler", 1)
     entry = wait_for("in retry", lambda: api.find("retry", jid))
-    assert entry["job"]["error_class"] == "cogworker.UnknownHandler"
+    assert entry["job"]["error_class"] == "cogworker::UnknownHandler"
 
 
 def test_garbage_payloads_are_buried_while_valid_jobs_flow(worker_factory, configured) -> None:

@@ -85,5 +85,5 @@ def test_admin_commands(redis_server: RedisServer):
     assert redis_server.cli_raw("LLEN", "cogworker:queue:default") == "2"
     assert cli(redis_server, "clear-queue", "default").stdout.strip() == "deleted 2 job(s) from queue default"
     bad = cli(redis_server, "clear", "nowhere")
-    assert bad.returncode == 2 and "unknown job set" in bad.stderr
+    assert bad.returncode == 2 and 'invalid argument set = "nowhere"' in bad.stderr
     assert cli(redis_server, "processes").returncode == 0

@@ -44,27 +44,14 @@ module Cogworker
       @client = nil
     end
 
+    # A job class (one that includes Cogworker::Job): the only classes a
+    # worker runs, by name.
     def register(klass)
       @registry_lock.synchronize { @registry[klass.name] = klass if klass.name }
     end
 
     def registry
       @registry_lock.synchronize { @registry.dup }
-    end
-
-    def payload(class_name, args, queue: nil, retry: nil, at: nil, unique_for: nil)
-      job = { 'class' => class_name.to_s, 'args' => Array(args), 'queue' => (queue || 'default').to_s }
-      retry_option = binding.local_variable_get(:retry)
-      job['retry'] = retry_option unless retry_option.nil?
-      job['at'] = at.to_f if at
-      job['unique_for'] = unique_for.to_f if unique_for
-      job
-    end
-
-    def encode(payload)
-      JSON.generate(payload)
-    rescue JSON::GeneratorError, Encoding::UndefinedConversionError, ArgumentError => e
-      raise InvalidJob, "invalid job: args of #{payload['class'].inspect} must be JSON data: #{e.message}"
     end
   end
 

@@ -4,18 +4,23 @@ require_relative 'test_helper'
 
 class TestConfig < Minitest::Test
   def test_config_errors_name_the_setting_and_value
-    [[{ concurrency: 0 }, %w[concurrency 0]], [{ concurrency: 'ten' }, ['concurrency', '"ten"']],
-     [{ fetch: :turbo }, %w[fetch turbo]], [{ queues: ['a,zero'] }, %w[queues a,zero]],
-     [{ shutdown_timeout: -1 }, %w[shutdown_timeout -1]], [{ bogus: 1 }, %w[bogus]]].each do |settings, words|
+    [[{ concurrency: 0 }, 'concurrency', '0'], [{ concurrency: 'ten' }, 'concurrency', '"ten"'],
+     [{ fetch: :turbo }, 'fetch', '"turbo"'], [{ queues: ['a,zero'] }, 'queues', '"a,zero"'],
+     [{ shutdown_timeout: -1 }, 'shutdown_timeout', '-1'], [{ bogus: 1 }, 'setting', '"bogus"']].each do |settings, field, value|
       error = assert_raises(Cogworker::ConfigError) { Cogworker::Config.new(settings) }
-      words.each { |w| assert_includes error.message, w }
+      assert_equal [field, value], [error.field, error.value]
+      assert_includes error.message, value
       assert_kind_of Cogworker::Error, error
     end
   end
 
-  def test_non_json_args_are_refused
-    Cogworker::Testing.disable!
-    assert_raises(Cogworker::InvalidJob) { Cogworker.encode(Cogworker.payload('A', ["\xff".b])) }
+  def test_unset_settings_read_as_their_defaults_and_every_setting_is_reachable
+    config = Cogworker::Config.new
+    assert_equal 10, config.concurrency
+    assert_equal 25.0, config.shutdown_timeout
+    config.history_max = 5
+    config.dead_max_jobs = 7
+    assert_equal [5, 7], [config.history_max, config.dead_max_jobs]
   end
 end
 

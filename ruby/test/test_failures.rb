@@ -43,7 +43,7 @@ class TestFailures < Minitest::Test
     start_runner
     jid = Cogworker::Client.push('No::Such::Job', [1])
     entry = wait_for('retry') { Cogworker::Api.new.find('retry', jid) }
-    assert_equal 'NameError', entry['job']['error_class']
+    assert_equal 'cogworker::UnknownHandler', entry['job']['error_class']
   end
 
   def test_api_retry_delete_and_kill

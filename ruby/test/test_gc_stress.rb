@@ -8,15 +8,15 @@ class TestGCStress < Minitest::Test
   include CogworkerTest
 
   def test_native_calls_survive_gc_stress
-    settings = Cogworker.config.to_h.merge(queues: %w[default], labels: %w[a b], concurrency: 2)
-    client = Cogworker::Native::Client.new(settings)
+    config = Cogworker.config.merge(queues: %w[default], labels: %w[a b], concurrency: 2).native
+    client = Cogworker::Native::Client.new(config)
     entry = JSON.generate('cron' => '0 0 1 1 *', 'class' => 'EchoJob', 'args' => ['ü'])
-    worker = Cogworker::Native::Worker.new(settings, [entry], %w[EchoJob])
-    api = Cogworker::Native::Api.new(settings)
+    worker = Cogworker::Native::Worker.new(config, %w[EchoJob], [entry])
+    api = Cogworker::Native::Api.new(config)
     worker.start
     GC.stress = true
     begin
-      jids = client.push_bulk(Array.new(5) { |i| JSON.generate('class' => 'EchoJob', 'args' => [i, 'ü' * i, 2**70]) })
+      jids = client.push_many('EchoJob', Array.new(5) { |i| [i, 'ü' * i, 2**70, { 'k' => [nil, true, 1.5] }] }, {})
       assert_equal 5, jids.size
       taken = []
       deadline = Time.now + 60
@@ -24,28 +24,32 @@ class TestGCStress < Minitest::Test
         job = worker.next_job(0.2)
         next unless job.is_a?(Cogworker::Native::Delivery)
 
-        taken << [job.class_name, job.jid, JSON.parse(job.args_json)]
+        class_name, jid, _queue, _retries, args_json = job.info
+        taken << [class_name, jid, JSON.parse(args_json)]
         if taken.size.odd?
-          worker.complete(job)
+          job.complete
         else
-          worker.fail(job, 'GcError', "bad \xff".b, ['a.rb:1', "b\xfe.rb:2".b], 0.5)
+          job.fail('GcError', "bad \xff".b, ['a.rb:1', "b\xfe.rb:2".b], 0.5)
         end
+        job.abandon('settled already: no-op')
       end
       assert_equal jids.sort, taken.map { |t| t[1] }.sort
       assert(taken.all? { |t| t[2][2] == 2**70 })
-      assert_raises(Cogworker::ConfigError) { Cogworker::Native.check_config(settings.merge(concurrency: 0)) }
-      queues = JSON.parse(api.queues_json)
-      assert_equal 'default', queues.first['name']
+      assert_raises(Cogworker::ConfigError) { Cogworker::Native::Config.new({ 'concurrency' => 0 }) }
+      assert_raises(Cogworker::InvalidArgument) { client.push_many('EchoJob', [[Object.new]], {}) }
+      assert_equal 'default', JSON.parse(api.call('queues', [])).first['name']
       assert_equal 20, Cogworker::Native.periodic_id(entry).size
       assert_raises(Cogworker::ConfigError) { Cogworker::Native.periodic_id('{"cron": "x", "class": "A"}') }
-      refute_nil client.push(JSON.generate('class' => 'EchoJob', 'args' => ['u'], 'unique_for' => 30))
-      assert_nil client.push(JSON.generate('class' => 'EchoJob', 'args' => ['u'], 'unique_for' => 30))
-      assert_equal 1, JSON.parse(api.unique_locks_json(10)).size
-      assert_kind_of Array, JSON.parse(api.periodic_json)
+      refute_nil client.push_many('EchoJob', [['u']], { 'unique_for' => 30 }).first
+      assert_nil client.push_many('EchoJob', [['u']], { 'unique_for' => 30 }).first
+      assert_equal 1, JSON.parse(api.call('unique_locks', [10])).size
+      assert_kind_of Array, JSON.parse(api.call('periodic', []))
+      assert_includes api.admin('stats', nil), 'processed'
+      assert_kind_of String, Cogworker::Native.prepare_job('EchoJob', [1], { 'queue' => 'q' })
     ensure
       GC.stress = false
     end
-    wait_for('settled') { api.stats(nil) == [3, 2] }
+    wait_for('settled') { JSON.parse(api.call('stats', [])) == { 'processed' => 3, 'failed' => 2 } }
     worker.stop
     assert worker.wait(15)
   end

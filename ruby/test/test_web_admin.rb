@@ -49,7 +49,7 @@ class TestWebAdmin < Minitest::Test
     assert_equal "deleted 2 job(s) from queue default\n", cli('clear-queue', 'default').first
     _, err, status = cli('clear', 'nowhere')
     assert_equal 2, status.exitstatus
-    assert_match(/unknown job set/, err)
+    assert_match(/invalid argument set = "nowhere"/, err)
     _, err, status = cli('web', '--port', @redis.port.to_s)
     assert_equal 2, status.exitstatus, err
     assert_match(/web\.bind/, err)

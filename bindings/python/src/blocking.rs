@@ -1,46 +1,42 @@
-//! The one way this binding blocks: run a core future on the process-global
-//! (fork-aware) runtime and wait for it with the GIL released, in short
-//! slices, checking for signals between them so Ctrl-C lands promptly.
+//! The one way this binding blocks: a core wait with the GIL released,
+//! looking for signals (Ctrl-C) between short slices.
 
-use pyo3::exceptions::PyRuntimeError;
+use cogworker::host::{self, Waited};
 use pyo3::prelude::*;
-use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-const SLICE: Duration = Duration::from_millis(100);
-
-pub fn wait<F, T>(py: Python<'_>, future: F) -> PyResult<T>
-where
-    F: Future<Output = T> + Send + 'static,
-    T: Send + 'static,
-{
-    let runtime = cogworker::runtime::global();
-    let (tx, rx) = flume::bounded(1);
-    let task = runtime.spawn(async move {
-        let _ = tx.send(future.await);
+/// `poll` (blocking up to the time it is given) until it yields: `None`
+/// once `timeout` (seconds; `None`: forever) passes. A signal handler that
+/// raises (KeyboardInterrupt) ends the wait with its exception.
+pub fn wait<T: Send>(
+    py: Python<'_>,
+    timeout: Option<f64>,
+    poll: impl FnMut(Duration) -> Option<T> + Send,
+) -> PyResult<Option<T>> {
+    let deadline = timeout.map(|t| Instant::now() + Duration::from_secs_f64(t.clamp(0.0, 1e9)));
+    let mut raised = None;
+    let waited = py.detach(|| {
+        host::wait(deadline, poll, || {
+            raised = Python::attach(|py| py.check_signals().err());
+            raised.is_some()
+        })
     });
-    loop {
-        match py.detach(|| rx.recv_timeout(SLICE)) {
-            Ok(value) => return Ok(value),
-            Err(flume::RecvTimeoutError::Timeout) => {
-                if let Err(interrupt) = py.check_signals() {
-                    task.abort();
-                    return Err(interrupt);
-                }
-            }
-            Err(flume::RecvTimeoutError::Disconnected) => {
-                return Err(PyRuntimeError::new_err(
-                    "cogworker: the operation's task ended without a result",
-                ))
-            }
-        }
+    match waited {
+        Waited::Ready(value) => Ok(Some(value)),
+        Waited::TimedOut => Ok(None),
+        Waited::Interrupted => Err(raised.expect("an interrupted wait has its exception")),
     }
 }
 
-/// Runs `build` inside the runtime's context (connections are built lazily
-/// on it) without blocking.
-pub fn in_runtime<T>(build: impl FnOnce() -> T) -> T {
-    let runtime = cogworker::runtime::global();
-    let _entered = runtime.enter();
-    build()
+/// Runs a core operation to completion, waiting as above.
+pub fn run<F, T>(py: Python<'_>, future: F) -> PyResult<T>
+where
+    F: std::future::Future<Output = cogworker::Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    let pending = host::spawn(future);
+    let result = wait(py, None, |slice| pending.poll(slice))?;
+    result
+        .expect("a wait without deadline yields")
+        .map_err(crate::errors::to_py)
 }

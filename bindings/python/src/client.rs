@@ -1,33 +1,58 @@
-//! `Client`: pushes job payloads built in Python (JSON text). The core
-//! validates them and writes them; this only converts types.
+//! `Client`: pushes jobs. Arguments are converted to JSON here; the job is
+//! built, validated and written by the core.
 
-use crate::blocking::{in_runtime, wait};
+use crate::blocking::run;
 use crate::config::PyConfig;
-use crate::errors::{to_py, InvalidJob};
-use cogworker::runtime::ForkSafe;
-use cogworker::{Client, Job};
+use crate::convert;
+use crate::errors::to_py;
+use cogworker::host::{prepared_json, PushRequest, Session};
+use cogworker::Job;
 use pyo3::prelude::*;
-use std::sync::Arc;
+use pyo3::types::PyDict;
+
+/// `class_name(*args)` with keyword options (the core's push options; None:
+/// not given).
+fn request(class_name: &str, args: &Bound<'_, PyAny>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Job> {
+    let mut request = PushRequest::new(class_name, &convert::values(args)?).map_err(to_py)?;
+    for (name, value) in options.into_iter().flatten() {
+        if value.is_none() {
+            continue;
+        }
+        request
+            .set(&name.extract::<String>()?, &convert::value(&value))
+            .map_err(to_py)?;
+    }
+    request.into_job().map_err(to_py)
+}
+
+/// The job `class_name(*args)` would be, as JSON, validated and filled as a
+/// push fills it: what the testing modes record.
+#[pyfunction]
+#[pyo3(signature = (class_name, args, **options))]
+pub fn prepare_job(class_name: &str, args: &Bound<'_, PyAny>, options: Option<&Bound<'_, PyDict>>) -> PyResult<String> {
+    prepared_json(request(class_name, args, options)?).map_err(to_py)
+}
+
+/// A raw payload (a dict with at least `class`) checked and filled the same way.
+#[pyfunction]
+pub fn prepare_payload(payload: &Bound<'_, PyAny>) -> PyResult<String> {
+    let job = convert::value(payload)
+        .to_json("job")
+        .and_then(Job::from_value)
+        .map_err(to_py)?;
+    prepared_json(job).map_err(to_py)
+}
 
 #[pyclass(name = "Client", module = "cogworker._core")]
 pub struct PyClient {
-    config: cogworker::Config,
-    /// Rebuilt in a forked child (the parent's connection is unusable there).
-    client: ForkSafe<Client>,
+    session: Session,
 }
 
 impl PyClient {
-    pub fn client(&self) -> PyResult<Arc<Client>> {
-        self.client
-            .get_or_try_init(|| in_runtime(|| Client::new(&self.config)))
-            .map_err(to_py)
+    fn push_jobs(&self, py: Python<'_>, jobs: Vec<Job>) -> PyResult<Vec<Option<String>>> {
+        let client = self.session.client().map_err(to_py)?;
+        run(py, async move { client.push_bulk(jobs).await })
     }
-}
-
-fn parse_job(index: usize, text: &str) -> PyResult<Job> {
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| InvalidJob::new_err(format!("invalid job: jobs[{index}]: {e}")))?;
-    Job::from_value(value).map_err(to_py)
 }
 
 #[pymethods]
@@ -35,32 +60,37 @@ impl PyClient {
     #[new]
     fn new(config: &PyConfig) -> Self {
         PyClient {
-            config: config.inner.clone(),
-            client: ForkSafe::new(),
+            session: Session::new(config.inner.clone()),
         }
     }
 
-    /// Pushes one job (JSON object text); returns its jid, or None for a
-    /// unique job whose duplicate holds the lock.
-    fn push(&self, py: Python<'_>, job_json: &str) -> PyResult<Option<String>> {
-        let job = parse_job(0, job_json)?;
-        let client = self.client()?;
-        wait(py, async move { client.push(job).await })?.map_err(to_py)
-    }
-
-    /// Pushes many jobs in one round trip; nothing is written if any is invalid.
-    fn push_bulk(&self, py: Python<'_>, jobs_json: Vec<String>) -> PyResult<Vec<Option<String>>> {
-        let jobs = jobs_json
-            .iter()
-            .enumerate()
-            .map(|(i, text)| parse_job(i, text))
+    /// One job per args tuple, in one round trip; nothing is written if any
+    /// is invalid.
+    #[pyo3(signature = (class_name, args_list, **options))]
+    fn push_many(
+        &self,
+        py: Python<'_>,
+        class_name: &str,
+        args_list: &Bound<'_, PyAny>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Vec<Option<String>>> {
+        let jobs = args_list
+            .try_iter()?
+            .map(|args| request(class_name, &args?, options))
             .collect::<PyResult<Vec<Job>>>()?;
-        let client = self.client()?;
-        wait(py, async move { client.push_bulk(jobs).await })?.map_err(to_py)
+        self.push_jobs(py, jobs)
     }
 
-    #[getter]
-    fn namespace(&self) -> String {
-        self.config.namespace().to_string()
+    /// Raw payloads (dicts with at least `class`), in one round trip.
+    fn push_payloads(&self, py: Python<'_>, payloads: &Bound<'_, PyAny>) -> PyResult<Vec<Option<String>>> {
+        let jobs = payloads
+            .try_iter()?
+            .enumerate()
+            .map(|(i, payload)| {
+                let value = convert::value(&payload?).to_json(&format!("jobs[{i}]"));
+                value.and_then(Job::from_value).map_err(to_py)
+            })
+            .collect::<PyResult<Vec<Job>>>()?;
+        self.push_jobs(py, jobs)
     }
 }

@@ -1,12 +1,14 @@
 //! `cogworker._core`: the native module under the `cogworker` Python
-//! package. It converts types and errors, releases the GIL around every
-//! blocking call, and nothing more: the decorator, the CLI and the testing
-//! modes are Python (`python/cogworker/`), the job logic is the core.
+//! package. It converts values and errors and releases the GIL around every
+//! blocking call, nothing more: the decorator, the CLI and the testing
+//! modes are Python (`python/cogworker/`); the protocol they speak is the
+//! core's `host` module.
 
 mod api;
 mod blocking;
 mod client;
 mod config;
+mod convert;
 mod errors;
 mod web;
 mod worker;
@@ -33,13 +35,17 @@ fn new_jid() -> String {
     cogworker::new_jid()
 }
 
-/// Validates a periodic entry (JSON text); returns its pjid. Raises
-/// ConfigError naming the bad field.
+/// Validates a periodic entry (JSON text); returns its pjid.
 #[pyfunction]
 fn periodic_id(entry_json: &str) -> PyResult<String> {
-    cogworker::Periodic::from_json(entry_json)
-        .map(|entry| entry.pjid())
-        .map_err(errors::to_py)
+    let entry = cogworker::Periodic::from_json(entry_json).map_err(errors::to_py)?;
+    Ok(entry.pjid())
+}
+
+/// `(name, help)` of every setting.
+#[pyfunction]
+fn settings() -> Vec<(&'static str, &'static str)> {
+    cogworker::SETTINGS.iter().map(|s| (s.name, s.help)).collect()
 }
 
 #[pymodule]
@@ -51,10 +57,16 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<worker::PyDelivery>()?;
     m.add_class::<api::PyApi>()?;
     m.add_class::<web::PyWebServer>()?;
+    m.add_class::<web::PyRedisServer>()?;
     m.add_function(wrap_pyfunction!(after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(init_logging, m)?)?;
     m.add_function(wrap_pyfunction!(new_jid, m)?)?;
     m.add_function(wrap_pyfunction!(periodic_id, m)?)?;
+    m.add_function(wrap_pyfunction!(settings, m)?)?;
+    m.add_function(wrap_pyfunction!(client::prepare_job, m)?)?;
+    m.add_function(wrap_pyfunction!(client::prepare_payload, m)?)?;
+    m.add_function(wrap_pyfunction!(api::api_calls, m)?)?;
+    m.add_function(wrap_pyfunction!(api::admin_commands, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -1,13 +1,13 @@
 //! `WebServer`: the core's dashboard served on the global runtime, for
-//! `cogworker web`. Waits release the GIL.
+//! `cogworker web`; `RedisServer`: the core's private test server.
 
+use crate::blocking;
 use crate::config::PyConfig;
 use crate::errors::to_py;
+use cogworker::testing::RedisServer;
 use cogworker::web::{BackgroundWeb, WebOptions};
 use pyo3::prelude::*;
-use std::time::Duration;
-
-const SLICE: Duration = Duration::from_millis(100);
+use std::sync::Mutex;
 
 #[pyclass(name = "WebServer", module = "cogworker._core")]
 pub struct PyWebServer {
@@ -20,20 +20,17 @@ impl PyWebServer {
     #[new]
     #[pyo3(signature = (config, host="127.0.0.1", port=7890, auth=None))]
     fn new(py: Python<'_>, config: &PyConfig, host: &str, port: u16, auth: Option<&str>) -> PyResult<Self> {
-        let mut options = WebOptions::default();
-        options.set_bind(host, port).map_err(to_py)?;
-        if let Some(auth) = auth {
-            options.set_credentials(auth).map_err(to_py)?;
-        }
-        let config = config.inner.clone();
-        let inner = py.detach(|| BackgroundWeb::start(&config, &options)).map_err(to_py)?;
+        let options = WebOptions::from_cli(host, port, auth).map_err(to_py)?;
+        let inner = py
+            .detach(|| BackgroundWeb::start(&config.inner, &options))
+            .map_err(to_py)?;
         Ok(PyWebServer { inner })
     }
 
     /// `http://host:port/`.
     #[getter]
     fn url(&self) -> String {
-        format!("http://{}/", self.inner.address())
+        self.inner.url()
     }
 
     fn stop(&self) {
@@ -42,17 +39,57 @@ impl PyWebServer {
 
     /// Waits up to `timeout` seconds for the server to end; True once it has.
     fn wait(&self, py: Python<'_>, timeout: f64) -> PyResult<bool> {
-        let mut left = Duration::from_secs_f64(timeout.max(0.0));
-        loop {
-            let slice = left.min(SLICE);
-            match py.detach(|| self.inner.wait(slice)) {
-                Some(result) => return result.map(|()| true).map_err(to_py),
-                None if left > slice => {
-                    left -= slice;
-                    py.check_signals()?;
-                }
-                None => return Ok(false),
-            }
+        match blocking::wait(py, Some(timeout), |slice| self.inner.wait(slice))? {
+            Some(result) => result.map(|()| true).map_err(to_py),
+            None => Ok(false),
         }
+    }
+}
+
+#[pyclass(name = "RedisServer", module = "cogworker._core")]
+pub struct PyRedisServer {
+    inner: Mutex<RedisServer>,
+}
+
+#[pymethods]
+impl PyRedisServer {
+    /// Starts `redis-server` with `extra` arguments on `port` (default: a
+    /// free one).
+    #[new]
+    #[pyo3(signature = (extra, port=None))]
+    fn new(py: Python<'_>, extra: Vec<String>, port: Option<u16>) -> PyResult<Self> {
+        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+        let server = py.detach(|| match port {
+            Some(port) => RedisServer::start_on(port, &extra),
+            None => RedisServer::start(&extra),
+        });
+        Ok(PyRedisServer {
+            inner: Mutex::new(server.map_err(to_py)?),
+        })
+    }
+
+    #[getter]
+    fn url(&self) -> String {
+        self.inner.lock().unwrap().url()
+    }
+
+    #[getter]
+    fn port(&self) -> u16 {
+        self.inner.lock().unwrap().port()
+    }
+
+    #[getter]
+    fn dir(&self) -> String {
+        self.inner.lock().unwrap().dir().display().to_string()
+    }
+
+    /// Starts it again after `kill` (same port and data directory).
+    fn spawn(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.inner.lock().unwrap().spawn()).map_err(to_py)
+    }
+
+    /// SIGKILL, and waits for the exit.
+    fn kill(&self) {
+        self.inner.lock().unwrap().kill();
     }
 }

@@ -1,87 +1,73 @@
-//! `Cogworker::Native::Client`: pushes job payloads built in Ruby (JSON
-//! text). The core validates and writes them.
+//! `Cogworker::Native::Client`: pushes jobs. Arguments are converted to JSON
+//! here; the job is built, validated and written by the core.
 
-use crate::config::from_hash;
-use crate::errors::{raise, to_ruby};
-use crate::nogvl::without_gvl;
-use cogworker::runtime::ForkSafe;
-use cogworker::{Client, Job};
-use magnus::{Error, RHash, Ruby};
-use std::future::Future;
-use std::sync::Arc;
+use crate::blocking::run;
+use crate::config::RbConfig;
+use crate::convert;
+use crate::errors::to_ruby;
+use cogworker::host::{prepared_json, PushRequest, Session};
+use cogworker::Job;
+use magnus::{prelude::*, Error, RArray, RHash, Ruby, Value};
+
+/// `class_name` with `args` and the push options in `options` (the core's
+/// names; nil values are not given).
+fn request(ruby: &Ruby, class_name: String, args: RArray, options: RHash) -> Result<Job, Error> {
+    let mut request = PushRequest::new(&class_name, &convert::values(ruby, args)).map_err(|e| to_ruby(ruby, e))?;
+    convert::each_option(ruby, options, |name, value| request.set(name, &value))?;
+    request.into_job().map_err(|e| to_ruby(ruby, e))
+}
+
+/// The job `class_name(*args)` would be, as JSON, validated and filled as a
+/// push fills it: what the testing modes record.
+pub fn prepare_job(ruby: &Ruby, class_name: String, args: RArray, options: RHash) -> Result<String, Error> {
+    prepared_json(request(ruby, class_name, args, options)?).map_err(|e| to_ruby(ruby, e))
+}
+
+/// A raw payload (a Hash with at least "class") checked and filled the same way.
+pub fn prepare_payload(ruby: &Ruby, payload: Value) -> Result<String, Error> {
+    let job = convert::value(ruby, payload).to_json("job").and_then(Job::from_value);
+    job.and_then(prepared_json).map_err(|e| to_ruby(ruby, e))
+}
 
 #[magnus::wrap(class = "Cogworker::Native::Client", free_immediately, size)]
-pub struct RbClient {
-    config: cogworker::Config,
-    client: ForkSafe<Client>,
-}
-
-/// Runs a core future on the global runtime and waits for it without the
-/// GVL (bounded by the core's own timeouts).
-pub fn wait<F, T>(future: F) -> Option<T>
-where
-    F: Future<Output = T> + Send + 'static,
-    T: Send + 'static,
-{
-    let runtime = cogworker::runtime::global();
-    let (tx, rx) = flume::bounded(1);
-    runtime.spawn(async move {
-        let _ = tx.send(future.await);
-    });
-    loop {
-        // An interrupt (Ctrl-C) is handled by Ruby after the result is in:
-        // the push itself is bounded by the connection's timeouts.
-        match without_gvl(|_| rx.recv_timeout(std::time::Duration::from_millis(100))) {
-            Some(Ok(value)) => return Some(value),
-            Some(Err(flume::RecvTimeoutError::Disconnected)) => return None,
-            _ => {}
-        }
-    }
-}
-
-pub fn in_runtime<T>(build: impl FnOnce() -> T) -> T {
-    let runtime = cogworker::runtime::global();
-    let _entered = runtime.enter();
-    build()
-}
-
-fn parse_job(ruby: &Ruby, index: usize, text: &str) -> Result<Job, Error> {
-    let value: serde_json::Value = serde_json::from_str(text)
-        .map_err(|e| raise(ruby, "InvalidJob", format!("invalid job: jobs[{index}]: {e}")))?;
-    Job::from_value(value).map_err(|e| to_ruby(ruby, e))
-}
+pub struct RbClient(Session);
 
 impl RbClient {
-    pub fn new(ruby: &Ruby, settings: RHash) -> Result<Self, Error> {
-        Ok(RbClient {
-            config: from_hash(ruby, settings)?,
-            client: ForkSafe::new(),
-        })
+    pub fn new(config: &RbConfig) -> Self {
+        RbClient(Session::new(config.config()))
     }
 
-    fn client(&self, ruby: &Ruby) -> Result<Arc<Client>, Error> {
-        self.client
-            .get_or_try_init(|| in_runtime(|| Client::new(&self.config)))
-            .map_err(|e| to_ruby(ruby, e))
+    fn push_jobs(&self, ruby: &Ruby, jobs: Vec<Job>) -> Result<Vec<Option<String>>, Error> {
+        let client = self.0.client().map_err(|e| to_ruby(ruby, e))?;
+        run(ruby, async move { client.push_bulk(jobs).await })
     }
 
-    pub fn push(ruby: &Ruby, rb_self: &Self, job_json: String) -> Result<Option<String>, Error> {
-        let job = parse_job(ruby, 0, &job_json)?;
-        let client = rb_self.client(ruby)?;
-        wait(async move { client.push(job).await })
-            .ok_or_else(|| raise(ruby, "Error", "push task ended without a result"))?
-            .map_err(|e| to_ruby(ruby, e))
+    /// One job per args array, in one round trip; nothing is written if any
+    /// is invalid.
+    pub fn push_many(
+        ruby: &Ruby,
+        rb_self: &Self,
+        class_name: String,
+        args_list: RArray,
+        options: RHash,
+    ) -> Result<Vec<Option<String>>, Error> {
+        let mut jobs = Vec::with_capacity(args_list.len());
+        for args in args_list.into_iter() {
+            let args = RArray::try_convert(args)?;
+            jobs.push(request(ruby, class_name.clone(), args, options)?);
+        }
+        rb_self.push_jobs(ruby, jobs)
     }
 
-    pub fn push_bulk(ruby: &Ruby, rb_self: &Self, jobs_json: Vec<String>) -> Result<Vec<Option<String>>, Error> {
-        let jobs = jobs_json
-            .iter()
-            .enumerate()
-            .map(|(i, text)| parse_job(ruby, i, text))
-            .collect::<Result<Vec<Job>, Error>>()?;
-        let client = rb_self.client(ruby)?;
-        wait(async move { client.push_bulk(jobs).await })
-            .ok_or_else(|| raise(ruby, "Error", "push task ended without a result"))?
-            .map_err(|e| to_ruby(ruby, e))
+    /// Raw payloads (Hashes with at least "class"), in one round trip.
+    pub fn push_payloads(ruby: &Ruby, rb_self: &Self, payloads: RArray) -> Result<Vec<Option<String>>, Error> {
+        let mut jobs = Vec::with_capacity(payloads.len());
+        for (i, payload) in payloads.into_iter().enumerate() {
+            let job = convert::value(ruby, payload)
+                .to_json(&format!("jobs[{i}]"))
+                .and_then(Job::from_value);
+            jobs.push(job.map_err(|e| to_ruby(ruby, e))?);
+        }
+        rb_self.push_jobs(ruby, jobs)
     }
 }

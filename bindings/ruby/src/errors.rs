@@ -1,5 +1,6 @@
 //! One Ruby exception class per core error kind, declared in Ruby
-//! (`lib/cogworker/errors.rb`) and raised from here: the only mapping.
+//! (`lib/cogworker/errors.rb`) and raised from here with `field` and `value`
+//! set: the only mapping.
 
 use magnus::{exception::ExceptionClass, prelude::*, Error, RModule, Ruby};
 
@@ -10,6 +11,7 @@ fn class(ruby: &Ruby, name: &str) -> ExceptionClass {
         .unwrap_or_else(|_| ruby.exception_runtime_error())
 }
 
+/// A `Cogworker::<name>` exception with `message`.
 pub fn raise(ruby: &Ruby, name: &str, message: impl Into<String>) -> Error {
     Error::new(class(ruby, name), message.into())
 }
@@ -18,10 +20,15 @@ pub fn to_ruby(ruby: &Ruby, error: cogworker::Error) -> Error {
     let name = match &error {
         cogworker::Error::Config { .. } => "ConfigError",
         cogworker::Error::InvalidJob { .. } => "InvalidJob",
+        cogworker::Error::InvalidArgument { .. } => "InvalidArgument",
         cogworker::Error::Redis(_) => "RedisError",
         cogworker::Error::Script { .. } => "ScriptError",
-        cogworker::Error::ShuttingDown => "ShuttingDown",
-        cogworker::Error::Handler { .. } => "HandlerError",
     };
-    raise(ruby, name, error.to_string())
+    let class = class(ruby, name);
+    let built = class.new_instance((error.to_string(),)).and_then(|exception| {
+        let _: magnus::Value = exception.funcall("instance_variable_set", ("@field", error.field()))?;
+        let _: magnus::Value = exception.funcall("instance_variable_set", ("@value", error.value()))?;
+        Ok(Error::from(exception))
+    });
+    built.unwrap_or_else(|e| e)
 }

@@ -26,7 +26,7 @@ impl ClusterUrl {
         let hosts = rest.trim_end_matches('/');
         let mut nodes = Vec::new();
         for host in hosts.split(',').map(str::trim).filter(|h| !h.is_empty()) {
-            if !host.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) {
+            if host.rsplit_once(':').is_none_or(|(_, p)| p.parse::<u16>().is_err()) {
                 return Err(bad(
                     "every node needs host:port (redis+cluster://host:port[,host:port...])",
                 ));

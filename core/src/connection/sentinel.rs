@@ -52,7 +52,7 @@ impl SentinelUrl {
         }
         for host in &sentinels {
             let port = host.rsplit_once(':').map(|(_, p)| p);
-            if !port.is_some_and(|p| p.parse::<u16>().is_ok()) {
+            if port.is_none_or(|p| p.parse::<u16>().is_err()) {
                 return Err(bad("every sentinel needs host:port"));
             }
         }

@@ -6,7 +6,7 @@
 use super::{queue_order, Fetched};
 use crate::connection::BlockingConn;
 use crate::error::Result;
-use crate::manager::{Lifecycle, Shared};
+use crate::shared::{Lifecycle, Shared};
 use redis::AsyncCommands;
 use std::time::Duration;
 
@@ -27,7 +27,7 @@ impl BasicFetch {
             .map(|q| shared.keys.queue(q))
             .collect();
         if keys.is_empty() {
-            crate::manager::sleep_unless(shared, TIMEOUT, Lifecycle::Quiet).await;
+            crate::shared::sleep_unless(shared, TIMEOUT, Lifecycle::Quiet).await;
             return Ok(Vec::new());
         }
         if self.blocking.is_none() {

@@ -10,7 +10,7 @@ pub(crate) use reliable::ReliableFetch;
 
 use crate::config::QueueSpec;
 use crate::error::Result;
-use crate::manager::Shared;
+use crate::shared::Shared;
 
 /// A job as taken from Redis: the queue it came from and its exact bytes.
 pub(crate) struct Fetched {
@@ -60,14 +60,31 @@ pub(crate) fn queue_order(queues: &[QueueSpec], strict: bool) -> Vec<&str> {
     keyed.into_iter().map(|(_, name)| name).collect()
 }
 
-/// Was this error the server refusing the command (too old for `LMOVE`, or
-/// a proxy that does not allow it)?
+/// Was this error the server refusing the fetch's commands by ACL
+/// (`NOPERM`)? (A server that lacks them, or renamed them away, is found
+/// at startup by [`commands_missing`].) Decided by the error's kind, never
+/// its text.
 pub(crate) fn is_unsupported(e: &crate::error::Error) -> bool {
-    let text = e.to_string().to_ascii_lowercase();
-    text.contains("unknown command")
-        || text.contains("unknown redis command")
-        || text.contains("not allowed")
-        || text.contains("noperm")
+    matches!(
+        e,
+        crate::error::Error::Redis(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoPerm)
+    )
+}
+
+/// The reliable fetch's commands this server does not have (`COMMAND INFO`
+/// answers nil for a command that is unknown or renamed away).
+pub(crate) async fn commands_missing(shared: &Shared) -> Result<Vec<&'static str>> {
+    const NEEDED: [&str; 2] = ["LMOVE", "BLMOVE"];
+    let info: Vec<redis::Value> = shared
+        .redis
+        .on_namespace_node(redis::cmd("COMMAND").arg("INFO").arg(&NEEDED[..]))
+        .await?;
+    Ok(NEEDED
+        .iter()
+        .zip(info.iter().chain(std::iter::repeat(&redis::Value::Nil)))
+        .filter(|(_, reply)| matches!(reply, redis::Value::Nil))
+        .map(|(name, _)| *name)
+        .collect())
 }
 
 #[cfg(test)]

@@ -7,8 +7,8 @@
 use super::{queue_order, Fetched};
 use crate::connection::BlockingConn;
 use crate::error::{Error, Result};
-use crate::manager::{Lifecycle, Shared};
 use crate::scripts::SCRIPTS;
+use crate::shared::{Lifecycle, Shared};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use redis::AsyncCommands;
 use std::collections::HashMap;
@@ -45,7 +45,7 @@ impl ReliableFetch {
             .collect();
         let timeout = shared.config.fetch_idle_max_interval();
         if active.is_empty() {
-            crate::manager::sleep_unless(shared, timeout, Lifecycle::Quiet).await;
+            crate::shared::sleep_unless(shared, timeout, Lifecycle::Quiet).await;
             return Ok(Vec::new());
         }
         for name in &active {

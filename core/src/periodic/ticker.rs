@@ -12,8 +12,8 @@
 use super::Periodic;
 use crate::config::CatchUp;
 use crate::locks::queued_ttl;
-use crate::manager::{sleep_unless, Lifecycle, Shared};
 use crate::scripts::SCRIPTS;
+use crate::shared::{sleep_unless, Lifecycle, Shared};
 use redis::AsyncCommands;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -55,6 +55,17 @@ impl WebOptions {
         }
     }
 
+    /// The options of `cogworker web`: `--host`, `--port`, `--auth`.
+    pub fn from_cli(host: &str, port: u16, auth: Option<&str>) -> Result<Self> {
+        let mut options = WebOptions::default();
+        options.set_bind(host, port)?;
+        if let Some(auth) = auth {
+            options.set_credentials(auth)?;
+        }
+        Ok(options)
+    }
+
+    /// The address to listen on; the error names the setting.
     pub fn set_bind(&mut self, host: &str, port: u16) -> Result<&mut Self> {
         let address = format!("{host}:{port}");
         self.bind = address
@@ -185,8 +196,14 @@ impl BackgroundWeb {
         })
     }
 
+    /// Where it listens.
     pub fn address(&self) -> SocketAddr {
         self.address
+    }
+
+    /// `http://host:port/`.
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.address)
     }
 
     /// Asks the server to finish (open connections are let finish).

@@ -246,27 +246,19 @@ pub(crate) async fn queue(
 }
 
 pub(crate) async fn busy(Extension(csrf): Extension<CsrfToken>, state: axum::extract::State<State>) -> PageResult {
-    let processes = state.api.processes().await?;
-    let mut rows = Vec::new();
-    for process in &processes {
-        for (_, entry) in state.api.busy(&process.identity).await? {
-            let entry: Value = serde_json::from_str(&entry).unwrap_or(Value::Null);
-            rows.push((process.identity.clone(), entry));
-        }
-    }
+    let rows = state.api.busy().await?;
     let body = html! {
         @if rows.is_empty() { p.empty { "Nothing running." } } @else {
             table {
                 thead { tr { th { "Process" } th { "Queue" } th { "Class" } th { "Args" } th { "Running since" } } }
                 tbody {
-                    @for (identity, entry) in &rows {
-                        @let payload = &entry["payload"];
+                    @for busy in &rows {
                         tr {
-                            td { code { (identity) } }
-                            td { (entry["queue"].as_str().unwrap_or("")) }
-                            td { (payload["class"].as_str().unwrap_or("")) }
-                            td.args { code { (crate::job::safe_string(payload["args"].to_string(), 300)) } }
-                            td { (entry["run_at"].as_f64().map(ago).unwrap_or_default()) }
+                            td { code { (busy.identity) } }
+                            td { (busy.queue) }
+                            td { (busy.job["class"].as_str().unwrap_or("")) }
+                            td.args { code { (crate::job::safe_string(busy.job["args"].to_string(), 300)) } }
+                            td { (ago(busy.run_at)) }
                         }
                     }
                 }

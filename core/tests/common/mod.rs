@@ -3,11 +3,7 @@
 //! await conditions with a deadline; a worker process to kill.
 #![allow(dead_code)]
 
-#[path = "../../examples/support/private_redis.rs"]
-mod private_redis;
-
-pub use private_redis::PrivateRedis as TestRedis;
-
+use cogworker::testing::RedisServer;
 use cogworker::{Config, Worker};
 use redis::AsyncCommands;
 use std::future::Future;
@@ -16,6 +12,55 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// The core's private server ([`RedisServer`]) with the conveniences the
+/// tests use (a failure to start fails the test).
+pub struct TestRedis {
+    server: RedisServer,
+    pub port: u16,
+}
+
+impl TestRedis {
+    pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+    /// Extra `redis-server` arguments, e.g. `["--appendonly", "yes"]`.
+    pub fn start_with(extra: &[&str]) -> Self {
+        Self::from(RedisServer::start(extra).expect("redis-server starts"))
+    }
+    pub fn start_cluster_node() -> Self {
+        Self::from(RedisServer::cluster_node().expect("a cluster node starts"))
+    }
+    /// A port nothing listens on yet (for "Redis down at boot").
+    pub fn unstarted() -> Self {
+        Self::from(RedisServer::unstarted().expect("a data directory"))
+    }
+    fn from(server: RedisServer) -> Self {
+        TestRedis {
+            port: server.port(),
+            server,
+        }
+    }
+    pub fn spawn(&mut self) {
+        self.server.spawn().expect("redis-server starts");
+    }
+    pub fn kill(&mut self) {
+        self.server.kill();
+    }
+    pub fn url(&self) -> String {
+        self.server.url()
+    }
+    pub fn sync_conn(&self) -> redis::Connection {
+        redis::Client::open(self.url()).unwrap().get_connection().unwrap()
+    }
+    pub async fn conn(&self) -> redis::aio::MultiplexedConnection {
+        redis::Client::open(self.url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap()
+    }
+}
 
 /// A config for a test server with short intervals, so tests run fast.
 pub trait TestConfig {
@@ -140,4 +185,14 @@ pub fn counting_worker(config: Config, class: &str) -> (Worker, Arc<AtomicUsize>
         .build()
         .unwrap();
     (worker, ran)
+}
+
+/// A worker whose slots are host threads (as Python's and Ruby's are),
+/// running only `classes`.
+pub fn host_worker(config: Config, classes: &[&str]) -> Worker {
+    Worker::builder(config)
+        .host_slots()
+        .host_classes(classes.iter().copied())
+        .build()
+        .unwrap()
 }

@@ -73,7 +73,7 @@ module Cogworker
 
     def run_admin(argv)
       Admin.new.run(argv)
-    rescue ConfigError => e
+    rescue ConfigError, InvalidArgument => e
       warn "cogworker: #{e.message}"
       2
     rescue Cogworker::Error, OptionParser::ParseError => e

@@ -6,6 +6,10 @@ module Cogworker
   # Pushes jobs to handlers in any language, by class name.
   #
   #   Cogworker::Client.push('Billing::Charge', [42], queue: 'critical')
+  #
+  # Arguments must be native JSON types (String, Integer, Float, true, false,
+  # nil, Array, Hash with String keys); anything else raises
+  # Cogworker::InvalidArgument (an ArgumentError) naming it.
   class Client
     def self.push(class_name, args = [], **options)
       Cogworker.client.push(class_name, args, **options)
@@ -15,36 +19,44 @@ module Cogworker
       Cogworker.client.push_bulk(class_name, args_list, **options)
     end
 
+    # The push options as the engine takes them (Time and Duration as
+    # epoch seconds / seconds).
+    def self.options(queue: nil, retry: nil, at: nil, delay: nil, unique_for: nil)
+      { 'queue' => queue&.to_s, 'retry' => binding.local_variable_get(:retry), 'at' => at&.to_f,
+        'delay' => delay&.to_f, 'unique_for' => unique_for&.to_f }
+    end
+
     def initialize(config = Cogworker.config)
-      @native = Native::Client.new(config.to_h)
+      @native = Native::Client.new(config.native)
     end
 
     # Returns the jid (nil: a unique job's duplicate holds the lock).
     # `at:` (Time or epoch seconds) schedules it; `unique_for:` seconds
     # refuses duplicates (same class, queue, args) while one is pending.
-    def push(class_name, args = [], queue: nil, retry: nil, at: nil, unique_for: nil)
-      retry_option = binding.local_variable_get(:retry)
-      push_payload(Cogworker.payload(class_name, args, queue: queue, retry: retry_option, at: at, unique_for: unique_for))
+    def push(class_name, args = [], **options)
+      push_job(class_name.to_s, Array(args), self.class.options(**options))
     end
 
     # One round trip for all; returns the jids.
-    def push_bulk(class_name, args_list, queue: nil, retry: nil, at: nil, unique_for: nil)
-      retry_option = binding.local_variable_get(:retry)
-      push_payloads(args_list.map do |args|
-        Cogworker.payload(class_name, args, queue: queue, retry: retry_option, at: at, unique_for: unique_for)
-      end)
+    def push_bulk(class_name, args_list, **options)
+      options = self.class.options(**options)
+      return args_list.map { |args| Testing.record(Native.prepare_job(class_name.to_s, args, options)) } if Testing.enabled?
+
+      @native.push_many(class_name.to_s, args_list.to_a, options)
     end
 
-    def push_payload(payload)
-      return Testing.record(payload) if Testing.enabled?
+    # `class_name(*args)` with options as `Client.options` builds them.
+    def push_job(class_name, args, options)
+      return Testing.record(Native.prepare_job(class_name, args, options)) if Testing.enabled?
 
-      @native.push(Cogworker.encode(payload))
+      @native.push_many(class_name, [args], options).first
     end
 
+    # Raw payloads (Hashes with at least 'class').
     def push_payloads(payloads)
-      return payloads.map { |p| Testing.record(p) } if Testing.enabled?
+      return payloads.map { |p| Testing.record(Native.prepare_payload(p)) } if Testing.enabled?
 
-      @native.push_bulk(payloads.map { |p| Cogworker.encode(p) })
+      @native.push_payloads(payloads)
     end
   end
 end

@@ -1,37 +1,41 @@
 # frozen_string_literal: true
 
 module Cogworker
-  # Settings (docs/configuration.md). Every setter validates through the engine at once and
-  # raises ConfigError naming the setting and value.
+  # Settings (docs/configuration.md). One accessor per setting of the
+  # engine's table; every setter validates at once and raises ConfigError
+  # naming the setting and the value; every reader gives the effective
+  # value (the default when unset).
   class Config
-    SETTINGS = %i[
-      redis_url namespace concurrency queues strict_queues fetch fetch_idle_max_interval
-      orphan_threshold orphan_check_interval shutdown_timeout unique_lock_ttl periodic_catch_up
-      labels heartbeat_interval scheduler_poll_interval
-    ].freeze
+    SETTINGS = Native.settings.map { |name, _help| name.to_sym }.freeze
 
     def initialize(settings = {})
       @settings = {}
+      @native = Native::Config.new({})
       settings.each { |k, v| self[k] = v }
     end
 
     SETTINGS.each do |name|
-      define_method(name) { @settings[name] }
+      define_method(name) { self[name] }
       define_method(:"#{name}=") { |value| self[name] = value }
     end
 
     def [](name)
-      @settings[name.to_sym]
+      @native.get(name.to_s)
     end
 
     def []=(name, value)
-      candidate = @settings.merge(name.to_sym => normalize(value))
-      Native.check_config(candidate)
-      @settings = candidate
+      @native.set(name.to_s, value) unless value.nil?
+      @settings[name.to_sym] = value
     end
 
+    # The settings given explicitly.
     def to_h
       @settings.dup
+    end
+
+    # The engine's own config object (what Client, Api and Runner take).
+    def native
+      Native::Config.new(@settings)
     end
 
     # The periodic entries; with a block, yields the manager to register:
@@ -48,17 +52,6 @@ module Cogworker
       merged = Config.new(@settings.merge(overrides.compact))
       merged.instance_variable_set(:@periodic, periodic)
       merged
-    end
-
-    private
-
-    # Symbols become strings, [name, weight] pairs "name,weight".
-    def normalize(value)
-      case value
-      when Symbol then value.to_s
-      when Array then value.map { |v| v.is_a?(Array) ? v.join(',') : normalize(v) }
-      else value
-      end
     end
   end
 end

@@ -1,9 +1,12 @@
 # frozen_string_literal: true
 
 module Cogworker
-  # Base class of every cogworker error; one subclass per core error kind
-  # (raised by the native extension).
-  class Error < StandardError; end
+  # Base class of every cogworker error; one subclass per core error kind,
+  # raised by the native extension with `field` and `value` set where they
+  # apply (the setting or job field, and the offending value).
+  class Error < StandardError
+    attr_reader :field, :value
+  end
   # A setting has an invalid value (the message names it).
   class ConfigError < Error; end
   # A job to push is malformed; nothing was written.
@@ -12,8 +15,11 @@ module Cogworker
   class RedisError < Error; end
   # A cogworker Lua script misbehaved.
   class ScriptError < Error; end
-  # The worker is shutting down.
-  class ShuttingDown < Error; end
-  # A handler failed.
-  class HandlerError < Error; end
+
+  # An argument that is not allowed: a job argument that is not a native
+  # JSON type (as Sidekiq 7 refuses them), or an ops-API argument of the
+  # wrong kind. An ArgumentError, so `rescue ArgumentError` catches it.
+  class InvalidArgument < ArgumentError
+    attr_reader :field, :value
+  end
 end

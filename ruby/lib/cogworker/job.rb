@@ -95,22 +95,22 @@ module Cogworker
       end
 
       def perform_async(*args)
-        push(args, nil)
+        push(args)
       end
 
       def perform_in(seconds, *args)
-        push(args, Time.now.to_f + seconds.to_f)
+        push(args, delay: seconds)
       end
 
       def perform_at(time, *args)
-        push(args, time.to_f)
+        push(args, at: time)
       end
 
       private
 
-      def push(args, at)
-        payload = Cogworker.payload(@klass.name, args, queue: @queue, retry: @retry, at: at, unique_for: @unique_for)
-        Cogworker.client.push_payload(payload)
+      def push(args, at: nil, delay: nil)
+        options = Client.options(queue: @queue, retry: @retry, at: at, delay: delay, unique_for: @unique_for)
+        Cogworker.client.push_job(@klass.name, args, options)
       end
     end
   end

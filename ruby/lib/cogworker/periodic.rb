@@ -44,9 +44,9 @@ module Cogworker
     private
 
     def encode(entry)
-      Cogworker.encode(entry)
-    rescue InvalidJob => e
-      raise ConfigError, "invalid config periodic.args = #{entry['args'].inspect}: #{e.message}"
+      JSON.generate(entry)
+    rescue JSON::GeneratorError, Encoding::UndefinedConversionError, ArgumentError => e
+      raise ConfigError, "invalid config periodic.args = #{entry['args'].inspect}: must be JSON data: #{e.message}"
     end
   end
 end

@@ -3,19 +3,27 @@
 require 'logger'
 
 module Cogworker
-  # Runs jobs: `concurrency` Ruby threads take jobs from the engine (waiting
-  # without the GVL) and call `perform` on the handler class. The engine
-  # decides what happens to each job; this only reports how it ended.
+  # Runs jobs: `concurrency` Ruby threads take deliveries from the engine
+  # (waiting without the GVL) and call `perform` on the handler class. Only
+  # the classes registered here (those that include Cogworker::Job, and the
+  # periodic entries' classes resolved at boot) are ever run: the engine
+  # fails a job of any other class as `cogworker::UnknownHandler`.
+  #
+  # However `perform` ends, its delivery is settled exactly once: success;
+  # failure (any Exception; `exit` is recorded as the job's failure and
+  # starts a graceful stop); or, if the thread is killed (Thread#kill, the
+  # process exiting), abandoned to the engine, which files the job as
+  # `cogworker::HandlerAborted` or leaves it for shutdown's requeue.
   class Runner
     attr_reader :config
 
     def initialize(config = Cogworker.config)
       @config = config
       entries = config.periodic.entries
-      classes = Cogworker.registry.keys | resolve_periodic_classes(entries)
-      @native = Native::Worker.new(config.to_h, entries.map { |e| JSON.generate(e) }, classes)
+      @handlers = Cogworker.registry.merge(resolve_periodic_classes(entries))
+      @native = Native::Worker.new(config.native, @handlers.keys, entries.map { |e| JSON.generate(e) })
       @threads = []
-      @resolve_lock = Mutex.new
+      @threads_lock = Mutex.new
     end
 
     def identity = @native.identity
@@ -24,18 +32,10 @@ module Cogworker
     def stop = @native.stop
     def busy = JSON.parse(@native.busy_json)
 
-    # Resolves the registered handler classes here, on the calling (main)
-    # thread, then starts the engine and the slot threads.
+    # Starts the engine and the slot threads.
     def start
-      @handlers = Cogworker.registry
       @native.start
-      concurrency = @config.concurrency || 10
-      @threads = Array.new(concurrency) do |i|
-        Thread.new do
-          Thread.current.name = "cogworker.processor-#{i}"
-          slot
-        end
-      end
+      @config.concurrency.times { |i| start_slot(i) }
       Cogworker.logger.info("cogworker #{identity}: #{@handlers.size} handler(s): #{@handlers.keys.sort.join(', ')}")
       self
     end
@@ -44,11 +44,12 @@ module Cogworker
     def wait(timeout) = @native.wait(timeout.to_f)
 
     # After `wait`: false if threads are still stuck in a handler (their jobs
-    # were already put back on their queues).
+    # were already put back on their queues). One deadline for all threads.
     def join(timeout = 5)
       deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
-      @threads.each { |t| t.join([deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC), 0].max) }
-      @threads.none?(&:alive?)
+      threads = @threads_lock.synchronize { @threads.dup }
+      threads.each { |t| t.join([deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC), 0].max) }
+      threads.none?(&:alive?)
     end
 
     def dump
@@ -61,37 +62,88 @@ module Cogworker
 
     private
 
+    # A slot thread. One that ends before the worker stops (Thread#kill, a
+    # crash) is replaced, as Sidekiq's manager replaces a dead processor:
+    # the worker keeps its full concurrency.
+    def start_slot(index)
+      thread = Thread.new do
+        Thread.current.name = "cogworker.processor-#{index}"
+        stopped = slot
+      ensure
+        replace_slot(index) unless stopped
+      end
+      @threads_lock.synchronize { @threads << thread }
+    end
+
+    def replace_slot(index)
+      return if @native.lifecycle == 'stopping'
+
+      Cogworker.logger.warn("slot thread cogworker.processor-#{index} ended early; starting another")
+      @threads_lock.synchronize { @threads.delete(Thread.current) }
+      start_slot(index)
+    rescue ThreadError
+      nil # the process is exiting: no new threads
+    end
+
+    # Runs jobs until the worker stops; true then.
     def slot
       loop do
         delivery = @native.next_job(0.5)
         next if delivery.nil?
-        break if delivery == :stopped
+        return true if delivery == :stopped
 
         perform(delivery)
       end
     end
 
     def perform(delivery)
-      klass = resolve(delivery.class_name)
-      klass.new.perform(*JSON.parse(delivery.args_json))
-      @native.complete(delivery)
-    rescue StandardError, ScriptError => e
-      fail_job(delivery, klass, e)
+      class_name, jid, _queue, retry_count, args_json = delivery.info
+      klass = @handlers.fetch(class_name)
+      klass.new.perform(*JSON.parse(args_json))
+      delivery.complete
+    rescue Exception => e # rubocop:disable Lint/RescueException -- every way a job ends is recorded
+      fail_job(delivery, "#{class_name} jid=#{jid}", retry_delay(retry_count, klass, e), e)
+      if e.is_a?(SystemExit)
+        Cogworker.logger.warn("exit called by #{class_name} jid=#{jid}: stopping the worker gracefully")
+        stop
+      end
+    ensure
+      delivery.abandon('the Ruby thread running it ended without settling it (killed?)') # no-op once settled
     end
 
-    def fail_job(delivery, klass, error)
-      delay = klass.respond_to?(:cogworker_retry_delay) ? klass.cogworker_retry_delay(delivery.retry_count, error) : nil
-      Cogworker.logger.warn(
-        "#{delivery.class_name} jid=#{delivery.jid} failed: #{error.class}: #{error.message}\n" \
-        "#{(error.backtrace || []).first(20).join("\n")}"
-      )
-      @native.fail(delivery, error.class.name.to_s, error.message.to_s, error.backtrace || [], delay&.to_f)
-    rescue StandardError => e
-      Cogworker.logger.error("could not record the failure of #{delivery.jid}: #{e.class}: #{e.message}")
+    def fail_job(delivery, job, delay, error)
+      message = safe { utf8(error.message) }
+      backtrace = safe { error.backtrace&.map { |line| utf8(line) } } || []
+      Cogworker.logger.warn("#{job} failed: #{error.class}: #{message}\n#{backtrace.first(20).join("\n")}")
+      delivery.fail(safe { error.class.name }, message, backtrace, delay)
     end
 
-    def resolve(name)
-      @handlers[name] || @resolve_lock.synchronize { Object.const_get(name) }
+    # What the class's retry hook says (seconds, nil for the default
+    # backoff); anything else is described for the engine, which logs it and
+    # uses the default backoff.
+    def retry_delay(retry_count, klass, error)
+      delay = klass.respond_to?(:cogworker_retry_delay) ? klass.cogworker_retry_delay(retry_count, error) : nil
+      return delay.to_f if delay.is_a?(Numeric) # also an ActiveSupport::Duration
+
+      delay.nil? ? nil : safe { delay.inspect }
+    rescue Exception => e # rubocop:disable Lint/RescueException -- a broken hook must not lose the failure
+      "an exception (#{safe { e.inspect }})"
+    end
+
+    # `yield`, or nil if it raises (an exception's `#message` may).
+    def safe
+      yield
+    rescue Exception # rubocop:disable Lint/RescueException
+      nil
+    end
+
+    # Text in its own encoding transcoded to UTF-8 (Latin-1, Shift-JIS, ...);
+    # bytes that are not text in it replaced.
+    def utf8(text)
+      text = text.to_s
+      return text if text.encoding == Encoding::UTF_8 && text.valid_encoding?
+
+      text.encode(Encoding::UTF_8, invalid: :replace, undef: :replace)
     end
 
     # Resolves every periodic entry's class here, on the booting thread,
@@ -99,12 +151,10 @@ module Cogworker
     # class that can't be resolved is logged and the process boots: the
     # entry still ticks, for a worker (maybe in another language) that has it.
     def resolve_periodic_classes(entries)
-      entries.map { |e| e['class'] }.uniq.filter_map do |name|
-        Object.const_get(name)
-        name
+      entries.map { |e| e['class'] }.uniq.each_with_object({}) do |name, found|
+        found[name] = Object.const_get(name)
       rescue NameError, LoadError => e
         Cogworker.logger.warn("periodic job class #{name} can't be resolved here: #{e.message}")
-        nil
       end
     end
   end

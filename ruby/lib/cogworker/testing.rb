@@ -1,11 +1,16 @@
 # frozen_string_literal: true
 
+require 'json'
+require 'fileutils'
+
 module Cogworker
   # Testing modes, no Redis needed (`require 'cogworker/testing'`):
   #   Cogworker::Testing.fake!   # pushes recorded: HardWorker.jobs, .drain, .perform_one, .clear
   #   Cogworker::Testing.inline! # pushes run at once
   #   Cogworker::Testing.disable!
-  # Each takes an optional block, restoring the previous mode after it.
+  # Each takes an optional block, restoring the previous mode after it. A
+  # push in a testing mode is validated and filled by the engine exactly as
+  # a real push would be: what would be refused in production is refused here.
   module Testing
     @mode = nil
     @jobs = Hash.new { |h, k| h[k] = [] }
@@ -24,8 +29,10 @@ module Cogworker
         @mode
       end
 
-      def record(payload)
-        job = { 'jid' => Native.new_jid, 'enqueued_at' => Time.now.to_f }.merge(payload)
+      # A push in a testing mode (the job as the engine prepared it):
+      # recorded (fake) or run (inline). Returns its jid.
+      def record(job_json)
+        job = JSON.parse(job_json)
         if @mode == :inline
           perform(job)
         else
@@ -72,14 +79,18 @@ module Cogworker
         end
       end
 
+      # Only registered job classes run, as in a worker.
       def perform(job)
-        klass = Cogworker.registry[job['class']] || Object.const_get(job['class'])
+        klass = Cogworker.registry[job['class']]
+        raise NameError, "no job class registered as #{job['class']}" unless klass
+
         klass.new.perform(*job['args'])
       end
     end
 
     # A private redis-server on a free loopback port, in a temporary
-    # directory, for integration tests and demos; stopped by pid.
+    # directory, for integration tests and demos; stopped by pid (the
+    # engine's own helper).
     #   server = Cogworker::Testing::RedisServer.new
     #   Cogworker.configure { |c| c.redis_url = server.url }
     #   ...
@@ -87,34 +98,27 @@ module Cogworker
     class RedisServer
       attr_reader :port, :url, :dir
 
-      def initialize(*extra_args)
-        require 'socket'
-        require 'tmpdir'
-        @port = TCPServer.open('127.0.0.1', 0) { |s| s.addr[1] }
-        @url = "redis://127.0.0.1:#{@port}/0"
-        @dir = Dir.mktmpdir('cogworker-redis-')
-        @pid = Process.spawn('redis-server', '--port', @port.to_s, '--bind', '127.0.0.1', '--save', '',
-                             '--appendonly', 'no', '--dir', @dir, *extra_args, out: File::NULL, err: File::NULL)
-        deadline = Time.now + 10
-        until cli('PING') == 'PONG'
-          raise "redis-server did not start on port #{@port}" if Time.now > deadline
-
-          sleep 0.02
-        end
+      def initialize(*extra_args, port: nil)
+        @native = Native::RedisServer.new(extra_args.map(&:to_s), port)
+        @port = @native.port
+        @url = @native.url
+        @dir = @native.dir
       end
 
       # One command through redis-cli; its output, stripped.
       def cli(*args)
-        IO.popen(['redis-cli', '-p', @port.to_s, *args], err: File::NULL, &:read).to_s.strip
+        IO.popen(['redis-cli', '-p', @port.to_s, *args.map(&:to_s)], err: File::NULL, &:read).to_s.strip
       end
 
-      def stop
-        return unless @pid
+      # Starts it again after `kill` (same port and data directory).
+      def restart
+        @native.kill
+        @native.spawn
+      end
 
-        Process.kill('KILL', @pid)
-        Process.wait(@pid)
-        @pid = nil
-        require 'fileutils'
+      # SIGKILL, and the data directory removed.
+      def stop
+        @native.kill
         FileUtils.rm_rf(@dir)
       end
     end

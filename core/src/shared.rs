@@ -1,17 +1,21 @@
 //! State shared by every part of one worker process: settings, identity,
-//! lifecycle (running → quiet → stopping), the busy slots, and the count of
-//! jobs taken but not yet finished that bounds how many more to fetch.
+//! lifecycle (running → quiet → stopping), the handler names it may run,
+//! the busy slots, and the count of jobs taken but not yet finished that
+//! bounds how many more to fetch. Deliveries are begun, settled and
+//! abandoned here.
 
+use crate::completion::Completion;
 use crate::config::{Config, FetchMode};
 use crate::connection::Redis;
-use crate::handler::Outcome;
+use crate::delivery::{self, Delivery};
+use crate::handler::{Failure, Outcome};
 use crate::job::{self, Job};
 use crate::keys::Keys;
 use crate::periodic::Periodic;
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use tokio::sync::{watch, Notify};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -21,53 +25,6 @@ pub enum Lifecycle {
     Quiet,
     /// Shutting down.
     Stopping,
-}
-
-/// A job handed to a slot: the parsed job plus what is needed to settle it.
-#[derive(Debug)]
-pub struct Delivery {
-    pub(crate) token: u64,
-    pub(crate) queue: String,
-    /// The payload exactly as fetched: the in-progress list holds these bytes.
-    pub(crate) raw: Vec<u8>,
-    pub(crate) job: Job,
-    pub(crate) started_at: f64,
-}
-
-impl Delivery {
-    pub fn job(&self) -> &Job {
-        &self.job
-    }
-    pub fn queue(&self) -> &str {
-        &self.queue
-    }
-    pub fn raw(&self) -> &[u8] {
-        &self.raw
-    }
-}
-
-/// What a host-language slot needs to run a delivery, read once when the
-/// slot takes it (the delivery itself is kept until it is settled).
-#[derive(Clone, Debug, PartialEq)]
-pub struct DeliveryInfo {
-    pub class: String,
-    pub jid: String,
-    pub queue: String,
-    pub retry_count: u32,
-    /// The job's `args` as JSON text.
-    pub args_json: String,
-}
-
-impl Delivery {
-    pub fn info(&self) -> DeliveryInfo {
-        DeliveryInfo {
-            class: self.job.class().to_string(),
-            jid: self.job.jid_str().to_string(),
-            queue: self.queue.clone(),
-            retry_count: self.job.retry_count(),
-            args_json: serde_json::to_string(self.job.args_slice()).unwrap_or_else(|_| "[]".into()),
-        }
-    }
 }
 
 /// One busy slot, as shown in the workers hash and the TTIN dump.
@@ -90,26 +47,6 @@ impl BusyEntry {
     }
 }
 
-/// What the completion task settles.
-pub(crate) enum Completion {
-    Done {
-        delivery: Delivery,
-        outcome: Outcome,
-        finished_at: f64,
-    },
-    /// Not a runnable job: bury its bytes in `dead`.
-    Bury {
-        queue: String,
-        raw: Vec<u8>,
-        reason: String,
-    },
-    /// A slot started a job owning a periodic run lock: shorten the lock to
-    /// its running TTL.
-    Started { run_lock: String, jid: String },
-    /// Reply once everything sent before this has been written to Redis.
-    Flush(tokio::sync::oneshot::Sender<()>),
-}
-
 pub(crate) struct Shared {
     pub config: Config,
     pub keys: Keys,
@@ -127,10 +64,19 @@ pub(crate) struct Shared {
     pub recovered_once: AtomicBool,
     /// The periodic entries this process ticks for.
     pub periodic: Vec<Periodic>,
+    /// The handler names this process runs (the allow-list): a job of any
+    /// other class is failed as [`delivery::UNKNOWN_HANDLER`], never run.
+    handlers: HashSet<String>,
 }
 
 impl Shared {
-    pub fn new(config: Config, redis: Redis, completions: flume::Sender<Completion>, periodic: Vec<Periodic>) -> Self {
+    pub fn new(
+        config: Config,
+        redis: Redis,
+        completions: flume::Sender<Completion>,
+        periodic: Vec<Periodic>,
+        handlers: HashSet<String>,
+    ) -> Self {
         let identity = format!(
             "{}:{}:{}",
             crate::heartbeat::hostname(),
@@ -152,6 +98,7 @@ impl Shared {
             completions,
             recovered_once: AtomicBool::new(false),
             periodic,
+            handlers,
         }
     }
 
@@ -198,20 +145,26 @@ impl Shared {
     }
 
     /// A fetched, parsed job becomes a delivery owed to a slot.
-    pub fn new_delivery(&self, queue: String, raw: Vec<u8>, job: Job) -> Delivery {
+    pub fn new_delivery(self: &Arc<Self>, queue: String, raw: Vec<u8>, job: Job) -> Delivery {
         self.outstanding.fetch_add(1, Ordering::SeqCst);
-        Delivery {
-            token: self.next_token.fetch_add(1, Ordering::Relaxed),
-            queue,
-            raw,
-            job,
-            started_at: 0.0,
-        }
+        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
+        Delivery::new(self.clone(), token, queue, raw, job)
     }
 
-    /// A slot starts running `delivery`.
-    pub fn start(&self, delivery: &mut Delivery) {
-        delivery.started_at = job::now();
+    /// Is `class` one of this process's handlers?
+    pub fn runs(&self, class: &str) -> bool {
+        self.handlers.contains(class)
+    }
+
+    /// A slot begins `delivery`: it becomes busy. A job no handler here is
+    /// registered for is failed at once instead (`None`).
+    pub fn begin(&self, mut delivery: Delivery) -> Option<Delivery> {
+        delivery.mark_started();
+        if !self.runs(delivery.job.class()) {
+            let failure = delivery::unknown_handler(&delivery.job);
+            delivery.fail(failure);
+            return None;
+        }
         let entry = BusyEntry {
             queue: delivery.queue.clone(),
             class: delivery.job.class().to_string(),
@@ -228,14 +181,17 @@ impl Shared {
             let _ = self.completions.send(Completion::Started { run_lock, jid });
         }
         self.busy.lock().unwrap().insert(delivery.token, entry);
+        Some(delivery)
     }
 
-    /// A slot finished `delivery`: free the slot, hand the outcome over to be
-    /// written to Redis.
-    pub fn finish(&self, delivery: Delivery, outcome: Outcome) {
-        self.busy.lock().unwrap().remove(&delivery.token);
-        self.release_slot();
+    /// `delivery` ended with `outcome`: free the slot, hand the outcome over
+    /// to be written to Redis. (Called by [`Delivery::settle`].)
+    pub(crate) fn finish(&self, delivery: Delivery, outcome: Outcome) {
+        let token = delivery.token;
         let finished_at = job::now();
+        // The outcome is queued before the slot is freed: shutdown waits for
+        // free slots, then flushes, so it never requeues a job whose
+        // success is still on its way.
         if self
             .completions
             .send(Completion::Done {
@@ -248,6 +204,41 @@ impl Shared {
             // The completion task is gone (after shutdown requeued
             // everything): this job is already back on its queue.
             tracing::debug!("completion after shutdown dropped; the job was requeued");
+        }
+        self.busy.lock().unwrap().remove(&token);
+        self.release_slot();
+    }
+
+    /// `delivery` was abandoned (see [`Delivery::abandon`]): its slot and
+    /// busy entry are freed, and the job is
+    /// - put back on its queue if no slot began it;
+    /// - left on the in-progress list for shutdown's requeue if the process
+    ///   is stopping (reliable fetch; with basic fetch memory holds the only
+    ///   copy, so it is put back);
+    /// - otherwise filed as failed ([`delivery::HANDLER_ABORTED`]).
+    pub(crate) fn abandon(&self, delivery: Delivery, how: &str) {
+        if delivery.started && !self.is_stopping() {
+            tracing::warn!("{} abandoned by its handler ({how}); filed as failed", delivery.job);
+            let failure = Failure::new(
+                delivery::HANDLER_ABORTED,
+                format!("the handler ended without reporting success or failure: {how}"),
+            );
+            return self.finish(delivery, Outcome::Failure(failure));
+        }
+        self.busy.lock().unwrap().remove(&delivery.token);
+        self.release_slot();
+        if delivery.started && self.is_reliable() {
+            return;
+        }
+        let Delivery { queue, raw, job, .. } = &delivery;
+        let requeue = Completion::Requeue {
+            queue: queue.clone(),
+            raw: raw.clone(),
+            job: job.clone(),
+        };
+        if self.completions.send(requeue).is_err() {
+            // Shutdown has finished: it requeued this job with the rest.
+            tracing::debug!("{job} given back after shutdown, which requeued it");
         }
     }
 

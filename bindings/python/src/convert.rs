@@ -1,0 +1,43 @@
+//! Python values to the core's `HostValue`, type for type; what is allowed
+//! where is the core's to decide.
+
+use cogworker::host::HostValue;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+
+pub fn value(v: &Bound<'_, PyAny>) -> HostValue {
+    let items = |v: &Bound<'_, PyAny>| v.try_iter().map(|it| it.flatten().map(|i| value(&i)).collect());
+    if v.is_none() {
+        HostValue::Null
+    } else if let Ok(b) = v.cast::<PyBool>() {
+        HostValue::Bool(b.is_true())
+    } else if v.is_instance_of::<PyInt>() {
+        v.extract()
+            .map_or_else(|_| HostValue::BigInt(v.to_string()), HostValue::Int)
+    } else if let Ok(f) = v.cast::<PyFloat>() {
+        HostValue::Float(f.value())
+    } else if let Ok(s) = v.cast::<PyString>() {
+        s.to_cow().map_or_else(
+            |_| HostValue::InvalidText(s.to_string_lossy().into()),
+            |s| HostValue::Text(s.into()),
+        )
+    } else if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
+        items(v).map_or_else(|_| other(v), HostValue::List)
+    } else if let Ok(dict) = v.cast::<PyDict>() {
+        HostValue::Map(dict.iter().map(|(k, v)| (value(&k), value(&v))).collect())
+    } else {
+        other(v)
+    }
+}
+
+fn other(v: &Bound<'_, PyAny>) -> HostValue {
+    HostValue::Other {
+        type_name: v.get_type().name().map_or_else(|_| "?".into(), |n| n.to_string()),
+        shown: v.repr().map_or_else(|_| "?".into(), |r| r.to_string()),
+    }
+}
+
+/// Each item of an iterable.
+pub fn values(iterable: &Bound<'_, PyAny>) -> PyResult<Vec<HostValue>> {
+    iterable.try_iter()?.map(|item| Ok(value(&item?))).collect()
+}

@@ -1,0 +1,91 @@
+//! The one way this extension blocks: a core wait run without the GVL
+//! (`rb_thread_call_without_gvl2`), with an unblock function that raises a
+//! flag the wait looks at between short slices. Woken (Ctrl-C, `Thread#kill`,
+//! a signal trap, process exit), it lets Ruby run the pending interrupts,
+//! raising if they raise, and otherwise waits on: never a busy loop. The
+//! wait never touches a Ruby object.
+
+use cogworker::host::{self, Waited};
+use magnus::{Error, Ruby};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+struct Call<'a, F, R> {
+    work: Option<F>,
+    interrupted: &'a AtomicBool,
+    result: Option<R>,
+}
+
+unsafe extern "C" fn call_work<F: FnOnce(&AtomicBool) -> R, R>(data: *mut c_void) -> *mut c_void {
+    // SAFETY: `data` is the `Call` on `without_gvl`'s stack, alive until it returns.
+    let call = unsafe { &mut *(data as *mut Call<'_, F, R>) };
+    if let Some(work) = call.work.take() {
+        call.result = Some(work(call.interrupted));
+    }
+    std::ptr::null_mut()
+}
+
+unsafe extern "C" fn unblock(data: *mut c_void) {
+    // SAFETY: `data` is the flag on `without_gvl`'s stack.
+    let flag = unsafe { &*(data as *const AtomicBool) };
+    flag.store(true, Ordering::SeqCst);
+}
+
+/// Runs `work` with the GVL released; `None` if an interrupt was pending and
+/// it never ran.
+pub fn without_gvl<F: FnOnce(&AtomicBool) -> R, R>(work: F) -> Option<R> {
+    let interrupted = AtomicBool::new(false);
+    let mut call = Call {
+        work: Some(work),
+        interrupted: &interrupted,
+        result: None,
+    };
+    // SAFETY: both pointers outlive the call; `run` and `unblock` only touch them.
+    unsafe {
+        rb_sys::rb_thread_call_without_gvl2(
+            Some(call_work::<F, R>),
+            &mut call as *mut Call<'_, F, R> as *mut c_void,
+            Some(unblock),
+            &interrupted as *const AtomicBool as *mut c_void,
+        );
+    }
+    call.result
+}
+
+/// `poll` (blocking up to the time it is given) until it yields: `None`
+/// once `timeout` seconds pass. Interrupts Ruby has pending run between
+/// slices; one that raises ends the wait with its exception.
+pub fn wait<T>(
+    ruby: &Ruby,
+    timeout: Option<f64>,
+    mut poll: impl FnMut(Duration) -> Option<T>,
+) -> Result<Option<T>, Error> {
+    let deadline = timeout.map(|t| Instant::now() + Duration::from_secs_f64(t.clamp(0.0, 1e9)));
+    loop {
+        let waited = without_gvl(|flag| host::wait(deadline, &mut poll, || flag.load(Ordering::SeqCst)));
+        match waited {
+            Some(Waited::Ready(value)) => return Ok(Some(value)),
+            Some(Waited::TimedOut) => return Ok(None),
+            Some(Waited::Interrupted) | None => {
+                ruby.thread_check_ints()?;
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    return Ok(None);
+                }
+            }
+        }
+    }
+}
+
+/// Runs a core operation to completion, waiting as above.
+pub fn run<F, T>(ruby: &Ruby, future: F) -> Result<T, Error>
+where
+    F: std::future::Future<Output = cogworker::Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    let pending = host::spawn(future);
+    let result = wait(ruby, None, |slice| pending.poll(slice))?;
+    result
+        .expect("a wait without deadline yields")
+        .map_err(|e| crate::errors::to_ruby(ruby, e))
+}

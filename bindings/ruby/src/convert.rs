@@ -1,0 +1,66 @@
+//! Ruby values to the core's `HostValue`, type for type; what is allowed
+//! where is the core's to decide.
+
+use crate::errors::to_ruby;
+use cogworker::host::HostValue;
+use magnus::{value::ReprValue, Error, Float, Integer, RArray, RHash, RString, Ruby, Symbol, Value};
+
+pub fn value(ruby: &Ruby, v: Value) -> HostValue {
+    if v.is_nil() {
+        HostValue::Null
+    } else if v.is_kind_of(ruby.class_true_class()) || v.is_kind_of(ruby.class_false_class()) {
+        HostValue::Bool(v.to_bool())
+    } else if let Some(n) = Integer::from_value(v) {
+        n.to_i64()
+            .map_or_else(|_| HostValue::BigInt(v.to_string()), HostValue::Int)
+    } else if let Some(f) = Float::from_value(v) {
+        HostValue::Float(f.to_f64())
+    } else if let Some(s) = RString::from_value(v) {
+        // Transcoded to UTF-8 from its own encoding where it is text in it.
+        s.to_string()
+            .map_or_else(|_| HostValue::InvalidText(v.inspect()), HostValue::Text)
+    } else if let Some(array) = RArray::from_value(v) {
+        HostValue::List(array.into_iter().map(|item| value(ruby, item)).collect())
+    } else if let Some(hash) = RHash::from_value(v) {
+        let mut pairs = Vec::new();
+        let _ = hash.foreach(|key: Value, item: Value| {
+            pairs.push((value(ruby, key), value(ruby, item)));
+            Ok(magnus::r_hash::ForEach::Continue)
+        });
+        HostValue::Map(pairs)
+    } else {
+        let type_name = v.class().inspect();
+        HostValue::Other {
+            type_name,
+            shown: v.inspect(),
+        }
+    }
+}
+
+/// A setting or push option: a Symbol is its name as text.
+pub fn option(ruby: &Ruby, v: Value) -> HostValue {
+    match Symbol::from_value(v).and_then(|s| s.name().ok()) {
+        Some(name) => HostValue::Text(name.into_owned()),
+        None => value(ruby, v),
+    }
+}
+
+/// Each item of an Array.
+pub fn values(ruby: &Ruby, array: RArray) -> Vec<HostValue> {
+    array.into_iter().map(|v| value(ruby, v)).collect()
+}
+
+/// Each `name => value` of a Hash handed to `apply` (nil values skipped).
+pub fn each_option(
+    ruby: &Ruby,
+    hash: RHash,
+    mut apply: impl FnMut(&str, HostValue) -> cogworker::Result<()>,
+) -> Result<(), Error> {
+    hash.foreach(|name: Value, v: Value| {
+        if !v.is_nil() {
+            let name: String = name.funcall("to_s", ())?;
+            apply(&name, option(ruby, v)).map_err(|e| to_ruby(ruby, e))?;
+        }
+        Ok(magnus::r_hash::ForEach::Continue)
+    })
+}

@@ -1,0 +1,170 @@
+//! A job handed to a slot, and the promise that it settles exactly once.
+//!
+//! A [`Delivery`] is settled by consuming it: [`Delivery::complete`],
+//! [`Delivery::fail`] or [`Delivery::abandon`]. One that is dropped unsettled
+//! (a handler thread killed, a host object collected, a panic unwinding
+//! through a slot) is abandoned by its `Drop`: the job is filed as failed
+//! with `error_class` [`HANDLER_ABORTED`], or, while the process is going
+//! down, left for shutdown's requeue. Either way its slot and busy entry are
+//! freed, so no way of ending leaks a slot or strands a job.
+
+use crate::handler::{Failure, Outcome};
+use crate::job::{self, Job};
+use crate::shared::Shared;
+use std::sync::Arc;
+
+/// `error_class` of a job whose handler ended without reporting an outcome.
+pub const HANDLER_ABORTED: &str = "cogworker::HandlerAborted";
+/// `error_class` of a job whose class no handler in the process is
+/// registered for (the same in every language).
+pub const UNKNOWN_HANDLER: &str = "cogworker::UnknownHandler";
+
+/// A job taken for a slot of this process, with what is needed to settle it.
+pub struct Delivery {
+    pub(crate) token: u64,
+    pub(crate) queue: String,
+    /// The payload exactly as fetched: the in-progress list holds these bytes.
+    pub(crate) raw: Vec<u8>,
+    pub(crate) job: Job,
+    pub(crate) started_at: f64,
+    /// Handed to a slot (a dropped delivery that never started is given
+    /// back, not failed).
+    pub(crate) started: bool,
+    /// Who settles it; `None` once it is settled or given back.
+    owner: Option<Arc<Shared>>,
+}
+
+/// What a host-language slot needs to run a delivery, read once when the
+/// slot takes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeliveryInfo {
+    /// The handler name.
+    pub class: String,
+    /// The job id.
+    pub jid: String,
+    /// The queue the job came from.
+    pub queue: String,
+    /// Failures so far.
+    pub retry_count: u32,
+    /// The job's `args` as JSON text.
+    pub args_json: String,
+}
+
+impl Delivery {
+    pub(crate) fn new(owner: Arc<Shared>, token: u64, queue: String, raw: Vec<u8>, job: Job) -> Self {
+        Delivery {
+            token,
+            queue,
+            raw,
+            job,
+            started_at: 0.0,
+            started: false,
+            owner: Some(owner),
+        }
+    }
+
+    /// The job.
+    pub fn job(&self) -> &Job {
+        &self.job
+    }
+    /// The queue it was taken from.
+    pub fn queue(&self) -> &str {
+        &self.queue
+    }
+    /// The payload's bytes as stored.
+    pub fn raw(&self) -> &[u8] {
+        &self.raw
+    }
+    /// What a host slot needs to run it.
+    pub fn info(&self) -> DeliveryInfo {
+        DeliveryInfo {
+            class: self.job.class().to_string(),
+            jid: self.job.jid_str().to_string(),
+            queue: self.queue.clone(),
+            retry_count: self.job.retry_count(),
+            args_json: serde_json::to_string(self.job.args_slice()).unwrap_or_else(|_| "[]".into()),
+        }
+    }
+
+    /// The job succeeded.
+    pub fn complete(self) {
+        self.settle(Outcome::Success);
+    }
+
+    /// The job failed: the core records it and retries, buries or discards it.
+    pub fn fail(self, failure: Failure) {
+        self.settle(Outcome::Failure(failure));
+    }
+
+    /// Settles with `outcome`.
+    pub fn settle(mut self, outcome: Outcome) {
+        if let Some(owner) = self.owner.take() {
+            owner.finish(self, outcome);
+        }
+    }
+
+    /// The handler ended without an outcome (`how` says how: a thread
+    /// killed, an object collected): filed as failed with `error_class`
+    /// [`HANDLER_ABORTED`], or left for shutdown's requeue while stopping.
+    pub fn abandon(mut self, how: &str) {
+        if let Some(owner) = self.owner.take() {
+            owner.abandon(self, how);
+        }
+    }
+
+    /// Shutdown takes back a delivery no slot started: the slot is freed
+    /// and the payload returned, to be requeued.
+    pub(crate) fn give_back(mut self) -> Vec<u8> {
+        if let Some(owner) = self.owner.take() {
+            owner.release_slot();
+        }
+        std::mem::take(&mut self.raw)
+    }
+
+    pub(crate) fn mark_started(&mut self) {
+        self.started = true;
+        self.started_at = job::now();
+    }
+
+    /// The same delivery with its fields moved out of `self`, which is
+    /// left inert (its `Drop` does nothing).
+    fn take_out(&mut self) -> Delivery {
+        Delivery {
+            token: self.token,
+            queue: std::mem::take(&mut self.queue),
+            raw: std::mem::take(&mut self.raw),
+            job: std::mem::replace(&mut self.job, Job::placeholder()),
+            started_at: self.started_at,
+            started: self.started,
+            owner: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Delivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Delivery")
+            .field("job", &self.job)
+            .field("queue", &self.queue)
+            .field("started", &self.started)
+            .field("settled", &self.owner.is_none())
+            .finish()
+    }
+}
+
+impl Drop for Delivery {
+    fn drop(&mut self) {
+        if let Some(owner) = self.owner.take() {
+            let delivery = self.take_out();
+            owner.abandon(delivery, "dropped without being completed or failed");
+        }
+    }
+}
+
+/// The failure filed for a job whose class no handler is registered for.
+pub(crate) fn unknown_handler(job: &Job) -> Failure {
+    Failure::new(
+        UNKNOWN_HANDLER,
+        format!("no handler registered for class {:?} in this process", job.class()),
+    )
+}

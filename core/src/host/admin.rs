@@ -1,0 +1,171 @@
+//! The admin commands of the `cogworker` CLIs (Python and Ruby), written
+//! once: each runs ops-API calls and returns the text to print.
+
+use crate::api::{Api, JobSet};
+use crate::error::{Error, Result};
+use crate::job::now;
+use crate::retry::day_of;
+use std::fmt::Write as _;
+
+/// One admin command.
+pub struct AdminCommand {
+    /// As typed: `cogworker <name> [ARG]`.
+    pub name: &'static str,
+    /// The argument it takes, if any (`SET`, `QUEUE`, `IDENTITY`).
+    pub arg: Option<&'static str>,
+    /// One line for `--help`.
+    pub help: &'static str,
+}
+
+/// Every admin command.
+pub const COMMANDS: &[AdminCommand] = &[
+    AdminCommand {
+        name: "stats",
+        arg: None,
+        help: "processed/failed totals and today, set sizes",
+    },
+    AdminCommand {
+        name: "queues",
+        arg: None,
+        help: "queues with size, latency, paused",
+    },
+    AdminCommand {
+        name: "processes",
+        arg: None,
+        help: "live worker processes",
+    },
+    AdminCommand {
+        name: "busy",
+        arg: None,
+        help: "the jobs running now",
+    },
+    AdminCommand {
+        name: "retry-all",
+        arg: Some("SET"),
+        help: "retry every job of a set now (scheduled, retry, dead)",
+    },
+    AdminCommand {
+        name: "clear",
+        arg: Some("SET"),
+        help: "delete every job of a set",
+    },
+    AdminCommand {
+        name: "pause",
+        arg: Some("QUEUE"),
+        help: "pause a queue",
+    },
+    AdminCommand {
+        name: "unpause",
+        arg: Some("QUEUE"),
+        help: "resume a queue",
+    },
+    AdminCommand {
+        name: "clear-queue",
+        arg: Some("QUEUE"),
+        help: "delete every job on a queue",
+    },
+    AdminCommand {
+        name: "quiet",
+        arg: Some("IDENTITY"),
+        help: "tell a process to stop taking jobs",
+    },
+    AdminCommand {
+        name: "stop",
+        arg: Some("IDENTITY"),
+        help: "tell a process to shut down",
+    },
+];
+
+/// Runs `command` (with its argument, if it takes one); the output to print.
+pub async fn run(api: &Api, command: &str, arg: Option<&str>) -> Result<String> {
+    let Some(spec) = COMMANDS.iter().find(|c| c.name == command) else {
+        return Err(Error::invalid_argument(
+            "command",
+            format!("{command:?}"),
+            "no such admin command",
+        ));
+    };
+    let target = match (spec.arg, arg) {
+        (Some(name), None) => {
+            return Err(Error::invalid_argument(command, "nothing", format!("takes {name}")));
+        }
+        (_, arg) => arg.unwrap_or_default(),
+    };
+    let mut out = String::new();
+    match command {
+        "stats" => {
+            let (totals, today) = (api.stats().await?, api.stats_for(Some(&day_of(now()))).await?);
+            let _ = writeln!(out, "processed  {:>12}  today {}", totals.processed, today.processed);
+            let _ = writeln!(out, "failed     {:>12}  today {}", totals.failed, today.failed);
+            for (name, set) in [
+                ("scheduled", JobSet::Scheduled),
+                ("retry", JobSet::Retry),
+                ("dead", JobSet::Dead),
+            ] {
+                let _ = writeln!(out, "{name:<10} {:>12}", api.set_size(set).await?);
+            }
+        }
+        "queues" => {
+            let _ = writeln!(out, "{:<24} {:>10} {:>10}  STATE", "QUEUE", "SIZE", "LATENCY");
+            for q in api.queues().await? {
+                let state = if q.paused { "paused" } else { "running" };
+                let _ = writeln!(out, "{:<24} {:>10} {:>9.1}s  {state}", q.name, q.size, q.latency);
+            }
+        }
+        "processes" => {
+            for p in api.processes().await? {
+                let queues: Vec<&str> = p.info["queues"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|q| q.as_str())
+                    .collect();
+                let quiet = if p.quiet { "  quiet" } else { "" };
+                let concurrency = &p.info["concurrency"];
+                let _ = writeln!(
+                    out,
+                    "{}  busy {}/{concurrency}  queues {}{quiet}",
+                    p.identity,
+                    p.busy,
+                    queues.join(" ")
+                );
+            }
+        }
+        "busy" => {
+            for b in api.busy().await? {
+                let class = b.job["class"].as_str().unwrap_or_default();
+                let jid = b.job["jid"].as_str().unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "{}  {class} jid={jid} queue={}  {:.1}s",
+                    b.identity,
+                    b.queue,
+                    now() - b.run_at
+                );
+            }
+        }
+        "retry-all" => {
+            let moved = api.retry_all(target.parse()?).await?;
+            let _ = writeln!(out, "retried {moved} job(s) from {target}");
+        }
+        "clear" => {
+            let deleted = api.clear_set(target.parse()?).await?;
+            let _ = writeln!(out, "deleted {deleted} job(s) from {target}");
+        }
+        "clear-queue" => {
+            let deleted = api.clear_queue(target).await?;
+            let _ = writeln!(out, "deleted {deleted} job(s) from queue {target}");
+        }
+        "pause" | "unpause" | "quiet" | "stop" => {
+            match command {
+                "pause" => api.pause_queue(target).await?,
+                "unpause" => api.unpause_queue(target).await?,
+                "quiet" => api.quiet_process(target).await?,
+                _ => api.stop_process(target).await?,
+            }
+            let _ = writeln!(out, "{command}: {target}");
+        }
+        _ => unreachable!("every command in COMMANDS is handled"),
+    }
+    Ok(out)
+}

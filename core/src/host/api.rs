@@ -1,0 +1,298 @@
+//! Every ops-API call by name, for the host languages: one row per call
+//! ([`CALLS`]: its name, parameters and what it does) and one entry point,
+//! [`call`], that takes JSON arguments and returns JSON. The Python and
+//! Ruby `Api` classes are generated from this table, so a call added here
+//! (and to [`Api`]) is there in both languages.
+
+use crate::api::{Api, JobSet, SetEntry};
+use crate::error::{Error, Result};
+use futures_util::future::BoxFuture;
+use serde_json::{json, Value};
+
+type Handler = for<'a> fn(&'a Api, &'a Args) -> BoxFuture<'a, Result<Value>>;
+
+/// One call of the ops API.
+pub struct ApiCall {
+    /// Its name (a method name in Python and Ruby).
+    pub name: &'static str,
+    /// Its parameters, in order; `name=default` for an optional one.
+    pub params: &'static [&'static str],
+    /// What it does and returns.
+    pub help: &'static str,
+    run: Handler,
+}
+
+fn to_json<T: serde::Serialize>(value: T) -> Result<Value> {
+    Ok(serde_json::to_value(value).expect("API results serialize"))
+}
+
+macro_rules! call {
+    ($name:literal, [$($param:literal),*], $help:literal, |$api:ident, $args:ident| $body:expr) => {
+        ApiCall {
+            name: $name,
+            params: &[$($param),*],
+            help: $help,
+            run: |$api, $args| {
+                Box::pin(async move {
+                    let value = $body;
+                    to_json(value)
+                })
+            },
+        }
+    };
+}
+
+/// Every call, in the order the docs list them.
+pub const CALLS: &[ApiCall] = &[
+    call!(
+        "queues",
+        [],
+        "every known queue: [{name, size, latency, paused}]",
+        |api, _a| { api.queues().await? }
+    ),
+    call!(
+        "queue",
+        ["name"],
+        "one queue: {name, size, latency, paused}",
+        |api, a| { api.queue(a.text(0)?).await? }
+    ),
+    call!(
+        "queue_jobs",
+        ["name", "start=0", "count=50"],
+        "jobs waiting on a queue, newest first",
+        |api, a| {
+            let raw = api.queue_jobs(a.text(0)?, a.int(1, 0)?, a.int(2, 50)?).await?;
+            raw.iter()
+                .map(|r| serde_json::from_slice(r).unwrap_or(Value::Null))
+                .collect::<Vec<Value>>()
+        }
+    ),
+    call!(
+        "pause_queue",
+        ["name"],
+        "stop every worker taking from a queue",
+        |api, a| { api.pause_queue(a.text(0)?).await? }
+    ),
+    call!(
+        "unpause_queue",
+        ["name"],
+        "let workers take from a queue again",
+        |api, a| { api.unpause_queue(a.text(0)?).await? }
+    ),
+    call!(
+        "clear_queue",
+        ["name"],
+        "delete every job on a queue; returns how many",
+        |api, a| { api.clear_queue(a.text(0)?).await? }
+    ),
+    call!("set_size", ["set"], "entries in scheduled, retry or dead", |api, a| {
+        api.set_size(a.set(0)?).await?
+    }),
+    call!(
+        "entries",
+        ["set", "start=0", "count=50"],
+        "a page of a set, latest first: [{score, payload, job}]",
+        |api, a| { api.set_page(a.set(0)?, a.int(1, 0)?, a.int(2, 50)?).await? }
+    ),
+    call!(
+        "find",
+        ["set", "jid"],
+        "the entry of a set with this jid, or null",
+        |api, a| { api.find_in_set(a.set(0)?, a.text(1)?).await? }
+    ),
+    call!(
+        "search",
+        ["set", "text", "limit=50"],
+        "entries whose class contains text",
+        |api, a| {
+            let limit = usize::try_from(a.int(2, 50)?).unwrap_or(0);
+            api.search_set(a.set(0)?, a.text(1)?, limit).await?
+        }
+    ),
+    call!(
+        "retry_now",
+        ["set", "entry"],
+        "move an entry onto its queue now; false if it was gone",
+        |api, a| { api.retry_now(a.set(0)?, &a.entry(1)?).await? }
+    ),
+    call!(
+        "retry_all",
+        ["set"],
+        "move every entry of a set onto its queue; returns how many",
+        |api, a| { api.retry_all(a.set(0)?).await? }
+    ),
+    call!(
+        "delete",
+        ["set", "entry"],
+        "delete an entry; false if it was gone",
+        |api, a| { api.delete_from_set(a.set(0)?, &a.entry(1)?).await? }
+    ),
+    call!(
+        "kill",
+        ["set", "entry"],
+        "move an entry of scheduled or retry to dead",
+        |api, a| { api.kill(a.set(0)?, &a.entry(1)?).await? }
+    ),
+    call!(
+        "clear_set",
+        ["set"],
+        "delete every entry of a set; returns how many",
+        |api, a| { api.clear_set(a.set(0)?).await? }
+    ),
+    call!(
+        "processes",
+        [],
+        "live worker processes: [{identity, info, busy, quiet, beat}]",
+        |api, _a| { api.processes().await? }
+    ),
+    call!(
+        "busy",
+        [],
+        "the jobs running now: [{identity, queue, run_at, job}]",
+        |api, _a| { api.busy().await? }
+    ),
+    call!(
+        "quiet_process",
+        ["identity"],
+        "tell a process to stop taking jobs",
+        |api, a| { api.quiet_process(a.text(0)?).await? }
+    ),
+    call!("stop_process", ["identity"], "tell a process to shut down", |api, a| {
+        api.stop_process(a.text(0)?).await?
+    }),
+    call!(
+        "stats",
+        ["day=null"],
+        "{processed, failed}: totals, or for one UTC day yyyy-mm-dd",
+        |api, a| { api.stats_for(a.optional_text(0)?).await? }
+    ),
+    call!(
+        "attempts",
+        ["jid"],
+        "a job's failed attempts, oldest first",
+        |api, a| { parsed(api.attempts(a.text(0)?).await?) }
+    ),
+    call!("history", ["count=50"], "recent executions, newest first", |api, a| {
+        parsed(api.history(a.int(0, 50)?).await?)
+    }),
+    call!(
+        "unique_locks",
+        ["limit=1000"],
+        "held unique-job locks: [{digest, jid, ttl}]",
+        |api, a| {
+            let limit = usize::try_from(a.int(0, 1000)?).unwrap_or(0);
+            let locks = api.unique_locks(limit).await?;
+            locks
+                .into_iter()
+                .map(|l| json!({"digest": l.name, "jid": l.owner, "ttl": l.ttl}))
+                .collect::<Vec<_>>()
+        }
+    ),
+    call!(
+        "clear_unique_lock",
+        ["digest"],
+        "remove a unique lock; true if there was one",
+        |api, a| { api.clear_unique_lock(a.text(0)?).await? }
+    ),
+    call!(
+        "periodic",
+        [],
+        "periodic entries of the live processes, with last_slot and running",
+        |api, _a| { api.periodic().await? }
+    ),
+];
+
+/// Runs the call `name` with `args` (positional, JSON); its result as JSON.
+pub async fn call(api: &Api, name: &str, args: Vec<Value>) -> Result<Value> {
+    let Some(call) = CALLS.iter().find(|c| c.name == name) else {
+        return Err(Error::invalid_argument("call", format!("{name:?}"), "no such API call"));
+    };
+    if args.len() > call.params.len() {
+        return Err(Error::invalid_argument(
+            name,
+            Value::Array(args).to_string(),
+            format!(
+                "takes at most {} argument(s): {}",
+                call.params.len(),
+                call.params.join(", ")
+            ),
+        ));
+    }
+    (call.run)(api, &Args { call, values: args }).await
+}
+
+fn parsed(texts: Vec<String>) -> Vec<Value> {
+    texts
+        .iter()
+        .map(|t| serde_json::from_str(t).unwrap_or(Value::Null))
+        .collect()
+}
+
+/// A call's arguments, read by position; errors name the parameter.
+struct Args {
+    call: &'static ApiCall,
+    values: Vec<Value>,
+}
+
+impl Args {
+    fn param(&self, index: usize) -> &'static str {
+        self.call.params[index].split('=').next().unwrap_or("")
+    }
+    fn given(&self, index: usize) -> Option<&Value> {
+        self.values.get(index).filter(|v| !v.is_null())
+    }
+    fn bad(&self, index: usize, reason: &str) -> Error {
+        let value = self.values.get(index).map_or("nothing".to_string(), Value::to_string);
+        Error::invalid_argument(format!("{}.{}", self.call.name, self.param(index)), value, reason)
+    }
+    fn text(&self, index: usize) -> Result<&str> {
+        self.given(index)
+            .and_then(Value::as_str)
+            .ok_or_else(|| self.bad(index, "must be a string"))
+    }
+    fn optional_text(&self, index: usize) -> Result<Option<&str>> {
+        match self.given(index) {
+            None => Ok(None),
+            Some(_) => self.text(index).map(Some),
+        }
+    }
+    fn int(&self, index: usize, default: isize) -> Result<isize> {
+        match self.given(index) {
+            None => Ok(default),
+            Some(v) => v
+                .as_i64()
+                .and_then(|n| isize::try_from(n).ok())
+                .ok_or_else(|| self.bad(index, "must be a whole number")),
+        }
+    }
+    fn set(&self, index: usize) -> Result<JobSet> {
+        self.text(index)?
+            .parse()
+            .map_err(|_| self.bad(index, "must be \"scheduled\", \"retry\" or \"dead\""))
+    }
+    fn entry(&self, index: usize) -> Result<SetEntry> {
+        let value = self.given(index).cloned().unwrap_or(Value::Null);
+        serde_json::from_value(value).map_err(|_| self.bad(index, "must be an entry: {score, payload}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_call_has_a_unique_name_and_documented_parameters() {
+        let mut names: Vec<&str> = CALLS.iter().map(|c| c.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), CALLS.len());
+        for call in CALLS {
+            assert!(!call.help.is_empty());
+            let optional_then_required = call
+                .params
+                .windows(2)
+                .any(|pair| pair[0].contains('=') && !pair[1].contains('='));
+            assert!(!optional_then_required, "{}: optional parameters come last", call.name);
+        }
+    }
+}

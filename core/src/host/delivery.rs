@@ -1,0 +1,51 @@
+//! A delivery as a host object holds it: settled at most once through any
+//! number of references (a second `complete` is an error, a late `abandon`
+//! nothing), and abandoned by the core if the host object is collected
+//! unsettled.
+
+use crate::delivery::{Delivery, DeliveryInfo};
+use crate::error::{Error, Result};
+use crate::host::HostFailure;
+use std::sync::Mutex;
+
+/// A delivery owned by a host-language object.
+pub struct HostDelivery {
+    inner: Mutex<Option<Delivery>>,
+    /// What the host's slot needs to run it.
+    pub info: DeliveryInfo,
+}
+
+impl HostDelivery {
+    /// Wraps a delivery a host slot took.
+    pub fn new(delivery: Delivery) -> Self {
+        HostDelivery {
+            info: delivery.info(),
+            inner: Mutex::new(Some(delivery)),
+        }
+    }
+
+    fn take(&self) -> Result<Delivery> {
+        let taken = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+        taken.ok_or_else(|| Error::invalid_argument("delivery", &self.info.jid, "was already settled"))
+    }
+
+    /// The job succeeded.
+    pub fn complete(&self) -> Result<()> {
+        self.take()?.complete();
+        Ok(())
+    }
+
+    /// The job failed (see [`HostFailure`]).
+    pub fn fail(&self, failure: HostFailure) -> Result<()> {
+        self.take()?.fail_from_host(failure);
+        Ok(())
+    }
+
+    /// The handler ended without an outcome (`how` says how); nothing if
+    /// the delivery was already settled.
+    pub fn abandon(&self, how: &str) {
+        if let Ok(delivery) = self.take() {
+            delivery.abandon(how);
+        }
+    }
+}

@@ -1,0 +1,38 @@
+//! The protocol a host language speaks to the core. A binding (Python,
+//! Ruby) converts values and errors and releases its interpreter lock around
+//! the blocking calls here; everything that decides something lives here or
+//! below:
+//!
+//! - [`HostWorker`]: a worker whose slots are host threads, with the
+//!   allow-list of handler names; its deliveries settle exactly once
+//!   (see [`crate::Delivery`]);
+//! - [`HostValue`]: a host's value, mapped type for type, judged here
+//!   (what JSON can hold, what a setting takes);
+//! - [`HostFailure`]: how a host reports a failure from raw pieces, none of
+//!   which can make recording the failure fail;
+//! - [`PushRequest`]: the job payload built and validated once for every
+//!   language (pushes and the testing modes alike);
+//! - [`api`]: every ops-API call by name, with JSON results;
+//! - [`admin`]: the admin commands both CLIs run;
+//! - [`HostDelivery`]: a delivery held by a host object, settled once;
+//! - [`Session`]: a configuration's lazily built, fork-safe client and API;
+//! - [`wait`]: the one way to block in slices that stay interruptible, and
+//!   [`spawn`] to run a core operation it can wait for.
+
+pub mod admin;
+pub mod api;
+mod delivery;
+mod failure;
+mod push;
+mod session;
+mod value;
+mod wait;
+mod worker;
+
+pub use delivery::HostDelivery;
+pub use failure::{HostFailure, RetryHint};
+pub use push::{prepared_json, PushRequest};
+pub use session::{in_runtime, Session};
+pub use value::HostValue;
+pub use wait::{spawn, wait, Pending, Waited};
+pub use worker::HostWorker;

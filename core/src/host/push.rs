@@ -1,0 +1,213 @@
+//! The job payload a host language asks for, built and validated once for
+//! every language: real pushes and the testing modes (fake, inline) go
+//! through the same [`PushRequest::into_job`], so a push that would be
+//! refused in production is refused in an app's tests too.
+
+use crate::error::{Error, Result};
+use crate::host::HostValue;
+use crate::job::{float, now, Job};
+use serde_json::Value;
+
+/// A push as a host language's `enqueue` / `perform_async` describes it.
+#[derive(Clone, Debug, Default)]
+pub struct PushRequest {
+    /// The handler name.
+    pub class: String,
+    /// The arguments, already converted to JSON by the binding.
+    pub args: Vec<Value>,
+    /// `None`: `default`.
+    pub queue: Option<String>,
+    /// `true`, `false` or a whole number; `None`: `true` (25 retries).
+    pub retry: Option<Value>,
+    /// Run no earlier than this (epoch seconds).
+    pub at: Option<f64>,
+    /// Run this many seconds from now (`enqueue_in`, `perform_in`).
+    pub delay: Option<f64>,
+    /// Refuse duplicates (same class, queue, args) for this many seconds.
+    pub unique_for: Option<f64>,
+}
+
+impl PushRequest {
+    /// `class` with `args` (each must be JSON data; the error names it).
+    pub fn new(class: &str, args: &[HostValue]) -> Result<Self> {
+        Ok(PushRequest {
+            class: class.to_string(),
+            args: HostValue::json_list(args, "args")?,
+            ..Default::default()
+        })
+    }
+
+    /// Sets the option `name` (`queue`, `retry`, `at`, `delay`,
+    /// `unique_for`) from a host's value; `Nil`-like values are the host's
+    /// business (it passes none). The error names the option.
+    pub fn set(&mut self, name: &str, value: &HostValue) -> Result<()> {
+        let seconds = |value: &HostValue| match value {
+            HostValue::Int(n) => Ok(*n as f64),
+            HostValue::Float(x) => Ok(*x),
+            other => Err(Error::invalid_value(name, other, "must be a number of seconds")),
+        };
+        match name {
+            "queue" => match value {
+                HostValue::Text(queue) => self.queue = Some(queue.clone()),
+                other => return Err(Error::invalid_value(name, other, "must be a string")),
+            },
+            "retry" => match value {
+                HostValue::Bool(b) => self.retry = Some(Value::Bool(*b)),
+                HostValue::Int(n) => self.retry = Some(Value::from(*n)),
+                other => {
+                    return Err(Error::invalid_value(
+                        name,
+                        other,
+                        "must be true, false or a whole number",
+                    ))
+                }
+            },
+            "at" => self.at = Some(seconds(value)?),
+            "delay" => self.delay = Some(seconds(value)?),
+            "unique_for" => self.unique_for = Some(seconds(value)?),
+            other => {
+                return Err(Error::invalid_argument(
+                    other,
+                    value,
+                    "not an option of a push (queue, retry, at, delay, unique_for)",
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// The job to push, every field checked; the error names the field.
+    pub fn into_job(self) -> Result<Job> {
+        let mut job = Job::new(self.class).args(self.args);
+        if let Some(queue) = self.queue {
+            job = job.queue(queue);
+        }
+        if let Some(retry) = self.retry {
+            job = job.field("retry", retry);
+        }
+        match (self.at, self.delay) {
+            (Some(_), Some(_)) => return Err(Error::invalid_job("at", "give either at or a delay, not both")),
+            (Some(at), None) => job = job.field("at", finite("at", at, "must be epoch seconds")?),
+            (None, Some(delay)) => {
+                let seconds = finite("delay", delay, "must be a number of seconds")?;
+                job = job.field("at", float(now() + seconds.as_f64().unwrap_or(0.0)));
+            }
+            (None, None) => {}
+        }
+        if let Some(ttl) = self.unique_for {
+            job = job.field(
+                "unique_for",
+                finite("unique_for", ttl, "must be a positive number of seconds")?,
+            );
+        }
+        job.validate()?;
+        Ok(job)
+    }
+}
+
+/// `job` as a push would store it (validated; `jid`, `created_at` and, for
+/// an immediate job, `enqueued_at` filled), as JSON: what the testing modes
+/// record instead of pushing.
+pub fn prepared_json(mut job: Job) -> Result<String> {
+    let at = now();
+    job.prepare_for_push(at)?;
+    if job.run_at().is_none_or(|run_at| run_at <= at) {
+        job.remove("at");
+        job.set("enqueued_at", float(at));
+    }
+    Ok(job.to_json())
+}
+
+/// `seconds` as a JSON number; NaN and the infinities are refused, naming
+/// the field.
+fn finite(field: &str, seconds: f64, reason: &str) -> Result<Value> {
+    if seconds.is_finite() {
+        Ok(float(seconds))
+    } else {
+        Err(Error::invalid_value(field, seconds, reason))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn request() -> PushRequest {
+        PushRequest {
+            class: "A".into(),
+            args: vec![json!(1)],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn defaults_and_options() {
+        let job = request().into_job().unwrap();
+        assert_eq!(job.queue_name(), "default");
+        assert_eq!(job.args_slice(), &[json!(1)]);
+        let job = PushRequest {
+            queue: Some("mail".into()),
+            retry: Some(json!(3)),
+            delay: Some(60.0),
+            unique_for: Some(30.0),
+            ..request()
+        }
+        .into_job()
+        .unwrap();
+        assert_eq!(job.queue_name(), "mail");
+        assert!(job.run_at().unwrap() > now() + 59.0);
+        assert_eq!(job.unique_for_secs(), Some(30.0));
+    }
+
+    #[test]
+    fn bad_delays_and_queues_name_the_field() {
+        for (request, field) in [
+            (
+                PushRequest {
+                    delay: Some(f64::NAN),
+                    ..request()
+                },
+                "delay",
+            ),
+            (
+                PushRequest {
+                    delay: Some(f64::INFINITY),
+                    ..request()
+                },
+                "delay",
+            ),
+            (
+                PushRequest {
+                    at: Some(f64::NEG_INFINITY),
+                    ..request()
+                },
+                "at",
+            ),
+            (
+                PushRequest {
+                    queue: Some(String::new()),
+                    ..request()
+                },
+                "queue",
+            ),
+            (
+                PushRequest {
+                    unique_for: Some(f64::NAN),
+                    ..request()
+                },
+                "unique_for",
+            ),
+            (
+                PushRequest {
+                    retry: Some(json!("often")),
+                    ..request()
+                },
+                "retry",
+            ),
+        ] {
+            let err = request.into_job().unwrap_err();
+            assert_eq!(err.field(), Some(field), "{err}");
+        }
+    }
+}

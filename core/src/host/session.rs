@@ -1,0 +1,53 @@
+//! What a host-language `Client` or `Api` object holds: a configuration,
+//! and the client and ops API built from it lazily (inside the global
+//! runtime, where connections live) and built again in a forked child,
+//! whose parent's connections must never be touched.
+
+use crate::api::Api;
+use crate::client::Client;
+use crate::config::Config;
+use crate::error::Result;
+use crate::runtime::ForkSafe;
+use std::sync::Arc;
+
+/// A configuration with its lazily built, fork-safe client and API.
+pub struct Session {
+    config: Config,
+    client: ForkSafe<Client>,
+    api: ForkSafe<Api>,
+}
+
+impl Session {
+    /// Nothing is connected until first used.
+    pub fn new(config: Config) -> Self {
+        Session {
+            config,
+            client: ForkSafe::new(),
+            api: ForkSafe::new(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The client for pushes.
+    pub fn client(&self) -> Result<Arc<Client>> {
+        self.client.get_or_try_init(|| in_runtime(|| Client::new(&self.config)))
+    }
+
+    /// The ops API.
+    pub fn api(&self) -> Result<Arc<Api>> {
+        self.api
+            .get_or_try_init(|| in_runtime(|| Client::new(&self.config).map(Api::new)))
+    }
+}
+
+/// Runs `build` inside the global runtime's context (connections are made
+/// lazily on it) without blocking.
+pub fn in_runtime<T>(build: impl FnOnce() -> T) -> T {
+    let runtime = crate::runtime::global();
+    let _entered = runtime.enter();
+    build()
+}

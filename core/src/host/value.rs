@@ -1,0 +1,164 @@
+//! A value as a host language hands it over, mapped type for type by the
+//! binding with no judgement of its own: job arguments, settings, push
+//! options, API arguments. What is allowed where, and the error that names
+//! the place and the value, are decided here, once for every language.
+
+use crate::error::{Error, Result};
+use serde_json::{Map, Number, Value};
+
+/// A host language's value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HostValue {
+    /// `None` / `nil`.
+    Null,
+    /// `true` / `false`.
+    Bool(bool),
+    /// A whole number that fits 64 bits.
+    Int(i64),
+    /// A larger whole number, as its decimal digits.
+    BigInt(String),
+    /// A number with a fraction (maybe NaN or infinite).
+    Float(f64),
+    /// Text (Ruby symbols arrive as text for settings and options).
+    Text(String),
+    /// Text that is not valid Unicode (a lone surrogate, bytes that are not
+    /// text in their encoding), shown with the bad parts replaced.
+    InvalidText(String),
+    /// A list (Python list or tuple, Ruby Array).
+    List(Vec<HostValue>),
+    /// A map (Python dict, Ruby Hash), keys in order.
+    Map(Vec<(HostValue, HostValue)>),
+    /// A value of any other type: its type's name and how the host shows it.
+    Other {
+        /// `object`, `Set`, `Symbol`, ...
+        type_name: String,
+        /// `repr()` / `#inspect`.
+        shown: String,
+    },
+}
+
+impl std::fmt::Display for HostValue {
+    /// As the user wrote it, near enough: `"ten"`, `10`, `1.5`, `["a", 2]`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let list = |f: &mut std::fmt::Formatter<'_>, items: Vec<String>, open: &str, close: &str| {
+            write!(f, "{open}{}{close}", items.join(", "))
+        };
+        match self {
+            HostValue::Null => write!(f, "null"),
+            HostValue::Bool(b) => write!(f, "{b}"),
+            HostValue::Int(n) => write!(f, "{n}"),
+            HostValue::BigInt(digits) => write!(f, "{digits}"),
+            HostValue::Float(x) => write!(f, "{x:?}"),
+            HostValue::Text(s) | HostValue::InvalidText(s) => write!(f, "{s:?}"),
+            HostValue::Other { shown, .. } => write!(f, "{shown}"),
+            HostValue::List(items) => list(f, items.iter().map(ToString::to_string).collect(), "[", "]"),
+            HostValue::Map(pairs) => list(f, pairs.iter().map(|(k, v)| format!("{k}: {v}")).collect(), "{", "}"),
+        }
+    }
+}
+
+/// What job arguments and other JSON data may hold.
+const JSON_TYPES: &str = "strings, whole numbers, finite floats, booleans, null (None, nil), \
+                          lists and maps with string keys";
+
+impl HostValue {
+    /// As JSON, or an error naming where (`path`, e.g. `args[1].key`) the
+    /// first value JSON cannot hold is.
+    pub fn to_json(&self, path: &str) -> Result<Value> {
+        let bad = |reason: String| Error::invalid_argument(path, self, reason);
+        Ok(match self {
+            HostValue::Null => Value::Null,
+            HostValue::Bool(b) => Value::Bool(*b),
+            HostValue::Int(n) => Value::from(*n),
+            HostValue::BigInt(digits) => {
+                Value::Number(digits.parse::<Number>().map_err(|_| bad("not a number".into()))?)
+            }
+            HostValue::Float(x) => {
+                Value::Number(Number::from_f64(*x).ok_or_else(|| bad("NaN and infinities are not JSON".into()))?)
+            }
+            HostValue::Text(s) => Value::String(s.clone()),
+            HostValue::InvalidText(_) => return Err(bad("text that is not valid Unicode is not JSON".into())),
+            HostValue::List(items) => {
+                let items = items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| item.to_json(&format!("{path}[{i}]")));
+                Value::Array(items.collect::<Result<_>>()?)
+            }
+            HostValue::Map(pairs) => {
+                let mut object = Map::new();
+                for (key, value) in pairs {
+                    let HostValue::Text(key) = key else {
+                        return Err(bad(format!("map keys must be strings, not {}", key.type_name())));
+                    };
+                    object.insert(key.clone(), value.to_json(&format!("{path}.{key}"))?);
+                }
+                Value::Object(object)
+            }
+            HostValue::Other { type_name, .. } => {
+                return Err(bad(format!("a {type_name} is not JSON data ({JSON_TYPES})")))
+            }
+        })
+    }
+
+    /// Each value of a list as JSON, named `{name}[0]`, `{name}[1]`, ...
+    pub fn json_list(values: &[HostValue], name: &str) -> Result<Vec<Value>> {
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| v.to_json(&format!("{name}[{i}]")))
+            .collect()
+    }
+
+    fn type_name(&self) -> &str {
+        match self {
+            HostValue::Null => "null",
+            HostValue::Bool(_) => "boolean",
+            HostValue::Int(_) | HostValue::BigInt(_) => "whole number",
+            HostValue::Float(_) => "float",
+            HostValue::Text(_) | HostValue::InvalidText(_) => "string",
+            HostValue::List(_) => "list",
+            HostValue::Map(_) => "map",
+            HostValue::Other { type_name, .. } => type_name,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn text(s: &str) -> HostValue {
+        HostValue::Text(s.into())
+    }
+
+    #[test]
+    fn json_data_converts_and_big_integers_stay_exact() {
+        let value = HostValue::List(vec![
+            HostValue::Null,
+            HostValue::BigInt("1180591620717411303424".into()),
+            HostValue::Map(vec![(text("k"), HostValue::Float(1.5))]),
+        ]);
+        let json = value.to_json("args").unwrap();
+        assert_eq!(json.to_string(), r#"[null,1180591620717411303424,{"k":1.5}]"#);
+        assert_eq!(HostValue::Bool(true).to_json("x").unwrap(), json!(true));
+    }
+
+    #[test]
+    fn what_json_cannot_hold_is_named_where_it_is() {
+        let other = HostValue::Other {
+            type_name: "Object".into(),
+            shown: "#<Object>".into(),
+        };
+        for (value, field) in [
+            (HostValue::List(vec![text("ok"), other]), "args[1]"),
+            (HostValue::Map(vec![(text("k"), HostValue::Float(f64::NAN))]), "args.k"),
+            (HostValue::Map(vec![(HostValue::Int(1), text("v"))]), "args"),
+            (HostValue::InvalidText("a\u{fffd}".into()), "args"),
+        ] {
+            let err = value.to_json("args").unwrap_err();
+            assert_eq!(err.field(), Some(field), "{err}");
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! A worker whose slots are host-language threads. The host registers the
+//! handler names it has (the allow-list: a job of any other class is failed
+//! by the core as `cogworker::UnknownHandler` and never handed over), starts
+//! the engine, and lets its threads take deliveries with
+//! [`HostWorker::next_job`].
+
+use crate::config::Config;
+use crate::error::Result;
+use crate::launcher::{NextJob, Worker, WorkerHandle};
+use crate::periodic::Periodic;
+use crate::shared::Lifecycle;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// A worker run by host-language threads.
+pub struct HostWorker {
+    handle: WorkerHandle,
+    pending: Mutex<Option<Worker>>,
+    finished: flume::Receiver<std::result::Result<(), String>>,
+    finished_tx: flume::Sender<std::result::Result<(), String>>,
+}
+
+impl HostWorker {
+    /// `handlers`: the class names the host can run; `periodic`: entries as
+    /// JSON text (see [`Periodic::from_json`]). Does not touch Redis yet.
+    pub fn new<S: AsRef<str>>(config: Config, handlers: &[S], periodic: &[S]) -> Result<Self> {
+        let mut builder = Worker::builder(config)
+            .host_slots()
+            .host_classes(handlers.iter().map(|h| h.as_ref().to_string()));
+        for entry in periodic {
+            builder = builder.periodic(Periodic::from_json(entry.as_ref())?);
+        }
+        let worker = super::in_runtime(|| builder.build())?;
+        let (finished_tx, finished) = flume::bounded(1);
+        Ok(HostWorker {
+            handle: worker.handle(),
+            pending: Mutex::new(Some(worker)),
+            finished,
+            finished_tx,
+        })
+    }
+
+    /// Starts the engine (heartbeat, fetch, scheduler, recovery) on the
+    /// global runtime; returns at once. False if it was already started.
+    pub fn start(&self) -> bool {
+        let Some(worker) = self.pending.lock().unwrap().take() else {
+            return false;
+        };
+        let done = self.finished_tx.clone();
+        crate::runtime::global().spawn(async move {
+            let _ = done.send(worker.run().await.map_err(|e| e.to_string()));
+        });
+        true
+    }
+
+    /// Blocks up to `timeout` for the next delivery (call it with the
+    /// interpreter lock released).
+    pub fn next_job(&self, timeout: Duration) -> NextJob {
+        self.handle.next_job(timeout)
+    }
+
+    /// The next delivery if one is ready now (never blocks).
+    pub fn try_next_job(&self) -> NextJob {
+        self.handle.try_next_job()
+    }
+
+    /// Waits up to `timeout` for the engine to finish its shutdown: `None`
+    /// while it runs, then its result (again on every later call).
+    pub fn finished(&self, timeout: Duration) -> Option<std::result::Result<(), String>> {
+        let result = self.finished.recv_timeout(timeout).ok()?;
+        let _ = self.finished_tx.try_send(result.clone());
+        Some(result)
+    }
+
+    /// Stop taking new jobs; running ones go on.
+    pub fn quiet(&self) {
+        self.handle.quiet();
+    }
+
+    /// Begin the shutdown sequence.
+    pub fn stop(&self) {
+        self.handle.stop();
+    }
+
+    /// This process's identity (`host:pid:random`).
+    pub fn identity(&self) -> &str {
+        self.handle.identity()
+    }
+
+    /// `running`, `quiet` or `stopping`.
+    pub fn lifecycle(&self) -> &'static str {
+        match self.handle.lifecycle() {
+            Lifecycle::Running => "running",
+            Lifecycle::Quiet => "quiet",
+            Lifecycle::Stopping => "stopping",
+        }
+    }
+
+    /// The jobs running now, as JSON: `[{class, jid, queue, run_at}]`.
+    pub fn busy_json(&self) -> String {
+        let busy: Vec<serde_json::Value> = self
+            .handle
+            .busy()
+            .into_iter()
+            .map(|e| serde_json::json!({"class": e.class, "jid": e.jid, "queue": e.queue, "run_at": e.run_at}))
+            .collect();
+        serde_json::Value::Array(busy).to_string()
+    }
+}

@@ -1,0 +1,202 @@
+//! A private `redis-server` for tests and demos: on a free loopback port, in
+//! a temporary directory of its own, stopped by pid (SIGKILL) when dropped.
+//! The one implementation: the core's tests and examples use it, and so do
+//! Python's `cogworker.testing.RedisServer` and Ruby's
+//! `Cogworker::Testing::RedisServer`.
+
+use crate::error::Result;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A `redis-server` process of the caller's own.
+pub struct RedisServer {
+    port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+    extra: Vec<String>,
+}
+
+fn failed(what: String) -> crate::Error {
+    crate::Error::Redis(redis::RedisError::from(std::io::Error::other(what)))
+}
+
+/// A pseudo-random number from the clock's nanoseconds and the pid.
+fn rand_u16() -> u16 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    ((nanos ^ (std::process::id() << 7)).wrapping_mul(2_654_435_761) >> 16) as u16
+}
+
+/// A port in 20000..32000 (below Linux's ephemeral range, where free ports
+/// are handed out) free at `port + offset` for every offset given.
+fn port_below_ephemeral(offsets: &[u16]) -> u16 {
+    loop {
+        let port = 20_000 + rand_u16() % 12_000;
+        if offsets
+            .iter()
+            .all(|o| TcpListener::bind(("127.0.0.1", port + o)).is_ok())
+        {
+            return port;
+        }
+    }
+}
+
+fn free_port() -> Result<u16> {
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| failed(format!("no free port: {e}")))?;
+    Ok(listener.local_addr().map_err(|e| failed(e.to_string()))?.port())
+}
+
+impl RedisServer {
+    /// Starts a server with extra `redis-server` arguments (e.g.
+    /// `["--appendonly", "yes"]`) on a free port.
+    pub fn start(extra: &[&str]) -> Result<Self> {
+        Self::start_on(free_port()?, extra)
+    }
+
+    /// Starts a server on `port`.
+    pub fn start_on(port: u16, extra: &[&str]) -> Result<Self> {
+        let mut server = Self::unstarted_on(port, extra)?;
+        server.spawn()?;
+        Ok(server)
+    }
+
+    /// A Redis Cluster node: its port must be at most 55535 (the cluster bus
+    /// listens on port + 10000), and both must be free.
+    pub fn cluster_node() -> Result<Self> {
+        let extra = ["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"];
+        Self::start_on(port_below_ephemeral(&[0, 10_000]), &extra)
+    }
+
+    /// A server not started yet (for "Redis down at boot"), on a port below
+    /// the kernel's ephemeral range, so that no other server is handed the
+    /// same port while this one is not listening.
+    pub fn unstarted() -> Result<Self> {
+        Self::unstarted_on(port_below_ephemeral(&[0]), &[])
+    }
+
+    fn unstarted_on(port: u16, extra: &[&str]) -> Result<Self> {
+        let dir = std::env::temp_dir().join(format!("cogworker-redis-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| failed(format!("cannot create {}: {e}", dir.display())))?;
+        Ok(RedisServer {
+            port,
+            dir,
+            child: None,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+        })
+    }
+
+    /// Starts the process (again, after [`RedisServer::kill`]: same port,
+    /// same data directory) and waits until it answers.
+    pub fn spawn(&mut self) -> Result<()> {
+        if self.child.is_some() {
+            return Ok(());
+        }
+        let mut cmd = Command::new("redis-server");
+        cmd.arg("--port")
+            .arg(self.port.to_string())
+            .arg("--bind")
+            .arg("127.0.0.1")
+            .arg("--save")
+            .arg("")
+            .arg("--dir")
+            .arg(&self.dir)
+            .args(&self.extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if !self.extra.iter().any(|a| a == "--appendonly") {
+            cmd.arg("--appendonly").arg("no");
+        }
+        let child = cmd
+            .spawn()
+            .map_err(|e| failed(format!("cannot run redis-server (is it installed?): {e}")))?;
+        self.child = Some(child);
+        self.await_own_server()
+    }
+
+    /// Waits until the server answers, and checks that the one answering on
+    /// our port is our child: a server that could not bind exits, and
+    /// another test's server must never be mistaken for it.
+    fn await_own_server(&mut self) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let client = redis::Client::open(self.url())?;
+        let pid = self.child.as_ref().map(|c| c.id().to_string()).unwrap_or_default();
+        loop {
+            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                self.child = None;
+                return Err(failed(format!(
+                    "redis-server on port {} exited at start ({status}): port taken?",
+                    self.port
+                )));
+            }
+            if let Ok(mut conn) = client.get_connection() {
+                match redis::cmd("INFO").arg("server").query::<String>(&mut conn) {
+                    Ok(info) => {
+                        let serving = info.lines().find_map(|l| l.strip_prefix("process_id:")).map(str::trim);
+                        if serving != Some(pid.as_str()) {
+                            return Err(failed(format!("port {} is another server's", self.port)));
+                        }
+                        return Ok(());
+                    }
+                    // Up, and asking for the password it was started with.
+                    Err(e) if e.kind() == redis::ErrorKind::AuthenticationFailed || e.code() == Some("NOAUTH") => {
+                        return Ok(())
+                    }
+                    Err(_) => {}
+                }
+            }
+            if Instant::now() > deadline {
+                return Err(failed(format!("redis-server did not start on port {}", self.port)));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops the server with SIGKILL (no save) and waits for it to exit.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// `kill`, then `spawn`: the same port and data directory.
+    pub fn restart(&mut self) -> Result<()> {
+        self.kill();
+        self.spawn()
+    }
+
+    /// Is the process running (started and not killed)?
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// `redis://127.0.0.1:<port>/0`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Its data directory (AOF and RDB files land here).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The pid of the running server.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
