@@ -142,6 +142,7 @@ pub struct LockInfo {
 pub struct PeriodicInfo {
     /// `{pjid, cron, class, queue, until_executed}` as reported.
     pub entry: Value,
+    /// The entry's stable id.
     pub pjid: String,
     /// The last slot claimed (epoch seconds), if any.
     pub last_slot: Option<i64>,
@@ -170,6 +171,7 @@ pub struct Api {
 }
 
 impl Api {
+    /// The API over `client`'s connection and namespace.
     pub fn new(client: Client) -> Self {
         Api { client }
     }
@@ -187,6 +189,7 @@ impl Api {
         }
     }
 
+    /// Every queue ever pushed to, by name.
     pub async fn queues(&self) -> Result<Vec<QueueInfo>> {
         let keys = self.client.keys();
         let mut conn = self.conn();
@@ -200,6 +203,7 @@ impl Api {
         Ok(out)
     }
 
+    /// One queue.
     pub async fn queue(&self, name: &str) -> Result<QueueInfo> {
         let paused: Vec<String> = self.conn().smembers(self.client.keys().paused_queues()).await?;
         self.queue_with(name, &paused).await
@@ -222,10 +226,12 @@ impl Api {
         })
     }
 
+    /// Stops every worker taking from `name` (within a second).
     pub async fn pause_queue(&self, name: &str) -> Result<()> {
         let _: i64 = self.conn().sadd(self.client.keys().paused_queues(), name).await?;
         Ok(())
     }
+    /// Lets workers take from `name` again.
     pub async fn unpause_queue(&self, name: &str) -> Result<()> {
         let _: i64 = self.conn().srem(self.client.keys().paused_queues(), name).await?;
         Ok(())
@@ -247,6 +253,7 @@ impl Api {
         Ok(self.conn().lrange(key, start, start + count - 1).await?)
     }
 
+    /// Entries in `set`.
     pub async fn set_size(&self, set: JobSet) -> Result<u64> {
         Ok(self.conn().zcard(self.set_key(set)).await?)
     }
@@ -336,6 +343,7 @@ impl Api {
             cursor = next;
         }
     }
+    /// Deletes an entry; false if it was gone.
     pub async fn delete_from_set(&self, set: JobSet, entry: &SetEntry) -> Result<bool> {
         let removed: i64 = self.conn().zrem(self.set_key(set), &entry.raw[..]).await?;
         Ok(removed == 1)
@@ -444,6 +452,7 @@ impl Api {
         busy.sort_by(|a, b| a.run_at.total_cmp(&b.run_at));
         Ok(busy)
     }
+    /// Tells a process to stop taking jobs (over its signal channel).
     pub async fn quiet_process(&self, identity: &str) -> Result<()> {
         let _: i64 = self
             .conn()
@@ -451,11 +460,13 @@ impl Api {
             .await?;
         Ok(())
     }
+    /// Tells a process to shut down (over its signal channel).
     pub async fn stop_process(&self, identity: &str) -> Result<()> {
         let _: i64 = self.conn().publish(self.client.keys().signal(identity), "stop").await?;
         Ok(())
     }
 
+    /// Processed and failed totals.
     pub async fn stats(&self) -> Result<Stats> {
         self.stats_for(None).await
     }
@@ -472,6 +483,7 @@ impl Api {
             failed: failed.unwrap_or(0),
         })
     }
+    /// Processed and failed today (UTC).
     pub async fn stats_today(&self) -> Result<Stats> {
         self.stats_for(Some(&day_of(now()))).await
     }

@@ -26,6 +26,7 @@ impl Client {
         })
     }
 
+    /// The key names of its namespace.
     pub fn keys(&self) -> &Keys {
         &self.keys
     }

@@ -56,7 +56,9 @@ impl std::str::FromStr for CatchUp {
 /// three times as often as one of weight 1).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QueueSpec {
+    /// The queue's name.
     pub name: String,
+    /// How often it comes first, relative to the others (1 or more).
     pub weight: u32,
 }
 
@@ -122,6 +124,7 @@ pub struct Config {
     dead_timeout: f64,
 }
 
+/// Where Redis is when nothing says otherwise.
 pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379/0";
 
 impl Default for Config {
@@ -186,6 +189,7 @@ impl Config {
         self.redis_url = url.to_string();
         Ok(self)
     }
+    /// The prefix of every key (hash-tagged on a Cluster, e.g. `{cogworker}`).
     pub fn set_namespace(&mut self, namespace: &str) -> Result<&mut Self> {
         if namespace.is_empty() || namespace.chars().any(|c| c.is_whitespace() || c.is_control()) {
             return Err(Error::config(
@@ -197,6 +201,7 @@ impl Config {
         self.namespace = namespace.to_string();
         Ok(self)
     }
+    /// Jobs one worker process runs at once (1 to 10,000).
     pub fn set_concurrency(&mut self, concurrency: i64) -> Result<&mut Self> {
         if !(1..=10_000).contains(&concurrency) {
             return Err(Error::config("concurrency", concurrency, "must be between 1 and 10000"));
@@ -224,22 +229,27 @@ impl Config {
         self.strict_order = true;
         Ok(self)
     }
+    /// Reliable (default) or basic fetch.
     pub fn set_fetch(&mut self, mode: FetchMode) -> &mut Self {
         self.fetch = mode;
         self
     }
+    /// Longest block of one idle wait for a job.
     pub fn set_fetch_idle_max_interval(&mut self, seconds: f64) -> Result<&mut Self> {
         self.fetch_idle_max_interval = positive("fetch_idle_max_interval", seconds)?;
         Ok(self)
     }
+    /// A process silent this long is dead: its in-progress jobs are requeued.
     pub fn set_orphan_threshold(&mut self, seconds: f64) -> Result<&mut Self> {
         self.orphan_threshold = positive("orphan_threshold", seconds)?;
         Ok(self)
     }
+    /// How often each process looks for dead ones.
     pub fn set_orphan_check_interval(&mut self, seconds: f64) -> Result<&mut Self> {
         self.orphan_check_interval = positive("orphan_check_interval", seconds)?;
         Ok(self)
     }
+    /// How long running jobs may finish at stop before they are requeued.
     pub fn set_shutdown_timeout(&mut self, seconds: f64) -> Result<&mut Self> {
         if !(seconds.is_finite() && seconds >= 0.0) {
             return Err(Error::config(
@@ -251,26 +261,32 @@ impl Config {
         self.shutdown_timeout = seconds;
         Ok(self)
     }
+    /// Lifetime of a periodic `until_executed` lock while its job is queued.
     pub fn set_unique_lock_ttl(&mut self, seconds: f64) -> Result<&mut Self> {
         self.unique_lock_ttl = positive("unique_lock_ttl", seconds)?;
         Ok(self)
     }
+    /// What periodic entries do about slots missed while no process ran.
     pub fn set_periodic_catch_up(&mut self, catch_up: CatchUp) -> &mut Self {
         self.periodic_catch_up = catch_up;
         self
     }
+    /// Labels shown for the process.
     pub fn set_labels<S: AsRef<str>>(&mut self, labels: &[S]) -> &mut Self {
         self.labels = labels.iter().map(|l| l.as_ref().to_string()).collect();
         self
     }
+    /// Seconds between a process's heartbeats.
     pub fn set_heartbeat_interval(&mut self, seconds: f64) -> Result<&mut Self> {
         self.heartbeat_interval = positive("heartbeat_interval", seconds)?;
         Ok(self)
     }
+    /// Seconds between moves of due scheduled jobs and retries.
     pub fn set_scheduler_poll_interval(&mut self, seconds: f64) -> Result<&mut Self> {
         self.scheduler_poll_interval = positive("scheduler_poll_interval", seconds)?;
         Ok(self)
     }
+    /// Entries kept in the History list.
     pub fn set_history_max(&mut self, entries: usize) -> &mut Self {
         self.history_max = entries;
         self
@@ -280,6 +296,7 @@ impl Config {
         self.dead_timeout = positive("dead_timeout", seconds)?;
         Ok(self)
     }
+    /// Most jobs kept in `dead` (the oldest are trimmed).
     pub fn set_dead_max_jobs(&mut self, entries: usize) -> Result<&mut Self> {
         if entries == 0 {
             return Err(Error::config("dead_max_jobs", entries, "must be at least 1"));
@@ -288,33 +305,43 @@ impl Config {
         Ok(self)
     }
 
+    /// The Redis URL, password included.
     pub fn redis_url(&self) -> &str {
         &self.redis_url
     }
+    /// The key prefix.
     pub fn namespace(&self) -> &str {
         &self.namespace
     }
+    /// Jobs one process runs at once.
     pub fn concurrency(&self) -> usize {
         self.concurrency
     }
+    /// The queues to work, with their weights.
     pub fn queues(&self) -> &[QueueSpec] {
         &self.queues
     }
+    /// Whether queues are tried strictly in order.
     pub fn strict_order(&self) -> bool {
         self.strict_order
     }
+    /// Reliable or basic fetch.
     pub fn fetch(&self) -> FetchMode {
         self.fetch
     }
+    /// Longest block of one idle wait.
     pub fn fetch_idle_max_interval(&self) -> Duration {
         Duration::from_secs_f64(self.fetch_idle_max_interval)
     }
+    /// Seconds of silence after which a process is dead.
     pub fn orphan_threshold(&self) -> f64 {
         self.orphan_threshold
     }
+    /// How often processes look for dead ones.
     pub fn orphan_check_interval(&self) -> Duration {
         Duration::from_secs_f64(self.orphan_check_interval)
     }
+    /// How long running jobs may finish at stop.
     pub fn shutdown_timeout(&self) -> Duration {
         Duration::from_secs_f64(self.shutdown_timeout)
     }
@@ -326,24 +353,31 @@ impl Config {
     pub fn unique_lock_ttl_secs(&self) -> u64 {
         self.unique_lock_ttl.ceil() as u64
     }
+    /// What periodic entries do about missed slots.
     pub fn periodic_catch_up(&self) -> CatchUp {
         self.periodic_catch_up
     }
+    /// Labels shown for the process.
     pub fn labels(&self) -> &[String] {
         &self.labels
     }
+    /// Time between heartbeats.
     pub fn heartbeat_interval(&self) -> Duration {
         Duration::from_secs_f64(self.heartbeat_interval)
     }
+    /// Time between moves of due jobs.
     pub fn scheduler_poll_interval(&self) -> Duration {
         Duration::from_secs_f64(self.scheduler_poll_interval)
     }
+    /// Entries kept in History.
     pub fn history_max(&self) -> usize {
         self.history_max
     }
+    /// Most jobs kept in `dead`.
     pub fn dead_max_jobs(&self) -> usize {
         self.dead_max_jobs
     }
+    /// Seconds a job stays in `dead`.
     pub fn dead_timeout_secs(&self) -> f64 {
         self.dead_timeout
     }

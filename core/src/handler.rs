@@ -10,14 +10,18 @@ use std::sync::Arc;
 /// `error_message`, `error_backtrace`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Failure {
+    /// The exception's class (`error_class`).
     pub class: String,
+    /// Its message (`error_message`).
     pub message: String,
+    /// Its backtrace, a line each (`error_backtrace`).
     pub backtrace: Vec<String>,
     /// Seconds until the retry, overriding the default backoff.
     pub retry_in: Option<f64>,
 }
 
 impl Failure {
+    /// A failure of `class` saying `message`.
     pub fn new(class: impl Into<String>, message: impl Into<String>) -> Self {
         Failure {
             class: class.into(),
@@ -36,11 +40,13 @@ impl Failure {
         )
     }
 
+    /// With a backtrace.
     pub fn with_backtrace(mut self, lines: Vec<String>) -> Self {
         self.backtrace = lines;
         self
     }
 
+    /// Retried after `seconds` instead of the default backoff.
     pub fn with_retry_in(mut self, seconds: f64) -> Self {
         self.retry_in = Some(seconds);
         self
@@ -60,14 +66,18 @@ fn short_type_name<T>() -> String {
 /// How a job ended.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
+    /// It succeeded.
     Success,
+    /// It failed.
     Failure(Failure),
 }
 
+/// What a handler returns.
 pub type HandlerResult = Result<(), Failure>;
 
 /// Runs jobs of one class.
 pub trait Handler: Send + Sync + 'static {
+    /// Runs `job`.
     fn call(&self, job: Job) -> BoxFuture<'static, HandlerResult>;
 
     /// Seconds until retry number `retry_count + 1`; `None` keeps the
@@ -144,6 +154,7 @@ pub(crate) fn panic_failure(e: tokio::task::JoinError) -> Failure {
 /// Server middleware: wraps every handler call. Call `next.run(job)` to go
 /// on, or return without calling it to skip the job.
 pub trait Middleware: Send + Sync + 'static {
+    /// Wraps the rest of the chain: call `next.run(job)` to go on.
     fn call(&self, job: Job, next: Next) -> BoxFuture<'static, HandlerResult>;
 }
 
@@ -155,6 +166,7 @@ pub struct Next {
 }
 
 impl Next {
+    /// Runs the next middleware, or the handler after the last.
     pub fn run(self, job: Job) -> BoxFuture<'static, HandlerResult> {
         match self.chain.get(self.index).cloned() {
             Some(middleware) => middleware.call(

@@ -43,15 +43,18 @@ impl Job {
         Job { fields }
     }
 
+    /// The handler's arguments.
     pub fn args<I: IntoIterator<Item = Value>>(mut self, args: I) -> Self {
         self.fields
             .insert("args".into(), Value::Array(args.into_iter().collect()));
         self
     }
+    /// The queue to push to.
     pub fn queue(mut self, queue: impl Into<String>) -> Self {
         self.fields.insert("queue".into(), Value::String(queue.into()));
         self
     }
+    /// What a failure does.
     pub fn retry(mut self, retry: Retry) -> Self {
         let value = match retry {
             Retry::Discard => Value::Bool(false),
@@ -69,6 +72,7 @@ impl Job {
     pub fn delay(self, seconds: f64) -> Self {
         self.at(now() + seconds)
     }
+    /// Its id (a push gives one when there is none).
     pub fn jid(mut self, jid: impl Into<String>) -> Self {
         self.fields.insert("jid".into(), Value::String(jid.into()));
         self
@@ -208,15 +212,19 @@ impl Job {
             .filter(|p| until_executed && !p.is_empty())
     }
 
+    /// The handler name.
     pub fn class(&self) -> &str {
         self.str_field("class").unwrap_or("")
     }
+    /// The queue.
     pub fn queue_name(&self) -> &str {
         self.str_field("queue").unwrap_or("default")
     }
+    /// The job id (empty before a push gives one).
     pub fn jid_str(&self) -> &str {
         self.str_field("jid").unwrap_or("")
     }
+    /// The arguments.
     pub fn args_slice(&self) -> &[Value] {
         match self.fields.get("args") {
             Some(Value::Array(a)) => a,
@@ -227,6 +235,7 @@ impl Job {
     pub fn run_at(&self) -> Option<f64> {
         self.fields.get("at").and_then(Value::as_f64)
     }
+    /// What a failure does.
     pub fn retry_policy(&self) -> Retry {
         match self.fields.get("retry") {
             Some(Value::Bool(false)) => Retry::Discard,
@@ -244,12 +253,15 @@ impl Job {
             .and_then(Value::as_u64)
             .map_or(0, |n| n.min(u32::MAX as u64) as u32)
     }
+    /// Any field.
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.fields.get(key)
     }
+    /// A text field.
     pub fn str_field(&self, key: &str) -> Option<&str> {
         self.fields.get(key).and_then(Value::as_str)
     }
+    /// Every field.
     pub fn fields(&self) -> &Map<String, Value> {
         &self.fields
     }
@@ -259,9 +271,11 @@ impl Job {
     pub(crate) fn remove(&mut self, key: &str) {
         self.fields.remove(key);
     }
+    /// As JSON text (big integers exact, field order kept).
     pub fn to_json(&self) -> String {
         serde_json::to_string(&self.fields).expect("a JSON map always serializes")
     }
+    /// As a JSON value.
     pub fn into_value(self) -> Value {
         Value::Object(self.fields)
     }

@@ -9,12 +9,14 @@ pub struct Keys {
 }
 
 impl Keys {
+    /// The keys of `namespace`.
     pub fn new(namespace: &str) -> Self {
         Keys {
             ns: namespace.to_string(),
         }
     }
 
+    /// The namespace.
     pub fn namespace(&self) -> &str {
         &self.ns
     }
@@ -35,48 +37,63 @@ impl Keys {
     pub fn queue_name<'a>(&self, key: &'a str) -> Option<&'a str> {
         key.strip_prefix(&self.ns)?.strip_prefix(":queue:")
     }
+    /// Sorted set of jobs to run later (score: run-at).
     pub fn schedule(&self) -> String {
         self.key("schedule")
     }
+    /// Sorted set of failed jobs awaiting retry (score: retry-at).
     pub fn retry(&self) -> String {
         self.key("retry")
     }
+    /// Sorted set of jobs out of retries (score: died-at).
     pub fn dead(&self) -> String {
         self.key("dead")
     }
+    /// Set of paused queue names.
     pub fn paused_queues(&self) -> String {
         self.key("paused_queues")
     }
+    /// Set of live process identities.
     pub fn processes(&self) -> String {
         self.key("processes")
     }
+    /// Hash describing one process (`info`, `busy`, `quiet`, `beat`).
     pub fn process(&self, identity: &str) -> String {
         format!("{}:process:{}", self.ns, identity)
     }
+    /// Hash of one process's busy slots.
     pub fn workers(&self, identity: &str) -> String {
         format!("{}:workers:{}", self.ns, identity)
     }
+    /// List of jobs one process has taken and not settled (reliable fetch).
     pub fn in_progress(&self, identity: &str) -> String {
         format!("{}:in_progress:{}", self.ns, identity)
     }
+    /// Set of identities that may own an in-progress list.
     pub fn in_progress_identities(&self) -> String {
         self.key("in_progress_identities")
     }
+    /// Hash of identity to last heartbeat (Redis time).
     pub fn last_beat(&self) -> String {
         self.key("last_beat")
     }
+    /// A unique job's lock (value: the owner jid).
     pub fn unique(&self, digest: &str) -> String {
         format!("{}:unique:{}", self.ns, digest)
     }
+    /// The last slot claimed for a periodic entry.
     pub fn periodic_last_slot(&self, pjid: &str) -> String {
         format!("{}:periodic:last_slot:{}", self.ns, pjid)
     }
+    /// A periodic entry's `until_executed` run lock.
     pub fn periodic_running(&self, pjid: &str) -> String {
         format!("{}:periodic:running:{}", self.ns, pjid)
     }
+    /// List of a job's failed attempts.
     pub fn attempts(&self, jid: &str) -> String {
         format!("{}:attempts:{}", self.ns, jid)
     }
+    /// List of recent executions.
     pub fn history(&self) -> String {
         self.key("history")
     }

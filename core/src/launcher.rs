@@ -67,6 +67,7 @@ impl WorkerBuilder {
         self
     }
 
+    /// Adds server middleware (run in the order added).
     pub fn middleware(mut self, middleware: Arc<dyn Middleware>) -> Self {
         self.registry.add_middleware(middleware);
         self
@@ -137,6 +138,7 @@ pub struct Worker {
 /// What [`WorkerHandle::next_job`] found.
 #[derive(Debug)]
 pub enum NextJob {
+    /// A job to run and settle.
     Job(Delivery),
     /// Nothing arrived in time; ask again.
     Idle,
@@ -153,6 +155,7 @@ pub struct WorkerHandle {
 }
 
 impl Worker {
+    /// A builder for a worker with `config`.
     pub fn builder(config: Config) -> WorkerBuilder {
         WorkerBuilder {
             config,
@@ -163,6 +166,7 @@ impl Worker {
         }
     }
 
+    /// A handle to control it and, for host slots, take jobs.
     pub fn handle(&self) -> WorkerHandle {
         WorkerHandle {
             shared: self.shared.clone(),
@@ -170,6 +174,7 @@ impl Worker {
         }
     }
 
+    /// This process's identity (`host:pid:random`).
     pub fn identity(&self) -> &str {
         &self.shared.identity
     }
@@ -381,9 +386,11 @@ where
 }
 
 impl WorkerHandle {
+    /// This process's identity (`host:pid:random`).
     pub fn identity(&self) -> &str {
         &self.shared.identity
     }
+    /// Running, quiet or stopping.
     pub fn lifecycle(&self) -> Lifecycle {
         self.shared.lifecycle()
     }
@@ -395,6 +402,7 @@ impl WorkerHandle {
     pub fn stop(&self) {
         self.shared.advance(Lifecycle::Stopping);
     }
+    /// Whether the shutdown sequence has begun.
     pub fn is_stopping(&self) -> bool {
         self.shared.is_stopping()
     }

@@ -4,6 +4,8 @@
 //! layers over it. Push with [`Client`], run with [`Worker`], operate with
 //! [`Api`]. See `docs/internals.md` for the moving parts.
 
+#![warn(missing_docs)]
+
 mod api;
 mod client;
 mod completion;

@@ -18,6 +18,7 @@ impl<T> Default for ForkSafe<T> {
 }
 
 impl<T> ForkSafe<T> {
+    /// An empty slot.
     pub const fn new() -> Self {
         ForkSafe { slot: Mutex::new(None) }
     }

@@ -19,7 +19,9 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{watch, Notify};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// Where a worker process is in its life.
 pub enum Lifecycle {
+    /// Taking and running jobs.
     Running,
     /// Takes no new jobs; running ones go on.
     Quiet,
@@ -30,10 +32,15 @@ pub enum Lifecycle {
 /// One busy slot, as shown in the workers hash and the TTIN dump.
 #[derive(Clone, Debug)]
 pub struct BusyEntry {
+    /// The queue it came from.
     pub queue: String,
+    /// The handler name.
     pub class: String,
+    /// The job id.
     pub jid: String,
+    /// The payload as stored.
     pub raw: Vec<u8>,
+    /// When it started (epoch seconds).
     pub run_at: f64,
     /// The periodic run lock the job owns (kept alive by the heartbeat).
     pub(crate) run_lock: Option<String>,

@@ -61,11 +61,13 @@ impl Periodic {
         })
     }
 
+    /// The job's arguments.
     pub fn args<I: IntoIterator<Item = Value>>(mut self, args: I) -> Self {
         self.args = args.into_iter().collect();
         self
     }
 
+    /// The queue its jobs go to (default `default`).
     pub fn queue(mut self, queue: &str) -> Result<Self> {
         crate::config::validate_queue_name(queue)
             .map_err(|reason| Error::config("periodic.queue", format!("{queue:?}"), reason))?;
@@ -73,6 +75,7 @@ impl Periodic {
         Ok(self)
     }
 
+    /// What a failure of its jobs does.
     pub fn retry(mut self, retry: Retry) -> Self {
         self.retry = Some(retry);
         self
@@ -179,15 +182,19 @@ impl Periodic {
         hex::encode(&sha1::Sha1::digest(definition.to_string().as_bytes())[..10])
     }
 
+    /// The cron expression.
     pub fn cron(&self) -> &str {
         &self.cron_text
     }
+    /// The handler name.
     pub fn class(&self) -> &str {
         &self.class
     }
+    /// The queue its jobs go to.
     pub fn queue_name(&self) -> &str {
         &self.queue
     }
+    /// Whether a slot is skipped while the previous run is pending.
     pub fn is_until_executed(&self) -> bool {
         self.until_executed
     }
