@@ -8,13 +8,15 @@ use crate::error::Result;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// A `redis-server` process of the caller's own.
+/// A `redis-server` process of the caller's own. Shareable between
+/// threads: `spawn` and `kill` take `&self`.
 pub struct RedisServer {
     port: u16,
     dir: PathBuf,
-    child: Option<Child>,
+    child: Mutex<Option<Child>>,
     extra: Vec<String>,
 }
 
@@ -58,9 +60,17 @@ impl RedisServer {
 
     /// Starts a server on `port`.
     pub fn start_on(port: u16, extra: &[&str]) -> Result<Self> {
-        let mut server = Self::unstarted_on(port, extra)?;
+        let server = Self::unstarted_on(port, extra)?;
         server.spawn()?;
         Ok(server)
+    }
+
+    /// Starts a server on `port`, or a free one.
+    pub fn start_at(port: Option<u16>, extra: &[&str]) -> Result<Self> {
+        match port {
+            Some(port) => Self::start_on(port, extra),
+            None => Self::start(extra),
+        }
     }
 
     /// A Redis Cluster node: its port must be at most 55535 (the cluster bus
@@ -83,15 +93,16 @@ impl RedisServer {
         Ok(RedisServer {
             port,
             dir,
-            child: None,
+            child: Mutex::new(None),
             extra: extra.iter().map(|s| s.to_string()).collect(),
         })
     }
 
     /// Starts the process (again, after [`RedisServer::kill`]: same port,
     /// same data directory) and waits until it answers.
-    pub fn spawn(&mut self) -> Result<()> {
-        if self.child.is_some() {
+    pub fn spawn(&self) -> Result<()> {
+        let mut child = self.child();
+        if child.is_some() {
             return Ok(());
         }
         let mut cmd = Command::new("redis-server");
@@ -109,23 +120,27 @@ impl RedisServer {
         if !self.extra.iter().any(|a| a == "--appendonly") {
             cmd.arg("--appendonly").arg("no");
         }
-        let child = cmd
+        let spawned = cmd
             .spawn()
             .map_err(|e| failed(format!("cannot run redis-server (is it installed?): {e}")))?;
-        self.child = Some(child);
-        self.await_own_server()
+        *child = Some(spawned);
+        self.await_own_server(&mut child)
+    }
+
+    fn child(&self) -> MutexGuard<'_, Option<Child>> {
+        self.child.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Waits until the server answers, and checks that the one answering on
     /// our port is our child: a server that could not bind exits, and
     /// another test's server must never be mistaken for it.
-    fn await_own_server(&mut self) -> Result<()> {
+    fn await_own_server(&self, child: &mut Option<Child>) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(10);
         let client = redis::Client::open(self.url())?;
-        let pid = self.child.as_ref().map(|c| c.id().to_string()).unwrap_or_default();
+        let pid = child.as_ref().map(|c| c.id().to_string()).unwrap_or_default();
         loop {
-            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
-                self.child = None;
+            if let Some(status) = child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                *child = None;
                 return Err(failed(format!(
                     "redis-server on port {} exited at start ({status}): port taken?",
                     self.port
@@ -155,22 +170,22 @@ impl RedisServer {
     }
 
     /// Stops the server with SIGKILL (no save) and waits for it to exit.
-    pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
+    pub fn kill(&self) {
+        if let Some(mut child) = self.child().take() {
             let _ = child.kill();
             let _ = child.wait();
         }
     }
 
     /// `kill`, then `spawn`: the same port and data directory.
-    pub fn restart(&mut self) -> Result<()> {
+    pub fn restart(&self) -> Result<()> {
         self.kill();
         self.spawn()
     }
 
     /// Is the process running (started and not killed)?
     pub fn is_running(&self) -> bool {
-        self.child.is_some()
+        self.child().is_some()
     }
 
     /// `redis://127.0.0.1:<port>/0`.
@@ -190,7 +205,7 @@ impl RedisServer {
 
     /// The pid of the running server.
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
+        self.child().as_ref().map(Child::id)
     }
 }
 

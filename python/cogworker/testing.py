@@ -145,9 +145,7 @@ class RedisServer:
 
     def __init__(self, *extra_args: str, port: int | None = None) -> None:
         self._native: Any = _core.RedisServer(list(extra_args), port)
-        self.port: int = self._native.port
-        self.url: str = self._native.url
-        self.dir: str = self._native.dir
+        self.url, self.port, self.dir = self._native.info
 
     def start(self) -> None:
         """Starts it again after ``stop`` (same port, same data directory)."""

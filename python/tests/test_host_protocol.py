@@ -137,3 +137,14 @@ def test_fake_mode_refuses_what_a_real_push_would(configured) -> None:
             escapes.exits.enqueue("lone \udcff surrogate")
         assert info.value.field == "args[0]"
         assert escapes.exits.jobs == []
+
+
+def test_every_api_call_is_a_typed_method() -> None:
+    import re
+    from pathlib import Path
+
+    stub = (Path(cogworker.__file__).parent / "api.pyi").read_text()
+    typed = set(re.findall(r"    def (\w+)\(", stub))
+    for name, _params, _help in cogworker.Api.calls():
+        assert name in typed, f"api.pyi lacks {name}"
+        assert callable(getattr(cogworker.Api, name))

@@ -10,23 +10,19 @@ use cogworker::host::{admin, api, Session};
 use pyo3::prelude::*;
 
 #[pyclass(name = "Api", module = "cogworker._core")]
-pub struct PyApi {
-    session: Session,
-}
+pub struct PyApi(Session);
 
 #[pymethods]
 impl PyApi {
     #[new]
     fn new(config: &PyConfig) -> Self {
-        PyApi {
-            session: Session::new(config.inner.clone()),
-        }
+        PyApi(Session::new(config.inner.clone()))
     }
 
     /// Runs the API call `name` with positional `args`; its result as JSON.
     fn call(&self, py: Python<'_>, name: String, args: &Bound<'_, PyAny>) -> PyResult<String> {
         let args = cogworker::host::HostValue::json_list(&convert::values(args)?, &name).map_err(to_py)?;
-        let api = self.session.api().map_err(to_py)?;
+        let api = self.0.api().map_err(to_py)?;
         let result = run(py, async move { api::call(&api, &name, args).await })?;
         Ok(result.to_string())
     }
@@ -34,7 +30,7 @@ impl PyApi {
     /// Runs an admin command; the text to print.
     #[pyo3(signature = (command, arg=None))]
     fn admin(&self, py: Python<'_>, command: String, arg: Option<String>) -> PyResult<String> {
-        let api = self.session.api().map_err(to_py)?;
+        let api = self.0.api().map_err(to_py)?;
         run(py, async move { admin::run(&api, &command, arg.as_deref()).await })
     }
 }

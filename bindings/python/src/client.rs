@@ -5,24 +5,19 @@ use crate::blocking::run;
 use crate::config::PyConfig;
 use crate::convert;
 use crate::errors::to_py;
-use cogworker::host::{prepared_json, PushRequest, Session};
+use cogworker::host::{payload_job, prepared_json, HostValue, PushRequest, Session};
 use cogworker::Job;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-/// `class_name(*args)` with keyword options (the core's push options; None:
-/// not given).
+/// `class_name(*args)` with keyword options (the core's push options).
 fn request(class_name: &str, args: &Bound<'_, PyAny>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Job> {
-    let mut request = PushRequest::new(class_name, &convert::values(args)?).map_err(to_py)?;
-    for (name, value) in options.into_iter().flatten() {
-        if value.is_none() {
-            continue;
-        }
-        request
-            .set(&name.extract::<String>()?, &convert::value(&value))
-            .map_err(to_py)?;
-    }
-    request.into_job().map_err(to_py)
+    let named = options
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| Ok((k.extract()?, convert::value(&v))));
+    let named: Vec<(String, HostValue)> = named.collect::<PyResult<_>>()?;
+    PushRequest::job(class_name, &convert::values(args)?, &named).map_err(to_py)
 }
 
 /// The job `class_name(*args)` would be, as JSON, validated and filled as a
@@ -36,21 +31,17 @@ pub fn prepare_job(class_name: &str, args: &Bound<'_, PyAny>, options: Option<&B
 /// A raw payload (a dict with at least `class`) checked and filled the same way.
 #[pyfunction]
 pub fn prepare_payload(payload: &Bound<'_, PyAny>) -> PyResult<String> {
-    let job = convert::value(payload)
-        .to_json("job")
-        .and_then(Job::from_value)
-        .map_err(to_py)?;
-    prepared_json(job).map_err(to_py)
+    payload_job(&convert::value(payload), "job")
+        .and_then(prepared_json)
+        .map_err(to_py)
 }
 
 #[pyclass(name = "Client", module = "cogworker._core")]
-pub struct PyClient {
-    session: Session,
-}
+pub struct PyClient(Session);
 
 impl PyClient {
     fn push_jobs(&self, py: Python<'_>, jobs: Vec<Job>) -> PyResult<Vec<Option<String>>> {
-        let client = self.session.client().map_err(to_py)?;
+        let client = self.0.client().map_err(to_py)?;
         run(py, async move { client.push_bulk(jobs).await })
     }
 }
@@ -59,9 +50,7 @@ impl PyClient {
 impl PyClient {
     #[new]
     fn new(config: &PyConfig) -> Self {
-        PyClient {
-            session: Session::new(config.inner.clone()),
-        }
+        PyClient(Session::new(config.inner.clone()))
     }
 
     /// One job per args tuple, in one round trip; nothing is written if any
@@ -86,10 +75,7 @@ impl PyClient {
         let jobs = payloads
             .try_iter()?
             .enumerate()
-            .map(|(i, payload)| {
-                let value = convert::value(&payload?).to_json(&format!("jobs[{i}]"));
-                value.and_then(Job::from_value).map_err(to_py)
-            })
+            .map(|(i, payload)| payload_job(&convert::value(&payload?), &format!("jobs[{i}]")).map_err(to_py))
             .collect::<PyResult<Vec<Job>>>()?;
         self.push_jobs(py, jobs)
     }

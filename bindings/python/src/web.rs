@@ -7,7 +7,6 @@ use crate::errors::to_py;
 use cogworker::testing::RedisServer;
 use cogworker::web::{BackgroundWeb, WebOptions};
 use pyo3::prelude::*;
-use std::sync::Mutex;
 
 #[pyclass(name = "WebServer", module = "cogworker._core")]
 pub struct PyWebServer {
@@ -39,17 +38,13 @@ impl PyWebServer {
 
     /// Waits up to `timeout` seconds for the server to end; True once it has.
     fn wait(&self, py: Python<'_>, timeout: f64) -> PyResult<bool> {
-        match blocking::wait(py, Some(timeout), |slice| self.inner.wait(slice))? {
-            Some(result) => result.map(|()| true).map_err(to_py),
-            None => Ok(false),
-        }
+        let ended = blocking::wait(py, Some(timeout), |slice| self.inner.wait(slice))?;
+        Ok(ended.transpose().map_err(to_py)?.is_some())
     }
 }
 
 #[pyclass(name = "RedisServer", module = "cogworker._core")]
-pub struct PyRedisServer {
-    inner: Mutex<RedisServer>,
-}
+pub struct PyRedisServer(RedisServer);
 
 #[pymethods]
 impl PyRedisServer {
@@ -59,37 +54,23 @@ impl PyRedisServer {
     #[pyo3(signature = (extra, port=None))]
     fn new(py: Python<'_>, extra: Vec<String>, port: Option<u16>) -> PyResult<Self> {
         let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
-        let server = py.detach(|| match port {
-            Some(port) => RedisServer::start_on(port, &extra),
-            None => RedisServer::start(&extra),
-        });
-        Ok(PyRedisServer {
-            inner: Mutex::new(server.map_err(to_py)?),
-        })
+        let server = py.detach(|| RedisServer::start_at(port, &extra));
+        server.map(PyRedisServer).map_err(to_py)
     }
 
+    /// `(url, port, data directory)`.
     #[getter]
-    fn url(&self) -> String {
-        self.inner.lock().unwrap().url()
-    }
-
-    #[getter]
-    fn port(&self) -> u16 {
-        self.inner.lock().unwrap().port()
-    }
-
-    #[getter]
-    fn dir(&self) -> String {
-        self.inner.lock().unwrap().dir().display().to_string()
+    fn info(&self) -> (String, u16, String) {
+        (self.0.url(), self.0.port(), self.0.dir().display().to_string())
     }
 
     /// Starts it again after `kill` (same port and data directory).
     fn spawn(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| self.inner.lock().unwrap().spawn()).map_err(to_py)
+        py.detach(|| self.0.spawn()).map_err(to_py)
     }
 
     /// SIGKILL, and waits for the exit.
     fn kill(&self) {
-        self.inner.lock().unwrap().kill();
+        self.0.kill();
     }
 }

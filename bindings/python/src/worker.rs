@@ -9,7 +9,6 @@ use crate::convert;
 use crate::errors::to_py;
 use cogworker::host::{HostDelivery, HostFailure, HostWorker};
 use cogworker::NextJob;
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
 /// `next_job` states (a private protocol with `cogworker/worker.py`).
@@ -80,19 +79,13 @@ impl PyWorker {
 
     /// Starts the engine in the background; returns at once.
     fn start(&self) -> PyResult<()> {
-        self.0
-            .start()
-            .then_some(())
-            .ok_or_else(|| PyRuntimeError::new_err("worker already started"))
+        self.0.start().map_err(to_py)
     }
 
     /// Waits up to `timeout` seconds: `(0, delivery)`, `(1, None)` when idle,
     /// `(2, None)` when the worker is stopping.
     fn next_job(&self, py: Python<'_>, timeout: f64) -> PyResult<(u8, Option<PyDelivery>)> {
-        let next = blocking::wait(py, Some(timeout), |slice| match self.0.next_job(slice) {
-            NextJob::Idle => None,
-            other => Some(other),
-        })?;
+        let next = blocking::wait(py, Some(timeout), |slice| self.0.next_job(slice))?;
         Ok(state(next.unwrap_or(NextJob::Idle)))
     }
 
@@ -104,10 +97,8 @@ impl PyWorker {
     /// Waits up to `timeout` seconds for the engine to finish its shutdown;
     /// True once it has. Raises if it ended with an error.
     fn wait(&self, py: Python<'_>, timeout: f64) -> PyResult<bool> {
-        match blocking::wait(py, Some(timeout), |slice| self.0.finished(slice))? {
-            None => Ok(false),
-            Some(result) => result.map(|()| true).map_err(crate::errors::Error::new_err),
-        }
+        let finished = blocking::wait(py, Some(timeout), |slice| self.0.finished(slice))?;
+        Ok(finished.transpose().map_err(crate::errors::Error::new_err)?.is_some())
     }
 
     fn quiet(&self) {

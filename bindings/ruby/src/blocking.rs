@@ -53,6 +53,11 @@ pub fn without_gvl<F: FnOnce(&AtomicBool) -> R, R>(work: F) -> Option<R> {
     call.result
 }
 
+/// `work` without the GVL, as a Ruby error if an interrupt kept it from running.
+pub fn nogvl<T>(ruby: &Ruby, work: impl FnOnce() -> T) -> Result<T, Error> {
+    without_gvl(|_| work()).ok_or_else(|| crate::errors::raise(ruby, "Error", "interrupted before it could start"))
+}
+
 /// `poll` (blocking up to the time it is given) until it yields: `None`
 /// once `timeout` seconds pass. Interrupts Ruby has pending run between
 /// slices; one that raises ends the wait with its exception.

@@ -5,16 +5,19 @@ use crate::blocking::run;
 use crate::config::RbConfig;
 use crate::convert;
 use crate::errors::to_ruby;
-use cogworker::host::{prepared_json, PushRequest, Session};
+use cogworker::host::{payload_job, prepared_json, PushRequest, Session};
 use cogworker::Job;
 use magnus::{prelude::*, Error, RArray, RHash, Ruby, Value};
 
 /// `class_name` with `args` and the push options in `options` (the core's
 /// names; nil values are not given).
 fn request(ruby: &Ruby, class_name: String, args: RArray, options: RHash) -> Result<Job, Error> {
-    let mut request = PushRequest::new(&class_name, &convert::values(ruby, args)).map_err(|e| to_ruby(ruby, e))?;
-    convert::each_option(ruby, options, |name, value| request.set(name, &value))?;
-    request.into_job().map_err(|e| to_ruby(ruby, e))
+    let mut named = Vec::new();
+    convert::each_option(ruby, options, |name, value| {
+        named.push((name.to_string(), value));
+        Ok(())
+    })?;
+    PushRequest::job(&class_name, &convert::values(ruby, args), &named).map_err(|e| to_ruby(ruby, e))
 }
 
 /// The job `class_name(*args)` would be, as JSON, validated and filled as a
@@ -25,8 +28,9 @@ pub fn prepare_job(ruby: &Ruby, class_name: String, args: RArray, options: RHash
 
 /// A raw payload (a Hash with at least "class") checked and filled the same way.
 pub fn prepare_payload(ruby: &Ruby, payload: Value) -> Result<String, Error> {
-    let job = convert::value(ruby, payload).to_json("job").and_then(Job::from_value);
-    job.and_then(prepared_json).map_err(|e| to_ruby(ruby, e))
+    payload_job(&convert::value(ruby, payload), "job")
+        .and_then(prepared_json)
+        .map_err(|e| to_ruby(ruby, e))
 }
 
 #[magnus::wrap(class = "Cogworker::Native::Client", free_immediately, size)]
@@ -51,23 +55,19 @@ impl RbClient {
         args_list: RArray,
         options: RHash,
     ) -> Result<Vec<Option<String>>, Error> {
-        let mut jobs = Vec::with_capacity(args_list.len());
-        for args in args_list.into_iter() {
-            let args = RArray::try_convert(args)?;
-            jobs.push(request(ruby, class_name.clone(), args, options)?);
-        }
+        let jobs = args_list
+            .into_iter()
+            .map(|args| request(ruby, class_name.clone(), RArray::try_convert(args)?, options))
+            .collect::<Result<_, Error>>()?;
         rb_self.push_jobs(ruby, jobs)
     }
 
     /// Raw payloads (Hashes with at least "class"), in one round trip.
     pub fn push_payloads(ruby: &Ruby, rb_self: &Self, payloads: RArray) -> Result<Vec<Option<String>>, Error> {
-        let mut jobs = Vec::with_capacity(payloads.len());
-        for (i, payload) in payloads.into_iter().enumerate() {
-            let job = convert::value(ruby, payload)
-                .to_json(&format!("jobs[{i}]"))
-                .and_then(Job::from_value);
-            jobs.push(job.map_err(|e| to_ruby(ruby, e))?);
-        }
+        let jobs = payloads.into_iter().enumerate().map(|(i, payload)| {
+            payload_job(&convert::value(ruby, payload), &format!("jobs[{i}]")).map_err(|e| to_ruby(ruby, e))
+        });
+        let jobs = jobs.collect::<Result<_, Error>>()?;
         rb_self.push_jobs(ruby, jobs)
     }
 }

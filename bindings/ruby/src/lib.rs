@@ -76,9 +76,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
 
     let redis = native.define_class("RedisServer", ruby.class_object())?;
     redis.define_singleton_method("new", function!(web::RbRedisServer::new, 2))?;
-    redis.define_method("url", method!(web::RbRedisServer::url, 0))?;
-    redis.define_method("port", method!(web::RbRedisServer::port, 0))?;
-    redis.define_method("dir", method!(web::RbRedisServer::dir, 0))?;
+    redis.define_method("info", method!(web::RbRedisServer::info, 0))?;
     redis.define_method("spawn", method!(web::RbRedisServer::spawn, 0))?;
     redis.define_method("kill", method!(web::RbRedisServer::kill, 0))?;
     Ok(())

@@ -1,13 +1,12 @@
 //! `Cogworker::Native::WebServer`: the core's dashboard served on the global
 //! runtime, for `cogworker web`; `RedisServer`: the core's private test server.
 
-use crate::blocking::{self, without_gvl};
+use crate::blocking::{self, nogvl};
 use crate::config::RbConfig;
-use crate::errors::{raise, to_ruby};
+use crate::errors::to_ruby;
 use cogworker::testing::RedisServer;
 use cogworker::web::{BackgroundWeb, WebOptions};
 use magnus::{Error, Ruby};
-use std::sync::Mutex;
 
 #[magnus::wrap(class = "Cogworker::Native::WebServer", free_immediately, size)]
 pub struct RbWebServer {
@@ -19,11 +18,8 @@ impl RbWebServer {
     pub fn new(ruby: &Ruby, config: &RbConfig, host: String, port: u16, auth: Option<String>) -> Result<Self, Error> {
         let options = WebOptions::from_cli(&host, port, auth.as_deref()).map_err(|e| to_ruby(ruby, e))?;
         let config = config.config();
-        let started = without_gvl(move |_| BackgroundWeb::start(&config, &options));
-        let inner = started.ok_or_else(|| raise(ruby, "Error", "interrupted while starting the web server"))?;
-        Ok(RbWebServer {
-            inner: inner.map_err(|e| to_ruby(ruby, e))?,
-        })
+        let inner = nogvl(ruby, || BackgroundWeb::start(&config, &options))?.map_err(|e| to_ruby(ruby, e))?;
+        Ok(RbWebServer { inner })
     }
 
     pub fn url(&self) -> String {
@@ -36,48 +32,31 @@ impl RbWebServer {
 
     /// Waits up to `timeout` seconds for the server to end; true once it has.
     pub fn wait(ruby: &Ruby, rb_self: &Self, timeout: f64) -> Result<bool, Error> {
-        match blocking::wait(ruby, Some(timeout), |slice| rb_self.inner.wait(slice))? {
-            Some(result) => result.map(|()| true).map_err(|e| to_ruby(ruby, e)),
-            None => Ok(false),
-        }
+        let ended = blocking::wait(ruby, Some(timeout), |slice| rb_self.inner.wait(slice))?;
+        Ok(ended.transpose().map_err(|e| to_ruby(ruby, e))?.is_some())
     }
 }
 
 #[magnus::wrap(class = "Cogworker::Native::RedisServer", free_immediately, size)]
-pub struct RbRedisServer {
-    inner: Mutex<RedisServer>,
-}
+pub struct RbRedisServer(RedisServer);
 
 impl RbRedisServer {
     /// Starts `redis-server` with `extra` arguments on `port` (nil: a free one).
     pub fn new(ruby: &Ruby, extra: Vec<String>, port: Option<u16>) -> Result<Self, Error> {
         let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
-        let started = without_gvl(|_| match port {
-            Some(port) => RedisServer::start_on(port, &extra),
-            None => RedisServer::start(&extra),
-        });
-        let server = started.ok_or_else(|| raise(ruby, "Error", "interrupted while starting redis-server"))?;
-        Ok(RbRedisServer {
-            inner: Mutex::new(server.map_err(|e| to_ruby(ruby, e))?),
-        })
+        let server = nogvl(ruby, || RedisServer::start_at(port, &extra))?;
+        server.map(RbRedisServer).map_err(|e| to_ruby(ruby, e))
     }
-    pub fn url(&self) -> String {
-        self.inner.lock().unwrap().url()
-    }
-    pub fn port(&self) -> u16 {
-        self.inner.lock().unwrap().port()
-    }
-    pub fn dir(&self) -> String {
-        self.inner.lock().unwrap().dir().display().to_string()
+    /// `[url, port, data directory]`.
+    pub fn info(&self) -> (String, u16, String) {
+        (self.0.url(), self.0.port(), self.0.dir().display().to_string())
     }
     /// Starts it again after `kill` (same port and data directory).
     pub fn spawn(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
-        let spawned = without_gvl(|_| rb_self.inner.lock().unwrap().spawn());
-        let spawned = spawned.ok_or_else(|| raise(ruby, "Error", "interrupted while starting redis-server"))?;
-        spawned.map_err(|e| to_ruby(ruby, e))
+        nogvl(ruby, || rb_self.0.spawn())?.map_err(|e| to_ruby(ruby, e))
     }
     /// SIGKILL, and waits for the exit.
     pub fn kill(&self) {
-        self.inner.lock().unwrap().kill();
+        self.0.kill();
     }
 }

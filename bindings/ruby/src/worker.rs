@@ -61,19 +61,12 @@ impl RbWorker {
     }
 
     pub fn start(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
-        rb_self
-            .0
-            .start()
-            .then_some(())
-            .ok_or_else(|| raise(ruby, "Error", "worker already started"))
+        rb_self.0.start().map_err(|e| to_ruby(ruby, e))
     }
 
     /// A `Delivery`, `nil` when idle, `:stopped` when the worker is stopping.
     pub fn next_job(ruby: &Ruby, rb_self: &Self, timeout: f64) -> Result<Value, Error> {
-        let next = blocking::wait(ruby, Some(timeout), |slice| match rb_self.0.next_job(slice) {
-            NextJob::Idle => None,
-            other => Some(other),
-        })?;
+        let next = blocking::wait(ruby, Some(timeout), |slice| rb_self.0.next_job(slice))?;
         Ok(match next {
             Some(NextJob::Job(delivery)) => ruby.obj_wrap(RbDelivery(HostDelivery::new(delivery))).as_value(),
             Some(NextJob::Stopped) => ruby.to_symbol("stopped").as_value(),
@@ -83,10 +76,11 @@ impl RbWorker {
 
     /// Waits up to `timeout` seconds for the engine's shutdown; true once done.
     pub fn wait(ruby: &Ruby, rb_self: &Self, timeout: f64) -> Result<bool, Error> {
-        match blocking::wait(ruby, Some(timeout), |slice| rb_self.0.finished(slice))? {
-            None => Ok(false),
-            Some(result) => result.map(|()| true).map_err(|message| raise(ruby, "Error", message)),
-        }
+        let finished = blocking::wait(ruby, Some(timeout), |slice| rb_self.0.finished(slice))?;
+        Ok(finished
+            .transpose()
+            .map_err(|message| raise(ruby, "Error", message))?
+            .is_some())
     }
 
     pub fn quiet(&self) {

@@ -31,7 +31,7 @@ mod worker;
 
 pub use delivery::HostDelivery;
 pub use failure::{HostFailure, RetryHint};
-pub use push::{prepared_json, PushRequest};
+pub use push::{payload_job, prepared_json, PushRequest};
 pub use session::{in_runtime, Session};
 pub use value::HostValue;
 pub use wait::{spawn, wait, Pending, Waited};

@@ -37,6 +37,16 @@ impl PushRequest {
         })
     }
 
+    /// The job `class(*args)` with a host's named `options` (null: not
+    /// given), every piece checked.
+    pub fn job(class: &str, args: &[HostValue], options: &[(String, HostValue)]) -> Result<Job> {
+        let mut request = PushRequest::new(class, args)?;
+        for (name, value) in options.iter().filter(|(_, v)| *v != HostValue::Null) {
+            request.set(name, value)?;
+        }
+        request.into_job()
+    }
+
     /// Sets the option `name` (`queue`, `retry`, `at`, `delay`,
     /// `unique_for`) from a host's value; `Nil`-like values are the host's
     /// business (it passes none). The error names the option.
@@ -103,6 +113,12 @@ impl PushRequest {
         job.validate()?;
         Ok(job)
     }
+}
+
+/// A raw payload a host hands over (a map with at least `class`) as a
+/// job; `path` names it in errors.
+pub fn payload_job(payload: &HostValue, path: &str) -> Result<Job> {
+    Job::from_value(payload.to_json(path)?)
 }
 
 /// `job` as a push would store it (validated; `jid`, `created_at` and, for

@@ -41,22 +41,29 @@ impl HostWorker {
     }
 
     /// Starts the engine (heartbeat, fetch, scheduler, recovery) on the
-    /// global runtime; returns at once. False if it was already started.
-    pub fn start(&self) -> bool {
+    /// global runtime; returns at once. An error if it was started before.
+    pub fn start(&self) -> Result<()> {
         let Some(worker) = self.pending.lock().unwrap().take() else {
-            return false;
+            return Err(crate::Error::invalid_argument(
+                "worker",
+                self.identity(),
+                "was already started",
+            ));
         };
         let done = self.finished_tx.clone();
         crate::runtime::global().spawn(async move {
             let _ = done.send(worker.run().await.map_err(|e| e.to_string()));
         });
-        true
+        Ok(())
     }
 
     /// Blocks up to `timeout` for the next delivery (call it with the
-    /// interpreter lock released).
-    pub fn next_job(&self, timeout: Duration) -> NextJob {
-        self.handle.next_job(timeout)
+    /// interpreter lock released): `None` while idle.
+    pub fn next_job(&self, timeout: Duration) -> Option<NextJob> {
+        match self.handle.next_job(timeout) {
+            NextJob::Idle => None,
+            next => Some(next),
+        }
     }
 
     /// The next delivery if one is ready now (never blocks).

@@ -100,9 +100,7 @@ module Cogworker
 
       def initialize(*extra_args, port: nil)
         @native = Native::RedisServer.new(extra_args.map(&:to_s), port)
-        @port = @native.port
-        @url = @native.url
-        @dir = @native.dir
+        @url, @port, @dir = @native.info
       end
 
       # One command through redis-cli; its output, stripped.
