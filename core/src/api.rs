@@ -275,6 +275,18 @@ impl Api {
         Ok(found.into_iter().next())
     }
 
+    /// Where the job `jid` waits, if in a set: the set (scheduled, then
+    /// retry, then dead) and its entry. A job on a queue or running is in
+    /// none of them.
+    pub async fn locate(&self, jid: &str) -> Result<Option<(JobSet, SetEntry)>> {
+        for set in [JobSet::Scheduled, JobSet::Retry, JobSet::Dead] {
+            if let Some(entry) = self.find_in_set(set, jid).await? {
+                return Ok(Some((set, entry)));
+            }
+        }
+        Ok(None)
+    }
+
     /// Up to `limit` entries whose class contains `text` (a scan with a
     /// server-side MATCH, so only matching entries cross the wire).
     pub async fn search_set(&self, set: JobSet, text: &str, limit: usize) -> Result<Vec<SetEntry>> {

@@ -101,6 +101,19 @@ pub const CALLS: &[ApiCall] = &[
         |api, a| { api.find_in_set(a.set(0)?, a.text(1)?).await? }
     ),
     call!(
+        "locate",
+        ["jid"],
+        "the set a job waits in and its entry: {set, score, payload, job}, or null",
+        |api, a| {
+            let found = api.locate(a.text(0)?).await?;
+            found.map(|(set, entry)| {
+                let mut located = serde_json::to_value(entry).expect("entries serialize");
+                located["set"] = json!(set);
+                located
+            })
+        }
+    ),
+    call!(
         "search",
         ["set", "text", "limit=50"],
         "entries whose class contains text",
