@@ -8,6 +8,7 @@ import json
 import signal
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 
@@ -87,3 +88,12 @@ def test_admin_commands(redis_server: RedisServer):
     bad = cli(redis_server, "clear", "nowhere")
     assert bad.returncode == 2 and 'invalid argument set = "nowhere"' in bad.stderr
     assert cli(redis_server, "processes").returncode == 0
+
+
+def test_locate_finds_the_set_a_job_waits_in(redis_server: RedisServer) -> None:
+    client = cogworker.Client(redis_url=redis_server.url)
+    api = cogworker.Api(redis_url=redis_server.url)
+    later = client.enqueue("Some.Job", 1, at=time.time() + 3600)
+    assert api.locate(later)["set"] == "scheduled"
+    assert api.locate(later)["job"]["args"] == [1]
+    assert api.locate(client.enqueue("Some.Job", 2)) is None, "on a queue, in no set"

@@ -58,6 +58,8 @@ class TestFailures < Minitest::Test
     assert_equal 1, api.retry_all('scheduled')
     assert_equal 1, api.queues.find { |q| q['name'] == 'default' }['size']
     assert api.find('dead', entries[0]['job']['jid'])
+    assert_equal 'dead', api.locate(entries[0]['job']['jid'])['set']
+    assert_nil api.locate('nowhere')
     assert_equal 3, jids.uniq.size
   end
 end
