@@ -183,9 +183,7 @@ impl Config {
     /// `redis+cluster://host:port[,host:port...]` (with a hash-tagged
     /// namespace such as `{cogworker}`).
     pub fn set_redis_url(&mut self, url: &str) -> Result<&mut Self> {
-        if !crate::connection::is_special_url(url)? {
-            redis::Client::open(url).map_err(|e| Error::config("redis_url", redact_url(url), e))?;
-        }
+        crate::redis_url::check(url)?;
         self.redis_url = url.to_string();
         Ok(self)
     }
@@ -383,7 +381,7 @@ impl Config {
     }
     /// The Redis target with any password masked, for logs.
     pub fn redis_url_redacted(&self) -> String {
-        redact_url(&self.redis_url)
+        crate::redis_url::redact_url(&self.redis_url)
     }
 }
 
@@ -400,22 +398,6 @@ fn parse_queue_list<S: AsRef<str>>(specs: &[S]) -> Result<Vec<QueueSpec>> {
         queues.push(q);
     }
     Ok(queues)
-}
-
-/// `redis://user:secret@host` → `redis://user:***@host`.
-pub fn redact_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme_end), Some(at)) if at > scheme_end => {
-            let creds = &url[scheme_end + 3..at];
-            let user = creds.split(':').next().unwrap_or("");
-            if creds.contains(':') {
-                format!("{}{}:***{}", &url[..scheme_end + 3], user, &url[at..])
-            } else {
-                format!("{}***{}", &url[..scheme_end + 3], &url[at..])
-            }
-        }
-        _ => url.to_string(),
-    }
 }
 
 #[cfg(test)]
@@ -460,12 +442,5 @@ mod tests {
         let mut c = Config::default();
         c.set_unique_lock_ttl(2.2).unwrap();
         assert_eq!(c.unique_lock_ttl_secs(), 3);
-    }
-
-    #[test]
-    fn passwords_are_redacted() {
-        assert_eq!(redact_url("redis://u:pw@h:1/0"), "redis://u:***@h:1/0");
-        assert_eq!(redact_url("redis://:pw@h"), "redis://:***@h");
-        assert_eq!(redact_url("redis://h:1"), "redis://h:1");
     }
 }

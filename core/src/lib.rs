@@ -26,6 +26,7 @@ pub mod logging;
 mod periodic;
 mod processor;
 mod recovery;
+mod redis_url;
 mod retry;
 pub mod runtime;
 mod scheduler;
@@ -38,7 +39,7 @@ pub mod web;
 
 pub use api::{Api, BusyJob, JobSet, LockInfo, PeriodicInfo, ProcessInfo, QueueInfo, SetEntry, Stats};
 pub use client::Client;
-pub use config::{redact_url, CatchUp, Config, FetchMode, QueueSpec, DEFAULT_REDIS_URL};
+pub use config::{CatchUp, Config, FetchMode, QueueSpec, DEFAULT_REDIS_URL};
 pub use delivery::{Delivery, DeliveryInfo, HANDLER_ABORTED, UNKNOWN_HANDLER};
 pub use error::{Error, Result};
 pub use handler::{Failure, Handler, HandlerResult, Middleware, Next, Outcome};
@@ -46,6 +47,7 @@ pub use job::{new_jid, now, safe_string, unique_digest, Job, Retry, UNPARSEABLE_
 pub use keys::Keys;
 pub use launcher::{NextJob, Worker, WorkerBuilder, WorkerHandle};
 pub use periodic::Periodic;
+pub use redis_url::redact_url;
 pub use retry::default_backoff;
 pub use settings::{Setting, SETTINGS};
 pub use shared::{BusyEntry, Lifecycle};

@@ -12,6 +12,7 @@
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::redis_url::{ClusterUrl, SentinelUrl};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
@@ -23,9 +24,7 @@ mod cluster;
 mod conn;
 mod sentinel;
 
-use cluster::ClusterUrl;
 pub use conn::Conn;
-use sentinel::SentinelUrl;
 
 /// Response timeout for ordinary commands: long enough for a large batch
 /// script under load, short enough that a hung server is noticed.
@@ -39,21 +38,6 @@ const SENTINEL_POLL: Duration = Duration::from_millis(250);
 /// Until a master is known (sentinel URLs), connections go here and fail
 /// at once: nothing can be written to a node that is not the master.
 const NO_MASTER_YET: &str = "redis://127.0.0.1:1/0";
-
-/// True for the URL schemes this module handles itself (sentinel, cluster);
-/// an error naming the URL if one of them is malformed.
-pub(crate) fn is_special_url(url: &str) -> Result<bool> {
-    Ok(SentinelUrl::parse(url)?.is_some() || ClusterUrl::parse(url)?.is_some())
-}
-
-/// `user:password@rest` → (`"user:password@"`, `rest`), for the multi-host
-/// URL schemes (sentinel, cluster) the redis crate does not parse.
-fn split_userinfo(rest: &str) -> (String, &str) {
-    match rest.rfind('@') {
-        Some(at) => (format!("{}@", &rest[..at]), &rest[at + 1..]),
-        None => (String::new(), rest),
-    }
-}
 
 /// The Redis endpoint and the shared connection to it.
 #[derive(Clone)]
