@@ -363,8 +363,11 @@ impl Api {
     /// Moves an entry onto its queue now (atomic claim + push). False if it
     /// was gone or cannot be requeued (then it is left in place).
     pub async fn retry_now(&self, set: JobSet, entry: &SetEntry) -> Result<bool> {
-        let Some(mut job) = entry.job() else { return Ok(false) };
-        if job.class() == crate::job::UNPARSEABLE_CLASS || job.queue_name().is_empty() {
+        // The scheduler's rule: a usable queue (`default` when none is named).
+        let Some(mut job) = crate::scheduler::requeueable(&entry.raw) else {
+            return Ok(false);
+        };
+        if job.class() == crate::job::UNPARSEABLE_CLASS {
             return Ok(false);
         }
         job.remove("at");
@@ -405,18 +408,15 @@ impl Api {
     }
     /// Moves an entry of the schedule or retry set to dead (atomically).
     pub async fn kill(&self, set: JobSet, entry: &SetEntry) -> Result<bool> {
-        let dead = self.set_key(JobSet::Dead);
-        let (removed,): (i64,) = redis::pipe()
-            .atomic()
-            .zrem(self.set_key(set), &entry.raw[..])
-            .zadd(&dead, &entry.raw[..], now())
-            .ignore()
-            .query_async(&mut self.conn())
+        let moved: i64 = SCRIPTS
+            .kill
+            .key(self.set_key(set))
+            .key(self.set_key(JobSet::Dead))
+            .arg(&entry.raw[..])
+            .arg(now())
+            .invoke_async(&mut self.conn())
             .await?;
-        if removed == 0 {
-            let _: i64 = self.conn().zrem(&dead, &entry.raw[..]).await?;
-        }
-        Ok(removed == 1)
+        Ok(moved == 1)
     }
 
     /// Live processes. A member whose process hash has expired (it died

@@ -131,7 +131,8 @@ pub(crate) async fn resolve_fetch_mode(shared: &Shared) -> crate::error::Result<
 fn hand_over(shared: &Arc<Shared>, slots: &flume::Sender<Delivery>, batch: Vec<Fetched>) {
     for Fetched { queue, raw } in batch {
         match Job::parse(&raw) {
-            Ok(job) => {
+            Ok(mut job) => {
+                job.normalize(crate::job::now());
                 // Every slot gone (shutdown): the delivery comes back and is
                 // dropped unstarted, which puts it back on its queue.
                 let _ = slots.send(shared.new_delivery(queue, raw, job));

@@ -130,6 +130,27 @@ impl Job {
         Ok(Job { fields })
     }
 
+    /// Fills what a job taken from Redis may lack, so every later path sees
+    /// a complete job: `queue` (`default`), `retry` (`true`), `created_at`
+    /// (`now`) and `jid` (a new one: two byte-identical payloads without a
+    /// jid become two jobs, never one sorted-set member). Fields present
+    /// are left as they are.
+    pub(crate) fn normalize(&mut self, now: f64) {
+        let missing = |fields: &Map<String, Value>, key: &str| !fields.contains_key(key);
+        if missing(&self.fields, "queue") {
+            self.set("queue", Value::String("default".into()));
+        }
+        if missing(&self.fields, "retry") {
+            self.set("retry", Value::Bool(true));
+        }
+        if missing(&self.fields, "created_at") {
+            self.set("created_at", float(now));
+        }
+        if self.jid_str().is_empty() {
+            self.set("jid", Value::String(new_jid()));
+        }
+    }
+
     /// Checks every known field a pusher may set; the error names the field.
     pub fn validate(&mut self) -> Result<()> {
         let bad = |field: &str, value: &Value, reason: &str| Error::invalid_value(field, value, reason);

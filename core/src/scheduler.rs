@@ -83,9 +83,10 @@ pub(crate) async fn enqueue_due(shared: &Shared, set: &str, reported: &mut HashS
 }
 
 /// The job an entry would requeue as: a JSON object with a class and a
-/// usable queue name.
-fn requeueable(raw: &[u8]) -> Option<Job> {
-    let job = Job::parse(raw).ok()?;
+/// usable queue name (`default` when it names none; see [`Job::normalize`]).
+pub(crate) fn requeueable(raw: &[u8]) -> Option<Job> {
+    let mut job = Job::parse(raw).ok()?;
+    job.normalize(crate::job::now());
     match job.get("queue") {
         Some(serde_json::Value::String(q)) if crate::config::validate_queue_name(q).is_ok() => Some(job),
         _ => None,

@@ -19,6 +19,7 @@ pub(crate) struct Scripts {
     pub owned_lock: Script,
     pub periodic_claim: Script,
     pub push_unique: Script,
+    pub kill: Script,
 }
 
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
@@ -33,4 +34,5 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     owned_lock: Script::new(include_str!("scripts/owned_lock.lua")),
     periodic_claim: Script::new(include_str!("scripts/periodic_claim.lua")),
     push_unique: Script::new(include_str!("scripts/push_unique.lua")),
+    kill: Script::new(include_str!("scripts/kill.lua")),
 });

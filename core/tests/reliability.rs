@@ -1,0 +1,112 @@
+//! Corners where a job was lost, run twice or stranded (each test failed
+//! before its fix).
+
+mod common;
+
+use cogworker::{Api, Client, Failure, JobSet, Worker};
+use common::*;
+use redis::AsyncCommands;
+use std::time::Duration;
+
+/// 200 byte-identical payloads without a jid, all failing: every one must
+/// be filed, none collapsed into another's sorted-set member.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identical_jidless_failures_are_all_kept() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    let mut conn = redis.conn().await;
+    let raw = br#"{"class":"Fails","args":[],"retry":0}"#;
+    for _ in 0..200 {
+        let _: i64 = conn.lpush(client.keys().queue("default"), &raw[..]).await.unwrap();
+    }
+    let worker = Worker::builder(config)
+        .register("Fails", |_job| async { Err(Failure::new("Boom", "fails")) })
+        .build()
+        .unwrap();
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    let api2 = api.clone();
+    wait_until("200 failures counted", Duration::from_secs(20), move || {
+        let api = api2.clone();
+        async move { api.stats().await.unwrap().failed == 200 }
+    })
+    .await;
+    handle.stop();
+    running.await.unwrap().unwrap();
+    assert_eq!(
+        api.set_size(JobSet::Dead).await.unwrap(),
+        200,
+        "one dead entry per failure"
+    );
+    let jids: std::collections::HashSet<String> = api
+        .set_page(JobSet::Dead, 0, 300)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.job().unwrap().jid_str().to_string())
+        .collect();
+    assert_eq!(jids.len(), 200, "each given a jid of its own");
+}
+
+/// A raw job without `queue` fails once, is retried on `default` and runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_raw_job_without_a_queue_is_retried() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    let mut conn = redis.conn().await;
+    let _: i64 = conn
+        .lpush(
+            client.keys().queue("default"),
+            br#"{"class":"FailsOnce","args":[]}"#.as_slice(),
+        )
+        .await
+        .unwrap();
+    let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = runs.clone();
+    let worker = Worker::builder(config)
+        .register("FailsOnce", move |_job| {
+            let n = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async move {
+                if n == 0 {
+                    Err(Failure::new("Boom", "first run").with_retry_in(0.0))
+                } else {
+                    Ok(())
+                }
+            }
+        })
+        .build()
+        .unwrap();
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    let api2 = api.clone();
+    wait_until("ran again after its retry", Duration::from_secs(20), move || {
+        let api = api2.clone();
+        async move { api.stats().await.unwrap().processed == 1 }
+    })
+    .await;
+    handle.stop();
+    running.await.unwrap().unwrap();
+    assert_eq!(api.set_size(JobSet::Retry).await.unwrap(), 0);
+}
+
+/// Killing an entry that is gone from its set must not touch an identical
+/// payload already in `dead`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_a_vanished_entry_leaves_dead_alone() {
+    let redis = TestRedis::start();
+    let client = Client::new(&redis.config()).unwrap();
+    let api = Api::new(client.clone());
+    let mut conn = redis.conn().await;
+    let raw = br#"{"class":"A","args":[],"jid":"aaaaaaaaaaaaaaaaaaaaaaaa"}"#;
+    let _: i64 = conn.zadd(client.keys().dead(), &raw[..], 1.0).await.unwrap();
+    let gone = cogworker::SetEntry {
+        score: 5.0,
+        raw: raw.to_vec(),
+    };
+    assert!(!api.kill(JobSet::Retry, &gone).await.unwrap(), "nothing to kill");
+    assert_eq!(api.set_size(JobSet::Dead).await.unwrap(), 1, "the dead entry stays");
+}
