@@ -127,6 +127,9 @@ pub struct Config {
 /// Where Redis is when nothing says otherwise.
 pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379/0";
 
+/// Slack beyond two heartbeats before a silent process counts as dead.
+const ORPHAN_MARGIN_SECS: f64 = 1.0;
+
 impl Default for Config {
     fn default() -> Self {
         Config {
@@ -379,6 +382,26 @@ impl Config {
     pub fn dead_timeout_secs(&self) -> f64 {
         self.dead_timeout
     }
+    /// Checks how the settings fit together (each setter checked its own
+    /// value): `orphan_threshold` must outlast two missed heartbeats, or a
+    /// live process that is late once is taken for dead and its running
+    /// jobs are run a second time by another. The error names both settings.
+    pub fn validate(&self) -> Result<()> {
+        let least = 2.0 * self.heartbeat_interval + ORPHAN_MARGIN_SECS;
+        if self.orphan_threshold < least {
+            return Err(Error::config(
+                "orphan_threshold",
+                self.orphan_threshold,
+                format!(
+                    "must be at least 2 x heartbeat_interval ({}) + {ORPHAN_MARGIN_SECS} = {least} seconds, \
+                     or a live process late for one heartbeat is taken for dead",
+                    self.heartbeat_interval
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// The Redis target with any password masked, for logs.
     pub fn redis_url_redacted(&self) -> String {
         crate::redis_url::redact_url(&self.redis_url)
@@ -435,6 +458,20 @@ mod tests {
         assert!(c.set_queues_strict(&["a,2"]).is_err());
         c.set_queues(&["a,2", "b"]).unwrap();
         assert!(!c.strict_order());
+    }
+
+    #[test]
+    fn an_orphan_threshold_must_outlast_two_heartbeats() {
+        let mut c = Config::default();
+        c.set_orphan_threshold(2.0).unwrap();
+        let err = c.validate().unwrap_err().to_string();
+        assert!(
+            err.contains("orphan_threshold") && err.contains("heartbeat_interval"),
+            "{err}"
+        );
+        c.set_heartbeat_interval(0.5).unwrap();
+        c.validate().unwrap();
+        assert!(Config::default().validate().is_ok());
     }
 
     #[test]

@@ -103,8 +103,10 @@ impl WorkerBuilder {
         self
     }
 
-    /// Needs a tokio runtime context; does not touch Redis yet.
+    /// Needs a tokio runtime context; does not touch Redis yet. The error
+    /// names settings that do not fit together ([`Config::validate`]).
     pub fn build(self) -> Result<Worker> {
+        self.config.validate()?;
         let redis = Redis::new(&self.config)?;
         let (completions_tx, completions_rx) = flume::unbounded();
         let mut handlers: std::collections::HashSet<String> = self.registry.classes().into_iter().collect();

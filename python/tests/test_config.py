@@ -51,3 +51,12 @@ def test_unreachable_redis_raises_redis_error() -> None:
     client = cogworker.Client(redis_url=f"redis://127.0.0.1:{free_port()}/0")
     with pytest.raises(cogworker.RedisError):
         client.enqueue("A")
+
+
+def test_an_orphan_threshold_shorter_than_two_heartbeats_is_refused() -> None:
+    with pytest.raises(cogworker.ConfigError) as info:
+        cogworker.configure(orphan_threshold=2)
+    assert info.value.field == "orphan_threshold"
+    assert "heartbeat_interval" in str(info.value)
+    cogworker.configure(orphan_threshold=2, heartbeat_interval=0.5)  # fits
+    cogworker._settings.reset()

@@ -24,8 +24,10 @@ module Cogworker
 
   class << self
     # Cogworker.configure { |c| c.redis_url = '...'; c.concurrency = 5 }
+    # Settings that do not fit together raise ConfigError at the end.
     def configure
       yield config
+      config.native # checks the settings as a whole
       @client = nil
       config
     end

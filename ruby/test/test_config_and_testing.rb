@@ -14,6 +14,14 @@ class TestConfig < Minitest::Test
     end
   end
 
+  def test_an_orphan_threshold_shorter_than_two_heartbeats_is_refused
+    error = assert_raises(Cogworker::ConfigError) { Cogworker.configure { |c| c.orphan_threshold = 2 } }
+    assert_equal 'orphan_threshold', error.field
+    assert_includes error.message, 'heartbeat_interval'
+  ensure
+    Cogworker.reset!
+  end
+
   def test_unset_settings_read_as_their_defaults_and_every_setting_is_reachable
     config = Cogworker::Config.new
     assert_equal 10, config.concurrency

@@ -28,6 +28,7 @@ impl PyConfig {
                     .map_err(to_py)?;
             }
         }
+        inner.validate().map_err(to_py)?;
         Ok(PyConfig { inner })
     }
 

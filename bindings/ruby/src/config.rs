@@ -18,6 +18,7 @@ impl RbConfig {
     pub fn new(ruby: &Ruby, settings: RHash) -> Result<Self, Error> {
         let mut config = Config::from_env().map_err(|e| to_ruby(ruby, e))?;
         convert::each_option(ruby, settings, |name, value| config.set(name, &value).map(drop))?;
+        config.validate().map_err(|e| to_ruby(ruby, e))?;
         Ok(RbConfig {
             inner: Mutex::new(config),
         })
