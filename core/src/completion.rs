@@ -219,6 +219,7 @@ async fn file(
     let locks = JobLocks::of(job, &shared.keys);
     let in_progress = shared.keys.in_progress(owner);
     let run_lock_ttl = locks::retry_ttl(&shared.config, plan.score - at);
+    let unique_ttl = locks::unique_retry_ttl(job, plan.score - at);
     let _filed: i64 = SCRIPTS
         .fail
         .key(&in_progress)
@@ -244,6 +245,7 @@ async fn file(
         .arg(if locks.unique.is_some() { "1" } else { "0" })
         .arg(job.jid_str())
         .arg(run_lock_ttl)
+        .arg(unique_ttl)
         .invoke_async(&mut shared.redis.conn())
         .await?;
     Ok(())

@@ -17,6 +17,11 @@
 //!   next slot while the recovered run was still to come;
 //! - extended over the retry delay on a retried failure;
 //! - released on success and on the final failure.
+//!
+//! A unique job's lock lasts `unique_for` from when the job is due, and is
+//! extended the same way over a retry delay (to the delay plus
+//! `unique_for`), so no duplicate gets in while the original waits to be
+//! retried; it is released on success and on the final failure.
 
 use crate::config::Config;
 use crate::job::Job;
@@ -60,6 +65,12 @@ pub(crate) fn active_ttl(config: &Config) -> u64 {
 /// Run-lock TTL for a job waiting `delay` seconds in the retry set.
 pub(crate) fn retry_ttl(config: &Config, delay: f64) -> u64 {
     delay.max(0.0).ceil() as u64 + queued_ttl(config)
+}
+
+/// Unique-lock TTL for `job` waiting `delay` seconds in the retry set: the
+/// wait plus its `unique_for`, whole seconds.
+pub(crate) fn unique_retry_ttl(job: &Job, delay: f64) -> u64 {
+    delay.max(0.0).ceil() as u64 + job.unique_for_secs().unwrap_or(0.0).ceil() as u64
 }
 
 /// Extends each `(lock, owner)` to `ttl` seconds where it still holds that

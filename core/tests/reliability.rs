@@ -110,3 +110,44 @@ async fn killing_a_vanished_entry_leaves_dead_alone() {
     assert!(!api.kill(JobSet::Retry, &gone).await.unwrap(), "nothing to kill");
     assert_eq!(api.set_size(JobSet::Dead).await.unwrap(), 1, "the dead entry stays");
 }
+
+/// A unique job retried after longer than its `unique_for` keeps its lock
+/// over the wait: a duplicate pushed meanwhile is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unique_jobs_lock_lasts_over_its_retry_delay() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    let job = || {
+        cogworker::Job::new("Flaky")
+            .args([serde_json::json!(1)])
+            .unique_for(2.0)
+    };
+    assert!(client.push(job()).await.unwrap().is_some());
+    let worker = Worker::builder(config)
+        .register("Flaky", |_job| async {
+            Err(Failure::new("Boom", "later").with_retry_in(60.0))
+        })
+        .build()
+        .unwrap();
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    let api2 = api.clone();
+    wait_until("in retry", Duration::from_secs(10), move || {
+        let api = api2.clone();
+        async move { api.set_size(JobSet::Retry).await.unwrap() == 1 }
+    })
+    .await;
+    handle.stop();
+    running.await.unwrap().unwrap();
+    let locks = api.unique_locks(10).await.unwrap();
+    assert_eq!(locks.len(), 1);
+    assert!(
+        locks[0].ttl >= 60,
+        "the lock outlives the retry delay: ttl {}",
+        locks[0].ttl
+    );
+    tokio::time::sleep(Duration::from_millis(2500)).await; // past unique_for
+    assert!(client.push(job()).await.unwrap().is_none(), "the duplicate is refused");
+}

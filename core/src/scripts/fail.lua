@@ -26,9 +26,12 @@
 -- ARGV[14] the job's jid (the owner those locks must still hold)
 -- ARGV[15] run-lock TTL on retry (whole seconds: the retry delay plus the
 --          queued TTL, so the lock outlives the wait in the retry set)
+-- ARGV[16] unique-lock TTL on retry (whole seconds: the retry delay plus
+--          unique_for); a lock with longer left keeps it
 --
--- Locks: a retried job keeps them (the run lock extended over the delay);
--- a dead or discarded job releases them. Only ever the owner's lock.
+-- Locks: a retried job keeps them, each extended over the delay, so no
+-- duplicate gets in while it waits; a dead or discarded job releases them.
+-- Only ever the owner's lock.
 --
 -- Returns 1 if filed, 0 if the job was no longer in progress here (shutdown
 -- or recovery already put it back on its queue; that copy will run again).
@@ -55,6 +58,9 @@ end
 if mode == "retry" then
   if ARGV[12] == "1" and owns(KEYS[7]) then
     redis.call("EXPIRE", KEYS[7], ARGV[15])
+  end
+  if ARGV[13] == "1" and owns(KEYS[8]) and redis.call("TTL", KEYS[8]) < tonumber(ARGV[16]) then
+    redis.call("EXPIRE", KEYS[8], ARGV[16])
   end
 else
   if ARGV[12] == "1" and owns(KEYS[7]) then
