@@ -74,7 +74,7 @@ async fn settle(shared: &Shared, batch: Vec<Completion>) {
                 finished_at,
             } => {
                 let plan = plan_failure(&delivery.job, &failure, finished_at);
-                let history = history_entry(&delivery.job, delivery.started_at, finished_at, Some(&failure.class));
+                let history = history_entry(&delivery.job, delivery.started_at, finished_at, Some(&failure));
                 log_failure(&delivery, &failure.class, &failure.message, &plan);
                 persist(shared, "filing a failed job", || {
                     file(
@@ -194,7 +194,8 @@ pub(crate) async fn bury_unparseable(
         payload: wrapper.to_json(),
         attempt: String::new(),
     };
-    let history = history_entry(&wrapper, at, at, Some("cogworker::UnparseablePayload"));
+    let failure = crate::handler::Failure::new("cogworker::UnparseablePayload", reason);
+    let history = history_entry(&wrapper, at, at, Some(&failure));
     file(shared, owner, reliable, raw, &wrapper, &plan, &history).await
 }
 

@@ -49,21 +49,12 @@ pub(crate) fn plan_failure(job: &Job, failure: &Failure, now: f64) -> FailurePla
     let count = previous.saturating_add(1);
     let mut next = job.clone();
     next.set("retry_count", Value::from(count));
-    next.set("error_class", Value::String(safe_string(&failure.class, 500)));
-    next.set(
-        "error_message",
-        Value::String(safe_string(&failure.message, ERROR_MESSAGE_LIMIT)),
-    );
-    let backtrace: Vec<Value> = failure
-        .backtrace
-        .iter()
-        .take(BACKTRACE_LIMIT)
-        .map(|line| Value::String(safe_string(line, BACKTRACE_LINE_LIMIT)))
-        .collect();
-    if backtrace.is_empty() {
-        next.remove("error_backtrace");
-    } else {
-        next.set("error_backtrace", Value::Array(backtrace));
+    let (class, message, backtrace) = error_fields(failure);
+    next.set("error_class", class);
+    next.set("error_message", message);
+    match backtrace {
+        Some(lines) => next.set("error_backtrace", lines),
+        None => next.remove("error_backtrace"),
     }
     if previous == 0 && job.get("failed_at").is_none() {
         next.set("failed_at", float(now));
@@ -98,18 +89,40 @@ pub(crate) fn plan_failure(job: &Job, failure: &Failure, now: f64) -> FailurePla
     }
 }
 
-/// One entry of the capped History list.
-pub(crate) fn history_entry(job: &Job, started_at: f64, now: f64, error: Option<&str>) -> String {
+/// A failure's `error_class`, `error_message` and `error_backtrace` (none
+/// when empty) as stored: valid UTF-8, each within its bound.
+fn error_fields(failure: &Failure) -> (Value, Value, Option<Value>) {
+    let backtrace: Vec<Value> = failure
+        .backtrace
+        .iter()
+        .take(BACKTRACE_LIMIT)
+        .map(|line| Value::String(safe_string(line, BACKTRACE_LINE_LIMIT)))
+        .collect();
+    (
+        Value::String(safe_string(&failure.class, 500)),
+        Value::String(safe_string(&failure.message, ERROR_MESSAGE_LIMIT)),
+        (!backtrace.is_empty()).then_some(Value::Array(backtrace)),
+    )
+}
+
+/// One entry of the capped History list; a failed run's with its error's
+/// class, message and backtrace (bounded as on the job).
+pub(crate) fn history_entry(job: &Job, started_at: f64, now: f64, failure: Option<&Failure>) -> String {
     let mut entry = json!({
         "jid": job.jid_str(),
         "class": job.class(),
         "queue": job.queue_name(),
-        "status": if error.is_some() { "failed" } else { "ok" },
+        "status": if failure.is_some() { "failed" } else { "ok" },
         "started_at": float(started_at),
         "duration_ms": ((now - started_at) * 1000.0 * 1000.0).round() / 1000.0,
     });
-    if let Some(error) = error {
-        entry["error_class"] = Value::String(safe_string(error, 500));
+    if let Some(failure) = failure {
+        let (class, message, backtrace) = error_fields(failure);
+        entry["error_class"] = class;
+        entry["error_message"] = message;
+        if let Some(lines) = backtrace {
+            entry["error_backtrace"] = lines;
+        }
     }
     entry.to_string()
 }
@@ -174,6 +187,18 @@ mod tests {
             filed.get("error_backtrace").unwrap().as_array().unwrap().len(),
             BACKTRACE_LIMIT
         );
+    }
+
+    #[test]
+    fn a_failed_runs_history_keeps_its_error_bounded() {
+        let failure =
+            Failure::new("E", "x".repeat(20_000)).with_backtrace((0..500).map(|i| format!("at {i}")).collect());
+        let entry: Value = serde_json::from_str(&history_entry(&Job::new("A"), 1.0, 2.0, Some(&failure))).unwrap();
+        assert_eq!(entry["error_class"], "E");
+        assert_eq!(entry["error_message"].as_str().unwrap().len(), ERROR_MESSAGE_LIMIT);
+        assert_eq!(entry["error_backtrace"].as_array().unwrap().len(), BACKTRACE_LIMIT);
+        let ok: Value = serde_json::from_str(&history_entry(&Job::new("A"), 1.0, 2.0, None)).unwrap();
+        assert!(ok.get("error_message").is_none());
     }
 
     #[test]
