@@ -151,3 +151,53 @@ async fn a_unique_jobs_lock_lasts_over_its_retry_delay() {
     tokio::time::sleep(Duration::from_millis(2500)).await; // past unique_for
     assert!(client.push(job()).await.unwrap().is_none(), "the duplicate is refused");
 }
+
+/// A heartbeat with 10,000 busy slots (async handlers make that realistic)
+/// is written: every slot is in the workers hash.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeat_with_ten_thousand_busy_slots_is_written() {
+    const SLOTS: usize = 10_000;
+    let redis = TestRedis::start();
+    let mut config = redis.config();
+    config.set_concurrency(SLOTS as i64).unwrap();
+    let client = Client::new(&config).unwrap();
+    let release = std::sync::Arc::new(tokio::sync::Notify::new());
+    let gate = release.clone();
+    let worker = Worker::builder(config)
+        .register("Waits", move |_job| {
+            let gate = gate.clone();
+            async move {
+                gate.notified().await;
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap();
+    let handle = worker.handle();
+    let identity = handle.identity().to_string();
+    let running = tokio::spawn(worker.run());
+    let jobs: Vec<cogworker::Job> = (0..SLOTS)
+        .map(|i| cogworker::Job::new("Waits").args([serde_json::json!(i)]))
+        .collect();
+    client.push_bulk(jobs).await.unwrap();
+    let h = handle.clone();
+    wait_until("every slot busy", Duration::from_secs(30), move || {
+        let h = h.clone();
+        async move { h.busy().len() == SLOTS }
+    })
+    .await;
+    let workers = client.keys().workers(&identity);
+    let conn = redis.conn().await;
+    wait_until(
+        "the heartbeat wrote every busy slot",
+        Duration::from_secs(10),
+        move || {
+            let (mut conn, key) = (conn.clone(), workers.clone());
+            async move { conn.hlen::<_, usize>(&key).await.unwrap() == SLOTS }
+        },
+    )
+    .await;
+    release.notify_waiters();
+    handle.stop();
+    running.await.unwrap().unwrap();
+}

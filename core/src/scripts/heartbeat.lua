@@ -28,8 +28,12 @@ redis.call("SADD", KEYS[1], ARGV[1])
 redis.call("HSET", KEYS[2], "info", ARGV[2], "busy", ARGV[3], "quiet", ARGV[4], "beat", now)
 redis.call("EXPIRE", KEYS[2], ARGV[5])
 redis.call("DEL", KEYS[3])
+-- In chunks: unpacking every slot at once overflows Lua's stack past a few
+-- thousand busy slots, and the whole beat would fail.
+for i = 8, #ARGV, 1000 do
+  redis.call("HSET", KEYS[3], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+end
 if #ARGV >= 9 then
-  redis.call("HSET", KEYS[3], unpack(ARGV, 8))
   redis.call("EXPIRE", KEYS[3], ARGV[5])
 end
 if ARGV[6] == "1" then
