@@ -38,9 +38,14 @@ pub(crate) enum Completion {
     },
     /// A job taken here that will not run here after all: back on its queue.
     Requeue { queue: String, raw: Vec<u8>, job: Job },
-    /// A slot started a job owning a periodic run lock: shorten the lock to
-    /// its running TTL.
-    Started { run_lock: String, jid: String },
+    /// A slot started a job: record it as busy (`busy_json`, under its
+    /// token) and shorten the periodic run lock it owns, if any, to its
+    /// running TTL.
+    Started {
+        token: u64,
+        busy_json: String,
+        run_lock: Option<(String, String)>,
+    },
     /// Reply once everything sent before this has been written to Redis.
     Flush(tokio::sync::oneshot::Sender<()>),
 }
@@ -61,7 +66,11 @@ pub(crate) async fn run(shared: Arc<Shared>, completions: flume::Receiver<Comple
 async fn settle(shared: &Shared, batch: Vec<Completion>) {
     let mut successes = Vec::new();
     let mut flushes = Vec::new();
+    let mut busy = BusyChanges::default();
     for completion in batch {
+        if let Completion::Done { delivery, .. } = &completion {
+            busy.finished(delivery.token);
+        }
         match completion {
             Completion::Done {
                 delivery,
@@ -106,19 +115,26 @@ async fn settle(shared: &Shared, batch: Vec<Completion>) {
                 .await;
                 tracing::info!("{job} put back on queue {queue}");
             }
-            Completion::Started { run_lock, jid } => {
-                // Best effort: the next heartbeat shortens it too.
-                let ttl = locks::active_ttl(&shared.config);
-                let lock = [(run_lock, jid)];
-                if let Err(e) = locks::expire_owned(&mut shared.redis.conn(), &lock, ttl).await {
-                    tracing::warn!("could not shorten the run lock {}: {e}", lock[0].0);
+            Completion::Started {
+                token,
+                busy_json,
+                run_lock,
+            } => {
+                busy.started(token, busy_json);
+                if let Some((run_lock, jid)) = run_lock {
+                    // Best effort: the next heartbeat shortens it too.
+                    let ttl = locks::active_ttl(&shared.config);
+                    let lock = [(run_lock, jid)];
+                    if let Err(e) = locks::expire_owned(&mut shared.redis.conn(), &lock, ttl).await {
+                        tracing::warn!("could not shorten the run lock {}: {e}", lock[0].0);
+                    }
                 }
             }
             Completion::Flush(reply) => flushes.push(reply),
         }
     }
-    if !successes.is_empty() {
-        persist(shared, "acknowledging finished jobs", || ack(shared, &successes)).await;
+    if !successes.is_empty() || !busy.is_empty() {
+        persist(shared, "acknowledging finished jobs", || ack(shared, &successes, &busy)).await;
     }
     for reply in flushes {
         let _ = reply.send(());
@@ -144,7 +160,33 @@ fn log_failure(delivery: &Delivery, class: &str, message: &str, plan: &FailurePl
     }
 }
 
-async fn ack(shared: &Shared, successes: &[(Delivery, f64)]) -> redis::RedisResult<()> {
+/// The busy slots a batch starts and ends, written with its `ack.lua` call:
+/// a job is in the workers hash from its start, not only from the next
+/// heartbeat. One started and ended within the batch is written not at all.
+#[derive(Default)]
+struct BusyChanges {
+    started: Vec<(u64, String)>,
+    ended: Vec<u64>,
+}
+
+impl BusyChanges {
+    fn started(&mut self, token: u64, busy_json: String) {
+        self.started.push((token, busy_json));
+    }
+    fn finished(&mut self, token: u64) {
+        match self.started.iter().position(|(t, _)| *t == token) {
+            Some(i) => {
+                self.started.swap_remove(i);
+            }
+            None => self.ended.push(token),
+        }
+    }
+    fn is_empty(&self) -> bool {
+        self.started.is_empty() && self.ended.is_empty()
+    }
+}
+
+async fn ack(shared: &Shared, successes: &[(Delivery, f64)], busy: &BusyChanges) -> redis::RedisResult<()> {
     let today = day_of(now());
     let mut invocation = SCRIPTS.ack.prepare_invoke();
     invocation
@@ -152,6 +194,7 @@ async fn ack(shared: &Shared, successes: &[(Delivery, f64)]) -> redis::RedisResu
         .key(shared.keys.stat("processed", None))
         .key(shared.keys.stat("processed", Some(&today)))
         .key(shared.keys.history())
+        .key(shared.keys.workers(&shared.identity))
         .arg(if shared.is_reliable() { "1" } else { "0" })
         .arg(shared.config.history_max())
         .arg(successes.len());
@@ -171,6 +214,16 @@ async fn ack(shared: &Shared, successes: &[(Delivery, f64)]) -> redis::RedisResu
     invocation.arg(releases.len());
     for (index, lock, owner) in releases {
         invocation.key(lock).arg(index).arg(owner);
+    }
+    invocation
+        .arg(crate::heartbeat::PRESENCE_TTL_SECS)
+        .arg(busy.started.len());
+    for (token, json) in &busy.started {
+        invocation.arg(token).arg(json);
+    }
+    invocation.arg(busy.ended.len());
+    for token in &busy.ended {
+        invocation.arg(token);
     }
     let _counted: i64 = invocation.invoke_async(&mut shared.redis.conn()).await?;
     Ok(())

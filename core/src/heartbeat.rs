@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// TTL of the process and workers hashes.
-const PRESENCE_TTL_SECS: u64 = 60;
+pub(crate) const PRESENCE_TTL_SECS: u64 = 60;
 const STARTUP_RETRY: Duration = Duration::from_secs(1);
 
 /// Beats until one succeeds. Returns false if a stop arrived first.

@@ -183,10 +183,11 @@ impl Shared {
                 .run_lock_pjid()
                 .map(|pjid| self.keys.periodic_running(pjid)),
         };
-        if let Some(run_lock) = entry.run_lock.clone() {
-            let jid = entry.jid.clone();
-            let _ = self.completions.send(Completion::Started { run_lock, jid });
-        }
+        let _ = self.completions.send(Completion::Started {
+            token: delivery.token,
+            busy_json: entry.to_json(),
+            run_lock: entry.run_lock.clone().map(|lock| (lock, entry.jid.clone())),
+        });
         self.busy.lock().unwrap().insert(delivery.token, entry);
         Some(delivery)
     }

@@ -201,3 +201,45 @@ async fn a_heartbeat_with_ten_thousand_busy_slots_is_written() {
     handle.stop();
     running.await.unwrap().unwrap();
 }
+
+/// A job is busy (in the ops API and the dashboard) from its start until it
+/// ends, however long before the next heartbeat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_is_busy_from_its_start_not_from_the_next_heartbeat() {
+    let redis = TestRedis::start();
+    let mut config = redis.config();
+    config.set_heartbeat_interval(30.0).unwrap(); // no beat during the test
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    let release = std::sync::Arc::new(tokio::sync::Notify::new());
+    let gate = release.clone();
+    let worker = Worker::builder(config)
+        .register("Short", move |_job| {
+            let gate = gate.clone();
+            async move {
+                gate.notified().await;
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap();
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    let jid = client.push(cogworker::Job::new("Short")).await.unwrap().unwrap();
+    let api2 = api.clone();
+    wait_until("busy in the API", Duration::from_secs(3), move || {
+        let api = api2.clone();
+        async move { api.busy().await.unwrap().len() == 1 }
+    })
+    .await;
+    assert_eq!(api.busy().await.unwrap()[0].job["jid"], serde_json::json!(jid));
+    release.notify_waiters();
+    let api2 = api.clone();
+    wait_until("no longer busy once it ended", Duration::from_secs(3), move || {
+        let api = api2.clone();
+        async move { api.busy().await.unwrap().is_empty() }
+    })
+    .await;
+    handle.stop();
+    running.await.unwrap().unwrap();
+}

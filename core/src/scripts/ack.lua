@@ -5,6 +5,7 @@
 -- KEYS[2] NS:stat:processed
 -- KEYS[3] NS:stat:processed:<yyyy-mm-dd>
 -- KEYS[4] NS:history (list, newest on the left)
+-- KEYS[5] NS:workers:<identity> (hash of busy slots)
 -- ARGV[1] "1" with reliable fetch (remove from KEYS[1]), "0" with basic fetch
 -- ARGV[2] history cap (entries kept)
 -- ARGV[3] n, the number of jobs acknowledged
@@ -12,9 +13,15 @@
 -- ARGV[4+n .. 3+2n]   one history entry (JSON) per job, same order
 -- ARGV[4+2n]          m, the number of locks to release
 -- ARGV[5+2n ..]       m pairs {index of the job (1..n), owner jid}, aligned
---                     with KEYS[5..4+m]: each lock is deleted if the job was
+--                     with KEYS[6..5+m]: each lock is deleted if the job was
 --                     acknowledged here and the lock still holds its jid
--- KEYS[5..4+m]        the locks (periodic run lock, unique lock) to release
+-- KEYS[6..5+m]        the locks (periodic run lock, unique lock) to release
+-- then, from b = 5+2n+2m:
+-- ARGV[b]             TTL of the workers hash (seconds)
+-- ARGV[b+1]           s, the number of slots that started a job
+-- ARGV[b+2 ..]        s pairs {slot, busy entry JSON} to record in KEYS[5]
+-- ARGV[b+2+2s]        e, the number of slots whose job ended
+-- ARGV[b+3+2s ..]     e slots to take off KEYS[5]
 --
 -- Returns the number of jobs counted as processed. With reliable fetch a
 -- payload no longer on the in-progress list (requeued by shutdown or by
@@ -40,9 +47,23 @@ local m = tonumber(ARGV[4 + 2 * n] or "0")
 for j = 1, m do
   local index = tonumber(ARGV[3 + 2 * n + 2 * j])
   local owner = ARGV[4 + 2 * n + 2 * j]
-  if kept[index] and redis.call("GET", KEYS[4 + j]) == owner then
-    redis.call("DEL", KEYS[4 + j])
+  if kept[index] and redis.call("GET", KEYS[5 + j]) == owner then
+    redis.call("DEL", KEYS[5 + j])
   end
+end
+-- Busy slots, in chunks (unpacking thousands at once overflows Lua's stack).
+local b = 5 + 2 * n + 2 * m
+local s = tonumber(ARGV[b + 1])
+for i = b + 2, b + 1 + 2 * s, 1000 do
+  redis.call("HSET", KEYS[5], unpack(ARGV, i, math.min(i + 999, b + 1 + 2 * s)))
+end
+if s > 0 then
+  redis.call("EXPIRE", KEYS[5], ARGV[b])
+end
+local e = tonumber(ARGV[b + 2 + 2 * s])
+local first = b + 3 + 2 * s
+for i = first, first + e - 1, 1000 do
+  redis.call("HDEL", KEYS[5], unpack(ARGV, i, math.min(i + 999, first + e - 1)))
 end
 if counted > 0 then
   redis.call("INCRBY", KEYS[2], counted)
