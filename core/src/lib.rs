@@ -8,6 +8,7 @@
 
 mod api;
 mod client;
+mod clock;
 mod completion;
 mod config;
 mod connection;

@@ -39,7 +39,7 @@ pub(crate) async fn recover_orphans(shared: &Shared) -> Result<usize> {
     let mut conn = shared.redis.conn();
     let identities: Vec<String> = conn.smembers(shared.keys.in_progress_identities()).await?;
     let beats: HashMap<String, f64> = conn.hgetall(shared.keys.last_beat()).await?;
-    let (server_now, _micros): (u64, u64) = redis::cmd("TIME").query_async(&mut conn).await?;
+    let server_now = crate::clock::now(&shared.redis).await?;
     let threshold = shared.config.orphan_threshold();
     let mut moved = 0;
     for identity in identities {
@@ -47,12 +47,12 @@ pub(crate) async fn recover_orphans(shared: &Shared) -> Result<usize> {
             continue;
         }
         let last = beats.get(&identity).copied().unwrap_or(0.0);
-        if (server_now as f64) - last < threshold {
+        if server_now - last < threshold {
             continue;
         }
         tracing::warn!(
             "process {identity} has not beaten for {:.0}s: recovering its jobs",
-            server_now as f64 - last
+            server_now - last
         );
         moved += requeue_list(shared, &identity, threshold.ceil() as u64).await?;
         let _forgot: i64 = SCRIPTS
@@ -62,6 +62,7 @@ pub(crate) async fn recover_orphans(shared: &Shared) -> Result<usize> {
             .key(shared.keys.in_progress(&identity))
             .arg(&identity)
             .arg(threshold.ceil() as u64)
+            .arg(crate::clock::fallback())
             .invoke_async(&mut conn)
             .await?;
     }
@@ -127,6 +128,7 @@ pub(crate) async fn requeue_one(
         .arg(job.jid_str())
         .arg(queued_ttl(&shared.config))
         .arg(if from_list { "1" } else { "0" })
+        .arg(crate::clock::fallback())
         .invoke_async(&mut shared.redis.conn())
         .await?;
     Ok(result)

@@ -22,15 +22,23 @@ pub(crate) struct Scripts {
     pub kill: Script,
 }
 
+/// A script that reads the time, with the clock (`scripts/clock.lua`)
+/// prepended: one definition of `now_or(fallback)` for all of them.
+macro_rules! with_clock {
+    ($path:literal) => {
+        concat!(include_str!("scripts/clock.lua"), include_str!($path))
+    };
+}
+
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     fetch_reliable: Script::new(include_str!("scripts/fetch_reliable.lua")),
     ack: Script::new(include_str!("scripts/ack.lua")),
     fail: Script::new(include_str!("scripts/fail.lua")),
-    requeue_in_progress: Script::new(include_str!("scripts/requeue_in_progress.lua")),
+    requeue_in_progress: Script::new(with_clock!("scripts/requeue_in_progress.lua")),
     requeue_due: Script::new(include_str!("scripts/requeue_due.lua")),
-    heartbeat: Script::new(include_str!("scripts/heartbeat.lua")),
+    heartbeat: Script::new(with_clock!("scripts/heartbeat.lua")),
     unregister: Script::new(include_str!("scripts/unregister.lua")),
-    forget_identity: Script::new(include_str!("scripts/forget_identity.lua")),
+    forget_identity: Script::new(with_clock!("scripts/forget_identity.lua")),
     owned_lock: Script::new(include_str!("scripts/owned_lock.lua")),
     periodic_claim: Script::new(include_str!("scripts/periodic_claim.lua")),
     push_unique: Script::new(include_str!("scripts/push_unique.lua")),

@@ -243,3 +243,44 @@ async fn a_job_is_busy_from_its_start_not_from_the_next_heartbeat() {
     handle.stop();
     running.await.unwrap().unwrap();
 }
+
+/// Where `TIME` is refused (some managed Redis services), orphan recovery
+/// still completes and periodic jobs still fire, on the host's clock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recovery_and_periodic_jobs_work_where_time_is_refused() {
+    let redis = TestRedis::start_with(&["--rename-command", "TIME", ""]);
+    let mut config = redis.config();
+    config.set_orphan_threshold(2.0).unwrap();
+    let client = Client::new(&config).unwrap();
+    let keys = client.keys().clone();
+    let mut conn = redis.conn().await;
+    // A process that died long ago with a job in progress.
+    let orphan = cogworker::Job::new("Count").jid("b".repeat(24)).to_json();
+    let _: i64 = conn.sadd(keys.in_progress_identities(), "dead:1:x").await.unwrap();
+    let _: i64 = conn.hset(keys.last_beat(), "dead:1:x", 1).await.unwrap();
+    let _: i64 = conn.lpush(keys.in_progress("dead:1:x"), &orphan).await.unwrap();
+    let ran = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = ran.clone();
+    let worker = Worker::builder(config)
+        .register("Count", move |job| {
+            seen.lock().unwrap().push(job.jid_str().to_string());
+            async { Ok(()) }
+        })
+        .periodic(cogworker::Periodic::new("* * * * * *", "Count").unwrap())
+        .build()
+        .unwrap();
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    let ran2 = ran.clone();
+    wait_until(
+        "the orphan recovered and run, and a periodic slot fired",
+        Duration::from_secs(15),
+        move || {
+            let ran = ran2.lock().unwrap().clone();
+            async move { ran.contains(&"b".repeat(24)) && ran.len() >= 2 }
+        },
+    )
+    .await;
+    handle.stop();
+    running.await.unwrap().unwrap();
+}

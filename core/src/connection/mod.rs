@@ -43,6 +43,8 @@ const NO_MASTER_YET: &str = "redis://127.0.0.1:1/0";
 #[derive(Clone)]
 pub struct Redis {
     backend: Arc<Backend>,
+    /// Set once this server refused `TIME` (see `clock.rs`).
+    pub(crate) time_refused: Arc<std::sync::atomic::AtomicBool>,
 }
 
 enum Backend {
@@ -134,6 +136,7 @@ impl Redis {
         };
         Ok(Redis {
             backend: Arc::new(backend),
+            time_refused: Arc::default(),
         })
     }
 

@@ -78,9 +78,8 @@ pub(crate) async fn run(shared: Arc<Shared>) {
     }
 }
 
-async fn server_time(shared: &Shared) -> redis::RedisResult<f64> {
-    let (secs, micros): (u64, u64) = redis::cmd("TIME").query_async(&mut shared.redis.conn()).await?;
-    Ok(secs as f64 + micros as f64 / 1e6)
+async fn server_time(shared: &Shared) -> crate::Result<f64> {
+    crate::clock::now(&shared.redis).await
 }
 
 async fn tick(shared: &Shared, entry: &mut Entry, now: f64) -> crate::Result<()> {

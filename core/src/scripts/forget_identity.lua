@@ -7,10 +7,12 @@
 -- KEYS[3] NS:in_progress:<identity> (list)
 -- ARGV[1] identity
 -- ARGV[2] orphan threshold (seconds)
+-- ARGV[3] this host's clock (epoch seconds), used only where TIME is refused
+--         (see clock.lua, prepended)
 --
 -- Returns 1 if forgotten, 0 if it still has jobs or has beaten since.
 local beat = tonumber(redis.call("HGET", KEYS[2], ARGV[1]) or "0")
-local now = tonumber(redis.call("TIME")[1])
+local now = now_or(ARGV[3])
 if now - beat < tonumber(ARGV[2]) or redis.call("LLEN", KEYS[3]) > 0 then
   return 0
 end

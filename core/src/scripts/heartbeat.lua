@@ -14,16 +14,11 @@
 -- ARGV[5] TTL of the process and workers hashes (seconds)
 -- ARGV[6] "1" with reliable fetch (register for orphan recovery), else "0"
 -- ARGV[7] this host's clock (epoch seconds), used only where TIME is refused
+--         (see clock.lua, prepended)
 -- ARGV[8..] busy slots as field, value pairs
 --
 -- Returns the beat time written (epoch seconds).
-local ok, t = pcall(redis.call, "TIME")
-local now
-if ok then
-  now = tonumber(t[1])
-else
-  now = tonumber(ARGV[7])
-end
+local now = math.floor(now_or(ARGV[7]))
 redis.call("SADD", KEYS[1], ARGV[1])
 redis.call("HSET", KEYS[2], "info", ARGV[2], "busy", ARGV[3], "quiet", ARGV[4], "beat", now)
 redis.call("EXPIRE", KEYS[2], ARGV[5])

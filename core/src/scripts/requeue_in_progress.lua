@@ -24,13 +24,15 @@
 -- ARGV[6] the job's jid (the lock's owner)
 -- ARGV[7] run-lock TTL while queued (whole seconds)
 -- ARGV[8] "1" to take the payload off KEYS[1] first, "0" (basic fetch) not to
+-- ARGV[9] this host's clock (epoch seconds), used only where TIME is refused
+--         (see clock.lua, prepended)
 --
 -- Returns 1 if requeued, 0 if the payload was no longer on the list, -1 if
 -- the owner has beaten within the threshold (nothing changed).
 local threshold = tonumber(ARGV[4])
 if threshold > 0 then
   local beat = tonumber(redis.call("HGET", KEYS[4], ARGV[3]) or "0")
-  local now = tonumber(redis.call("TIME")[1])
+  local now = now_or(ARGV[9])
   if now - beat < threshold then
     return -1
   end

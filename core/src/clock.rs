@@ -1,0 +1,40 @@
+//! One clock for every process of a fleet: Redis's (`TIME`), so host clock
+//! skew never decides that a live process is dead or fires a periodic slot
+//! early. Where `TIME` is refused (some managed Redis services disable or
+//! rename it), the host's clock is used instead, with one warning. The
+//! scripts that need the time do the same through `scripts/clock.lua`,
+//! given the host's time as their fallback.
+
+use crate::connection::Redis;
+use crate::error::Result;
+use std::sync::atomic::Ordering;
+
+/// Now, in epoch seconds: Redis's time, or the host's where `TIME` is refused.
+pub(crate) async fn now(redis: &Redis) -> Result<f64> {
+    let refused = &redis.time_refused;
+    if !refused.load(Ordering::Relaxed) {
+        match redis::cmd("TIME").query_async::<(u64, u64)>(&mut redis.conn()).await {
+            Ok((secs, micros)) => return Ok(secs as f64 + micros as f64 / 1e6),
+            // The server answered, refusing the command (unknown, renamed
+            // away, or denied by ACL): it will go on refusing it.
+            Err(e)
+                if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ResponseError)
+                    || e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoPerm) =>
+            {
+                if !refused.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        "this Redis refuses TIME ({e}); using this host's clock instead: keep the clocks of \
+                         every worker host in sync (NTP), or a skewed host may take a live process for dead"
+                    );
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(crate::job::now())
+}
+
+/// The host's time, the fallback a script uses where `TIME` is refused.
+pub(crate) fn fallback() -> f64 {
+    crate::job::now()
+}
