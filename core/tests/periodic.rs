@@ -340,3 +340,57 @@ async fn run_locks_change_only_for_their_owner() {
     let ttl: i64 = conn.ttl(lock("p-retry")).await.unwrap();
     assert!((125..=131).contains(&ttl), "ttl {ttl}");
 }
+
+/// The decision documented in docs/internals.md ("Periodic jobs"): a slot
+/// that comes while the previous `until_executed` run still holds its lock
+/// is consumed (`last_slot` moves past it) and skipped, never fired late
+/// once the run ends. The next run is the next slot after the lock is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slot_skipped_for_a_held_run_lock_is_consumed_not_fired_late() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let entry = Periodic::new("* * * * * *", "Slow").unwrap().until_executed();
+    let pjid = entry.pjid();
+    let runs = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(i64, f64, f64)>::new()));
+    let log = runs.clone();
+    let worker = Worker::builder(config)
+        .register("Slow", move |job| {
+            let log = log.clone();
+            async move {
+                let slot = job.get("periodic_slot").and_then(Value::as_i64).unwrap();
+                let started = cogworker::now();
+                tokio::time::sleep(Duration::from_millis(2500)).await;
+                log.lock().unwrap().push((slot, started, cogworker::now()));
+                Ok(())
+            }
+        })
+        .periodic(entry)
+        .build()
+        .unwrap();
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    let mut conn = redis.conn().await;
+    // While the first run holds the lock, later slots are claimed (consumed).
+    let runs2 = runs.clone();
+    wait_until("two runs finished", Duration::from_secs(20), move || {
+        let n = runs2.lock().unwrap().len();
+        async move { n >= 2 }
+    })
+    .await;
+    let last_slot: i64 = conn.get(format!("{NS}:periodic:last_slot:{pjid}")).await.unwrap();
+    handle.stop();
+    running.await.unwrap().unwrap();
+    let runs = runs.lock().unwrap().clone();
+    let (first_slot, _, first_end) = runs[0];
+    let (second_slot, second_start, _) = runs[1];
+    assert!(
+        second_slot >= first_slot + 3,
+        "the slots during the first run were skipped: {runs:?}"
+    );
+    assert!(second_start >= first_end, "never overlapping: {runs:?}");
+    assert!(
+        (second_slot as f64) >= first_end.floor(),
+        "the second run is a slot after the first ended, not a skipped one fired late: {runs:?}"
+    );
+    assert!(last_slot >= second_slot, "last_slot moved on through the skipped slots");
+}
