@@ -103,3 +103,10 @@ def test_unique_jobs_dedupe_until_they_ran(configured: RedisServer, worker_facto
     wait_for("all three ran", lambda: api.stats()["processed"] == 3)
     assert api.unique_locks() == []
     assert once.enqueue(1) is not None, "released once it ran"
+
+
+def test_a_cron_that_never_fires_is_refused() -> None:
+    with pytest.raises(cogworker.ConfigError) as info:
+        cogworker.periodic("0 0 31 2 *", "Never.Runs")
+    assert info.value.field == "periodic.cron"
+    assert "never fires" in str(info.value)

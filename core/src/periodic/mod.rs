@@ -49,6 +49,15 @@ impl Periodic {
             .build()
             .parse(cron.trim())
             .map_err(|e| Error::config("periodic.cron", format!("{cron:?}"), e))?;
+        // A valid expression no date matches (`0 0 31 2 *`) would tick
+        // silently forever.
+        if parsed.find_next_occurrence(&Utc::now(), false).is_err() {
+            return Err(Error::config(
+                "periodic.cron",
+                format!("{cron:?}"),
+                "never fires: no date matches it",
+            ));
+        }
         Ok(Periodic {
             cron_text: cron.trim().to_string(),
             cron: parsed,
@@ -295,6 +304,11 @@ mod tests {
     fn five_and_six_field_expressions_give_slots() {
         let minutely = Periodic::new("* * * * *", "A").unwrap();
         assert_eq!(minutely.latest_slot(125), Some(120));
+        let started = std::time::Instant::now();
+        let err = Periodic::new("0 0 31 2 *", "A").unwrap_err();
+        assert_eq!(err.field(), Some("periodic.cron"));
+        assert!(err.to_string().contains("never fires"), "{err}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(1), "{:?}", started.elapsed());
         let secondly = Periodic::new("*/2 * * * * *", "A").unwrap();
         assert_eq!(secondly.latest_slot(125), Some(124));
         assert_eq!(secondly.slots_between(118, 125, 100), (vec![120, 122, 124], false));
