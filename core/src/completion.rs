@@ -19,8 +19,9 @@ use std::time::{Duration, Instant};
 
 /// Most completions settled per pass (and per `ack.lua` call).
 const BATCH: usize = 500;
-/// While stopping, how long a failing write is retried before giving up
-/// (the job then stays on the in-progress list for recovery).
+/// While stopping with reliable fetch, how long a failing write is retried
+/// before giving up (the job then stays on the in-progress list for
+/// recovery).
 const STOPPING_RETRY_LIMIT: Duration = Duration::from_secs(10);
 
 /// What the completion task settles.
@@ -305,7 +306,10 @@ async fn file(
     Ok(())
 }
 
-/// Retries `write` until it succeeds; while stopping, for a bounded time.
+/// Retries `write` until it succeeds. While stopping with reliable fetch,
+/// for a bounded time: the job then stays on the in-progress list, where
+/// recovery finds it. With basic fetch this process holds the only copy,
+/// so it retries until the write succeeds or the process is killed.
 async fn persist<F, Fut, E>(shared: &Shared, what: &str, mut write: F)
 where
     F: FnMut() -> Fut,
@@ -319,7 +323,7 @@ where
             Ok(()) => return,
             Err(e) => {
                 tracing::error!("{what} failed, retrying in {delay:?}: {e}");
-                if shared.is_stopping() {
+                if shared.is_stopping() && shared.is_reliable() {
                     let since = *stopping_since.get_or_insert_with(Instant::now);
                     if since.elapsed() > STOPPING_RETRY_LIMIT {
                         tracing::error!("{what}: giving up at shutdown; the job stays in progress for recovery");

@@ -331,11 +331,19 @@ async fn shutdown(shared: &Arc<Shared>, dispatcher: JoinHandle<()>, slots: &flum
         }
     }
 
-    let (flushed_tx, flushed_rx) = tokio::sync::oneshot::channel();
-    if shared.completions.send(Completion::Flush(flushed_tx)).is_ok()
-        && tokio::time::timeout(SHUTDOWN_STEP_LIMIT, flushed_rx).await.is_err()
-    {
-        tracing::error!("results not written in time; those jobs stay in progress and may run again");
+    let (flushed_tx, mut flushed_rx) = tokio::sync::oneshot::channel();
+    if shared.completions.send(Completion::Flush(flushed_tx)).is_ok() {
+        if shared.is_reliable() {
+            if tokio::time::timeout(SHUTDOWN_STEP_LIMIT, flushed_rx).await.is_err() {
+                tracing::error!("results not written in time; those jobs stay in progress and may run again");
+            }
+        } else {
+            // Basic fetch: the results are the jobs' only copy. Wait for
+            // them to be written, however long Redis takes.
+            while tokio::time::timeout(SHUTDOWN_STEP_LIMIT, &mut flushed_rx).await.is_err() {
+                tracing::error!("basic fetch: results still not written; waiting (they exist only here)");
+            }
+        }
     }
 
     match requeue_unfinished(shared, never_started).await {

@@ -284,3 +284,43 @@ async fn recovery_and_periodic_jobs_work_where_time_is_refused() {
     handle.stop();
     running.await.unwrap().unwrap();
 }
+
+/// Basic fetch: a failure that cannot be written for longer than shutdown's
+/// retry limit is kept and written once Redis takes it, never dropped (the
+/// job exists only in this process).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn basic_fetch_never_drops_a_failure_it_cannot_write_at_shutdown() {
+    let redis = TestRedis::start();
+    let mut config = redis.config();
+    config.set_fetch(cogworker::FetchMode::Basic);
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    let mut conn = redis.conn().await;
+    // The retry set made a string: filing the failure fails (WRONGTYPE).
+    let _: () = conn.set(client.keys().retry(), "not a zset").await.unwrap();
+    let worker = Worker::builder(config)
+        .register("Fails", |_job| async { Err(Failure::new("Boom", "fails")) })
+        .build()
+        .unwrap();
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    let jid = client.push(cogworker::Job::new("Fails")).await.unwrap().unwrap();
+    let c2 = conn.clone();
+    let queue = client.keys().queue("default");
+    wait_until("taken", Duration::from_secs(5), move || {
+        let (mut c, q) = (c2.clone(), queue.clone());
+        async move { llen(&mut c, &q).await == 0 }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    handle.stop();
+    tokio::time::sleep(Duration::from_secs(12)).await; // past the 10 s limit
+    let _: () = conn.del(client.keys().retry()).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(20), running)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let filed = api.find_in_set(JobSet::Retry, &jid).await.unwrap();
+    assert!(filed.is_some(), "the failed job was filed once Redis took it");
+}

@@ -308,7 +308,11 @@ mod tests {
         let err = Periodic::new("0 0 31 2 *", "A").unwrap_err();
         assert_eq!(err.field(), Some("periodic.cron"));
         assert!(err.to_string().contains("never fires"), "{err}");
-        assert!(started.elapsed() < std::time::Duration::from_secs(1), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(1),
+            "{:?}",
+            started.elapsed()
+        );
         let secondly = Periodic::new("*/2 * * * * *", "A").unwrap();
         assert_eq!(secondly.latest_slot(125), Some(124));
         assert_eq!(secondly.slots_between(118, 125, 100), (vec![120, 122, 124], false));
