@@ -340,7 +340,10 @@ async fn shutdown(shared: &Arc<Shared>, dispatcher: JoinHandle<()>, slots: &flum
         } else {
             // Basic fetch: the results are the jobs' only copy. Wait for
             // them to be written, however long Redis takes.
-            while tokio::time::timeout(SHUTDOWN_STEP_LIMIT, &mut flushed_rx).await.is_err() {
+            while tokio::time::timeout(SHUTDOWN_STEP_LIMIT, &mut flushed_rx)
+                .await
+                .is_err()
+            {
                 tracing::error!("basic fetch: results still not written; waiting (they exist only here)");
             }
         }

@@ -324,3 +324,56 @@ async fn basic_fetch_never_drops_a_failure_it_cannot_write_at_shutdown() {
     let filed = api.find_in_set(JobSet::Retry, &jid).await.unwrap();
     assert!(filed.is_some(), "the failed job was filed once Redis took it");
 }
+
+/// An idle worker woken by pushes to several queues at once takes no more
+/// jobs than it has free slots, in its queue order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_wake_takes_no_more_than_the_free_slots_in_queue_order() {
+    let redis = TestRedis::start();
+    let mut config = redis.config();
+    config.set_concurrency(1).unwrap();
+    config.set_queues_strict(&["first", "second"]).unwrap();
+    let client = Client::new(&config).unwrap();
+    let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = order.clone();
+    let worker = Worker::builder(config)
+        .register("Slow", move |job| {
+            seen.lock().unwrap().push(job.queue_name().to_string());
+            async {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap();
+    let handle = worker.handle();
+    let identity = handle.identity().to_string();
+    let running = tokio::spawn(worker.run());
+    tokio::time::sleep(Duration::from_millis(500)).await; // idle, waiting
+    let mut conn = redis.conn().await;
+    let job = |queue: &str| {
+        cogworker::Job::new("Slow")
+            .queue(queue)
+            .jid(format!("{queue:0>24}"))
+            .to_json()
+    };
+    let _: () = redis::pipe()
+        .atomic()
+        .lpush(client.keys().queue("second"), job("second"))
+        .lpush(client.keys().queue("first"), job("first"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let taken = llen(&mut conn, &client.keys().in_progress(&identity)).await;
+    assert_eq!(taken, 1, "one free slot, one job taken");
+    let order2 = order.clone();
+    wait_until("both ran", Duration::from_secs(10), move || {
+        let n = order2.lock().unwrap().len();
+        async move { n == 2 }
+    })
+    .await;
+    assert_eq!(*order.lock().unwrap(), vec!["first", "second"], "strict order");
+    handle.stop();
+    running.await.unwrap().unwrap();
+}

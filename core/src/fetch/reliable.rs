@@ -1,8 +1,13 @@
 //! Reliable fetch: `fetch_reliable.lua` moves a batch of jobs from the
-//! queues onto `NS:in_progress:<identity>` in one round trip. When every
-//! queue is empty, one `BLMOVE` per queue waits on a dedicated connection;
-//! the first to return wakes the others with `CLIENT UNBLOCK`, so a new job
-//! is picked up as soon as it is pushed, with no polling.
+//! queues onto `NS:in_progress:<identity>` in one round trip, no more than
+//! the free slots, in queue order. When every queue is empty, one blocking
+//! wait per queue on a dedicated connection: `BLMOVE q q RIGHT RIGHT`, which
+//! returns as soon as `q` holds a job and leaves it where it is (the last
+//! element popped and pushed back onto the same end). The first to return
+//! wakes the others with `CLIENT UNBLOCK`, and the fetch script then takes
+//! what fits: a wake never takes a job itself, so pushes to several queues
+//! at once cannot hand over more jobs than there are free slots, or out of
+//! order.
 
 use super::{queue_order, Fetched};
 use crate::connection::BlockingConn;
@@ -55,18 +60,18 @@ impl ReliableFetch {
             }
         }
 
-        let destination = shared.keys.in_progress(&shared.identity);
         let mut waits = FuturesUnordered::new();
         let mut ids = Vec::new();
         for name in &active {
             let blocking = &self.blocking[name];
             ids.push(blocking.id);
             let mut conn = blocking.conn.clone();
+            let queue = shared.keys.queue(name);
             let cmd = redis::cmd("BLMOVE")
-                .arg(shared.keys.queue(name))
-                .arg(&destination)
+                .arg(&queue)
+                .arg(&queue)
                 .arg("RIGHT")
-                .arg("LEFT")
+                .arg("RIGHT")
                 .arg(timeout.as_secs_f64())
                 .clone();
             let name = name.clone();
@@ -76,7 +81,7 @@ impl ReliableFetch {
             });
         }
 
-        let mut fetched = Vec::new();
+        let mut arrived = false;
         let mut first_error = None;
         let mut woken = false;
         loop {
@@ -84,7 +89,7 @@ impl ReliableFetch {
                 next = waits.next() => {
                     let Some((name, result)) = next else { break };
                     match result {
-                        Ok(Some(raw)) => fetched.push(Fetched { queue: name, raw }),
+                        Ok(Some(_)) => arrived = true,
                         Ok(None) => {}
                         Err(e) => {
                             // The connection may be broken: rebuild it next time.
@@ -104,9 +109,12 @@ impl ReliableFetch {
             }
         }
         match first_error {
-            // Jobs that did arrive must be run, error or not.
-            Some(e) if fetched.is_empty() => Err(Error::Redis(e)),
-            _ => Ok(fetched),
+            Some(e) if !arrived => Err(Error::Redis(e)),
+            // Something arrived: take what fits, in queue order.
+            _ if arrived && !shared.is_quiet() && shared.free_slots() > 0 => {
+                self.fetch(shared, shared.free_slots()).await
+            }
+            _ => Ok(Vec::new()),
         }
     }
 }
