@@ -96,6 +96,21 @@ class TestCLI < Minitest::Test
     assert exit_status(pid).success?
   end
 
+  # The -C file and the flags are applied before the app loads (as the
+  # reference does), so what the app's Cogworker.configure says wins.
+  def test_the_apps_configure_wins_over_the_config_file
+    app = File.join(@tmp, 'app.rb')
+    File.write(app, "Cogworker.configure { |c| c.labels = ['from-app'] }\n")
+    File.write(File.join(@tmp, 'c.yml'), "labels: ['from-file']\nconcurrency: 3\n")
+    pid = Process.spawn({ 'COGWORKER_REDIS_URL' => @redis.url }, 'ruby', EXE, '-r', app, '-C', File.join(@tmp, 'c.yml'),
+                        out: File::NULL, err: File::NULL)
+    process = wait_for('worker registered') { Cogworker::Api.new.processes.first }
+    assert_equal ['from-app'], process['info']['labels']
+    assert_equal 3, process['info']['concurrency'], 'what the app left alone comes from the file'
+    Process.kill('TERM', pid)
+    assert exit_status(pid).success?
+  end
+
   def test_bad_concurrency_exits_2_with_a_message
     pid = spawn_worker('-c', '0')
     assert_equal 2, exit_status(pid).exitstatus

@@ -57,12 +57,14 @@ module Cogworker
       ENV_VARS.each { |k| ENV[k] = options[:environment] }
       redirect_logfile(options[:logfile]) if options[:logfile]
       file_settings = self.class.load_config_file(options[:config], options[:environment])
-      require_app(options[:require]) if options[:require]
       settings = file_settings.merge(
         { concurrency: options[:concurrency], redis_url: options[:redis_url],
           queues: options[:queues].empty? ? nil : options[:queues] }.compact
       )
+      # Before the app loads (as the reference does): what the app's own
+      # Cogworker.configure sets wins over the file and the flags.
       Cogworker.configure { |c| settings.each { |k, v| c[k] = v } }
+      require_app(options[:require]) if options[:require]
       run_worker
     rescue ConfigError => e
       warn "cogworker: #{e.message}"
