@@ -148,3 +148,24 @@ def test_every_api_call_is_a_typed_method() -> None:
     for name, _params, _help in cogworker.Api.calls():
         assert name in typed, f"api.pyi lacks {name}"
         assert callable(getattr(cogworker.Api, name))
+
+
+def test_a_slot_thread_that_cannot_start_fails_the_start(configured, monkeypatch) -> None:
+    import threading
+
+    started = []
+    real_start = threading.Thread.start
+
+    def start(thread: threading.Thread) -> None:
+        if thread.name.startswith("cogworker.processor-") and len(started) == 2:
+            raise RuntimeError("can't start new thread")
+        started.append(thread.name)
+        real_start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    worker = cogworker.Worker(concurrency=4)
+    with pytest.raises(RuntimeError, match="slot thread 2"):
+        worker.start()
+    monkeypatch.undo()
+    assert worker.wait(15), "the engine was stopped again"
+    assert worker.join(5)

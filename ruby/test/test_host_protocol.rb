@@ -70,7 +70,8 @@ class TestHostProtocol < Minitest::Test
       assert_includes error.message, words
     end
     assert_raises(Cogworker::InvalidArgument) { Cogworker::Testing.fake! { EchoJob.perform_async(Object.new) } }
-    assert_raises(Cogworker::InvalidJob) { EchoJob.perform_in(Float::INFINITY, 1) }
+    assert_equal 'delay', assert_raises(Cogworker::InvalidJob) { EchoJob.perform_in(Float::INFINITY, 1) }.field
+    assert_equal 'queue', assert_raises(Cogworker::InvalidJob) { EchoJob.set(queue: '').perform_async(1) }.field
     assert_equal '0', @redis.cli('DBSIZE')
   end
 
