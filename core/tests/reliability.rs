@@ -161,18 +161,7 @@ async fn a_heartbeat_with_ten_thousand_busy_slots_is_written() {
     let mut config = redis.config();
     config.set_concurrency(SLOTS as i64).unwrap();
     let client = Client::new(&config).unwrap();
-    let release = std::sync::Arc::new(tokio::sync::Notify::new());
-    let gate = release.clone();
-    let worker = Worker::builder(config)
-        .register("Waits", move |_job| {
-            let gate = gate.clone();
-            async move {
-                gate.notified().await;
-                Ok(())
-            }
-        })
-        .build()
-        .unwrap();
+    let (worker, release) = gated_worker(config, "Waits");
     let handle = worker.handle();
     let identity = handle.identity().to_string();
     let running = tokio::spawn(worker.run());
@@ -211,18 +200,7 @@ async fn a_job_is_busy_from_its_start_not_from_the_next_heartbeat() {
     config.set_heartbeat_interval(30.0).unwrap(); // no beat during the test
     let client = Client::new(&config).unwrap();
     let api = Api::new(client.clone());
-    let release = std::sync::Arc::new(tokio::sync::Notify::new());
-    let gate = release.clone();
-    let worker = Worker::builder(config)
-        .register("Short", move |_job| {
-            let gate = gate.clone();
-            async move {
-                gate.notified().await;
-                Ok(())
-            }
-        })
-        .build()
-        .unwrap();
+    let (worker, release) = gated_worker(config, "Short");
     let handle = worker.handle();
     let running = tokio::spawn(worker.run());
     let jid = client.push(cogworker::Job::new("Short")).await.unwrap().unwrap();

@@ -196,3 +196,21 @@ pub fn host_worker(config: Config, classes: &[&str]) -> Worker {
         .build()
         .unwrap()
 }
+
+/// A worker whose handler for `class` waits until the returned `Notify`
+/// is notified (`notify_waiters` releases every job running then).
+pub fn gated_worker(config: Config, class: &str) -> (Worker, Arc<tokio::sync::Notify>) {
+    let release = Arc::new(tokio::sync::Notify::new());
+    let gate = release.clone();
+    let worker = Worker::builder(config)
+        .register(class, move |_job| {
+            let gate = gate.clone();
+            async move {
+                gate.notified().await;
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap();
+    (worker, release)
+}
