@@ -54,6 +54,7 @@ def test_unreachable_redis_raises_redis_error() -> None:
 
 
 def test_an_orphan_threshold_shorter_than_two_heartbeats_is_refused() -> None:
+    cogworker._settings.reset()  # the default 5 s heartbeat, whatever ran before
     with pytest.raises(cogworker.ConfigError) as info:
         cogworker.configure(orphan_threshold=2)
     assert info.value.field == "orphan_threshold"

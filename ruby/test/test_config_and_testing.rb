@@ -15,6 +15,7 @@ class TestConfig < Minitest::Test
   end
 
   def test_an_orphan_threshold_shorter_than_two_heartbeats_is_refused
+    Cogworker.reset! # the default 5 s heartbeat, whatever ran before
     error = assert_raises(Cogworker::ConfigError) { Cogworker.configure { |c| c.orphan_threshold = 2 } }
     assert_equal 'orphan_threshold', error.field
     assert_includes error.message, 'heartbeat_interval'
