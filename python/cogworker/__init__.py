@@ -33,7 +33,15 @@ def _installed_version() -> str:
         return engine_version
 
 
-__version__: str = _installed_version()
+def __getattr__(name: str) -> str:
+    # __version__ is computed on first use: importlib.metadata costs ~18 ms
+    # of every `import cogworker` otherwise.
+    if name == "__version__":
+        value = _installed_version()
+        globals()["__version__"] = value
+        return value
+    raise AttributeError(f"module 'cogworker' has no attribute {name!r}")
+
 
 __all__ = [
     "Api",

@@ -3,7 +3,6 @@ enqueue it. The function stays directly callable."""
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 from collections.abc import Sequence
@@ -58,6 +57,8 @@ class JobHandle(Generic[F]):
         ``async def``, or a wrapper around one) is run to completion."""
         result = self.func(*args)
         if inspect.isawaitable(result):
+            import asyncio  # deferred: most apps never run an async handler
+
             return asyncio.run(_await(result))
         return result
 

@@ -12,7 +12,6 @@ which files the job as ``cogworker::HandlerAborted``.
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import functools
 import inspect
@@ -22,12 +21,15 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from . import _core
 from ._periodic import entries as periodic_entries
 from ._settings import make_config
 from .job import JobHandle, registry
+
+if TYPE_CHECKING:
+    import asyncio
 
 logger = logging.getLogger("cogworker")
 
@@ -206,6 +208,8 @@ class Worker:
 
     def _await(self, awaitable: Any) -> Any:
         """Runs an awaitable on the shared loop thread; raises what it raised."""
+        import asyncio  # deferred: importing it costs ~30 ms and most apps never await
+
         with self._loop_lock:
             if self._loop is None:
                 self._loop = asyncio.new_event_loop()
