@@ -4,6 +4,7 @@ loopback port, stopped by pid; settings point at it with short intervals."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -69,6 +70,34 @@ def configured(redis_server: RedisServer) -> Iterator[RedisServer]:
 def no_testing_mode() -> Iterator[None]:
     with testing.disable():
         yield
+
+
+def _cogworker_children() -> list[int]:
+    """Pids of this process's children that run the cogworker CLI."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                parent = int(f.read().rsplit(b")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                command = f.read().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+        if parent == os.getpid() and b"cogworker" in command:
+            found.append(int(entry))
+    return found
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_workers() -> Iterator[None]:
+    """A worker process a test started but did not stop (an assertion failed
+    first) is killed, so none outlives its test."""
+    yield
+    for pid in _cogworker_children():
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float = 15.0) -> Any:

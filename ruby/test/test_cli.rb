@@ -20,7 +20,7 @@ class TestCLI < Minitest::Test
 
   def spawn_worker(*args, **env)
     full_env = { 'COGWORKER_REDIS_URL' => @redis.url, 'TEST_RESULTS_FILE' => @results, 'TEST_WORKER_PROCESS' => '1' }
-    Process.spawn(full_env.merge(env.transform_keys(&:to_s)), 'ruby', EXE, '-r', JOBS, '-c', '2', *args,
+    spawn_child(full_env.merge(env.transform_keys(&:to_s)), 'ruby', EXE, '-r', JOBS, '-c', '2', *args,
                   out: File::NULL, err: File.join(@tmp, 'worker.log'))
   end
 
@@ -85,7 +85,7 @@ class TestCLI < Minitest::Test
     assert_equal 'staging', options[:environment]
     settings = Cogworker::CLI.load_config_file(File.join(@tmp, 'c.yml'), 'staging')
     assert_equal({ concurrency: 2, queues: ['stage,2'] }, settings)
-    pid = Process.spawn({ 'COGWORKER_REDIS_URL' => @redis.url, 'RACK_ENV' => 'ignored' }, 'ruby', EXE,
+    pid = spawn_child({ 'COGWORKER_REDIS_URL' => @redis.url, 'RACK_ENV' => 'ignored' }, 'ruby', EXE,
                         '-e', 'staging', '-r', script, '-C', File.join(@tmp, 'c.yml'),
                         out: File::NULL, err: File::NULL)
     wait_for('app loaded') { File.exist?(File.join(@tmp, 'env.txt')) }
@@ -102,7 +102,7 @@ class TestCLI < Minitest::Test
     app = File.join(@tmp, 'app.rb')
     File.write(app, "Cogworker.configure { |c| c.labels = ['from-app'] }\n")
     File.write(File.join(@tmp, 'c.yml'), "labels: ['from-file']\nconcurrency: 3\n")
-    pid = Process.spawn({ 'COGWORKER_REDIS_URL' => @redis.url }, 'ruby', EXE, '-r', app, '-C', File.join(@tmp, 'c.yml'),
+    pid = spawn_child({ 'COGWORKER_REDIS_URL' => @redis.url }, 'ruby', EXE, '-r', app, '-C', File.join(@tmp, 'c.yml'),
                         out: File::NULL, err: File::NULL)
     process = wait_for('worker registered') { Cogworker::Api.new.processes.first }
     assert_equal ['from-app'], process['info']['labels']
@@ -128,7 +128,7 @@ class TestCLISignals < Minitest::Test
       results = File.join(tmp, 'results.txt')
       log = File.join(tmp, 'worker.log')
       env = { 'COGWORKER_REDIS_URL' => @redis.url, 'TEST_RESULTS_FILE' => results, 'TEST_WORKER_PROCESS' => '1' }
-      pid = Process.spawn(env, 'ruby', EXE, '-r', JOBS, '-c', '2', '-L', log, out: File::NULL, err: File::NULL)
+      pid = spawn_child(env, 'ruby', EXE, '-r', JOBS, '-c', '2', '-L', log, out: File::NULL, err: File::NULL)
       lines = -> { File.exist?(results) ? File.readlines(results, chomp: true) : [] }
       SleeperJob.perform_async(1.5, 'd')
       wait_for('started') { lines.call.include?('[:start, "d"]') }

@@ -29,9 +29,11 @@ module CogworkerTest
       FAST.each { |k, v| c[k] = v }
     end
     @runners = []
+    @children = []
   end
 
   def teardown
+    kill_leftover_children
     @runners.each do |r|
       r.stop
       assert r.wait(15), 'worker did not stop'
@@ -45,6 +47,28 @@ module CogworkerTest
     runner = Cogworker::Runner.new(Cogworker.config.merge(overrides))
     @runners << runner
     runner.start
+  end
+
+  # Process.spawn that teardown cleans up: a child the test did not reap
+  # (an assertion failed before it stopped the worker) is killed, so no
+  # worker outlives its test.
+  def spawn_child(*args, **options)
+    pid = Process.spawn(*args, **options)
+    @children << pid
+    pid
+  end
+
+  def kill_leftover_children
+    @children.each do |pid|
+      # nil: still running and ours. ECHILD: the test reaped it already, so
+      # the pid may belong to someone else now and must not be signalled.
+      next unless Process.wait(pid, Process::WNOHANG).nil?
+
+      Process.kill('KILL', pid)
+      Process.wait(pid)
+    rescue Errno::ECHILD, Errno::ESRCH
+      next
+    end
   end
 
   def wait_for(what, timeout: 15)

@@ -40,7 +40,7 @@ class TestPeriodicUnique < Minitest::Test
       results = File.join(tmp, 'ticks.txt')
       log = File.join(tmp, 'worker.log')
       env = { 'COGWORKER_REDIS_URL' => @redis.url, 'TEST_RESULTS_FILE' => results }
-      pid = Process.spawn(env, 'ruby', EXE, '-r', PERIODIC_JOBS, '-c', '2', out: File::NULL, err: log)
+      pid = spawn_child(env, 'ruby', EXE, '-r', PERIODIC_JOBS, '-c', '2', out: File::NULL, err: log)
       begin
         wait_for('three ticks', timeout: 20) { File.exist?(results) && File.readlines(results).size >= 3 }
         api = Cogworker::Api.new

@@ -16,7 +16,7 @@ class TestWebAdmin < Minitest::Test
   def test_web_serves_the_dashboard_until_term
     env = { 'COGWORKER_REDIS_URL' => @redis.url, 'COGWORKER_WEB_AUTH' => 'ops:pa55' }
     out, writer = IO.pipe
-    pid = Process.spawn(env, 'ruby', EXE, 'web', '--port', '0', out: writer, err: File::NULL)
+    pid = spawn_child(env, 'ruby', EXE, 'web', '--port', '0', out: writer, err: File::NULL)
     writer.close
     line = out.gets
     assert_match %r{\Acogworker web: http://127\.0\.0\.1:\d+/}, line
