@@ -13,6 +13,7 @@ use crate::locks::{self, JobLocks};
 use crate::retry::{day_of, dead_bounds, history_entry, plan_failure, Disposition, FailurePlan};
 use crate::scripts::SCRIPTS;
 use crate::shared::Shared;
+use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -39,12 +40,10 @@ pub(crate) enum Completion {
     },
     /// A job taken here that will not run here after all: back on its queue.
     Requeue { queue: String, raw: Vec<u8>, job: Job },
-    /// A slot started a job: record it as busy (`busy_json`, under its
-    /// token) and shorten the periodic run lock it owns, if any, to its
-    /// running TTL.
+    /// A slot started a job: record it as busy (under its token) and
+    /// shorten the periodic run lock it owns, if any, to its running TTL.
     Started {
         token: u64,
-        busy_json: String,
         run_lock: Option<(String, String)>,
     },
     /// Reply once everything sent before this has been written to Redis.
@@ -116,12 +115,8 @@ async fn settle(shared: &Shared, batch: Vec<Completion>) {
                 .await;
                 tracing::info!("{job} put back on queue {queue}");
             }
-            Completion::Started {
-                token,
-                busy_json,
-                run_lock,
-            } => {
-                busy.started(token, busy_json);
+            Completion::Started { token, run_lock } => {
+                busy.started(token);
                 if let Some((run_lock, jid)) = run_lock {
                     // Best effort: the next heartbeat shortens it too.
                     let ttl = locks::active_ttl(&shared.config);
@@ -163,27 +158,36 @@ fn log_failure(delivery: &Delivery, class: &str, message: &str, plan: &FailurePl
 
 /// The busy slots a batch starts and ends, written with its `ack.lua` call:
 /// a job is in the workers hash from its start, not only from the next
-/// heartbeat. One started and ended within the batch is written not at all.
+/// heartbeat. One started and ended within the batch is written not at all,
+/// and its entry is never even encoded (most jobs, under load).
 #[derive(Default)]
 struct BusyChanges {
-    started: Vec<(u64, String)>,
+    started: HashSet<u64>,
     ended: Vec<u64>,
 }
 
 impl BusyChanges {
-    fn started(&mut self, token: u64, busy_json: String) {
-        self.started.push((token, busy_json));
+    fn started(&mut self, token: u64) {
+        self.started.insert(token);
     }
     fn finished(&mut self, token: u64) {
-        match self.started.iter().position(|(t, _)| *t == token) {
-            Some(i) => {
-                self.started.swap_remove(i);
-            }
-            None => self.ended.push(token),
+        if !self.started.remove(&token) {
+            self.ended.push(token);
         }
     }
     fn is_empty(&self) -> bool {
         self.started.is_empty() && self.ended.is_empty()
+    }
+    /// The entries to record: a job that has ended since is left out (its
+    /// `Done`, in a later batch, takes it off).
+    fn started_entries(&self, shared: &Shared) -> Vec<(u64, String)> {
+        let mut entries: Vec<(u64, String)> = self
+            .started
+            .iter()
+            .filter_map(|token| shared.busy_json(*token).map(|json| (*token, json)))
+            .collect();
+        entries.sort_unstable_by_key(|(token, _)| *token);
+        entries
     }
 }
 
@@ -216,10 +220,9 @@ async fn ack(shared: &Shared, successes: &[(Delivery, f64)], busy: &BusyChanges)
     for (index, lock, owner) in releases {
         invocation.key(lock).arg(index).arg(owner);
     }
-    invocation
-        .arg(crate::heartbeat::PRESENCE_TTL_SECS)
-        .arg(busy.started.len());
-    for (token, json) in &busy.started {
+    let started = busy.started_entries(shared);
+    invocation.arg(crate::heartbeat::PRESENCE_TTL_SECS).arg(started.len());
+    for (token, json) in &started {
         invocation.arg(token).arg(json);
     }
     invocation.arg(busy.ended.len());

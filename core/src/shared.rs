@@ -185,7 +185,6 @@ impl Shared {
         };
         let _ = self.completions.send(Completion::Started {
             token: delivery.token,
-            busy_json: entry.to_json(),
             run_lock: entry.run_lock.clone().map(|lock| (lock, entry.jid.clone())),
         });
         self.busy.lock().unwrap().insert(delivery.token, entry);
@@ -262,6 +261,11 @@ impl Shared {
         entries.sort_by_key(|(token, _)| *token);
         entries
     }
+    /// The workers-hash entry of the job `token` names, while it runs.
+    pub(crate) fn busy_json(&self, token: u64) -> Option<String> {
+        self.busy.lock().unwrap().get(&token).map(BusyEntry::to_json)
+    }
+
     pub fn busy_count(&self) -> usize {
         self.busy.lock().unwrap().len()
     }

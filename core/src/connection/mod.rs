@@ -200,13 +200,15 @@ impl Redis {
 
     /// Wakes blocked commands early as if they had timed out (no job is
     /// taken by a command woken this way, so none can be lost).
+    /// All are sent at once (one round trip on the multiplexed connection).
     pub async fn unblock(&self, ids: &[i64]) {
-        for id in ids {
+        let unblocks = ids.iter().map(|id| async move {
             let cmd = redis::cmd("CLIENT").arg("UNBLOCK").arg(*id).arg("TIMEOUT").clone();
             if let Err(e) = self.on_namespace_node::<i64>(&cmd).await {
                 tracing::debug!("CLIENT UNBLOCK {id} failed: {e}");
             }
-        }
+        });
+        futures_util::future::join_all(unblocks).await;
     }
 
     /// A pub/sub connection (for remote signals).

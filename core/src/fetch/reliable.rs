@@ -61,10 +61,11 @@ impl ReliableFetch {
         }
 
         let mut waits = FuturesUnordered::new();
-        let mut ids = Vec::new();
+        // The waits still blocked, by queue: the ones to unblock.
+        let mut pending: HashMap<String, i64> = HashMap::new();
         for name in &active {
             let blocking = &self.blocking[name];
-            ids.push(blocking.id);
+            pending.insert(name.clone(), blocking.id);
             let mut conn = blocking.conn.clone();
             let queue = shared.keys.queue(name);
             let cmd = redis::cmd("BLMOVE")
@@ -88,6 +89,7 @@ impl ReliableFetch {
             tokio::select! {
                 next = waits.next() => {
                     let Some((name, result)) = next else { break };
+                    pending.remove(&name);
                     match result {
                         Ok(Some(_)) => arrived = true,
                         Ok(None) => {}
@@ -99,12 +101,16 @@ impl ReliableFetch {
                     }
                     if !woken {
                         woken = true;
-                        shared.redis.unblock(&ids).await;
+                        // With one queue there is nothing left to wake: no
+                        // round trip between the wake and the fetch.
+                        let others: Vec<i64> = pending.values().copied().collect();
+                        shared.redis.unblock(&others).await;
                     }
                 }
                 _ = shared.reached(Lifecycle::Quiet), if !woken => {
                     woken = true;
-                    shared.redis.unblock(&ids).await;
+                    let all: Vec<i64> = pending.values().copied().collect();
+                    shared.redis.unblock(&all).await;
                 }
             }
         }
