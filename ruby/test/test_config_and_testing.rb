@@ -64,4 +64,18 @@ class TestTestingModes < Minitest::Test
     Cogworker::Testing.inline! { EchoJob.perform_async('now') }
     assert_equal [['now']], Jobs.seen
   end
+
+  # What the benchmark and a spec_helper do: the testing entry point alone,
+  # in a fresh process, with warnings on (no circular require).
+  def test_requiring_cogworker_testing_alone_gives_modes_and_a_redis_server
+    script = <<~RUBY
+      require 'cogworker/testing'
+      server = Cogworker::Testing::RedisServer.new
+      Cogworker::Testing.fake! { puts server.cli('PING') }
+      server.stop
+    RUBY
+    output = IO.popen(['ruby', '-w', '-I', File.expand_path('../lib', __dir__), '-e', script], err: %i[child out], &:read)
+    assert $?.success?, output
+    assert_equal "PONG\n", output
+  end
 end
