@@ -63,6 +63,18 @@ class TestCLI < Minitest::Test
     assert_includes @redis.cli('LRANGE', 'cogworker:queue:default', '0', '-1'), jid
   end
 
+  # A fresh process whose ten slot threads all find a job at once wraps ten
+  # first deliveries together (that once deadlocked it, in the lookup of the
+  # Delivery class).
+  def test_a_worker_started_on_a_full_queue_runs_every_job
+    Cogworker::Client.new.push_bulk('EchoJob', (1..500).map { |i| [i] })
+    pid = spawn_worker('-c', '10')
+    wait_for('500 jobs run', timeout: 30) { lines.size == 500 }
+    assert_equal (1..500).map { |i| "[#{i}]" }.sort, lines.sort
+    Process.kill('TERM', pid)
+    assert exit_status(pid).success?
+  end
+
   def test_killed_worker_jobs_are_recovered_by_another
     a = spawn_worker
     SleeperJob.perform_async(30, 'c')

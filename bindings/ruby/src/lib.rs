@@ -79,5 +79,22 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     redis.define_method("info", method!(web::RbRedisServer::info, 0))?;
     redis.define_method("spawn", method!(web::RbRedisServer::spawn, 0))?;
     redis.define_method("kill", method!(web::RbRedisServer::kill, 0))?;
+    resolve_wrapped_classes(ruby);
     Ok(())
+}
+
+/// Each `#[magnus::wrap]` type finds its Ruby class on first use, under a
+/// once-lock, by calling into Ruby, which may switch threads. Ten slot
+/// threads wrapping their first deliveries at once deadlocked there: one
+/// held the lock waiting for the GVL, another held the GVL waiting for the
+/// lock. Resolved here, while loading, nothing is left to race.
+fn resolve_wrapped_classes(ruby: &Ruby) {
+    use magnus::TypedData;
+    let _ = config::RbConfig::class(ruby);
+    let _ = client::RbClient::class(ruby);
+    let _ = worker::RbDelivery::class(ruby);
+    let _ = worker::RbWorker::class(ruby);
+    let _ = api::RbApi::class(ruby);
+    let _ = web::RbWebServer::class(ruby);
+    let _ = web::RbRedisServer::class(ruby);
 }

@@ -9,16 +9,22 @@ use crate::convert;
 use crate::errors::{raise, to_ruby};
 use cogworker::host::{HostDelivery, HostFailure, HostWorker};
 use cogworker::NextJob;
-use magnus::{prelude::*, Error, Ruby, Value};
+use magnus::{prelude::*, Error, RString, Ruby, Value};
 
 #[magnus::wrap(class = "Cogworker::Native::Delivery", free_immediately, size)]
 pub struct RbDelivery(HostDelivery);
 
 impl RbDelivery {
     /// `[class_name, jid, queue, retry_count, args_json]`.
-    pub fn info(&self) -> (String, String, String, u32, String) {
-        let info = self.0.info.clone();
-        (info.class, info.jid, info.queue, info.retry_count, info.args_json)
+    pub fn info(ruby: &Ruby, rb_self: &Self) -> (RString, RString, RString, u32, RString) {
+        let info = &rb_self.0.info;
+        (
+            ruby.str_new(&info.class),
+            ruby.str_new(&info.jid),
+            ruby.str_new(&info.queue),
+            info.retry_count,
+            ruby.str_new(&info.args_json),
+        )
     }
 
     /// The job succeeded.
@@ -43,8 +49,11 @@ impl RbDelivery {
 
     /// The handler ended without an outcome (`how` says how); nothing once
     /// settled.
-    pub fn abandon(&self, how: String) {
-        self.0.abandon(&how);
+    /// (Called after every job: `how` is read only when it is used.)
+    pub fn abandon(&self, how: RString) {
+        if !self.0.is_settled() {
+            self.0.abandon(&how.to_string().unwrap_or_default());
+        }
     }
 }
 
@@ -66,7 +75,12 @@ impl RbWorker {
 
     /// A `Delivery`, `nil` when idle, `:stopped` when the worker is stopping.
     pub fn next_job(ruby: &Ruby, rb_self: &Self, timeout: f64) -> Result<Value, Error> {
-        let next = blocking::wait(ruby, Some(timeout), |slice| rb_self.0.next_job(slice))?;
+        // A job already waiting is taken without giving up the GVL (under
+        // load, most calls): releasing and retaking it costs more than the job.
+        let next = match rb_self.0.try_next_job() {
+            NextJob::Idle => blocking::wait(ruby, Some(timeout), |slice| rb_self.0.next_job(slice))?,
+            ready => Some(ready),
+        };
         Ok(match next {
             Some(NextJob::Job(delivery)) => ruby.obj_wrap(RbDelivery(HostDelivery::new(delivery))).as_value(),
             Some(NextJob::Stopped) => ruby.to_symbol("stopped").as_value(),

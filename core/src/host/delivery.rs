@@ -29,6 +29,11 @@ impl HostDelivery {
         taken.ok_or_else(|| Error::invalid_argument("delivery", &self.info.jid, "was already settled"))
     }
 
+    /// Has it been settled (or abandoned)?
+    pub fn is_settled(&self) -> bool {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).is_none()
+    }
+
     /// The job succeeded.
     pub fn complete(&self) -> Result<()> {
         self.take()?.complete();
