@@ -40,36 +40,51 @@ pub(crate) enum Completion {
     },
     /// A job taken here that will not run here after all: back on its queue.
     Requeue { queue: String, raw: Vec<u8>, job: Job },
-    /// A slot started a job: record it as busy (under its token) and
-    /// shorten the periodic run lock it owns, if any, to its running TTL.
-    Started {
-        token: u64,
-        run_lock: Option<(String, String)>,
-    },
+    /// A slot started a periodic job: shorten the run lock it owns (key,
+    /// owner jid) to its running TTL.
+    RunLockStarted { lock: String, jid: String },
     /// Reply once everything sent before this has been written to Redis.
     Flush(tokio::sync::oneshot::Sender<()>),
 }
 
+/// How long a job runs before it shows as busy in the workers hash (the
+/// Busy page, `Api::busy`), and how often the entries are brought up to
+/// date when no completion is being written anyway. Jobs shorter than this
+/// (most, under load) cost the hash nothing.
+pub(crate) const BUSY_AFTER: Duration = Duration::from_millis(100);
+
 pub(crate) async fn run(shared: Arc<Shared>, completions: flume::Receiver<Completion>) {
-    while let Ok(first) = completions.recv_async().await {
-        let mut batch = vec![first];
-        while batch.len() < BATCH {
-            match completions.try_recv() {
-                Ok(c) => batch.push(c),
-                Err(_) => break,
+    // The busy entries this task has written (by token); the heartbeat
+    // rewrites the whole hash from the slots every beat.
+    let mut recorded = HashSet::new();
+    let mut tick = tokio::time::interval(BUSY_AFTER);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let batch = tokio::select! {
+            first = completions.recv_async() => {
+                let Ok(first) = first else { break };
+                let mut batch = vec![first];
+                while batch.len() < BATCH {
+                    match completions.try_recv() {
+                        Ok(c) => batch.push(c),
+                        Err(_) => break,
+                    }
+                }
+                batch
             }
-        }
-        settle(&shared, batch).await;
+            _ = tick.tick() => Vec::new(),
+        };
+        settle(&shared, batch, &mut recorded).await;
     }
 }
 
-async fn settle(shared: &Shared, batch: Vec<Completion>) {
+async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<u64>) {
     let mut successes = Vec::new();
     let mut flushes = Vec::new();
-    let mut busy = BusyChanges::default();
+    let mut ended = HashSet::new();
     for completion in batch {
         if let Completion::Done { delivery, .. } = &completion {
-            busy.finished(delivery.token);
+            ended.insert(delivery.token);
         }
         match completion {
             Completion::Done {
@@ -115,22 +130,22 @@ async fn settle(shared: &Shared, batch: Vec<Completion>) {
                 .await;
                 tracing::info!("{job} put back on queue {queue}");
             }
-            Completion::Started { token, run_lock } => {
-                busy.started(token);
-                if let Some((run_lock, jid)) = run_lock {
-                    // Best effort: the next heartbeat shortens it too.
-                    let ttl = locks::active_ttl(&shared.config);
-                    let lock = [(run_lock, jid)];
-                    if let Err(e) = locks::expire_owned(&mut shared.redis.conn(), &lock, ttl).await {
-                        tracing::warn!("could not shorten the run lock {}: {e}", lock[0].0);
-                    }
+            Completion::RunLockStarted { lock, jid } => {
+                // Best effort: the next heartbeat shortens it too.
+                let ttl = locks::active_ttl(&shared.config);
+                let lock = [(lock, jid)];
+                if let Err(e) = locks::expire_owned(&mut shared.redis.conn(), &lock, ttl).await {
+                    tracing::warn!("could not shorten the run lock {}: {e}", lock[0].0);
                 }
             }
             Completion::Flush(reply) => flushes.push(reply),
         }
     }
+    let busy = BusyChanges::since(shared, recorded, &ended);
     if !successes.is_empty() || !busy.is_empty() {
         persist(shared, "acknowledging finished jobs", || ack(shared, &successes, &busy)).await;
+        recorded.retain(|token| !busy.ended.contains(token));
+        recorded.extend(busy.started.iter().map(|(token, _)| *token));
     }
     for reply in flushes {
         let _ = reply.send(());
@@ -156,38 +171,30 @@ fn log_failure(delivery: &Delivery, class: &str, message: &str, plan: &FailurePl
     }
 }
 
-/// The busy slots a batch starts and ends, written with its `ack.lua` call:
-/// a job is in the workers hash from its start, not only from the next
-/// heartbeat. One started and ended within the batch is written not at all,
-/// and its entry is never even encoded (most jobs, under load).
-#[derive(Default)]
+/// What a write changes in the workers hash: entries for the jobs running
+/// for [`BUSY_AFTER`] or longer that it lacks, and the removal of those it
+/// holds that have ended since.
 struct BusyChanges {
-    started: HashSet<u64>,
+    started: Vec<(u64, String)>,
     ended: Vec<u64>,
 }
 
 impl BusyChanges {
-    fn started(&mut self, token: u64) {
-        self.started.insert(token);
-    }
-    fn finished(&mut self, token: u64) {
-        if !self.started.remove(&token) {
-            self.ended.push(token);
-        }
+    fn since(shared: &Shared, recorded: &HashSet<u64>, ended: &HashSet<u64>) -> Self {
+        let (started, mut gone) = shared.busy_changes(recorded, now() - BUSY_AFTER.as_secs_f64());
+        // A job whose outcome is in this batch may not have left its slot
+        // yet; it is taken off now all the same.
+        gone.extend(recorded.intersection(ended));
+        gone.sort_unstable();
+        gone.dedup();
+        let started = started
+            .into_iter()
+            .filter(|(token, _)| !ended.contains(token))
+            .collect();
+        BusyChanges { started, ended: gone }
     }
     fn is_empty(&self) -> bool {
         self.started.is_empty() && self.ended.is_empty()
-    }
-    /// The entries to record: a job that has ended since is left out (its
-    /// `Done`, in a later batch, takes it off).
-    fn started_entries(&self, shared: &Shared) -> Vec<(u64, String)> {
-        let mut entries: Vec<(u64, String)> = self
-            .started
-            .iter()
-            .filter_map(|token| shared.busy_json(*token).map(|json| (*token, json)))
-            .collect();
-        entries.sort_unstable_by_key(|(token, _)| *token);
-        entries
     }
 }
 
@@ -220,9 +227,10 @@ async fn ack(shared: &Shared, successes: &[(Delivery, f64)], busy: &BusyChanges)
     for (index, lock, owner) in releases {
         invocation.key(lock).arg(index).arg(owner);
     }
-    let started = busy.started_entries(shared);
-    invocation.arg(crate::heartbeat::PRESENCE_TTL_SECS).arg(started.len());
-    for (token, json) in &started {
+    invocation
+        .arg(crate::heartbeat::PRESENCE_TTL_SECS)
+        .arg(busy.started.len());
+    for (token, json) in &busy.started {
         invocation.arg(token).arg(json);
     }
     invocation.arg(busy.ended.len());

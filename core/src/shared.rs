@@ -183,10 +183,10 @@ impl Shared {
                 .run_lock_pjid()
                 .map(|pjid| self.keys.periodic_running(pjid)),
         };
-        let _ = self.completions.send(Completion::Started {
-            token: delivery.token,
-            run_lock: entry.run_lock.clone().map(|lock| (lock, entry.jid.clone())),
-        });
+        if let Some(lock) = entry.run_lock.clone() {
+            let jid = entry.jid.clone();
+            let _ = self.completions.send(Completion::RunLockStarted { lock, jid });
+        }
         self.busy.lock().unwrap().insert(delivery.token, entry);
         Some(delivery)
     }
@@ -261,9 +261,22 @@ impl Shared {
         entries.sort_by_key(|(token, _)| *token);
         entries
     }
-    /// The workers-hash entry of the job `token` names, while it runs.
-    pub(crate) fn busy_json(&self, token: u64) -> Option<String> {
-        self.busy.lock().unwrap().get(&token).map(BusyEntry::to_json)
+    /// The workers-hash entries (token, JSON) of the jobs running since
+    /// `started_by` (epoch seconds) or earlier that `recorded` lacks, and
+    /// the tokens of `recorded` no longer running.
+    pub(crate) fn busy_changes(&self, recorded: &HashSet<u64>, started_by: f64) -> (Vec<(u64, String)>, Vec<u64>) {
+        let busy = self.busy.lock().unwrap();
+        let started = busy
+            .iter()
+            .filter(|(token, entry)| entry.run_at <= started_by && !recorded.contains(token))
+            .map(|(token, entry)| (*token, entry.to_json()))
+            .collect();
+        let gone = recorded
+            .iter()
+            .filter(|token| !busy.contains_key(token))
+            .copied()
+            .collect();
+        (started, gone)
     }
 
     pub fn busy_count(&self) -> usize {
