@@ -4,7 +4,7 @@
 //! with range queries; nothing loads a whole set.
 
 use crate::client::Client;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::job::{float, now, Job};
 use crate::retry::day_of;
 use crate::scripts::SCRIPTS;
@@ -268,8 +268,11 @@ impl Api {
             .map(|(raw, score)| SetEntry { score, raw })
             .collect())
     }
-    /// Finds a job in a set by jid (a scan; sets can be large).
+    /// Finds a job in a set by jid (a scan; sets can be large). The jid
+    /// follows a fixed `"jid":"` in the server-side pattern, so matching
+    /// stays linear in each entry; it is at most [`SEARCH_TEXT_MAX`] long.
     pub async fn find_in_set(&self, set: JobSet, jid: &str) -> Result<Option<SetEntry>> {
+        check_search_text("jid", jid)?;
         let pattern = format!("*\"jid\":\"{}\"*", glob_escape(jid));
         let found = self.scan_set(set, &pattern, 1, |job| job.jid_str() == jid).await?;
         Ok(found.into_iter().next())
@@ -287,12 +290,51 @@ impl Api {
         Ok(None)
     }
 
-    /// Up to `limit` entries whose class contains `text` (a scan with a
-    /// server-side MATCH, so only matching entries cross the wire).
+    /// Up to `limit` entries whose class contains `text` (ASCII case
+    /// ignored) or whose jid is `text`, newest first: one bounded step of
+    /// [`Api::search_set_from`] from the start.
     pub async fn search_set(&self, set: JobSet, text: &str, limit: usize) -> Result<Vec<SetEntry>> {
-        let pattern = format!("*\"class\":\"*{}*", glob_escape(text));
-        self.scan_set(set, &pattern, limit, |job| job.class().contains(text))
-            .await
+        Ok(self.search_set_from(set, text, 0, limit).await?.found)
+    }
+
+    /// Searches `set` from rank `from` (newest first) for entries whose
+    /// class contains `text` or whose jid is `text`, stopping at `limit`
+    /// matches, after [`SEARCH_SCAN_MAX`] entries or [`SEARCH_TIME_MAX`]:
+    /// the caller continues from `next`. Pages are read by rank and matched
+    /// here, never by a server-side pattern, so a search costs Redis no
+    /// more than showing the same pages (a `*text*` pattern over large
+    /// entries once stalled Redis for seconds).
+    pub async fn search_set_from(&self, set: JobSet, text: &str, from: u64, limit: usize) -> Result<SetSearch> {
+        check_search_text("text", text)?;
+        let needle = text.to_ascii_lowercase();
+        let started = std::time::Instant::now();
+        let mut found = Vec::new();
+        let mut at = from;
+        let end = from.saturating_add(SEARCH_SCAN_MAX);
+        while at < end && found.len() < limit && started.elapsed() < SEARCH_TIME_MAX {
+            let start = isize::try_from(at).unwrap_or(isize::MAX);
+            let page = self.set_page(set, start, SEARCH_PAGE).await?;
+            let read = page.len() as u64;
+            for (index, entry) in page.into_iter().enumerate() {
+                let matches = entry
+                    .job()
+                    .is_some_and(|job| job.jid_str() == text || job.class().to_ascii_lowercase().contains(&needle));
+                if matches {
+                    found.push(entry);
+                    if found.len() >= limit {
+                        return Ok(SetSearch {
+                            found,
+                            next: Some(at + index as u64 + 1),
+                        });
+                    }
+                }
+            }
+            at += read;
+            if read < SEARCH_PAGE as u64 {
+                return Ok(SetSearch { found, next: None });
+            }
+        }
+        Ok(SetSearch { found, next: Some(at) })
     }
 
     /// The entry of `set` at exactly `score` whose jid is `jid` (a range
@@ -592,6 +634,37 @@ impl Api {
         }
         Ok(locks)
     }
+}
+
+/// The longest text a search or a jid lookup takes.
+pub const SEARCH_TEXT_MAX: usize = 200;
+/// The most entries one search step reads before handing back `next`.
+pub const SEARCH_SCAN_MAX: u64 = 50_000;
+/// The longest one search step runs before handing back `next`.
+pub const SEARCH_TIME_MAX: std::time::Duration = std::time::Duration::from_secs(1);
+/// Entries read per range query while searching.
+const SEARCH_PAGE: isize = 100;
+
+/// One bounded step of a search through a set.
+#[derive(Clone, Debug, Serialize)]
+pub struct SetSearch {
+    /// The matching entries, newest first.
+    pub found: Vec<SetEntry>,
+    /// The rank to continue from, or `None` when the set was searched to
+    /// its end.
+    pub next: Option<u64>,
+}
+
+fn check_search_text(field: &str, text: &str) -> Result<()> {
+    if text.chars().count() > SEARCH_TEXT_MAX {
+        let shown: String = text.chars().take(40).collect();
+        return Err(Error::invalid_argument(
+            field,
+            format!("{shown}... ({} characters)", text.chars().count()),
+            format!("is longer than {SEARCH_TEXT_MAX} characters"),
+        ));
+    }
+    Ok(())
 }
 
 /// `text` with Redis glob specials escaped, for `SCAN MATCH`.

@@ -104,7 +104,7 @@ pub(crate) fn validate_queue_name(name: &str) -> std::result::Result<(), &'stati
 /// [`Config::from_env`], then adjust with the validating setters.
 #[derive(Clone, Debug)]
 pub struct Config {
-    redis_url: String,
+    redis_url: crate::redis_url::RedisUrl,
     namespace: String,
     concurrency: usize,
     queues: Vec<QueueSpec>,
@@ -133,7 +133,7 @@ const ORPHAN_MARGIN_SECS: f64 = 1.0;
 impl Default for Config {
     fn default() -> Self {
         Config {
-            redis_url: DEFAULT_REDIS_URL.to_string(),
+            redis_url: crate::redis_url::RedisUrl(DEFAULT_REDIS_URL.to_string()),
             namespace: "cogworker".to_string(),
             concurrency: 10,
             queues: vec![QueueSpec {
@@ -187,7 +187,7 @@ impl Config {
     /// namespace such as `{cogworker}`).
     pub fn set_redis_url(&mut self, url: &str) -> Result<&mut Self> {
         crate::redis_url::check(url)?;
-        self.redis_url = url.to_string();
+        self.redis_url = crate::redis_url::RedisUrl(url.to_string());
         Ok(self)
     }
     /// The prefix of every key (hash-tagged on a Cluster, e.g. `{cogworker}`).
@@ -308,7 +308,7 @@ impl Config {
 
     /// The Redis URL, password included.
     pub fn redis_url(&self) -> &str {
-        &self.redis_url
+        &self.redis_url.0
     }
     /// The key prefix.
     pub fn namespace(&self) -> &str {
@@ -404,7 +404,7 @@ impl Config {
 
     /// The Redis target with any password masked, for logs.
     pub fn redis_url_redacted(&self) -> String {
-        crate::redis_url::redact_url(&self.redis_url)
+        crate::redis_url::redact_url(&self.redis_url.0)
     }
 }
 

@@ -1,7 +1,8 @@
 //! Redis URLs, parsed and checked in one place: one server (`redis://`,
 //! `rediss://`, `unix://`), a Sentinel-managed master
-//! (`redis+sentinel://`) or a Cluster (`redis+cluster://`); and redacted for
-//! logs and the dashboard. The settings check a URL here; the connection
+//! (`redis+sentinel://`, `rediss+sentinel://`) or a Cluster
+//! (`redis+cluster://`, `rediss+cluster://`); and redacted for logs and
+//! the dashboard. The settings check a URL here; the connection
 //! layer builds on what is parsed here.
 
 use crate::error::{Error, Result};
@@ -14,19 +15,69 @@ pub(crate) fn check(url: &str) -> Result<()> {
     Ok(())
 }
 
-/// `redis://user:secret@host` → `redis://user:***@host`.
+/// Query parameters that carry a secret (the `unix://` form's password,
+/// the sentinels' own credentials).
+const SECRET_PARAMS: [&str; 4] = ["pass", "password", "sentinel_password", "sentinel_pass"];
+
+/// `url` with every secret replaced by `***`, whatever its form: the
+/// password of the userinfo (`redis://user:secret@host`,
+/// `redis+cluster://user:secret@a:1,b:2`), and `pass`/`password`/
+/// `sentinel_password` query parameters (`unix:///run/redis.sock?pass=...`).
+/// Logs, errors and `Debug` output show this.
 pub fn redact_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let mut redacted = match (base.find("://"), base.rfind('@')) {
         (Some(scheme_end), Some(at)) if at > scheme_end => {
-            let creds = &url[scheme_end + 3..at];
-            let user = creds.split(':').next().unwrap_or("");
-            if creds.contains(':') {
-                format!("{}{}:***{}", &url[..scheme_end + 3], user, &url[at..])
-            } else {
-                format!("{}***{}", &url[..scheme_end + 3], &url[at..])
+            let creds = &base[scheme_end + 3..at];
+            match creds.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &base[..scheme_end + 3], &base[at..]),
+                None => format!("{}***{}", &base[..scheme_end + 3], &base[at..]),
             }
         }
-        _ => url.to_string(),
+        // No scheme: it may still be `user:password@host`; show none of it.
+        (None, Some(at)) => format!("***{}", &base[at..]),
+        _ => base.to_string(),
+    };
+    if let Some(query) = query {
+        let pairs: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((key, _)) if SECRET_PARAMS.contains(&key.to_ascii_lowercase().as_str()) => format!("{key}=***"),
+                _ => pair.to_string(),
+            })
+            .collect();
+        redacted.push('?');
+        redacted.push_str(&pairs.join("&"));
+    }
+    redacted
+}
+
+/// Where `url` points, with no credential at all (not even a user name)
+/// and no query but the `db`: what the dashboard's footer shows.
+pub(crate) fn display_target(url: &str) -> String {
+    let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let target = match (base.find("://"), base.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => format!("{}{}", &base[..scheme_end + 3], &base[at + 1..]),
+        (None, Some(at)) => base[at + 1..].to_string(),
+        _ => base.to_string(),
+    };
+    match query.split('&').find_map(|pair| pair.strip_prefix("db=")) {
+        Some(db) => format!("{target} db {db}"),
+        None => target,
+    }
+}
+
+/// A Redis URL kept in settings: its `Debug` form is redacted, so a
+/// logged `Config` shows no password.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct RedisUrl(pub String);
+
+impl std::fmt::Debug for RedisUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", redact_url(&self.0))
     }
 }
 
@@ -39,9 +90,25 @@ fn split_userinfo(rest: &str) -> (String, &str) {
     }
 }
 
-const SENTINEL_SCHEME: &str = "redis+sentinel://";
+/// The scheme of a multi-host URL (`redis+sentinel://`, `rediss+cluster://`
+/// ...): whether its connections use TLS, and what follows the scheme.
+fn strip_scheme<'a>(url: &'a str, kind: &str) -> Option<(bool, &'a str)> {
+    if let Some(rest) = url.strip_prefix(&format!("redis+{kind}://")) {
+        Some((false, rest))
+    } else {
+        url.strip_prefix(&format!("rediss+{kind}://")).map(|rest| (true, rest))
+    }
+}
 
-/// A parsed `redis+sentinel://` URL.
+fn scheme(tls: bool) -> &'static str {
+    if tls {
+        "rediss"
+    } else {
+        "redis"
+    }
+}
+
+/// A parsed `redis+sentinel://` or `rediss+sentinel://` URL.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct SentinelUrl {
     /// `host:port` of each sentinel.
@@ -52,16 +119,38 @@ pub(crate) struct SentinelUrl {
     pub db: i64,
     /// `user:password@` for the data nodes, or empty.
     pub userinfo: String,
+    /// `user:password@` for the sentinels themselves (`sentinel_username`,
+    /// `sentinel_password` query parameters), or empty.
+    pub sentinel_userinfo: String,
+    /// TLS to sentinels and data nodes alike (`rediss+sentinel://`).
+    pub tls: bool,
 }
 
 impl SentinelUrl {
     /// `None` when `url` is not a sentinel URL; an error naming it when it
     /// is one but malformed.
     pub fn parse(url: &str) -> Result<Option<SentinelUrl>> {
-        let Some(rest) = url.strip_prefix(SENTINEL_SCHEME) else {
+        let Some((tls, rest)) = strip_scheme(url, "sentinel") else {
             return Ok(None);
         };
         let bad = |reason: &str| Error::config("redis_url", redact_url(url), reason);
+        let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let (mut sentinel_user, mut sentinel_password) = ("", "");
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            match pair.split_once('=') {
+                Some(("sentinel_username", value)) => sentinel_user = value,
+                Some(("sentinel_password", value)) => sentinel_password = value,
+                _ => {
+                    return Err(bad(
+                        "takes only the query parameters sentinel_username and sentinel_password",
+                    ))
+                }
+            }
+        }
+        let sentinel_userinfo = match (sentinel_user, sentinel_password) {
+            ("", "") => String::new(),
+            (user, password) => format!("{user}:{password}@"),
+        };
         let (userinfo, rest) = split_userinfo(rest);
         let mut parts = rest.splitn(3, '/');
         let hosts = parts.next().unwrap_or("");
@@ -97,18 +186,23 @@ impl SentinelUrl {
             service,
             db,
             userinfo,
+            sentinel_userinfo,
+            tls,
         }))
     }
 
     /// The URL of the data node at `address`, with this URL's credentials and db.
     pub fn node_url(&self, address: &str) -> String {
-        format!("redis://{}{address}/{}", self.userinfo, self.db)
+        format!("{}://{}{address}/{}", scheme(self.tls), self.userinfo, self.db)
+    }
+
+    /// The URL of the sentinel at `address`, with the sentinels' credentials.
+    pub fn sentinel_url(&self, address: &str) -> String {
+        format!("{}://{}{address}/", scheme(self.tls), self.sentinel_userinfo)
     }
 }
 
-const CLUSTER_SCHEME: &str = "redis+cluster://";
-
-/// A parsed `redis+cluster://` URL: the seed nodes' URLs.
+/// A parsed `redis+cluster://` or `rediss+cluster://` URL: the seed nodes' URLs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ClusterUrl {
     pub nodes: Vec<String>,
@@ -118,10 +212,13 @@ impl ClusterUrl {
     /// `None` when `url` is not a cluster URL; an error naming it when it
     /// is one but malformed.
     pub fn parse(url: &str) -> Result<Option<ClusterUrl>> {
-        let Some(rest) = url.strip_prefix(CLUSTER_SCHEME) else {
+        let Some((tls, rest)) = strip_scheme(url, "cluster") else {
             return Ok(None);
         };
         let bad = |reason: &str| Error::config("redis_url", redact_url(url), reason);
+        if rest.contains('?') {
+            return Err(bad("takes no query parameters"));
+        }
         let (userinfo, rest) = split_userinfo(rest);
         let hosts = rest.trim_end_matches('/');
         let mut nodes = Vec::new();
@@ -131,7 +228,7 @@ impl ClusterUrl {
                     "every node needs host:port (redis+cluster://host:port[,host:port...])",
                 ));
             }
-            nodes.push(format!("redis://{userinfo}{host}"));
+            nodes.push(format!("{}://{userinfo}{host}", scheme(tls)));
         }
         if nodes.is_empty() {
             return Err(bad("names no node (redis+cluster://host:port[,host:port...])"));
@@ -149,6 +246,38 @@ mod tests {
         assert_eq!(redact_url("redis://u:pw@h:1/0"), "redis://u:***@h:1/0");
         assert_eq!(redact_url("redis://:pw@h"), "redis://:***@h");
         assert_eq!(redact_url("redis://h:1"), "redis://h:1");
+        assert_eq!(redact_url("redis://u@h"), "redis://***@h");
+        assert_eq!(
+            redact_url("unix:///run/redis.sock?db=2&pass=s3cret"),
+            "unix:///run/redis.sock?db=2&pass=***"
+        );
+        assert_eq!(
+            redact_url("redis+unix:///r.sock?password=s3cret"),
+            "redis+unix:///r.sock?password=***"
+        );
+        assert_eq!(
+            redact_url("redis+cluster://u:s3cret@a:1,b:2/"),
+            "redis+cluster://u:***@a:1,b:2/"
+        );
+        assert_eq!(
+            redact_url("rediss+sentinel://:s3cret@a:1,b:2/mymaster/0?sentinel_password=s3cret2"),
+            "rediss+sentinel://:***@a:1,b:2/mymaster/0?sentinel_password=***"
+        );
+        assert_eq!(redact_url("u:s3cret@h:1"), "***@h:1");
+    }
+
+    #[test]
+    fn the_footer_target_has_no_credential() {
+        assert_eq!(display_target("redis://u:pw@h:1/3"), "redis://h:1/3");
+        assert_eq!(display_target("unix:///r.sock?pass=pw&db=2"), "unix:///r.sock db 2");
+        assert_eq!(
+            display_target("redis+sentinel://:pw@a:1,b:2/m/0"),
+            "redis+sentinel://a:1,b:2/m/0"
+        );
+        assert_eq!(
+            format!("{:?}", RedisUrl("redis://u:pw@h".into())),
+            "\"redis://u:***@h\""
+        );
     }
 
     #[test]
@@ -160,6 +289,13 @@ mod tests {
         assert_eq!((url.service.as_str(), url.db), ("mymaster", 3));
         assert_eq!(url.node_url("10.0.0.1:6380"), "redis://u:p@10.0.0.1:6380/3");
         assert_eq!(SentinelUrl::parse("redis://a:1/0").unwrap(), None);
+        assert_eq!(url.sentinel_url("a:1"), "redis://a:1/");
+        let tls = SentinelUrl::parse("rediss+sentinel://:p@a:1/m?sentinel_username=s&sentinel_password=q")
+            .unwrap()
+            .unwrap();
+        assert_eq!(tls.node_url("n:2"), "rediss://:p@n:2/0");
+        assert_eq!(tls.sentinel_url("a:1"), "rediss://s:q@a:1/");
+        assert!(SentinelUrl::parse("redis+sentinel://a:1/m?password=x").is_err());
         for bad in [
             "redis+sentinel://a:1",
             "redis+sentinel:///svc",
@@ -176,6 +312,8 @@ mod tests {
         let url = ClusterUrl::parse("redis+cluster://u:p@a:1,b:2/").unwrap().unwrap();
         assert_eq!(url.nodes, vec!["redis://u:p@a:1", "redis://u:p@b:2"]);
         assert_eq!(ClusterUrl::parse("redis://a:1").unwrap(), None);
+        let tls = ClusterUrl::parse("rediss+cluster://a:1").unwrap().unwrap();
+        assert_eq!(tls.nodes, vec!["rediss://a:1"]);
         assert!(ClusterUrl::parse("redis+cluster://a").is_err());
         assert!(ClusterUrl::parse("redis+cluster://").is_err());
     }

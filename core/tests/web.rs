@@ -4,6 +4,7 @@
 //! and a 100,000-entry dead set pages by range query.
 
 mod common;
+mod web_common;
 
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
@@ -11,100 +12,12 @@ use axum::Router;
 use cogworker::web::{router, WebOptions};
 use cogworker::{Api, Client, Failure, Job, JobSet, Lifecycle, Retry, Worker};
 use common::*;
-use http_body_util::BodyExt;
 use serde_json::json;
 use std::time::{Duration, Instant};
-use tower::ServiceExt;
+use web_common::*;
 
 const NS: &str = "cogworker";
 const XSS: &str = "<img src=x onerror=alert(1)><script>alert(2)</script>";
-
-struct Page {
-    status: StatusCode,
-    headers: axum::http::HeaderMap,
-    body: String,
-}
-
-async fn send(app: &Router, request: Request<Body>) -> Page {
-    let response = app.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    let headers = response.headers().clone();
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    Page {
-        status,
-        headers,
-        body: String::from_utf8_lossy(&bytes).into_owned(),
-    }
-}
-
-async fn get(app: &Router, path: &str) -> Page {
-    send(
-        app,
-        Request::get(path)
-            .header(header::HOST, "localhost")
-            .body(Body::empty())
-            .unwrap(),
-    )
-    .await
-}
-
-/// A browser session: the CSRF cookie from a first GET, repeated in forms.
-struct Session {
-    app: Router,
-    token: String,
-}
-
-impl Session {
-    async fn open(app: &Router) -> Session {
-        let page = get(app, "/").await;
-        assert_eq!(page.status, StatusCode::OK, "{}", page.body);
-        let cookie = page.headers.get(header::SET_COOKIE).unwrap().to_str().unwrap();
-        let token = cookie.split(';').next().unwrap().split_once('=').unwrap().1.to_string();
-        assert!(
-            cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
-            "{cookie}"
-        );
-        Session {
-            app: app.clone(),
-            token,
-        }
-    }
-
-    async fn post(&self, path: &str, fields: &[(&str, &str)]) -> Page {
-        let mut form = form_body(fields);
-        form.push_str(&format!("&csrf={}", self.token));
-        self.post_raw(path, form, Some("http://localhost")).await
-    }
-
-    async fn post_raw(&self, path: &str, form: String, origin: Option<&str>) -> Page {
-        let mut request = Request::post(path)
-            .header(header::HOST, "localhost")
-            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-            .header(header::COOKIE, format!("cogworker_csrf={}", self.token));
-        if let Some(origin) = origin {
-            request = request.header(header::ORIGIN, origin);
-        }
-        send(&self.app, request.body(Body::from(form)).unwrap()).await
-    }
-}
-
-fn form_body(fields: &[(&str, &str)]) -> String {
-    let mut form = String::from("x=1");
-    for (k, v) in fields {
-        let v: String = url_encode(v);
-        form.push_str(&format!("&{k}={v}"));
-    }
-    form
-}
-
-fn url_encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
 
 /// Seeds: three dead jobs (one with an XSS payload in its args and error),
 /// one retrying, one scheduled, jobs on two queues.
@@ -366,7 +279,7 @@ async fn basic_auth_when_configured() {
     assert!(page.headers.get(header::WWW_AUTHENTICATE).is_some());
     let request = |auth: &str| {
         Request::get("/")
-            .header(header::HOST, "localhost")
+            .header(header::HOST, HOST)
             .header(header::AUTHORIZATION, auth)
             .body(Body::empty())
             .unwrap()
@@ -409,6 +322,25 @@ async fn a_hundred_thousand_dead_jobs_page_and_search_quickly() {
     let found = get(&app, "/sets/dead?q=Needle").await;
     let searched = started.elapsed();
     assert!(found.body.contains(&format!("{:024x}", 77_777)) && found.body.contains("1 matching"));
+    // A search that finds nothing stops after a bounded step (entries or
+    // time) and offers to go on from there, until the set's end.
+    let mut path = "/sets/dead?q=NoSuchClass".to_string();
+    let mut steps = Vec::new();
+    loop {
+        let page = get(&app, &path).await;
+        assert!(page.body.contains("0 matching"), "{}", page.body);
+        let Some(at) = page.body.find("&amp;from=") else { break };
+        let digits: String = page.body[at + 10..].chars().take_while(char::is_ascii_digit).collect();
+        let from: u64 = digits.parse().unwrap();
+        assert!(
+            from <= cogworker::SEARCH_SCAN_MAX * (steps.len() as u64 + 1),
+            "bounded step"
+        );
+        assert!(steps.last().is_none_or(|last| from > *last), "progress");
+        steps.push(from);
+        path = format!("/sets/dead?q=NoSuchClass&from={from}");
+    }
+    assert!(!steps.is_empty() && *steps.last().unwrap() < 100_000, "{steps:?}");
     let by_jid = get(&app, &format!("/sets/dead?q={:024x}", 12_345)).await;
     assert!(by_jid.body.contains("[12345]"), "found by jid");
     eprintln!("100,000 dead: page 2000 in {paged:?}, class search in {searched:?}");

@@ -89,7 +89,13 @@ class Api:
 @final
 class WebServer:
     def __new__(
-        cls, config: Config, host: str = "127.0.0.1", port: int = 7890, auth: str | None = None
+        cls,
+        config: Config,
+        host: str | None = None,
+        port: int | None = None,
+        auth: str | None = None,
+        allowed_hosts: Sequence[str] = (),
+        insecure_no_auth: bool = False,
     ) -> WebServer: ...
     @property
     def url(self) -> str: ...

@@ -65,6 +65,19 @@ def _parser() -> argparse.ArgumentParser:
     web.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     web.add_argument("--port", type=int, default=7890, help="port (default 7890)")
     web.add_argument("--auth", metavar="USER:PASSWORD", help="require basic auth (or COGWORKER_WEB_AUTH)")
+    web.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="a Host name to serve besides localhost (a proxy's, a DNS name); repeatable "
+        "(or COGWORKER_WEB_ALLOWED_HOSTS, comma-separated)",
+    )
+    web.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="serve on a non-loopback --host without --auth (refused otherwise)",
+    )
     for name, arg, help_text in _core.admin_commands():
         admin = sub.add_parser(name, parents=[connection], help=help_text)
         if arg is not None:
@@ -157,8 +170,9 @@ def run_web(args: argparse.Namespace) -> int:
     from ._settings import make_config
 
     config = make_config(redis_url=args.redis_url, namespace=args.namespace)
-    auth = args.auth or os.environ.get("COGWORKER_WEB_AUTH") or None
-    server = _core.WebServer(config, args.host, args.port, auth)
+    server = _core.WebServer(
+        config, args.host, args.port, args.auth, args.allowed_host, args.insecure_no_auth
+    )
     print(f"cogworker web: {server.url}", flush=True)
 
     def stop(signum: int, _frame: Any) -> None:

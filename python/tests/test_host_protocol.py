@@ -6,6 +6,7 @@ raise BaseException. Afterwards the worker still runs jobs on every slot."""
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -72,6 +73,10 @@ def test_exit_from_a_job_is_its_failure_and_stops_the_worker(worker_factory, pus
     assert entry["job"]["error_class"] == error_class
     assert worker.wait(15), "the worker stopped"
     assert worker.join(5)
+    # Any float: infinity waits (here: returns at once), NaN is named.
+    assert worker.wait(math.inf) and worker.wait(-1.0)
+    with pytest.raises(cogworker.InvalidArgument, match="timeout"):
+        worker.wait(math.nan)
 
 
 def test_exit_in_a_job_ends_the_worker_process_with_0(configured, tmp_path) -> None:

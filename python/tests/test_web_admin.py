@@ -68,6 +68,60 @@ def test_web_refuses_a_bad_port_or_auth(redis_server: RedisServer):
     assert taken.returncode == 2 and "web.bind" in taken.stderr
 
 
+def test_web_refuses_an_open_address_without_credentials(redis_server: RedisServer):
+    refused = cli(redis_server, "web", "--host", "0.0.0.0", "--port", "0")
+    assert refused.returncode == 2, refused.stderr
+    assert "--auth" in refused.stderr and "--insecure-no-auth" in refused.stderr, refused.stderr
+
+
+def test_web_insecure_no_auth_warns_and_serves_only_allowed_hosts(redis_server: RedisServer):
+    env = {**worker_env(redis_server), "COGWORKER_WEB_ALLOWED_HOSTS": "jobs.example.com"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cogworker", "web", "--host", "0.0.0.0", "--port", "0", "--insecure-no-auth"],
+        env=env,
+        cwd=HERE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        port = int(line.rsplit(":", 1)[1].strip().rstrip("/"))
+        url = f"http://127.0.0.1:{port}/"
+
+        def status(host: str) -> tuple[int, str]:
+            request = urllib.request.Request(url, headers={"Host": host})
+            try:
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    return response.status, response.read().decode()
+            except urllib.error.HTTPError as e:
+                with e:
+                    return e.code, e.read().decode()
+
+        assert status("jobs.example.com")[0] == 200
+        assert status(f"localhost:{port}")[0] == 200
+        code, body = status(f"evil.example:{port}")
+        assert code == 403 and "--allowed-host" in body, body
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert exit_code(proc) == 0
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()
+        log = proc.stderr.read()
+        proc.stderr.close()
+    assert "WARN" in log and "WITHOUT credentials" in log, log
+
+
+def test_admin_output_shows_terminal_escapes_as_text(redis_server: RedisServer):
+    hostile = "mail\x1b]0;pwned\x07\x1b[2J"
+    redis_server.cli("SADD", "cogworker:queues", hostile)
+    redis_server.cli("LPUSH", f"cogworker:queue:{hostile}", json.dumps({"class": "X", "args": []}))
+    out = cli(redis_server, "queues").stdout
+    assert "\x1b" not in out and "\x07" not in out, repr(out)
+    assert "mail\\u{1b}]0;pwned\\u{7}\\u{1b}[2J" in out, out
+
+
 def test_admin_commands(redis_server: RedisServer):
     client = cogworker.Client(redis_url=redis_server.url)
     client.enqueue("Some.Job", 1)

@@ -16,6 +16,11 @@ class TestThreadsAndFork < Minitest::Test
     assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :<, 1.0
     worker.stop
     assert worker.wait(10)
+    # Any Float: infinity waits (here: returns at once, it has ended), NaN is named.
+    assert worker.wait(Float::INFINITY)
+    assert worker.wait(-1.0)
+    error = assert_raises(Cogworker::InvalidArgument) { worker.wait(Float::NAN) }
+    assert_match(/timeout/, error.message)
   end
 
   def test_a_forked_child_can_push_and_work

@@ -36,6 +36,45 @@ class TestWebAdmin < Minitest::Test
     out&.close
   end
 
+  def test_web_refuses_an_open_address_without_credentials_unless_told
+    _, err, status = cli('web', '--host', '0.0.0.0', '--port', '0')
+    assert_equal 2, status.exitstatus, err
+    assert_match(/--auth/, err)
+    env = { 'COGWORKER_REDIS_URL' => @redis.url }
+    out, writer = IO.pipe
+    log_r, log_w = IO.pipe
+    pid = spawn_child(env, 'ruby', EXE, 'web', '--host', '0.0.0.0', '--port', '0', '--insecure-no-auth',
+                      '--allowed-host', 'jobs.example.com', out: writer, err: log_w)
+    writer.close
+    log_w.close
+    port = Integer(out.gets[%r{:(\d+)/}, 1])
+    get = lambda do |host|
+      Net::HTTP.start('127.0.0.1', port) { |http| http.get('/', 'Host' => host) }
+    end
+    assert_equal '200', get.call('jobs.example.com').code
+    refused = get.call("evil.example:#{port}")
+    assert_equal '403', refused.code
+    assert_includes refused.body, '--allowed-host'
+  ensure
+    if pid
+      Process.kill('TERM', pid)
+      _, status = Process.wait2(pid)
+      assert status.success?
+      assert_match(/WITHOUT credentials/, log_r.read)
+    end
+    out&.close
+    log_r&.close
+  end
+
+  def test_admin_output_shows_terminal_escapes_as_text
+    hostile = "mail\e]0;pwned\a\e[2J"
+    @redis.cli('SADD', 'cogworker:queues', hostile)
+    @redis.cli('LPUSH', "cogworker:queue:#{hostile}", JSON.generate('class' => 'X', 'args' => []))
+    out, = cli('queues')
+    refute_match(/[\e\a]/, out)
+    assert_includes out, 'mail\\u{1b}]0;pwned\\u{7}\\u{1b}[2J'
+  end
+
   def test_admin_commands
     Cogworker::Client.push('Some::Job', [1])
     @redis.cli('ZADD', 'cogworker:dead', '1', JSON.generate('class' => 'Dead::Job', 'args' => [], 'queue' => 'default', 'jid' => 'd' * 24))

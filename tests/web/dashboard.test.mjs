@@ -4,31 +4,16 @@
 // live chart draws; a dead job whose args hold an HTML/script payload is
 // shown as text (no alert, no injected element); a dead job is retried by
 // clicking; a screenshot goes to target/dashboard.png (or $SCREENSHOT).
-import { spawn } from "node:child_process";
-import { once } from "node:events";
-import { createInterface } from "node:readline";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import assert from "node:assert/strict";
-import { chromium } from "playwright-core";
+import { finish, launchChromium, root, startDemo } from "./demo.mjs";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const demo = path.join(root, "target/debug/examples/web_demo");
 const XSS = "<img src=x onerror=alert(1)><script>alert(2)</script>";
 
-const server = spawn(demo, ["--port", "0"], { stdio: ["ignore", "pipe", "inherit"] });
-const firstLine = await Promise.race([
-  once(createInterface({ input: server.stdout }), "line").then(([line]) => line),
-  new Promise((_, reject) => setTimeout(() => reject(new Error("web_demo did not start in 60 s")), 60_000)),
-]);
-const base = firstLine.replace("cogworker web: ", "").trim();
+const { server, base } = await startDemo();
 assert.match(base, /^http:\/\/127\.0\.0\.1:\d+\/$/);
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"],
-});
+const browser = await launchChromium();
 const dialogs = [];
 const cspViolations = [];
 let failed = false;
@@ -83,12 +68,6 @@ try {
   failed = true;
   console.error(error);
 } finally {
-  await browser.close();
-  server.kill("SIGTERM");
-  const [code] = await once(server, "exit");
-  if (code !== 0) {
-    console.error(`web_demo exited with ${code}`);
-    failed = true;
-  }
+  if (!(await finish(browser, server))) failed = true;
 }
 process.exit(failed ? 1 : 0);

@@ -3,7 +3,7 @@
 
 use cogworker::host::{self, Waited};
 use pyo3::prelude::*;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// `poll` (blocking up to the time it is given) until it yields: `None`
 /// once `timeout` (seconds; `None`: forever) passes. A signal handler that
@@ -13,7 +13,7 @@ pub fn wait<T: Send>(
     timeout: Option<f64>,
     poll: impl FnMut(Duration) -> Option<T> + Send,
 ) -> PyResult<Option<T>> {
-    let deadline = timeout.map(|t| Instant::now() + Duration::from_secs_f64(t.clamp(0.0, 1e9)));
+    let deadline = host::deadline_after(timeout).map_err(crate::errors::to_py)?;
     let mut raised = None;
     let waited = py.detach(|| {
         host::wait(deadline, poll, || {

@@ -5,7 +5,7 @@ use crate::blocking;
 use crate::config::PyConfig;
 use crate::errors::to_py;
 use cogworker::testing::RedisServer;
-use cogworker::web::{BackgroundWeb, WebOptions};
+use cogworker::web::{BackgroundWeb, WebArgs, WebOptions};
 use pyo3::prelude::*;
 
 #[pyclass(name = "WebServer", module = "cogworker._core")]
@@ -15,11 +15,27 @@ pub struct PyWebServer {
 
 #[pymethods]
 impl PyWebServer {
-    /// Binds `host:port` and starts serving; `auth` is `user:password`.
+    /// `cogworker web`: binds `host:port` and starts serving; the core
+    /// fills in what is not given from the environment.
     #[new]
-    #[pyo3(signature = (config, host="127.0.0.1", port=7890, auth=None))]
-    fn new(py: Python<'_>, config: &PyConfig, host: &str, port: u16, auth: Option<&str>) -> PyResult<Self> {
-        let options = WebOptions::from_cli(host, port, auth).map_err(to_py)?;
+    #[pyo3(signature = (config, host=None, port=None, auth=None, allowed_hosts=Vec::new(), insecure_no_auth=false))]
+    fn new(
+        py: Python<'_>,
+        config: &PyConfig,
+        host: Option<String>,
+        port: Option<u16>,
+        auth: Option<String>,
+        allowed_hosts: Vec<String>,
+        insecure_no_auth: bool,
+    ) -> PyResult<Self> {
+        let args = WebArgs {
+            host,
+            port,
+            auth,
+            allowed_hosts,
+            insecure_no_auth,
+        };
+        let options = WebOptions::from_cli(&args).map_err(to_py)?;
         let inner = py
             .detach(|| BackgroundWeb::start(&config.inner, &options))
             .map_err(to_py)?;

@@ -66,7 +66,7 @@ pub fn wait<T>(
     timeout: Option<f64>,
     mut poll: impl FnMut(Duration) -> Option<T>,
 ) -> Result<Option<T>, Error> {
-    let deadline = timeout.map(|t| Instant::now() + Duration::from_secs_f64(t.clamp(0.0, 1e9)));
+    let deadline = host::deadline_after(timeout).map_err(|e| crate::errors::to_ruby(ruby, e))?;
     loop {
         let waited = without_gvl(|flag| host::wait(deadline, &mut poll, || flag.load(Ordering::SeqCst)));
         match waited {

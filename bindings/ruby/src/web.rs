@@ -5,7 +5,7 @@ use crate::blocking::{self, nogvl};
 use crate::config::RbConfig;
 use crate::errors::to_ruby;
 use cogworker::testing::RedisServer;
-use cogworker::web::{BackgroundWeb, WebOptions};
+use cogworker::web::{BackgroundWeb, WebArgs, WebOptions};
 use magnus::{Error, Ruby};
 
 #[magnus::wrap(class = "Cogworker::Native::WebServer", free_immediately, size)]
@@ -14,9 +14,25 @@ pub struct RbWebServer {
 }
 
 impl RbWebServer {
-    /// Binds `host:port` and starts serving; `auth` is `user:password`.
-    pub fn new(ruby: &Ruby, config: &RbConfig, host: String, port: u16, auth: Option<String>) -> Result<Self, Error> {
-        let options = WebOptions::from_cli(&host, port, auth.as_deref()).map_err(|e| to_ruby(ruby, e))?;
+    /// `cogworker web`: binds `host:port` and starts serving; the core
+    /// fills in what is not given from the environment.
+    pub fn new(
+        ruby: &Ruby,
+        config: &RbConfig,
+        host: Option<String>,
+        port: Option<u16>,
+        auth: Option<String>,
+        allowed_hosts: Vec<String>,
+        insecure_no_auth: bool,
+    ) -> Result<Self, Error> {
+        let args = WebArgs {
+            host,
+            port,
+            auth,
+            allowed_hosts,
+            insecure_no_auth,
+        };
+        let options = WebOptions::from_cli(&args).map_err(|e| to_ruby(ruby, e))?;
         let config = config.config();
         let inner = nogvl(ruby, || BackgroundWeb::start(&config, &options))?.map_err(|e| to_ruby(ruby, e))?;
         Ok(RbWebServer { inner })

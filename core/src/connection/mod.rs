@@ -93,7 +93,10 @@ impl ClusterBackend {
             .connection_timeout(CONNECT_TIMEOUT)
             .response_timeout(COMMAND_TIMEOUT)
             .build()
-            .map_err(|e| Error::config("redis_url", url.nodes.join(","), e))?;
+            .map_err(|e| {
+                let nodes: Vec<String> = url.nodes.iter().map(|n| crate::redis_url::redact_url(n)).collect();
+                Error::config("redis_url", nodes.join(","), e)
+            })?;
         let shared = client.get_pending_async_connection_with_config(cluster_config(COMMAND_TIMEOUT));
         Ok(ClusterBackend {
             client,

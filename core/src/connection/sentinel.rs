@@ -1,4 +1,6 @@
-//! Redis Sentinel: `redis+sentinel://[user:password@]host:port[,host:port...]/service[/db]`.
+//! Redis Sentinel: `redis+sentinel://[user:password@]host:port[,host:port...]/service[/db]`
+//! (`rediss+sentinel://` for TLS to sentinels and nodes; the sentinels'
+//! own credentials in `?sentinel_username=...&sentinel_password=...`).
 //! The sentinels are asked which node is the master of `service`; the
 //! connection layer follows it when it changes (see `connection.rs`).
 
@@ -22,7 +24,7 @@ impl SentinelUrl {
     }
 
     async fn ask(&self, sentinel: &str) -> std::result::Result<String, String> {
-        let client = redis::Client::open(format!("redis://{sentinel}/")).map_err(|e| e.to_string())?;
+        let client = redis::Client::open(self.sentinel_url(sentinel)).map_err(|e| e.to_string())?;
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(SENTINEL_TIMEOUT))
             .set_response_timeout(Some(SENTINEL_TIMEOUT));

@@ -91,6 +91,7 @@ pub async fn run(api: &Api, command: &str, arg: Option<&str>) -> Result<String> 
         }
         (_, arg) => arg.unwrap_or_default(),
     };
+    let shown_target = shown(target);
     let mut out = String::new();
     match command {
         "stats" => {
@@ -109,23 +110,30 @@ pub async fn run(api: &Api, command: &str, arg: Option<&str>) -> Result<String> 
             let _ = writeln!(out, "{:<24} {:>10} {:>10}  STATE", "QUEUE", "SIZE", "LATENCY");
             for q in api.queues().await? {
                 let state = if q.paused { "paused" } else { "running" };
-                let _ = writeln!(out, "{:<24} {:>10} {:>9.1}s  {state}", q.name, q.size, q.latency);
+                let _ = writeln!(
+                    out,
+                    "{:<24} {:>10} {:>9.1}s  {state}",
+                    shown(&q.name),
+                    q.size,
+                    q.latency
+                );
             }
         }
         "processes" => {
             for p in api.processes().await? {
-                let queues: Vec<&str> = p.info["queues"]
+                let queues: Vec<String> = p.info["queues"]
                     .as_array()
                     .into_iter()
                     .flatten()
                     .filter_map(|q| q.as_str())
+                    .map(shown)
                     .collect();
                 let quiet = if p.quiet { "  quiet" } else { "" };
-                let concurrency = &p.info["concurrency"];
+                let concurrency = shown(&p.info["concurrency"].to_string());
                 let _ = writeln!(
                     out,
                     "{}  busy {}/{concurrency}  queues {}{quiet}",
-                    p.identity,
+                    shown(&p.identity),
                     p.busy,
                     queues.join(" ")
                 );
@@ -133,28 +141,28 @@ pub async fn run(api: &Api, command: &str, arg: Option<&str>) -> Result<String> 
         }
         "busy" => {
             for b in api.busy().await? {
-                let class = b.job["class"].as_str().unwrap_or_default();
-                let jid = b.job["jid"].as_str().unwrap_or_default();
+                let class = shown(b.job["class"].as_str().unwrap_or_default());
+                let jid = shown(b.job["jid"].as_str().unwrap_or_default());
                 let _ = writeln!(
                     out,
                     "{}  {class} jid={jid} queue={}  {:.1}s",
-                    b.identity,
-                    b.queue,
+                    shown(&b.identity),
+                    shown(&b.queue),
                     now() - b.run_at
                 );
             }
         }
         "retry-all" => {
             let moved = api.retry_all(target.parse()?).await?;
-            let _ = writeln!(out, "retried {moved} job(s) from {target}");
+            let _ = writeln!(out, "retried {moved} job(s) from {shown_target}");
         }
         "clear" => {
             let deleted = api.clear_set(target.parse()?).await?;
-            let _ = writeln!(out, "deleted {deleted} job(s) from {target}");
+            let _ = writeln!(out, "deleted {deleted} job(s) from {shown_target}");
         }
         "clear-queue" => {
             let deleted = api.clear_queue(target).await?;
-            let _ = writeln!(out, "deleted {deleted} job(s) from queue {target}");
+            let _ = writeln!(out, "deleted {deleted} job(s) from queue {shown_target}");
         }
         "pause" | "unpause" | "quiet" | "stop" => {
             match command {
@@ -163,9 +171,42 @@ pub async fn run(api: &Api, command: &str, arg: Option<&str>) -> Result<String> 
                 "quiet" => api.quiet_process(target).await?,
                 _ => api.stop_process(target).await?,
             }
-            let _ = writeln!(out, "{command}: {target}");
+            let _ = writeln!(out, "{command}: {shown_target}");
         }
         _ => unreachable!("every command in COMMANDS is handled"),
     }
     Ok(out)
+}
+
+/// `text` safe to print on a terminal: control characters (ESC and the
+/// other C0/C1 codes) and bidirectional overrides are shown as `\u{..}`
+/// escapes, so a queue name or a job's class from Redis cannot move the
+/// cursor, recolour the screen or reorder what is shown.
+pub(crate) fn shown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let bidi = matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        if c.is_control() || bidi {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shown;
+
+    #[test]
+    fn terminal_escapes_from_redis_are_shown_not_sent() {
+        assert_eq!(shown("mail"), "mail");
+        assert_eq!(
+            shown("q\u{1b}[2J\u{1b}]0;pwned\u{7}"),
+            "q\\u{1b}[2J\\u{1b}]0;pwned\\u{7}"
+        );
+        assert_eq!(shown("a\u{9b}31m\u{202e}b\nc"), "a\\u{9b}31m\\u{202e}b\\u{a}c");
+        assert_eq!(shown("ünïcode ✓"), "ünïcode ✓");
+    }
 }

@@ -34,5 +34,5 @@ pub use failure::{HostFailure, RetryHint};
 pub use push::{payload_job, prepared_json, PushRequest};
 pub use session::{in_runtime, Session};
 pub use value::HostValue;
-pub use wait::{spawn, wait, Pending, Waited};
+pub use wait::{deadline_after, spawn, wait, Pending, Waited};
 pub use worker::HostWorker;

@@ -46,6 +46,27 @@ pub fn wait<T>(
     }
 }
 
+/// The deadline `timeout` seconds from now for [`wait`], whatever number a
+/// host passes: `None` (forever) for `None`, an infinite or an
+/// unrepresentably long timeout; now for zero or a negative one; an
+/// error naming `timeout` for NaN.
+pub fn deadline_after(timeout: Option<f64>) -> Result<Option<Instant>> {
+    let Some(seconds) = timeout else {
+        return Ok(None);
+    };
+    if seconds.is_nan() {
+        return Err(Error::invalid_argument(
+            "timeout",
+            seconds,
+            "must be a number of seconds, not NaN",
+        ));
+    }
+    let now = Instant::now();
+    Ok(Duration::try_from_secs_f64(seconds.max(0.0))
+        .ok()
+        .and_then(|duration| now.checked_add(duration)))
+}
+
 /// A core operation running on the global runtime (see [`spawn`]).
 pub struct Pending<T>(flume::Receiver<Result<T>>);
 
@@ -104,5 +125,18 @@ mod tests {
         );
         assert_eq!(got, Waited::Interrupted);
         assert!(started.elapsed() < Duration::from_secs(1));
+    }
+
+    #[test]
+    fn any_timeout_a_host_passes_gives_a_deadline_or_a_named_error() {
+        assert_eq!(deadline_after(None).unwrap(), None);
+        assert_eq!(deadline_after(Some(f64::INFINITY)).unwrap(), None);
+        assert_eq!(deadline_after(Some(1e300)).unwrap(), None);
+        let now = Instant::now();
+        assert!(deadline_after(Some(-5.0)).unwrap().unwrap() <= Instant::now());
+        assert!(deadline_after(Some(f64::NEG_INFINITY)).unwrap().unwrap() >= now);
+        assert!(deadline_after(Some(2.0)).unwrap().unwrap() > now + Duration::from_secs(1));
+        let err = deadline_after(Some(f64::NAN)).unwrap_err().to_string();
+        assert!(err.contains("timeout"), "{err}");
     }
 }

@@ -22,12 +22,34 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 /// Where and how the dashboard is served.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct WebOptions {
     /// Default `127.0.0.1:7890`.
     pub bind: SocketAddr,
     /// `user:password` required (HTTP basic auth) when set.
     pub credentials: Option<(String, String)>,
+    /// `Host` values served besides `127.0.0.1:<port>`, `localhost:<port>`,
+    /// `[::1]:<port>` and the bound address itself: the names a proxy or
+    /// a browser uses (`jobs.example.com`, `10.0.0.5:7890`). Any other
+    /// `Host` is refused, which is what stops DNS rebinding.
+    pub allowed_hosts: Vec<String>,
+    /// Serve on a non-loopback address without credentials (refused
+    /// otherwise), with a warning at start.
+    pub insecure_no_auth: bool,
+}
+
+impl std::fmt::Debug for WebOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebOptions")
+            .field("bind", &self.bind)
+            .field(
+                "credentials",
+                &self.credentials.as_ref().map(|(user, _)| format!("{user}:***")),
+            )
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("insecure_no_auth", &self.insecure_no_auth)
+            .finish()
+    }
 }
 
 impl Default for WebOptions {
@@ -35,9 +57,31 @@ impl Default for WebOptions {
         WebOptions {
             bind: SocketAddr::from(([127, 0, 0, 1], 7890)),
             credentials: None,
+            allowed_hosts: Vec::new(),
+            insecure_no_auth: false,
         }
     }
 }
+
+/// `cogworker web`'s command line, as each CLI parses it; what is not
+/// given comes from the environment (`COGWORKER_WEB_AUTH`,
+/// `COGWORKER_WEB_ALLOWED_HOSTS`, comma-separated).
+#[derive(Clone, Debug, Default)]
+pub struct WebArgs {
+    /// `--host` (default `127.0.0.1`).
+    pub host: Option<String>,
+    /// `--port` (default 7890).
+    pub port: Option<u16>,
+    /// `--auth user:password`.
+    pub auth: Option<String>,
+    /// `--allowed-host`, repeated.
+    pub allowed_hosts: Vec<String>,
+    /// `--insecure-no-auth`.
+    pub insecure_no_auth: bool,
+}
+
+pub(crate) const AUTH_ENV: &str = "COGWORKER_WEB_AUTH";
+pub(crate) const ALLOWED_HOSTS_ENV: &str = "COGWORKER_WEB_ALLOWED_HOSTS";
 
 impl WebOptions {
     /// `credentials` as `user:password`; the error names the setting.
@@ -55,43 +99,95 @@ impl WebOptions {
         }
     }
 
-    /// The options of `cogworker web`: `--host`, `--port`, `--auth`.
-    pub fn from_cli(host: &str, port: u16, auth: Option<&str>) -> Result<Self> {
+    /// The options of `cogworker web` (`--host`, `--port`, `--auth`,
+    /// `--allowed-host`, `--insecure-no-auth`), the environment filling in
+    /// what the command line leaves out.
+    pub fn from_cli(args: &WebArgs) -> Result<Self> {
         let mut options = WebOptions::default();
-        options.set_bind(host, port)?;
-        if let Some(auth) = auth {
-            options.set_credentials(auth)?;
+        options.set_bind(args.host.as_deref().unwrap_or("127.0.0.1"), args.port.unwrap_or(7890))?;
+        let env_auth = std::env::var(AUTH_ENV).ok().filter(|a| !a.is_empty());
+        if let Some(auth) = args.auth.clone().or(env_auth) {
+            options.set_credentials(&auth)?;
         }
+        let env_hosts = std::env::var(ALLOWED_HOSTS_ENV).unwrap_or_default();
+        let hosts: Vec<&str> = args
+            .allowed_hosts
+            .iter()
+            .map(String::as_str)
+            .chain(env_hosts.split(','))
+            .map(str::trim)
+            .filter(|h| !h.is_empty())
+            .collect();
+        options.set_allowed_hosts(&hosts)?;
+        options.insecure_no_auth = args.insecure_no_auth;
         Ok(options)
     }
 
     /// The address to listen on; the error names the setting.
     pub fn set_bind(&mut self, host: &str, port: u16) -> Result<&mut Self> {
         let address = format!("{host}:{port}");
+        let ipv6 = format!("[{host}]:{port}");
         self.bind = address
             .parse()
+            .or_else(|_| ipv6.parse())
             .map_err(|_| Error::config("web.bind", &address, "must be an IP address and a port"))?;
         Ok(self)
+    }
+
+    /// Extra `Host` values to serve (`name` or `name:port`); the error
+    /// names the setting and the value.
+    pub fn set_allowed_hosts(&mut self, hosts: &[&str]) -> Result<&mut Self> {
+        let mut allowed = Vec::with_capacity(hosts.len());
+        for host in hosts {
+            allowed.push(security::check_allowed_host(host)?);
+        }
+        self.allowed_hosts = allowed;
+        Ok(self)
+    }
+
+    /// Refuses an address other machines can reach without credentials,
+    /// unless `insecure_no_auth` says so.
+    fn check_exposure(&self) -> Result<()> {
+        if self.bind.ip().is_loopback() || self.credentials.is_some() || self.insecure_no_auth {
+            return Ok(());
+        }
+        Err(Error::config(
+            "web.bind",
+            self.bind,
+            "is reachable from other machines and no credentials are set: give --auth USER:PASSWORD \
+             (or COGWORKER_WEB_AUTH), or --insecure-no-auth to serve it open anyway",
+        ))
     }
 }
 
 pub(crate) struct WebState {
     pub api: Api,
     pub namespace: String,
-    pub redis_url: String,
+    /// Where Redis is, as the footer shows it: host, port and db only.
+    pub redis_target: String,
     pub credentials: Option<(String, String)>,
+    pub hosts: security::HostAllowList,
+    pub csrf: security::CsrfKey,
 }
 
 pub(crate) type State = Arc<WebState>;
 
-/// The dashboard as an axum router (needs a tokio runtime; connects lazily).
+/// The dashboard as an axum router (needs a tokio runtime; connects
+/// lazily), serving the `Host` names of `options.bind`'s port and
+/// `options.allowed_hosts`.
 pub fn router(config: &Config, options: &WebOptions) -> Result<Router> {
+    build_router(config, options, options.bind)
+}
+
+fn build_router(config: &Config, options: &WebOptions, bound: SocketAddr) -> Result<Router> {
     let client = Client::new(config)?;
     let state = Arc::new(WebState {
         api: Api::new(client),
         namespace: config.namespace().to_string(),
-        redis_url: config.redis_url_redacted(),
+        redis_target: crate::redis_url::display_target(config.redis_url()),
         credentials: options.credentials.clone(),
+        hosts: security::HostAllowList::new(bound, &options.allowed_hosts),
+        csrf: security::CsrfKey::random(),
     });
     let app = Router::new()
         .route("/", get(pages::dashboard))
@@ -120,18 +216,25 @@ pub struct WebServer {
     listener: tokio::net::TcpListener,
     app: Router,
     credentials: bool,
+    insecure: bool,
 }
 
-/// Binds the dashboard's address (an error names it: in use, not local...).
+/// Binds the dashboard's address (an error names it: in use, not local,
+/// or reachable from other machines without credentials).
 pub async fn bind(config: &Config, options: &WebOptions) -> Result<WebServer> {
-    let app = router(config, options)?;
+    options.check_exposure()?;
     let listener = tokio::net::TcpListener::bind(options.bind)
         .await
         .map_err(|e| Error::config("web.bind", options.bind, e))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| Error::config("web.bind", options.bind, e))?;
+    let app = build_router(config, options, bound)?;
     Ok(WebServer {
         listener,
         app,
         credentials: options.credentials.is_some(),
+        insecure: !bound.ip().is_loopback() && options.credentials.is_none(),
     })
 }
 
@@ -144,10 +247,17 @@ impl WebServer {
     /// Serves until `shutdown` resolves.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
         let address = self.local_addr();
-        tracing::info!(
-            "cogworker web on http://{address}/{}",
-            if self.credentials { " (basic auth required)" } else { "" }
-        );
+        if self.insecure {
+            tracing::warn!(
+                "cogworker web on http://{address}/ is open to other machines WITHOUT credentials \
+                 (--insecure-no-auth): anyone who reaches it can delete and run jobs"
+            );
+        } else {
+            tracing::info!(
+                "cogworker web on http://{address}/{}",
+                if self.credentials { " (basic auth required)" } else { "" }
+            );
+        }
         axum::serve(self.listener, self.app)
             .with_graceful_shutdown(shutdown)
             .await

@@ -22,7 +22,11 @@ pub(crate) struct WebError(pub StatusCode, pub String);
 
 impl From<crate::Error> for WebError {
     fn from(e: crate::Error) -> Self {
-        WebError(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
+        let status = match e {
+            crate::Error::InvalidArgument { .. } => StatusCode::BAD_REQUEST,
+            _ => StatusCode::SERVICE_UNAVAILABLE,
+        };
+        WebError(status, e.to_string())
     }
 }
 
@@ -122,12 +126,16 @@ fn args_text(job: &Job) -> String {
     crate::job::safe_string(text, 300)
 }
 
+/// Pages past this are clamped: `(page - 1) * PAGE_SIZE` must not overflow.
+const PAGE_MAX: isize = 1_000_000_000;
+
 fn page_number(params: &HashMap<String, String>) -> isize {
     params
         .get("page")
-        .and_then(|p| p.parse().ok())
+        .and_then(|p| p.parse::<isize>().ok())
         .filter(|p| *p >= 1)
         .unwrap_or(1)
+        .min(PAGE_MAX)
 }
 
 fn pager(base: &str, page: isize, total: u64) -> Markup {
@@ -174,7 +182,7 @@ pub(crate) async fn dashboard(Extension(csrf): Extension<CsrfToken>, state: axum
             h2 { "Queues" }
             (queue_table(&queues, &csrf))
         }
-        p.sub { "Redis " (state.redis_url) " · namespace " (state.namespace) }
+        p.sub { "Redis " (state.redis_target) " · namespace " (state.namespace) }
     };
     Ok(layout("Dashboard", "/", &csrf, body))
 }
@@ -307,12 +315,16 @@ pub(crate) async fn set(
     let page = page_number(&params);
     let search = params.get("q").map(|q| q.trim()).filter(|q| !q.is_empty());
     let total = state.api.set_size(set).await?;
-    let entries: Vec<SetEntry> = match search {
+    let from: u64 = params.get("from").and_then(|f| f.parse().ok()).unwrap_or(0);
+    let (entries, next): (Vec<SetEntry>, Option<u64>) = match search {
         Some(q) if q.len() == 24 && q.chars().all(|c| c.is_ascii_hexdigit()) => {
-            state.api.find_in_set(set, q).await?.into_iter().collect()
+            (state.api.find_in_set(set, q).await?.into_iter().collect(), None)
         }
-        Some(q) => state.api.search_set(set, q, PAGE_SIZE as usize).await?,
-        None => state.api.set_page(set, (page - 1) * PAGE_SIZE, PAGE_SIZE).await?,
+        Some(q) => {
+            let step = state.api.search_set_from(set, q, from, PAGE_SIZE as usize).await?;
+            (step.found, step.next)
+        }
+        None => (state.api.set_page(set, (page - 1) * PAGE_SIZE, PAGE_SIZE).await?, None),
     };
     let base = format!("/sets/{name}");
     let when = match set {
@@ -322,7 +334,7 @@ pub(crate) async fn set(
     };
     let body = html! {
         form.search method="get" action=(base) {
-            input type="search" name="q" placeholder="class or jid" value=(search.unwrap_or(""));
+            input type="search" name="q" placeholder="class or jid" maxlength=(crate::api::SEARCH_TEXT_MAX) value=(search.unwrap_or(""));
             button type="submit" { "Search" }
             @if search.is_some() { " " a href=(base) { "clear" } }
         }
@@ -362,6 +374,12 @@ pub(crate) async fn set(
             }
         }
         @if search.is_none() { (pager(&base, page, total)) }
+        @if let (Some(q), Some(next)) = (search, next.filter(|n| *n < total)) {
+            p.pager {
+                "searched the newest " (next) " of " (total) " · "
+                a href=(format!("{base}?q={}&from={next}", urlencode(q))) { "search further →" }
+            }
+        }
     };
     Ok(layout(set_title(&name), &base, &csrf, body))
 }

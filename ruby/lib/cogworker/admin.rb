@@ -27,7 +27,7 @@ module Cogworker
     private
 
     def parse(command, argv)
-      options = { host: '127.0.0.1', port: 7890, auth: ENV.fetch('COGWORKER_WEB_AUTH', nil) }
+      options = { host: '127.0.0.1', port: 7890, allowed_hosts: [], insecure_no_auth: false }
       OptionParser.new do |o|
         o.banner = "usage: cogworker #{command} [options]#{' ARG' if WITH_TARGET.include?(command)}"
         o.on('--redis-url URL', 'Redis (default COGWORKER_REDIS_URL, REDIS_URL)') { |v| options[:redis_url] = v }
@@ -36,13 +36,20 @@ module Cogworker
           o.on('--host HOST', 'address to bind (default 127.0.0.1)') { |v| options[:host] = v }
           o.on('--port PORT', Integer, 'port (default 7890)') { |v| options[:port] = v }
           o.on('--auth USER:PASSWORD', 'require basic auth (or COGWORKER_WEB_AUTH)') { |v| options[:auth] = v }
+          o.on('--allowed-host HOST[:PORT]',
+               'a Host name to serve besides localhost; repeatable (or COGWORKER_WEB_ALLOWED_HOSTS)') do |v|
+            options[:allowed_hosts] << v
+          end
+          o.on('--insecure-no-auth', 'serve on a non-loopback --host without --auth') { options[:insecure_no_auth] = true }
         end
       end.parse!(argv)
       options
     end
 
     def web(config, options)
-      server = Native::WebServer.new(config.native, options[:host], options[:port], options[:auth])
+      Native.init_logging(false)
+      server = Native::WebServer.new(config.native, options[:host], options[:port], options[:auth],
+                                     options[:allowed_hosts], options[:insecure_no_auth])
       @out.puts "cogworker web: #{server.url}"
       @out.flush
       stopping = false
