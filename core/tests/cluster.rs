@@ -5,78 +5,13 @@
 
 mod common;
 
-use cogworker::{Api, Client, Config, Failure, Job, JobSet, Periodic, Retry, Worker};
+use cogworker::{Api, Client, Failure, Job, JobSet, Periodic, Retry, Worker};
+use common::cluster::{Cluster, NS};
 use common::*;
-use redis::AsyncCommands;
 use serde_json::json;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-const NS: &str = "{cogworker}";
-
-/// Three cluster-enabled servers joined with `redis-cli --cluster create`.
-struct Cluster {
-    nodes: Vec<TestRedis>,
-}
-
-impl Cluster {
-    fn start() -> Cluster {
-        let nodes: Vec<TestRedis> = (0..3).map(|_| TestRedis::start_cluster_node()).collect();
-        let mut create = Command::new("redis-cli");
-        create.arg("--cluster").arg("create");
-        for node in &nodes {
-            create.arg(format!("127.0.0.1:{}", node.port));
-        }
-        let status = create
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(status.success(), "redis-cli --cluster create failed");
-        let cluster = Cluster { nodes };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !cluster.ready() {
-            assert!(Instant::now() < deadline, "the cluster did not become ok");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        cluster
-    }
-
-    fn ready(&self) -> bool {
-        self.nodes.iter().all(|node| {
-            let mut conn = node.sync_conn();
-            let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut conn).unwrap_or_default();
-            info.contains("cluster_state:ok")
-        })
-    }
-
-    fn url(&self) -> String {
-        let hosts: Vec<String> = self.nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
-        format!("redis+cluster://{}", hosts.join(","))
-    }
-
-    fn config(&self) -> Config {
-        let mut config = self.nodes[0].config();
-        config.set_redis_url(&self.url()).unwrap();
-        config.set_namespace(NS).unwrap();
-        config
-    }
-
-    /// A plain connection to the node that owns the namespace's slot.
-    async fn owner(&self) -> redis::aio::MultiplexedConnection {
-        for node in &self.nodes {
-            let mut conn = node.conn().await;
-            let owns: redis::RedisResult<i64> = conn.llen(format!("{NS}:queue:probe")).await;
-            if owns.is_ok() {
-                return conn;
-            }
-        }
-        panic!("no node owns the namespace slot");
-    }
-}
+use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_run_retry_schedule_unique_and_periodic_on_a_cluster() {

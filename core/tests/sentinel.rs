@@ -6,82 +6,13 @@
 mod common;
 
 use cogworker::{Client, Config, Job, Worker};
+use common::sentinel::{Sentinel, SERVICE};
 use common::*;
 use redis::AsyncCommands;
 use serde_json::json;
 use std::collections::HashMap;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-const SERVICE: &str = "mymaster";
-
-/// A `redis-server --sentinel` process, stopped by pid on drop.
-struct Sentinel {
-    port: u16,
-    child: Child,
-    dir: PathBuf,
-}
-
-impl Sentinel {
-    fn start(master_port: u16) -> Sentinel {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let dir = std::env::temp_dir().join(format!("cogworker-sentinel-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let conf = dir.join("sentinel.conf");
-        std::fs::write(
-            &conf,
-            format!(
-                "port {port}\nbind 127.0.0.1\ndir {}\n\
-                 sentinel monitor {SERVICE} 127.0.0.1 {master_port} 2\n\
-                 sentinel down-after-milliseconds {SERVICE} 2000\n\
-                 sentinel failover-timeout {SERVICE} 10000\n\
-                 sentinel parallel-syncs {SERVICE} 1\n",
-                dir.display()
-            ),
-        )
-        .unwrap();
-        let child = Command::new("redis-server")
-            .arg(&conf)
-            .arg("--sentinel")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        Sentinel { port, child, dir }
-    }
-
-    async fn ask(&self, args: &[&str]) -> redis::RedisResult<redis::Value> {
-        let client = redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?;
-        let mut conn = client.get_multiplexed_async_connection().await?;
-        redis::cmd("SENTINEL").arg(args).query_async(&mut conn).await
-    }
-
-    async fn master_port(&self) -> Option<u16> {
-        let client = redis::Client::open(format!("redis://127.0.0.1:{}/", self.port)).ok()?;
-        let mut conn = client.get_multiplexed_async_connection().await.ok()?;
-        let (_host, port): (String, u16) = redis::cmd("SENTINEL")
-            .arg("get-master-addr-by-name")
-            .arg(SERVICE)
-            .query_async(&mut conn)
-            .await
-            .ok()?;
-        Some(port)
-    }
-}
-
-impl Drop for Sentinel {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
 
 /// A field of `INFO replication` on the server at `port`.
 async fn replication(port: u16, field: &str) -> String {

@@ -6,98 +6,15 @@ mod common;
 
 use cogworker::{Client, Job};
 use common::*;
-use std::process::Command;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-fn openssl(dir: &std::path::Path, args: &[&str]) {
-    let status = Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .expect("openssl must be installed");
-    assert!(status.success(), "openssl {args:?}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_and_acl_user() {
-    let dir = std::env::temp_dir().join(format!("cogworker-tls-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    openssl(
-        &dir,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.crt",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=cogworker-test-ca",
-        ],
-    );
-    openssl(
-        &dir,
-        &[
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            "server.key",
-            "-out",
-            "server.csr",
-            "-subj",
-            "/CN=127.0.0.1",
-        ],
-    );
-    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
-    openssl(
-        &dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "server.crt",
-            "-days",
-            "1",
-            "-extfile",
-            "san.ext",
-        ],
-    );
-    let tls_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
-    let path = |f: &str| dir.join(f).to_string_lossy().into_owned();
-    let redis = TestRedis::start_with(&[
-        "--tls-port",
-        &tls_port,
-        "--tls-cert-file",
-        &path("server.crt"),
-        "--tls-key-file",
-        &path("server.key"),
-        "--tls-ca-cert-file",
-        &path("ca.crt"),
-        "--tls-auth-clients",
-        "no",
-    ]);
+    let ca = tls::PrivateCa::create("tls");
+    let tls_port = tls::free_port();
+    let args = ca.server_args(tls_port);
+    let redis = TestRedis::start_with(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let mut conn = redis.conn().await;
     let _: () = redis::cmd("ACL")
         .arg(&["SETUSER", "worker", "on", ">s3cret", "~*", "&*", "+@all"][..])
@@ -105,7 +22,7 @@ async fn tls_and_acl_user() {
         .await
         .unwrap();
     // SAFETY: this binary has one test; nothing else reads the environment concurrently.
-    std::env::set_var("SSL_CERT_FILE", path("ca.crt"));
+    std::env::set_var("SSL_CERT_FILE", ca.path("ca.crt"));
 
     let mut config = redis.config();
     config
@@ -123,5 +40,4 @@ async fn tls_and_acl_user() {
     .await;
     handle.stop();
     running.await.unwrap().unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
 }

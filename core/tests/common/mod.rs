@@ -3,6 +3,10 @@
 //! await conditions with a deadline; a worker process to kill.
 #![allow(dead_code)]
 
+pub mod cluster;
+pub mod sentinel;
+pub mod tls;
+
 use cogworker::testing::RedisServer;
 use cogworker::{Config, Worker};
 use redis::AsyncCommands;
