@@ -94,7 +94,7 @@ class WebServer:
         host: str | None = None,
         port: int | None = None,
         auth: str | None = None,
-        allowed_hosts: Sequence[str] = (),
+        allowed_hosts: Sequence[str] | None = None,
         insecure_no_auth: bool = False,
     ) -> WebServer: ...
     @property

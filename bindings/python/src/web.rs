@@ -18,21 +18,21 @@ impl PyWebServer {
     /// `cogworker web`: binds `host:port` and starts serving; the core
     /// fills in what is not given from the environment.
     #[new]
-    #[pyo3(signature = (config, host=None, port=None, auth=None, allowed_hosts=Vec::new(), insecure_no_auth=false))]
+    #[pyo3(signature = (config, host=None, port=None, auth=None, allowed_hosts=None, insecure_no_auth=false))]
     fn new(
         py: Python<'_>,
         config: &PyConfig,
         host: Option<String>,
         port: Option<u16>,
         auth: Option<String>,
-        allowed_hosts: Vec<String>,
+        allowed_hosts: Option<Vec<String>>,
         insecure_no_auth: bool,
     ) -> PyResult<Self> {
         let args = WebArgs {
             host,
             port,
             auth,
-            allowed_hosts,
+            allowed_hosts: allowed_hosts.unwrap_or_default(),
             insecure_no_auth,
         };
         let options = WebOptions::from_cli(&args).map_err(to_py)?;
