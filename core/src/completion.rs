@@ -7,6 +7,7 @@
 //! the in-progress list, where shutdown or recovery will find it.
 
 use crate::delivery::Delivery;
+use crate::events::WorkerEvent;
 use crate::handler::Outcome;
 use crate::job::{now, Job};
 use crate::locks::{self, JobLocks};
@@ -112,6 +113,9 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
                     )
                 })
                 .await;
+                if plan.disposition == Disposition::Dead {
+                    shared.events.emit(WorkerEvent::Died { job: plan.payload });
+                }
             }
             Completion::Bury { queue, raw, reason } => {
                 let owner = shared.identity.clone();
@@ -119,6 +123,8 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
                     bury_unparseable(shared, &owner, shared.is_reliable(), &queue, &raw, &reason)
                 })
                 .await;
+                let job = Job::unparseable(&raw, &queue, &reason).to_json();
+                shared.events.emit(WorkerEvent::Died { job });
             }
             Completion::Requeue { queue, raw, job } => {
                 let (identity, reliable) = (&shared.identity, shared.is_reliable());

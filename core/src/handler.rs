@@ -182,12 +182,18 @@ impl Next {
     }
 }
 
-/// Handlers by class name, resolved once at boot, plus the middleware chain.
+/// Called with a job and its failure whenever a handler fails (an error
+/// reporter: Sentry, Honeybadger, a log). See `WorkerBuilder::on_error`.
+pub type ErrorHook = Arc<dyn Fn(&Job, &Failure) + Send + Sync>;
+
+/// Handlers by class name, resolved once at boot, plus the middleware chain
+/// and the error hooks.
 #[derive(Clone, Default)]
 pub struct Registry {
     handlers: HashMap<String, Arc<dyn Handler>>,
     /// Shared with every call's `Next` (built once, not per job).
     middleware: Arc<[Arc<dyn Middleware>]>,
+    error_hooks: Vec<ErrorHook>,
 }
 
 impl Registry {
@@ -198,6 +204,18 @@ impl Registry {
         let mut chain = self.middleware.to_vec();
         chain.push(middleware);
         self.middleware = chain.into();
+    }
+    pub fn add_error_hook(&mut self, hook: ErrorHook) {
+        self.error_hooks.push(hook);
+    }
+    /// Tells every error hook about `failure`; one that panics is logged
+    /// and never changes what happens to the job.
+    pub(crate) fn report_error(&self, job: &Job, failure: &Failure) {
+        for hook in &self.error_hooks {
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(job, failure))).is_err() {
+                tracing::error!("an error hook panicked on {job}; the job's failure is filed all the same");
+            }
+        }
     }
     pub fn get(&self, class: &str) -> Option<&Arc<dyn Handler>> {
         self.handlers.get(class)

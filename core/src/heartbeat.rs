@@ -79,8 +79,9 @@ pub(crate) async fn run(shared: Arc<Shared>) {
         {
             return;
         }
-        if let Err(e) = beat(&shared).await {
-            tracing::error!("heartbeat failed (will retry): {e}");
+        match beat(&shared).await {
+            Ok(()) => shared.events.emit(crate::events::WorkerEvent::Heartbeat),
+            Err(e) => tracing::error!("heartbeat failed (will retry): {e}"),
         }
     }
 }

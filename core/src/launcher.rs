@@ -6,7 +6,10 @@ use crate::config::Config;
 use crate::connection::Redis;
 use crate::delivery::Delivery;
 use crate::error::Result;
-use crate::handler::{AsyncFn, BlockingFn, Handler, HandlerResult, Middleware, Outcome, Registry, WithRetryIn};
+use crate::events::{self, EventHook, Events, WorkerEvent, EVENT_BACKLOG};
+use crate::handler::{
+    AsyncFn, BlockingFn, Failure, Handler, HandlerResult, Middleware, Outcome, Registry, WithRetryIn,
+};
 use crate::job::Job;
 use crate::periodic::{self, Periodic};
 use crate::shared::{BusyEntry, Lifecycle, Shared};
@@ -26,6 +29,8 @@ pub struct WorkerBuilder {
     host_slots: bool,
     host_classes: Vec<String>,
     periodic: Vec<Periodic>,
+    event_hooks: Vec<EventHook>,
+    host_events: bool,
 }
 
 impl WorkerBuilder {
@@ -73,6 +78,36 @@ impl WorkerBuilder {
         self
     }
 
+    /// Calls `hook(job, failure)` whenever a handler fails (before the
+    /// failure is filed): report it to Sentry, Honeybadger, a log. A hook
+    /// that panics is logged; the job's failure is filed all the same.
+    pub fn on_error<F>(mut self, hook: F) -> Self
+    where
+        F: Fn(&Job, &Failure) + Send + Sync + 'static,
+    {
+        self.registry.add_error_hook(Arc::new(hook));
+        self
+    }
+
+    /// Calls `hook` with every [`WorkerEvent`]: startup, quiet, shutdown,
+    /// each heartbeat, and each job filed in `dead` (a death handler). Hooks
+    /// run in order on a task of their own, never in the engine's way; one
+    /// that panics is logged.
+    pub fn on_event<F>(mut self, hook: F) -> Self
+    where
+        F: Fn(&WorkerEvent) + Send + Sync + 'static,
+    {
+        self.event_hooks.push(Arc::new(hook));
+        self
+    }
+
+    /// The host language reads the events itself
+    /// ([`Worker::take_events`]).
+    pub fn host_events(mut self) -> Self {
+        self.host_events = true;
+        self
+    }
+
     /// Jobs are run by host-language threads through
     /// [`WorkerHandle::next_job`] instead of by registered Rust handlers.
     pub fn host_slots(mut self) -> Self {
@@ -111,7 +146,20 @@ impl WorkerBuilder {
         let (completions_tx, completions_rx) = flume::unbounded();
         let mut handlers: std::collections::HashSet<String> = self.registry.classes().into_iter().collect();
         handlers.extend(self.host_classes.iter().cloned());
-        let shared = Arc::new(Shared::new(self.config, redis, completions_tx, self.periodic, handlers));
+        let (events, events_rx) = if self.host_events || !self.event_hooks.is_empty() {
+            let (tx, rx) = flume::bounded(EVENT_BACKLOG);
+            (Events::to(tx), Some(rx))
+        } else {
+            (Events::default(), None)
+        };
+        let shared = Arc::new(Shared::new(
+            self.config,
+            redis,
+            completions_tx,
+            self.periodic,
+            handlers,
+            events,
+        ));
         let (slots_tx, slots_rx) = flume::unbounded();
         Ok(Worker {
             shared,
@@ -121,6 +169,8 @@ impl WorkerBuilder {
             slots_tx,
             slots_rx,
             completions_rx,
+            events_rx,
+            event_hooks: self.event_hooks,
         })
     }
 }
@@ -135,6 +185,8 @@ pub struct Worker {
     slots_tx: flume::Sender<Delivery>,
     slots_rx: flume::Receiver<Delivery>,
     completions_rx: flume::Receiver<Completion>,
+    events_rx: Option<flume::Receiver<WorkerEvent>>,
+    event_hooks: Vec<EventHook>,
 }
 
 /// What [`WorkerHandle::next_job`] found.
@@ -165,7 +217,15 @@ impl Worker {
             host_slots: false,
             host_classes: Vec::new(),
             periodic: Vec::new(),
+            event_hooks: Vec::new(),
+            host_events: false,
         }
+    }
+
+    /// With [`WorkerBuilder::host_events`]: the events, for the host to
+    /// read (once; `None` after).
+    pub fn take_events(&mut self) -> Option<flume::Receiver<WorkerEvent>> {
+        self.events_rx.take()
     }
 
     /// A handle to control it and, for host slots, take jobs.
@@ -183,8 +243,11 @@ impl Worker {
 
     /// Runs until stopped (by [`WorkerHandle::stop`], a remote stop, or an
     /// opted-in signal), then shuts down cleanly and returns.
-    pub async fn run(self) -> Result<()> {
+    pub async fn run(mut self) -> Result<()> {
         let shared = self.shared.clone();
+        if let Some(events) = self.events_rx.take().filter(|_| !self.event_hooks.is_empty()) {
+            tokio::spawn(events::dispatch(events, std::mem::take(&mut self.event_hooks)));
+        }
         logging::set_identity(&shared.identity);
         let config = &shared.config;
         tracing::info!(
@@ -217,6 +280,7 @@ impl Worker {
             tracing::info!("stop received before startup completed");
             return Ok(());
         }
+        shared.events.emit(WorkerEvent::Startup);
 
         let mut background = vec![
             supervise("heartbeat", &shared, heartbeat::run),

@@ -4,7 +4,7 @@
 //! [`crate::WorkerHandle::next_job`].
 
 use crate::delivery::Delivery;
-use crate::handler::Registry;
+use crate::handler::{Outcome, Registry};
 use crate::shared::Shared;
 use std::sync::Arc;
 
@@ -14,6 +14,9 @@ pub(crate) async fn run(shared: Arc<Shared>, registry: Arc<Registry>, slots: flu
             continue;
         };
         let outcome = registry.run(delivery.job()).await;
+        if let Outcome::Failure(failure) = &outcome {
+            registry.report_error(delivery.job(), failure);
+        }
         delivery.settle(outcome);
     }
 }

@@ -8,6 +8,7 @@ use crate::completion::Completion;
 use crate::config::{Config, FetchMode};
 use crate::connection::Redis;
 use crate::delivery::{self, Delivery};
+use crate::events::{Events, WorkerEvent};
 use crate::handler::{Failure, Outcome};
 use crate::job::{self, Job};
 use crate::keys::Keys;
@@ -74,6 +75,8 @@ pub(crate) struct Shared {
     /// The handler names this process runs (the allow-list): a job of any
     /// other class is failed as [`delivery::UNKNOWN_HANDLER`], never run.
     handlers: HashSet<String>,
+    /// For the application's hooks.
+    pub events: Events,
 }
 
 impl Shared {
@@ -83,6 +86,7 @@ impl Shared {
         completions: flume::Sender<Completion>,
         periodic: Vec<Periodic>,
         handlers: HashSet<String>,
+        events: Events,
     ) -> Self {
         let identity = format!(
             "{}:{}:{}",
@@ -106,6 +110,7 @@ impl Shared {
             recovered_once: AtomicBool::new(false),
             periodic,
             handlers,
+            events,
         }
     }
 
@@ -121,7 +126,7 @@ impl Shared {
     }
     /// Moves forward only: quiet never undoes a stop.
     pub fn advance(&self, to: Lifecycle) {
-        self.lifecycle.send_if_modified(|now| {
+        let advanced = self.lifecycle.send_if_modified(|now| {
             if to > *now {
                 *now = to;
                 true
@@ -129,6 +134,12 @@ impl Shared {
                 false
             }
         });
+        if advanced {
+            self.events.emit(match to {
+                Lifecycle::Stopping => WorkerEvent::Shutdown,
+                _ => WorkerEvent::Quiet,
+            });
+        }
     }
     pub fn is_quiet(&self) -> bool {
         self.lifecycle() >= Lifecycle::Quiet

@@ -12,6 +12,7 @@ import os as _os
 
 from . import _core, testing
 from ._core import ConfigError, Error, InvalidArgument, InvalidJob, RedisError, ScriptError
+from ._hooks import JobDied, RunningJob, on, on_death, on_error, server_middleware
 from ._periodic import periodic
 from ._settings import configure
 from .api import Api
@@ -50,14 +51,20 @@ __all__ = [
     "Error",
     "InvalidArgument",
     "InvalidJob",
+    "JobDied",
     "JobHandle",
     "RedisError",
+    "RunningJob",
     "ScriptError",
     "Worker",
     "configure",
     "job",
+    "on",
+    "on_death",
+    "on_error",
     "periodic",
     "registry",
+    "server_middleware",
     "testing",
 ]
 

@@ -5,19 +5,28 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from . import _core
+from . import _core, _hooks
 
 _lock = threading.Lock()
 _settings: dict[str, Any] = {}
 _generation = 0
 
 
-def configure(**settings: Any) -> None:
+def configure(
+    *,
+    server_middleware: list[Any] | None = None,
+    error_handlers: list[Any] | None = None,
+    death_handlers: list[Any] | None = None,
+    **settings: Any,
+) -> None:
     """Set any setting (``redis_url``, ``namespace``, ``concurrency``,
     ``queues``, ``fetch``, ``shutdown_timeout``, ... see docs/configuration.md).
     Validated at once: a bad name or value raises ``cogworker.ConfigError``
-    naming it. Later calls override earlier ones."""
+    naming it. Later calls override earlier ones. ``server_middleware``,
+    ``error_handlers`` and ``death_handlers`` replace the hooks registered
+    so far (see ``cogworker.server_middleware``, ``on_error``, ``on_death``)."""
     global _generation
+    _hooks.install(server_middleware, error_handlers, death_handlers)
     with _lock:
         merged = {**_settings, **settings}
         _core.Config(**merged)  # validates; raises ConfigError

@@ -23,7 +23,8 @@ import time
 import traceback
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
-from . import _core
+from . import _core, _hooks
+from ._hooks import RunningJob
 from ._periodic import entries as periodic_entries
 from ._settings import make_config
 from .job import JobHandle, registry
@@ -79,6 +80,7 @@ class Worker:
         entries = [json.dumps(e) for e in periodic_entries()]
         self._native = _core.Worker(self.config, sorted(self._handlers), entries)
         self._threads: list[threading.Thread] = []
+        self._events_thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_lock = threading.Lock()
         self._started = False
@@ -106,6 +108,8 @@ class Worker:
                 self.stop()
                 raise RuntimeError(f"cogworker: could not start slot thread {i}: {error}") from error
             self._threads.append(thread)
+        self._events_thread = threading.Thread(target=self._events, name="cogworker.events", daemon=True)
+        self._events_thread.start()
         # Plain atexit runs after non-daemon threads are joined: too late.
         threading._register_atexit(self._stop_at_exit)  # type: ignore[attr-defined]
         logger.info(
@@ -138,6 +142,9 @@ class Worker:
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
+        if self._events_thread is not None:
+            # The shutdown hooks run there; give them the rest of the time.
+            self._events_thread.join(max(0.0, deadline - time.monotonic()))
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
         return not any(t.is_alive() for t in self._threads)
@@ -188,15 +195,36 @@ class Worker:
             elif state == _STOPPED:
                 return
 
+    def _events(self) -> None:
+        """Runs the application's hooks on worker events until the engine
+        has shut down and every event was handled."""
+        while True:
+            event = self._native.next_event(_NEXT_JOB_WAIT)
+            if event is None:
+                continue
+            name, job_json = event
+            if name == "ended":
+                return
+            _hooks.dispatch(name, job_json)
+
     def _perform(self, delivery: Any) -> None:
         handle: JobHandle[Any] | None = None
-        class_name, jid, _queue, retry_count, args_json = delivery.info
+        class_name, jid, queue, retry_count, args_json = delivery.info
+        job: RunningJob | None = None
         try:
             handle = self._handlers[class_name]
-            result = handle.func(*json.loads(args_json))
-            if inspect.isawaitable(result):
-                self._await(result)
+            args = json.loads(args_json)
+            if _hooks.server_middleware:
+                job = RunningJob(class_name, jid, queue, retry_count, args, delivery.payload_json)
+                running = job
+                _hooks.server_middleware.invoke(job, lambda: self._call(handle, running.args))
+            else:
+                self._call(handle, args)
         except BaseException as error:  # noqa: BLE001 - every way a handler ends is recorded
+            if _hooks.has_error_handlers():
+                args_now = _safe(lambda: json.loads(args_json)) or []
+                job = job or RunningJob(class_name, jid, queue, retry_count, args_now, delivery.payload_json)
+                _hooks.report_error(error, job)
             self._fail(delivery, class_name, jid, retry_count, handle, error)
             if isinstance(error, (SystemExit, KeyboardInterrupt)):
                 logger.warning("%s raised by a job: stopping the worker gracefully", type(error).__name__)
@@ -205,6 +233,14 @@ class Worker:
             delivery.complete()
         finally:
             delivery.abandon("the Python slot ended without settling it")  # no-op once settled
+
+    def _call(self, handle: JobHandle[Any] | None, args: list[Any]) -> Any:
+        """The handler's value (an awaitable it returns is run to the end)."""
+        assert handle is not None
+        result = handle.func(*args)
+        if inspect.isawaitable(result):
+            return self._await(result)
+        return result
 
     def _await(self, awaitable: Any) -> Any:
         """Runs an awaitable on the shared loop thread; raises what it raised."""

@@ -10,6 +10,7 @@ rescue LoadError
   require 'cogworker/cogworker_ext' # built from source (gem install, or scripts/test)
 end
 require_relative 'cogworker/periodic'
+require_relative 'cogworker/hooks'
 require_relative 'cogworker/config'
 require_relative 'cogworker/client'
 require_relative 'cogworker/job'

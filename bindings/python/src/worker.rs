@@ -28,6 +28,13 @@ impl PyDelivery {
         (&info.class, &info.jid, &info.queue, info.retry_count, &info.args_json)
     }
 
+    /// The whole job as JSON text (every field, for middleware); None once
+    /// settled.
+    #[getter]
+    fn payload_json(&self) -> Option<String> {
+        self.0.payload_json()
+    }
+
     /// The job succeeded.
     fn complete(&self) -> PyResult<()> {
         self.0.complete().map_err(to_py)
@@ -87,6 +94,13 @@ impl PyWorker {
     fn next_job(&self, py: Python<'_>, timeout: f64) -> PyResult<(u8, Option<PyDelivery>)> {
         let next = blocking::wait(py, Some(timeout), |slice| self.0.next_job(slice))?;
         Ok(state(next.unwrap_or(NextJob::Idle)))
+    }
+
+    /// Waits up to `timeout` seconds for a worker event: `(name, job_json)`
+    /// (`job_json` for "death" only), `("ended", None)` once the engine has
+    /// shut down and every event was read, None meanwhile.
+    fn next_event(&self, py: Python<'_>, timeout: f64) -> PyResult<Option<(&'static str, Option<String>)>> {
+        blocking::wait(py, Some(timeout), |slice| self.0.next_event(slice).into_parts())
     }
 
     /// The next job if one is ready now (never blocks).

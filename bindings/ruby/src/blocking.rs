@@ -35,6 +35,12 @@ unsafe extern "C" fn unblock(data: *mut c_void) {
 /// Runs `work` with the GVL released; `None` if an interrupt was pending and
 /// it never ran.
 pub fn without_gvl<F: FnOnce(&AtomicBool) -> R, R>(work: F) -> Option<R> {
+    run_without_gvl(work).ok()
+}
+
+/// Runs `work` with the GVL released, or hands it back unrun when an
+/// interrupt was pending (Ruby's thread scheduler asks for one routinely).
+fn run_without_gvl<F: FnOnce(&AtomicBool) -> R, R>(work: F) -> Result<R, F> {
     let interrupted = AtomicBool::new(false);
     let mut call = Call {
         work: Some(work),
@@ -50,12 +56,27 @@ pub fn without_gvl<F: FnOnce(&AtomicBool) -> R, R>(work: F) -> Option<R> {
             &interrupted as *const AtomicBool as *mut c_void,
         );
     }
-    call.result
+    match (call.result, call.work) {
+        (Some(result), _) => Ok(result),
+        (None, Some(work)) => Err(work),
+        (None, None) => unreachable!("work that ran leaves its result"),
+    }
 }
 
-/// `work` without the GVL, as a Ruby error if an interrupt kept it from running.
+/// `work` without the GVL. An interrupt pending first is run (raising if it
+/// raises: Ctrl-C, `Thread#kill`), then `work` is tried again; a pending
+/// thread switch once made this fail with "interrupted before it could start".
 pub fn nogvl<T>(ruby: &Ruby, work: impl FnOnce() -> T) -> Result<T, Error> {
-    without_gvl(|_| work()).ok_or_else(|| crate::errors::raise(ruby, "Error", "interrupted before it could start"))
+    let mut work = |_: &AtomicBool| work();
+    loop {
+        match run_without_gvl(work) {
+            Ok(result) => return Ok(result),
+            Err(unrun) => {
+                ruby.thread_check_ints()?;
+                work = unrun;
+            }
+        }
+    }
 }
 
 /// `poll` (blocking up to the time it is given) until it yields: `None`

@@ -49,6 +49,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     let delivery = native.define_class("Delivery", ruby.class_object())?;
     delivery.define_method("info", method!(worker::RbDelivery::info, 0))?;
     delivery.define_method("complete", method!(worker::RbDelivery::complete, 0))?;
+    delivery.define_method("payload_json", method!(worker::RbDelivery::payload_json, 0))?;
     delivery.define_method("fail", method!(worker::RbDelivery::fail, 4))?;
     delivery.define_method("abandon", method!(worker::RbDelivery::abandon, 1))?;
 
@@ -57,6 +58,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     worker.define_method("start", method!(worker::RbWorker::start, 0))?;
     worker.define_method("next_job", method!(worker::RbWorker::next_job, 1))?;
     worker.define_method("wait", method!(worker::RbWorker::wait, 1))?;
+    worker.define_method("next_event", method!(worker::RbWorker::next_event, 1))?;
     worker.define_method("quiet", method!(worker::RbWorker::quiet, 0))?;
     worker.define_method("stop", method!(worker::RbWorker::stop, 0))?;
     worker.define_method("identity", method!(worker::RbWorker::identity, 0))?;

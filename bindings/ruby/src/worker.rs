@@ -27,6 +27,11 @@ impl RbDelivery {
         )
     }
 
+    /// The whole job as JSON (every field, for middleware); nil once settled.
+    pub fn payload_json(&self) -> Option<String> {
+        self.0.payload_json()
+    }
+
     /// The job succeeded.
     pub fn complete(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
         rb_self.0.complete().map_err(|e| to_ruby(ruby, e))
@@ -86,6 +91,17 @@ impl RbWorker {
             Some(NextJob::Stopped) => ruby.to_symbol("stopped").as_value(),
             Some(NextJob::Idle) | None => ruby.qnil().as_value(),
         })
+    }
+
+    /// Waits up to `timeout` seconds for a worker event: `[name, job_json]`
+    /// (`job_json` for "death" only), `["ended", nil]` once the engine has
+    /// shut down and every event was read, nil meanwhile.
+    pub fn next_event(
+        ruby: &Ruby,
+        rb_self: &Self,
+        timeout: f64,
+    ) -> Result<Option<(&'static str, Option<String>)>, Error> {
+        blocking::wait(ruby, Some(timeout), |slice| rb_self.0.next_event(slice).into_parts())
     }
 
     /// Waits up to `timeout` seconds for the engine's shutdown; true once done.

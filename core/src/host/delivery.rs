@@ -29,6 +29,13 @@ impl HostDelivery {
         taken.ok_or_else(|| Error::invalid_argument("delivery", &self.info.jid, "was already settled"))
     }
 
+    /// The whole job as JSON (every payload field, for middleware); `None`
+    /// once settled.
+    pub fn payload_json(&self) -> Option<String> {
+        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        inner.as_ref().map(|delivery| delivery.job().to_json())
+    }
+
     /// Has it been settled (or abandoned)?
     pub fn is_settled(&self) -> bool {
         self.inner.lock().unwrap_or_else(|p| p.into_inner()).is_none()

@@ -35,4 +35,4 @@ pub use push::{payload_job, prepared_json, PushRequest};
 pub use session::{in_runtime, Session};
 pub use value::HostValue;
 pub use wait::{deadline_after, spawn, wait, Pending, Waited};
-pub use worker::HostWorker;
+pub use worker::{HostWorker, NextEvent};

@@ -6,10 +6,12 @@
 
 use crate::config::Config;
 use crate::error::Result;
+use crate::events::WorkerEvent;
 use crate::launcher::{NextJob, Worker, WorkerHandle};
 use crate::periodic::Periodic;
 use crate::shared::Lifecycle;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A worker run by host-language threads.
@@ -18,6 +20,33 @@ pub struct HostWorker {
     pending: Mutex<Option<Worker>>,
     finished: flume::Receiver<std::result::Result<(), String>>,
     finished_tx: flume::Sender<std::result::Result<(), String>>,
+    events: flume::Receiver<WorkerEvent>,
+    ended: Arc<AtomicBool>,
+}
+
+/// What [`HostWorker::next_event`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum NextEvent {
+    /// Something happened: run the hooks registered for it.
+    Event(WorkerEvent),
+    /// Nothing yet; ask again.
+    Idle,
+    /// The engine has shut down and every event was read: stop asking.
+    Ended,
+}
+
+impl NextEvent {
+    /// As the bindings hand it to their host: `None` while idle, else
+    /// `(name, job_json)`: `("ended", None)` at the end, the event's name
+    /// ([`WorkerEvent::name`]) otherwise, with the job for `"death"`.
+    pub fn into_parts(self) -> Option<(&'static str, Option<String>)> {
+        match self {
+            NextEvent::Idle => None,
+            NextEvent::Ended => Some(("ended", None)),
+            NextEvent::Event(WorkerEvent::Died { job }) => Some(("death", Some(job))),
+            NextEvent::Event(event) => Some((event.name(), None)),
+        }
+    }
 }
 
 impl HostWorker {
@@ -26,17 +55,21 @@ impl HostWorker {
     pub fn new<S: AsRef<str>>(config: Config, handlers: &[S], periodic: &[S]) -> Result<Self> {
         let mut builder = Worker::builder(config)
             .host_slots()
+            .host_events()
             .host_classes(handlers.iter().map(|h| h.as_ref().to_string()));
         for entry in periodic {
             builder = builder.periodic(Periodic::from_json(entry.as_ref())?);
         }
-        let worker = super::in_runtime(|| builder.build())?;
+        let mut worker = super::in_runtime(|| builder.build())?;
+        let events = worker.take_events().expect("host_events() makes an event channel");
         let (finished_tx, finished) = flume::bounded(1);
         Ok(HostWorker {
             handle: worker.handle(),
             pending: Mutex::new(Some(worker)),
             finished,
             finished_tx,
+            events,
+            ended: Arc::default(),
         })
     }
 
@@ -50,9 +83,11 @@ impl HostWorker {
                 "was already started",
             ));
         };
-        let done = self.finished_tx.clone();
+        let (done, ended) = (self.finished_tx.clone(), self.ended.clone());
         crate::runtime::global().spawn(async move {
-            let _ = done.send(worker.run().await.map_err(|e| e.to_string()));
+            let result = worker.run().await.map_err(|e| e.to_string());
+            ended.store(true, Ordering::SeqCst);
+            let _ = done.send(result);
         });
         Ok(())
     }
@@ -69,6 +104,21 @@ impl HostWorker {
     /// The next delivery if one is ready now (never blocks).
     pub fn try_next_job(&self) -> NextJob {
         self.handle.try_next_job()
+    }
+
+    /// Blocks up to `timeout` for the next [`WorkerEvent`] (call it with the
+    /// interpreter lock released, from one host thread that runs the
+    /// application's hooks).
+    pub fn next_event(&self, timeout: Duration) -> NextEvent {
+        match self.events.recv_timeout(timeout) {
+            Ok(event) => NextEvent::Event(event),
+            Err(flume::RecvTimeoutError::Timeout) if !self.ended.load(Ordering::SeqCst) => NextEvent::Idle,
+            // Ended: what is left was sent before the end; hand it over first.
+            Err(_) => match self.events.try_recv() {
+                Ok(event) => NextEvent::Event(event),
+                Err(_) => NextEvent::Ended,
+            },
+        }
     }
 
     /// Waits up to `timeout` for the engine to finish its shutdown: `None`

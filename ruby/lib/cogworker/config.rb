@@ -47,10 +47,31 @@ module Cogworker
     end
     alias periodic_manager periodic
 
-    # Settings overridden; the periodic entries are shared.
+    # Middleware, error and death handlers, lifecycle hooks (Hooks).
+    def hooks
+      @hooks ||= Hooks.new
+    end
+
+    # c.server_middleware { |chain| chain.add Tracing, 'svc' }
+    def server_middleware
+      yield hooks.server_middleware if block_given?
+      hooks.server_middleware
+    end
+
+    # c.error_handlers << ->(ex, ctx) { Honeybadger.notify(ex, context: ctx) }
+    def error_handlers = hooks.error_handlers
+
+    # c.death_handlers << ->(job, ex) { Pager.alert(job['jid'], ex.message) }
+    def death_handlers = hooks.death_handlers
+
+    # c.on(:startup) { ... }: :startup, :quiet, :shutdown, :heartbeat.
+    def on(event, &) = hooks.on(event, &)
+
+    # Settings overridden; the periodic entries and the hooks are shared.
     def merge(overrides)
       merged = Config.new(@settings.merge(overrides.compact))
       merged.instance_variable_set(:@periodic, periodic)
+      merged.instance_variable_set(:@hooks, hooks)
       merged
     end
   end

@@ -24,6 +24,7 @@ module Cogworker
       @native = Native::Worker.new(config.native, @handlers.keys, entries.map { |e| JSON.generate(e) })
       @threads = []
       @threads_lock = Mutex.new
+      @hooks = config.hooks
     end
 
     def identity = @native.identity
@@ -36,6 +37,7 @@ module Cogworker
     def start
       @native.start
       @config.concurrency.times { |i| start_slot(i) }
+      @events_thread = Thread.new { run_hooks }
       Cogworker.logger.info("cogworker #{identity}: #{@handlers.size} handler(s): #{@handlers.keys.sort.join(', ')}")
       self
     end
@@ -49,6 +51,8 @@ module Cogworker
       deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
       threads = @threads_lock.synchronize { @threads.dup }
       threads.each { |t| t.join([deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC), 0].max) }
+      # The shutdown hooks run there; give them the rest of the time.
+      @events_thread&.join([deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC), 0].max)
       threads.none?(&:alive?)
     end
 
@@ -96,12 +100,32 @@ module Cogworker
       end
     end
 
+    # The application's hooks on worker events, until the engine has shut
+    # down and every event was handled.
+    def run_hooks
+      Thread.current.name = 'cogworker.events'
+      loop do
+        name, job_json = @native.next_event(0.5)
+        next if name.nil?
+        break if name == 'ended'
+
+        @hooks.dispatch(name, job_json)
+      end
+    end
+
     def perform(delivery)
-      class_name, jid, _queue, retry_count, args_json = delivery.info
+      class_name, jid, queue, retry_count, args_json = delivery.info
       klass = @handlers.fetch(class_name)
-      klass.new.perform(*JSON.parse(args_json))
+      instance = klass.new
+      if @hooks.server_middleware.empty?
+        instance.perform(*JSON.parse(args_json))
+      else
+        job = JSON.parse(delivery.payload_json)
+        @hooks.server_middleware.invoke(instance, job, queue) { instance.perform(*job['args']) }
+      end
       delivery.complete
     rescue Exception => e # rubocop:disable Lint/RescueException -- every way a job ends is recorded
+      report_error(e, delivery, job, queue)
       fail_job(delivery, "#{class_name} jid=#{jid}", retry_delay(retry_count, klass, e), e)
       if e.is_a?(SystemExit)
         Cogworker.logger.warn("exit called by #{class_name} jid=#{jid}: stopping the worker gracefully")
@@ -109,6 +133,13 @@ module Cogworker
       end
     ensure
       delivery.abandon('the Ruby thread running it ended without settling it (killed?)') # no-op once settled
+    end
+
+    def report_error(error, delivery, job, queue)
+      return if @hooks.error_handlers.empty?
+
+      job ||= safe { JSON.parse(delivery.payload_json) }
+      @hooks.report_error(error, { context: 'Job raised exception', job: job, jid: job&.dig('jid'), queue: queue })
     end
 
     def fail_job(delivery, job, delay, error)

@@ -1,0 +1,207 @@
+"""Where an application plugs into its workers: server middleware around
+every job, error handlers for every failure, death handlers for every job
+filed in ``dead``, and hooks on the worker's life (``startup``, ``quiet``,
+``shutdown``, ``heartbeat``). All run in the worker process; a hook that
+raises is logged and never changes what happens to the job."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from typing import Any, Callable, TypeVar
+
+logger = logging.getLogger("cogworker")
+
+EVENTS = ("startup", "quiet", "shutdown", "heartbeat")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class RunningJob:
+    """The job a middleware or error handler sees: ``class_name``, ``jid``,
+    ``queue``, ``args`` (a middleware may change them before calling on),
+    ``retry_count``, ``created_at``, ``enqueued_at``, and ``payload``, the
+    whole job as a dict, fields other middleware added included."""
+
+    __slots__ = ("_payload", "_payload_json", "args", "class_name", "jid", "queue", "retry_count")
+
+    def __init__(
+        self,
+        class_name: str,
+        jid: str,
+        queue: str,
+        retry_count: int,
+        args: list[Any],
+        payload_json: str | None,
+    ) -> None:
+        self.class_name = class_name
+        self.jid = jid
+        self.queue = queue
+        self.retry_count = retry_count
+        self.args = args
+        self._payload_json = payload_json
+        self._payload: dict[str, Any] | None = None
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        if self._payload is None:
+            self._payload = json.loads(self._payload_json) if self._payload_json else {}
+        return self._payload
+
+    def get(self, field: str, default: Any = None) -> Any:
+        """A payload field (``tenant_id``, ``trace``...), or ``default``."""
+        return self.payload.get(field, default)
+
+    @property
+    def created_at(self) -> float | None:
+        return self.payload.get("created_at")
+
+    @property
+    def enqueued_at(self) -> float | None:
+        return self.payload.get("enqueued_at")
+
+    def __repr__(self) -> str:
+        return f"<RunningJob {self.class_name} jid={self.jid} queue={self.queue}>"
+
+
+class JobDied(Exception):
+    """What a death handler is given with the job: the error it died of."""
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        self.job = job
+        self.jid = job.get("jid")
+        self.error_class = job.get("error_class")
+        self.error_message = job.get("error_message")
+        super().__init__(f"{self.error_class}: {self.error_message}")
+
+
+Middleware = Callable[[RunningJob, Callable[[], Any]], Any]
+
+
+class MiddlewareChain:
+    """Server middleware, outermost first: each is called as
+    ``middleware(job, call_next)``; ``call_next()`` runs the rest of the
+    chain and the handler and returns the handler's value. Not calling it
+    skips the job (it counts as done); catching what it raises swallows the
+    failure; raising fails the job."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: tuple[Middleware, ...] = ()
+
+    def add(self, middleware: Middleware) -> Middleware:
+        """Appends ``middleware`` (innermost so far); returns it."""
+        if not callable(middleware):
+            raise TypeError(f"server middleware must be callable as (job, call_next), not {middleware!r}")
+        with self._lock:
+            self._entries = (*self._entries, middleware)
+        return middleware
+
+    def remove(self, middleware: Middleware) -> None:
+        with self._lock:
+            self._entries = tuple(m for m in self._entries if m is not middleware)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries = ()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Any:
+        return iter(self._entries)
+
+    def invoke(self, job: RunningJob, run: Callable[[], Any]) -> Any:
+        """Runs ``run`` (the handler) inside every middleware."""
+        chain = self._entries
+
+        def call(index: int) -> Any:
+            if index == len(chain):
+                return run()
+            return chain[index](job, lambda: call(index + 1))
+
+        return call(0)
+
+
+server_middleware = MiddlewareChain()
+_error_handlers: list[Callable[[BaseException, RunningJob], Any]] = []
+_death_handlers: list[Callable[[dict[str, Any], JobDied], Any]] = []
+_event_hooks: dict[str, list[Callable[[], Any]]] = {name: [] for name in EVENTS}
+
+
+def on_error(handler: F) -> F:
+    """``handler(exc, job)`` is called whenever a job's handler raises,
+    before the failure is filed (report it to Sentry, a log...)."""
+    _error_handlers.append(handler)
+    return handler
+
+
+def on_death(handler: F) -> F:
+    """``handler(job, error)`` is called whenever this worker files a job in
+    ``dead`` (out of retries, unknown class, unreadable payload): ``job`` is
+    the payload as filed, ``error`` a ``cogworker.JobDied``."""
+    _death_handlers.append(handler)
+    return handler
+
+
+def on(event: str) -> Callable[[F], F]:
+    """``@cogworker.on("startup")``: runs the function in the worker
+    process at ``startup``, ``quiet``, ``shutdown`` or each ``heartbeat``."""
+    if event not in EVENTS:
+        raise ValueError(f"cogworker.on: no event {event!r} (one of {', '.join(EVENTS)})")
+
+    def register(hook: F) -> F:
+        _event_hooks[event].append(hook)
+        return hook
+
+    return register
+
+
+def install(
+    middleware: list[Middleware] | None, error_handlers: list[Any] | None, death_handlers: list[Any] | None
+) -> None:
+    """``configure(server_middleware=..., error_handlers=..., death_handlers=...)``:
+    each list given replaces what was registered."""
+    if middleware is not None:
+        server_middleware.clear()
+        for entry in middleware:
+            server_middleware.add(entry)
+    if error_handlers is not None:
+        _error_handlers[:] = list(error_handlers)
+    if death_handlers is not None:
+        _death_handlers[:] = list(death_handlers)
+
+
+def reset() -> None:
+    """Forget every hook (tests)."""
+    install([], [], [])
+    for hooks in _event_hooks.values():
+        hooks.clear()
+
+
+def has_error_handlers() -> bool:
+    return bool(_error_handlers)
+
+
+def _call_safely(what: str, hook: Callable[..., Any], *args: Any) -> None:
+    try:
+        hook(*args)
+    except BaseException:  # noqa: BLE001 - a hook never changes what happens to a job
+        logger.exception("%s %r raised; ignored", what, hook)
+
+
+def report_error(error: BaseException, job: RunningJob) -> None:
+    for handler in list(_error_handlers):
+        _call_safely("error handler", handler, error, job)
+
+
+def dispatch(event: str, job_json: str | None) -> None:
+    """Runs the hooks of one worker event (on the worker's events thread)."""
+    if event == "death":
+        job = json.loads(job_json or "{}")
+        for handler in list(_death_handlers):
+            _call_safely("death handler", handler, job, JobDied(job))
+        return
+    for hook in list(_event_hooks.get(event, ())):
+        _call_safely(f"{event} hook", hook)

@@ -1,0 +1,193 @@
+"""Apps plug into a worker: server middleware in order around every job
+(seeing every payload field, able to change args, skip a job or swallow its
+failure), error handlers (one that raises changes nothing), death handlers
+the startup/quiet/shutdown/heartbeat hooks, and sentry-sdk reporting a
+failure to a local receiver through an error handler."""
+
+from __future__ import annotations
+
+import gzip
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from conftest import wait_for
+
+import cogworker
+from cogworker import _hooks
+
+SEEN: list[Any] = []
+
+
+class Trouble(Exception):
+    pass
+
+
+@cogworker.job(name="Hooks.Record", retry=2, retry_in=lambda count, error: 3600)
+def record(value: Any) -> str:
+    if value == "raise":
+        raise Trouble("handler failed")
+    SEEN.append(("handler", value))
+    return f"did {value}"
+
+
+@cogworker.job(name="Hooks.Dies", retry=0)
+def dies() -> None:
+    raise Trouble("no retries left")
+
+
+@pytest.fixture(autouse=True)
+def clean_hooks() -> Iterator[None]:
+    _hooks.reset()
+    SEEN.clear()
+    yield
+    _hooks.reset()
+
+
+def test_server_middleware_runs_in_order_and_sees_every_payload_field(worker_factory) -> None:
+    def outer(job: cogworker.RunningJob, call_next: Any) -> Any:
+        SEEN.append(("outer-before", job.class_name, job.queue, job.get("tenant"), job.retry_count))
+        value = call_next()
+        SEEN.append(("outer-after", value))
+        return value
+
+    class Inner:
+        def __call__(self, job: cogworker.RunningJob, call_next: Any) -> Any:
+            SEEN.append(("inner-before", list(job.args), job.jid, job.created_at is not None))
+            job.args = [f"{job.args[0]}!"]
+            return call_next()
+
+    cogworker.server_middleware.add(outer)
+    cogworker.configure(server_middleware=[outer, Inner()])  # replaces: still two
+    assert len(cogworker.server_middleware) == 2
+    jid = cogworker.Client().push({"class": "Hooks.Record", "args": ["x"], "tenant": "acme"})
+    worker_factory()
+    wait_for("the job ran", lambda: ("outer-after", "did x!") in SEEN)
+    assert SEEN == [
+        ("outer-before", "Hooks.Record", "default", "acme", 0),
+        ("inner-before", ["x"], jid, True),
+        ("handler", "x!"),
+        ("outer-after", "did x!"),
+    ]
+
+
+def test_middleware_can_skip_a_job_or_swallow_its_failure(worker_factory) -> None:
+    def gate(job: cogworker.RunningJob, call_next: Any) -> Any:
+        if job.args == ["skip"]:
+            SEEN.append(("skipped", job.jid))
+            return None
+        try:
+            return call_next()
+        except Trouble:
+            SEEN.append(("swallowed", job.jid))
+            return None
+
+    cogworker.server_middleware.add(gate)
+    skipped = record.enqueue("skip")
+    swallowed = record.enqueue("raise")
+    worker_factory()
+    wait_for("both settled", lambda: len(SEEN) == 2 and cogworker.Api().stats()["processed"] == 2)
+    assert sorted(SEEN) == sorted([("skipped", skipped), ("swallowed", swallowed)])
+    api = cogworker.Api()
+    assert api.set_size("retry") == 0 and api.stats()["failed"] == 0
+
+
+def test_error_handlers_see_every_failure_and_one_that_raises_changes_nothing(worker_factory) -> None:
+    @cogworker.on_error
+    def broken(error: BaseException, job: cogworker.RunningJob) -> None:
+        raise RuntimeError("the reporter is down")
+
+    @cogworker.on_error
+    def reporter(error: BaseException, job: cogworker.RunningJob) -> None:
+        SEEN.append((type(error).__name__, str(error), job.jid, job.class_name, job.get("queue")))
+
+    jid = record.enqueue("raise")
+    worker_factory()
+    api = cogworker.Api()
+    entry = wait_for("filed for retry", lambda: api.find("retry", jid))
+    assert entry["job"]["error_class"] == "test_hooks.Trouble"
+    assert SEEN == [("Trouble", "handler failed", jid, "Hooks.Record", "default")]
+
+
+def test_death_and_lifecycle_hooks_run_in_the_worker(worker_factory) -> None:
+    for event in ("startup", "quiet", "shutdown", "heartbeat"):
+        cogworker.on(event)(lambda event=event: SEEN.append(event))
+
+    @cogworker.on_death
+    def buried(job: dict[str, Any], error: cogworker.JobDied) -> None:
+        SEEN.append(("death", job["jid"], error.error_class, error.error_message))
+
+    @cogworker.on_death
+    def broken(job: dict[str, Any], error: cogworker.JobDied) -> None:
+        raise RuntimeError("pager is down")
+
+    with pytest.raises(ValueError, match="startup"):
+        cogworker.on("started")
+    worker = worker_factory()
+    wait_for("startup", lambda: "startup" in SEEN)
+    wait_for("a heartbeat", lambda: "heartbeat" in SEEN)
+    jid = dies.enqueue()
+    wait_for("the death hook", lambda: ("death", jid, "test_hooks.Trouble", "no retries left") in SEEN)
+    assert cogworker.Api().set_size("dead") == 1
+    worker.quiet()
+    wait_for("quiet", lambda: "quiet" in SEEN)
+    worker.stop()
+    assert worker.wait(15) and worker.join(5)
+    assert "shutdown" in SEEN
+    assert SEEN.index("startup") < SEEN.index("quiet") < SEEN.index("shutdown")
+
+
+class _Receiver(http.server.BaseHTTPRequestHandler):
+    """Sentry's ingest, as far as the SDK can tell: keeps each envelope."""
+
+    envelopes: list[bytes] = []
+
+    def do_POST(self) -> None:  # noqa: N802 - the http.server API
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if self.headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+        _Receiver.envelopes.append(body)
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_real_error_reporter_gets_the_exception_and_the_jid(worker_factory) -> None:
+    import sentry_sdk  # installed by scripts/setup, as a real app would
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _Receiver.envelopes.clear()
+    sentry_sdk.init(dsn=f"http://public@127.0.0.1:{server.server_port}/1", default_integrations=False)
+    try:
+
+        @cogworker.on_error
+        def report(error: BaseException, job: cogworker.RunningJob) -> None:
+            with sentry_sdk.new_scope() as scope:
+                scope.set_tag("jid", job.jid)
+                scope.set_tag("queue", job.queue)
+                sentry_sdk.capture_exception(error)
+
+        jid = record.enqueue("raise")
+        worker_factory()
+        wait_for("the failure was reported", lambda: any(jid.encode() in e for e in _Receiver.envelopes), 30)
+    finally:
+        sentry_sdk.flush(5)
+        sentry_sdk.get_client().close()
+        server.shutdown()
+        server.server_close()
+    event = next(
+        json.loads(line)
+        for envelope in _Receiver.envelopes
+        for line in envelope.splitlines()
+        if b'"exception"' in line and jid.encode() in line
+    )
+    assert event["tags"]["jid"] == jid and event["tags"]["queue"] == "default"
+    (exception,) = event["exception"]["values"]
+    assert exception["type"] == "Trouble" and exception["value"] == "handler failed"

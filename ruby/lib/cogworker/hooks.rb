@@ -1,0 +1,115 @@
+# frozen_string_literal: true
+
+module Cogworker
+  # What a death handler is given with the job: the error it died of.
+  class JobDied < Error
+    attr_reader :job, :jid, :error_class, :error_message
+
+    def initialize(job)
+      @job = job
+      @jid = job['jid']
+      @error_class = job['error_class']
+      @error_message = job['error_message']
+      super("#{@error_class}: #{@error_message}")
+    end
+  end
+
+  # Server middleware, Sidekiq's shape: each entry is a class (and the
+  # arguments to build it with), made anew for every job and called as
+  # `call(job_instance, job_hash, queue) { yield }`. Not yielding skips the
+  # job (it counts as done); rescuing what `yield` raises swallows the
+  # failure; raising fails the job. Changing `job_hash['args']` changes
+  # what `perform` is called with.
+  class MiddlewareChain
+    Entry = Struct.new(:klass, :args) do
+      def make_new = klass.new(*args)
+    end
+
+    def initialize
+      @entries = []
+      @lock = Mutex.new
+    end
+
+    def add(klass, *args)
+      @lock.synchronize do
+        @entries = @entries.reject { |e| e.klass == klass } + [Entry.new(klass, args)]
+      end
+    end
+
+    def prepend(klass, *args)
+      @lock.synchronize do
+        @entries = [Entry.new(klass, args)] + @entries.reject { |e| e.klass == klass }
+      end
+    end
+
+    def remove(klass)
+      @lock.synchronize { @entries = @entries.reject { |e| e.klass == klass } }
+    end
+
+    def clear = @lock.synchronize { @entries = [] }
+    def exists?(klass) = @entries.any? { |e| e.klass == klass }
+    def entries = @entries.map(&:klass)
+    def empty? = @entries.empty?
+    def size = @entries.size
+
+    # Runs the block (the job) inside every middleware, outermost first.
+    def invoke(instance, job, queue, &run)
+      chain = @entries.map(&:make_new)
+      call = lambda do |index|
+        return run.call if index == chain.size
+
+        chain[index].call(instance, job, queue) { call.call(index + 1) }
+      end
+      call.call(0)
+    end
+  end
+
+  # Where an application plugs into its workers: server middleware, error
+  # handlers (`->(ex, ctx) {}` for every failure), death handlers
+  # (`->(job, ex) {}` for every job filed in dead) and lifecycle hooks
+  # (`on(:startup)`, `:quiet`, `:shutdown`, `:heartbeat`). All run in the
+  # worker process; a hook that raises is logged and changes nothing.
+  class Hooks
+    EVENTS = %i[startup quiet shutdown heartbeat].freeze
+
+    attr_reader :server_middleware, :error_handlers, :death_handlers
+
+    def initialize
+      @server_middleware = MiddlewareChain.new
+      @error_handlers = []
+      @death_handlers = []
+      @events = EVENTS.to_h { |e| [e, []] }
+    end
+
+    def on(event, &hook)
+      raise ArgumentError, "Cogworker: no event #{event.inspect} (one of #{EVENTS.join(', ')})" unless @events.key?(event)
+      raise ArgumentError, 'Cogworker: on(event) needs a block' unless hook
+
+      @events[event] << hook
+    end
+
+    def report_error(error, context)
+      @error_handlers.dup.each do |handler|
+        safely('error handler') { handler.arity == 3 ? handler.call(error, context, self) : handler.call(error, context) }
+      end
+    end
+
+    # Runs the hooks of one worker event (on the worker's events thread).
+    def dispatch(name, job_json)
+      if name == 'death'
+        job = JSON.parse(job_json.to_s)
+        @death_handlers.dup.each { |handler| safely('death handler') { handler.call(job, JobDied.new(job)) } }
+      else
+        @events.fetch(name.to_sym, []).dup.each { |hook| safely("#{name} hook") { hook.call } }
+      end
+    end
+
+    private
+
+    def safely(what)
+      yield
+    rescue Exception => e # rubocop:disable Lint/RescueException -- a hook never changes what happens to a job
+      Cogworker.logger.error("#{what} raised #{e.class}: #{e.message}; ignored")
+    end
+  end
+end

@@ -1,0 +1,127 @@
+# frozen_string_literal: true
+
+require_relative 'test_helper'
+
+class HooksRecordJob
+  include Cogworker::Job
+  cogworker_options retry: 2
+  cogworker_retry_in { |_count, _error| 3600 }
+
+  def perform(value)
+    raise ArgumentError, 'handler failed' if value == 'raise'
+
+    Jobs.record([:handler, value])
+  end
+end
+
+class HooksDiesJob
+  include Cogworker::Job
+  cogworker_options retry: 0
+  def perform = raise(ArgumentError, 'no retries left')
+end
+
+# Server middleware, Sidekiq's shape: made anew per job with its arguments.
+class OuterMiddleware
+  def initialize(tag) = @tag = tag
+
+  def call(instance, job, queue)
+    Jobs.record([:outer_before, @tag, instance.class.name, job['tenant'], queue])
+    yield
+    Jobs.record([:outer_after, @tag])
+  end
+end
+
+class InnerMiddleware
+  def call(_instance, job, _queue)
+    Jobs.record([:inner_before, job['args'], job['jid'].size])
+    job['args'] = ["#{job['args'].first}!"]
+    yield
+  end
+end
+
+class GateMiddleware
+  def call(_instance, job, _queue)
+    return Jobs.record([:skipped, job['jid']]) if job['args'] == ['skip']
+
+    begin
+      yield
+    rescue ArgumentError
+      Jobs.record([:swallowed, job['jid']])
+    end
+  end
+end
+
+# Apps plug into a worker: middleware in order (payload fields, args
+# changed, a job skipped or its failure swallowed), error handlers (one
+# that raises changes nothing; one writes to a file, as a reporter would),
+# death handlers and the startup/quiet/shutdown/heartbeat hooks.
+class TestHooks < Minitest::Test
+  include CogworkerTest
+
+  def test_server_middleware_runs_in_order_and_sees_every_payload_field
+    Cogworker.configure do |c|
+      c.server_middleware do |chain|
+        chain.add OuterMiddleware, 'o'
+        chain.add InnerMiddleware
+      end
+    end
+    assert_equal [OuterMiddleware, InnerMiddleware], Cogworker.config.server_middleware.entries
+    Cogworker::Client.new.push_payloads([{ 'class' => 'HooksRecordJob', 'args' => ['x'], 'tenant' => 'acme' }])
+    start_runner
+    wait_for('the job ran') { Jobs.seen.include?([:outer_after, 'o']) }
+    assert_equal [[:outer_before, 'o', 'HooksRecordJob', 'acme', 'default'], [:inner_before, ['x'], 24],
+                  [:handler, 'x!'], [:outer_after, 'o']], Jobs.seen
+  end
+
+  def test_middleware_can_skip_a_job_or_swallow_its_failure
+    Cogworker.config.server_middleware { |chain| chain.add GateMiddleware }
+    skipped = HooksRecordJob.perform_async('skip')
+    swallowed = HooksRecordJob.perform_async('raise')
+    start_runner
+    api = Cogworker::Api.new
+    wait_for('both settled') { api.stats['processed'] == 2 }
+    assert_equal [[:skipped, skipped], [:swallowed, swallowed]].sort, Jobs.seen.sort
+    assert_equal [0, 0], [api.set_size('retry'), api.stats['failed']]
+  end
+
+  def test_error_handlers_see_every_failure_and_one_that_raises_changes_nothing
+    log = File.join(Dir.mktmpdir, 'errors.log')
+    Cogworker.configure do |c|
+      c.error_handlers << ->(_ex, _ctx) { raise 'the reporter is down' }
+      c.error_handlers << lambda { |ex, ctx|
+        File.open(log, 'a') { |f| f.puts JSON.generate([ex.class.name, ex.message, ctx[:jid], ctx[:job]['class'], ctx[:queue]]) }
+      }
+    end
+    jid = HooksRecordJob.perform_async('raise')
+    start_runner
+    entry = wait_for('filed for retry') { Cogworker::Api.new.find('retry', jid) }
+    assert_equal 'ArgumentError', entry['job']['error_class']
+    wait_for('reported') { File.exist?(log) }
+    assert_equal [['ArgumentError', 'handler failed', jid, 'HooksRecordJob', 'default']],
+                 File.readlines(log).map { |l| JSON.parse(l) }
+  end
+
+  def test_death_and_lifecycle_hooks_run_in_the_worker
+    Cogworker.configure do |c|
+      %i[startup quiet shutdown heartbeat].each { |event| c.on(event) { Jobs.record(event) } }
+      c.death_handlers << ->(job, ex) { Jobs.record([:death, job['jid'], ex.error_class, ex.message]) }
+      c.death_handlers << ->(_job, _ex) { raise 'pager is down' }
+    end
+    assert_raises(ArgumentError) { Cogworker.config.on(:started) {} }
+    runner = start_runner
+    wait_for('startup and a heartbeat') { Jobs.seen.include?(:startup) && Jobs.seen.include?(:heartbeat) }
+    jid = HooksDiesJob.perform_async
+    wait_for('the death hook') do
+      Jobs.seen.include?([:death, jid, 'ArgumentError', 'ArgumentError: no retries left'])
+    end
+    assert_equal 1, Cogworker::Api.new.set_size('dead')
+    runner.quiet
+    wait_for('quiet') { Jobs.seen.include?(:quiet) }
+    runner.stop
+    assert runner.wait(15)
+    assert runner.join(5)
+    seen = Jobs.seen
+    assert_operator seen.index(:startup), :<, seen.index(:quiet)
+    assert_operator seen.index(:quiet), :<, seen.index(:shutdown)
+  end
+end
