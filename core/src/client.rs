@@ -9,12 +9,50 @@ use crate::job::{float, now, Job};
 use crate::keys::Keys;
 use crate::scripts::SCRIPTS;
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Client middleware: sees every job a push is about to write (jid,
+/// `created_at` filled) and returns it, changed as it likes (a tenant id,
+/// trace context, a locale), or `None` to stop that push (the push then
+/// returns `None` for it). Any `Fn(Job) -> Option<Job>` is one.
+pub trait ClientMiddleware: Send + Sync + 'static {
+    /// The job to push, or `None` to push nothing.
+    fn call(&self, job: Job) -> Option<Job>;
+}
+
+impl<F: Fn(Job) -> Option<Job> + Send + Sync + 'static> ClientMiddleware for F {
+    fn call(&self, job: Job) -> Option<Job> {
+        self(job)
+    }
+}
+
+/// Client middleware in the order added.
+#[derive(Clone, Default)]
+pub(crate) struct ClientChain(Arc<[Arc<dyn ClientMiddleware>]>);
+
+impl ClientChain {
+    pub fn with(&self, middleware: Arc<dyn ClientMiddleware>) -> Self {
+        let mut chain = self.0.to_vec();
+        chain.push(middleware);
+        ClientChain(chain.into())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// `job` through every middleware, or `None` once one stops it.
+    pub fn apply(&self, job: Job) -> Option<Job> {
+        self.0.iter().try_fold(job, |job, middleware| middleware.call(job))
+    }
+}
 
 /// Pushes jobs. Cheap to clone; all clones share one connection.
 #[derive(Clone)]
 pub struct Client {
     redis: Redis,
     keys: Keys,
+    middleware: ClientChain,
 }
 
 impl Client {
@@ -23,7 +61,15 @@ impl Client {
         Ok(Client {
             redis: Redis::new(config)?,
             keys: Keys::new(config.namespace()),
+            middleware: ClientChain::default(),
         })
+    }
+
+    /// This client with `middleware` added after the middleware it has:
+    /// every push through it (single, bulk, scheduled, unique) passes it.
+    pub fn with_middleware(mut self, middleware: impl ClientMiddleware) -> Self {
+        self.middleware = self.middleware.with(Arc::new(middleware));
+        self
     }
 
     /// The key names of its namespace.
@@ -54,14 +100,25 @@ impl Client {
         let mut scheduled: Vec<(f64, String)> = Vec::new();
         let mut unique: Vec<(usize, Job)> = Vec::new();
         for (index, mut job) in jobs.into_iter().enumerate() {
-            job.prepare_for_push(at).map_err(|e| match e {
+            let in_bulk = |e: crate::Error| match e {
                 crate::Error::InvalidJob { field, value, reason } if index > 0 => crate::Error::InvalidJob {
                     field: format!("jobs[{index}].{field}"),
                     value,
                     reason,
                 },
                 other => other,
-            })?;
+            };
+            job.prepare_for_push(at).map_err(in_bulk)?;
+            if !self.middleware.is_empty() {
+                // What middleware returns is checked again: it may have
+                // broken the job.
+                let Some(changed) = self.middleware.apply(job) else {
+                    jids.push(None);
+                    continue;
+                };
+                job = changed;
+                job.prepare_for_push(at).map_err(in_bulk)?;
+            }
             jids.push(Some(job.jid_str().to_string()));
             if job.unique_for_secs().is_some() {
                 unique.push((index, job));

@@ -1,6 +1,7 @@
 //! The worker process: wires the components together, runs them under
 //! supervision, and drives the shutdown sequence (docs/internals.md, "Crashes and shutdown").
 
+use crate::client::{ClientChain, ClientMiddleware};
 use crate::completion::Completion;
 use crate::config::Config;
 use crate::connection::Redis;
@@ -31,6 +32,7 @@ pub struct WorkerBuilder {
     periodic: Vec<Periodic>,
     event_hooks: Vec<EventHook>,
     host_events: bool,
+    client_middleware: ClientChain,
 }
 
 impl WorkerBuilder {
@@ -101,6 +103,15 @@ impl WorkerBuilder {
         self
     }
 
+    /// Client middleware for the jobs this worker pushes itself (periodic
+    /// entries' jobs), as [`crate::Client::with_middleware`] adds to a client. A
+    /// middleware that stops a periodic job's push skips that slot; one
+    /// that panics is logged and the job is pushed as it was.
+    pub fn client_middleware(mut self, middleware: impl ClientMiddleware) -> Self {
+        self.client_middleware = self.client_middleware.with(Arc::new(middleware));
+        self
+    }
+
     /// The host language reads the events itself
     /// ([`Worker::take_events`]).
     pub fn host_events(mut self) -> Self {
@@ -152,14 +163,9 @@ impl WorkerBuilder {
         } else {
             (Events::default(), None)
         };
-        let shared = Arc::new(Shared::new(
-            self.config,
-            redis,
-            completions_tx,
-            self.periodic,
-            handlers,
-            events,
-        ));
+        let mut shared = Shared::new(self.config, redis, completions_tx, self.periodic, handlers, events);
+        shared.client_middleware = self.client_middleware;
+        let shared = Arc::new(shared);
         let (slots_tx, slots_rx) = flume::unbounded();
         Ok(Worker {
             shared,
@@ -219,6 +225,7 @@ impl Worker {
             periodic: Vec::new(),
             event_hooks: Vec::new(),
             host_events: false,
+            client_middleware: ClientChain::default(),
         }
     }
 

@@ -43,7 +43,7 @@ pub use api::{
     Api, BusyJob, JobSet, LockInfo, PeriodicInfo, ProcessInfo, QueueInfo, SetEntry, SetSearch, Stats, SEARCH_SCAN_MAX,
     SEARCH_TEXT_MAX, SEARCH_TIME_MAX,
 };
-pub use client::Client;
+pub use client::{Client, ClientMiddleware};
 pub use config::{CatchUp, Config, FetchMode, QueueSpec, DEFAULT_REDIS_URL};
 pub use delivery::{Delivery, DeliveryInfo, HANDLER_ABORTED, UNKNOWN_HANDLER};
 pub use error::{Error, Result};

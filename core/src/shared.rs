@@ -4,6 +4,7 @@
 //! bounds how many more to fetch. Deliveries are begun, settled and
 //! abandoned here.
 
+use crate::client::ClientChain;
 use crate::completion::Completion;
 use crate::config::{Config, FetchMode};
 use crate::connection::Redis;
@@ -77,6 +78,8 @@ pub(crate) struct Shared {
     handlers: HashSet<String>,
     /// For the application's hooks.
     pub events: Events,
+    /// Client middleware for the pushes the engine makes (periodic jobs).
+    pub client_middleware: ClientChain,
 }
 
 impl Shared {
@@ -111,6 +114,7 @@ impl Shared {
             periodic,
             handlers,
             events,
+            client_middleware: ClientChain::default(),
         }
     }
 

@@ -83,3 +83,92 @@ async fn error_and_event_hooks_see_what_happens() {
     assert!(position("quiet") < position("shutdown"), "{seen:?}");
     assert_eq!(api.set_size(JobSet::Dead).await.unwrap(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_middleware_adds_fields_or_stops_pushes_and_covers_periodic_jobs() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let tenant = |job: Job| {
+        if job.args_slice().first() == Some(&serde_json::json!("stop")) {
+            return None;
+        }
+        Some(job.field("tenant", serde_json::json!("acme")))
+    };
+    let client = Client::new(&config).unwrap().with_middleware(tenant);
+    let mut conn = redis.conn().await;
+    let queued = |raw: Vec<Vec<u8>>| -> Vec<serde_json::Value> {
+        raw.iter().map(|r| serde_json::from_slice(r).unwrap()).collect()
+    };
+
+    let jid = client.push(Job::new("A").args([serde_json::json!(1)])).await.unwrap();
+    assert!(jid.is_some());
+    let stopped = client
+        .push(Job::new("A").args([serde_json::json!("stop")]))
+        .await
+        .unwrap();
+    assert_eq!(stopped, None, "a stopped push returns no jid");
+    let bulk = client
+        .push_bulk(vec![
+            Job::new("A").args([serde_json::json!(2)]),
+            Job::new("A").args([serde_json::json!("stop")]),
+            Job::new("A").args([serde_json::json!(3)]).at(cogworker_now() + 3600.0),
+        ])
+        .await
+        .unwrap();
+    assert!(bulk[0].is_some() && bulk[1].is_none() && bulk[2].is_some(), "{bulk:?}");
+    let on_queue: Vec<Vec<u8>> = redis::AsyncCommands::lrange(&mut conn, "cogworker:queue:default", 0, -1)
+        .await
+        .unwrap();
+    let on_queue = queued(on_queue);
+    assert_eq!(on_queue.len(), 2);
+    assert!(on_queue.iter().all(|job| job["tenant"] == "acme"), "{on_queue:?}");
+    let scheduled: Vec<Vec<u8>> = redis::AsyncCommands::zrange(&mut conn, "cogworker:schedule", 0, -1)
+        .await
+        .unwrap();
+    assert_eq!(queued(scheduled)[0]["tenant"], "acme");
+    // What middleware returns is checked like any job.
+    let breaks = Client::new(&config)
+        .unwrap()
+        .with_middleware(|job: Job| Some(job.field("queue", serde_json::json!(""))));
+    let err = breaks.push(Job::new("A")).await.unwrap_err().to_string();
+    assert!(err.contains("queue"), "{err}");
+
+    // The jobs a worker pushes itself (periodic) pass its client middleware.
+    let worker = Worker::builder(config)
+        .client_middleware(tenant)
+        // On a queue this worker does not take: it has no handler for it.
+        .periodic(
+            cogworker::Periodic::new("* * * * * *", "Tick")
+                .unwrap()
+                .queue("ticks")
+                .unwrap(),
+        )
+        .build()
+        .unwrap();
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    let redis_url = redis.url();
+    wait_until("a periodic job with the field", Duration::from_secs(15), move || {
+        let url = redis_url.clone();
+        async move {
+            let client = redis::Client::open(url).unwrap();
+            let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+            let raw: Vec<Vec<u8>> = redis::AsyncCommands::lrange(&mut conn, "cogworker:queue:ticks", 0, -1)
+                .await
+                .unwrap();
+            raw.iter()
+                .map(|r| serde_json::from_slice::<serde_json::Value>(r).unwrap())
+                .any(|job| job["class"] == "Tick" && job["tenant"] == "acme")
+        }
+    })
+    .await;
+    handle.stop();
+    running.await.unwrap().unwrap();
+}
+
+fn cogworker_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}

@@ -12,7 +12,7 @@ import os as _os
 
 from . import _core, testing
 from ._core import ConfigError, Error, InvalidArgument, InvalidJob, RedisError, ScriptError
-from ._hooks import JobDied, RunningJob, on, on_death, on_error, server_middleware
+from ._hooks import JobDied, RunningJob, client_middleware, on, on_death, on_error, server_middleware
 from ._periodic import periodic
 from ._settings import configure
 from .api import Api
@@ -57,6 +57,7 @@ __all__ = [
     "RunningJob",
     "ScriptError",
     "Worker",
+    "client_middleware",
     "configure",
     "job",
     "on",

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from typing import Any, Callable, TypeVar
+from collections.abc import Iterator
+from typing import Any, Callable, Generic, TypeVar
 
 logger = logging.getLogger("cogworker")
 
@@ -77,28 +78,29 @@ class JobDied(Exception):
 
 
 Middleware = Callable[[RunningJob, Callable[[], Any]], Any]
+ClientMiddleware = Callable[[dict[str, Any]], Any]
+M = TypeVar("M", bound=Callable[..., Any])
 
 
-class MiddlewareChain:
-    """Server middleware, outermost first: each is called as
-    ``middleware(job, call_next)``; ``call_next()`` runs the rest of the
-    chain and the handler and returns the handler's value. Not calling it
-    skips the job (it counts as done); catching what it raises swallows the
-    failure; raising fails the job."""
+class _Chain(Generic[M]):
+    """Middleware in the order added; read without a lock (a tuple swapped
+    whole), so adding while jobs run is safe."""
+
+    shape = "(job, call_next)"
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: tuple[Middleware, ...] = ()
+        self._entries: tuple[M, ...] = ()
 
-    def add(self, middleware: Middleware) -> Middleware:
+    def add(self, middleware: M) -> M:
         """Appends ``middleware`` (innermost so far); returns it."""
         if not callable(middleware):
-            raise TypeError(f"server middleware must be callable as (job, call_next), not {middleware!r}")
+            raise TypeError(f"middleware must be callable as {self.shape}, not {middleware!r}")
         with self._lock:
             self._entries = (*self._entries, middleware)
         return middleware
 
-    def remove(self, middleware: Middleware) -> None:
+    def remove(self, middleware: M) -> None:
         with self._lock:
             self._entries = tuple(m for m in self._entries if m is not middleware)
 
@@ -109,8 +111,16 @@ class MiddlewareChain:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[M]:
         return iter(self._entries)
+
+
+class MiddlewareChain(_Chain[Middleware]):
+    """Server middleware, outermost first: each is called as
+    ``middleware(job, call_next)``; ``call_next()`` runs the rest of the
+    chain and the handler and returns the handler's value. Not calling it
+    skips the job (it counts as done); catching what it raises swallows the
+    failure; raising fails the job."""
 
     def invoke(self, job: RunningJob, run: Callable[[], Any]) -> Any:
         """Runs ``run`` (the handler) inside every middleware."""
@@ -124,7 +134,30 @@ class MiddlewareChain:
         return call(0)
 
 
+class ClientMiddlewareChain(_Chain[ClientMiddleware]):
+    """Client middleware, in order: each is called as ``middleware(job)``
+    with the job about to be pushed (a dict: ``class``, ``args``, ``queue``,
+    ``jid``, ``created_at``...) and returns the job to push, changed as it
+    likes (a tenant id, trace context), or None to stop the push (which
+    then returns None). Runs on every push from this process: ``enqueue``,
+    ``enqueue_in``, ``enqueue_many``, ``Client.push``/``push_bulk``."""
+
+    shape = "(job)"
+
+    def apply(self, job: dict[str, Any]) -> dict[str, Any] | None:
+        """``job`` through every middleware, or None once one stops it."""
+        for middleware in self._entries:
+            job = middleware(job)
+            if job is None:
+                return None
+            if not isinstance(job, dict):
+                returned = type(job).__name__
+                raise TypeError(f"client middleware {middleware!r} returned {returned}, not a dict or None")
+        return job
+
+
 server_middleware = MiddlewareChain()
+client_middleware = ClientMiddlewareChain()
 _error_handlers: list[Callable[[BaseException, RunningJob], Any]] = []
 _death_handlers: list[Callable[[dict[str, Any], JobDied], Any]] = []
 _event_hooks: dict[str, list[Callable[[], Any]]] = {name: [] for name in EVENTS}
@@ -159,10 +192,18 @@ def on(event: str) -> Callable[[F], F]:
 
 
 def install(
-    middleware: list[Middleware] | None, error_handlers: list[Any] | None, death_handlers: list[Any] | None
+    middleware: list[Middleware] | None,
+    error_handlers: list[Any] | None,
+    death_handlers: list[Any] | None,
+    client: list[Any] | None = None,
 ) -> None:
-    """``configure(server_middleware=..., error_handlers=..., death_handlers=...)``:
-    each list given replaces what was registered."""
+    """``configure(server_middleware=..., client_middleware=...,
+    error_handlers=..., death_handlers=...)``: each list given replaces what
+    was registered."""
+    if client is not None:
+        client_middleware.clear()
+        for entry in client:
+            client_middleware.add(entry)
     if middleware is not None:
         server_middleware.clear()
         for entry in middleware:
@@ -175,7 +216,7 @@ def install(
 
 def reset() -> None:
     """Forget every hook (tests)."""
-    install([], [], [])
+    install([], [], [], [])
     for hooks in _event_hooks.values():
         hooks.clear()
 

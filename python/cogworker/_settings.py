@@ -15,6 +15,7 @@ _generation = 0
 def configure(
     *,
     server_middleware: list[Any] | None = None,
+    client_middleware: list[Any] | None = None,
     error_handlers: list[Any] | None = None,
     death_handlers: list[Any] | None = None,
     **settings: Any,
@@ -23,10 +24,11 @@ def configure(
     ``queues``, ``fetch``, ``shutdown_timeout``, ... see docs/configuration.md).
     Validated at once: a bad name or value raises ``cogworker.ConfigError``
     naming it. Later calls override earlier ones. ``server_middleware``,
-    ``error_handlers`` and ``death_handlers`` replace the hooks registered
-    so far (see ``cogworker.server_middleware``, ``on_error``, ``on_death``)."""
+    ``client_middleware``, ``error_handlers`` and ``death_handlers`` replace
+    the hooks registered so far (see ``cogworker.server_middleware``,
+    ``client_middleware``, ``on_error``, ``on_death``)."""
     global _generation
-    _hooks.install(server_middleware, error_handlers, death_handlers)
+    _hooks.install(server_middleware, error_handlers, death_handlers, client_middleware)
     with _lock:
         merged = {**_settings, **settings}
         _core.Config(**merged)  # validates; raises ConfigError

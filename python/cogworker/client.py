@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Any, Union
 
-from . import _core, _settings, testing
+from . import _core, _hooks, _settings, testing
 
 When = Union[float, int, _dt.datetime]
 Delay = Union[float, int, _dt.timedelta]
@@ -93,12 +94,17 @@ class Client:
         """Pushes one job per args tuple, all in one round trip (None for a
         unique job refused as a duplicate)."""
         opts = options(queue, retry, at, None, unique_for)
+        if _hooks.client_middleware:
+            jobs = [json.loads(_core.prepare_job(class_name, list(args), **opts)) for args in args_list]
+            return self.push_bulk(jobs)
         if testing.active():
             return [testing.record(_core.prepare_job(class_name, list(args), **opts)) for args in args_list]
         return self._native.push_many(class_name, [list(args) for args in args_list], **opts)
 
     def push_job(self, class_name: str, args: Sequence[Any], opts: dict[str, Any]) -> str | None:
         """Pushes ``class_name(*args)`` with ``options(...)``."""
+        if _hooks.client_middleware:
+            return self.push_bulk([json.loads(_core.prepare_job(class_name, args, **opts))])[0]
         if testing.active():
             return testing.record(_core.prepare_job(class_name, args, **opts))
         return self._native.push_many(class_name, [args], **opts)[0]
@@ -109,6 +115,15 @@ class Client:
         return self.push_bulk([payload])[0]
 
     def push_bulk(self, payloads: Sequence[dict[str, Any]]) -> list[str | None]:
+        if _hooks.client_middleware:
+            # Middleware sees each job as it will be stored (jid and times
+            # filled); None for those it stops, the rest in one round trip.
+            jobs = [_hooks.client_middleware.apply(json.loads(_core.prepare_payload(p))) for p in payloads]
+            pushed = iter(self._push_prepared([job for job in jobs if job is not None]))
+            return [None if job is None else next(pushed) for job in jobs]
+        return self._push_prepared(payloads)
+
+    def _push_prepared(self, payloads: Sequence[dict[str, Any]]) -> list[str | None]:
         if testing.active():
             return [testing.record(_core.prepare_payload(p)) for p in payloads]
         return self._native.push_payloads(payloads)

@@ -10,6 +10,7 @@ import gzip
 import http.server
 import json
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -191,3 +192,37 @@ def test_a_real_error_reporter_gets_the_exception_and_the_jid(worker_factory) ->
     assert event["tags"]["jid"] == jid and event["tags"]["queue"] == "default"
     (exception,) = event["exception"]["values"]
     assert exception["type"] == "Trouble" and exception["value"] == "handler failed"
+
+
+@cogworker.job(name="Hooks.Flaky", retry=3, retry_in=lambda count, error: 0)
+def flaky_once(key: str) -> None:
+    SEEN.append(("run", key))
+    if SEEN.count(("run", key)) == 1:
+        raise Trouble("first run fails")
+
+
+def test_client_middleware_adds_fields_that_survive_a_retry_or_stops_a_push(worker_factory) -> None:
+    def tenant(job: dict[str, Any]) -> dict[str, Any] | None:
+        if job["args"] == ["stop"]:
+            return None
+        return {**job, "tenant": "acme"}
+
+    def seen_by_handlers(job: cogworker.RunningJob, call_next: Any) -> Any:
+        SEEN.append(("tenant", job.args[0], job.get("tenant"), job.retry_count))
+        return call_next()
+
+    cogworker.configure(client_middleware=[tenant], server_middleware=[seen_by_handlers])
+    assert flaky_once.enqueue("stop") is None
+    assert cogworker.Client().enqueue_many("Hooks.Flaky", [["a"], ["stop"], ["b"]])[1] is None
+    assert cogworker.Client().push({"class": "Hooks.Flaky", "args": ["stop"]}) is None
+    later = cogworker.Client().enqueue("Hooks.Flaky", "c", at=time.time() + 3600)
+    assert cogworker.Api().find("scheduled", later)["job"]["tenant"] == "acme"
+    worker_factory()
+    wait_for("a and b ran twice", lambda: SEEN.count(("run", "a")) == 2 and SEEN.count(("run", "b")) == 2)
+    assert sorted(s for s in SEEN if s[0] == "tenant") == [
+        ("tenant", "a", "acme", 0),
+        ("tenant", "a", "acme", 1),
+        ("tenant", "b", "acme", 0),
+        ("tenant", "b", "acme", 1),
+    ]
+    assert cogworker.Api().queue("default")["size"] == 0, "the stopped pushes wrote nothing"

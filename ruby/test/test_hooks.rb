@@ -51,6 +51,33 @@ class GateMiddleware
   end
 end
 
+class TenantStamp
+  def call(_class_name, job, _queue, _redis_pool)
+    return false if job['args'] == ['stop']
+
+    job['tenant'] = 'acme'
+    yield
+  end
+end
+
+class TenantSeen
+  def call(_instance, job, _queue)
+    Jobs.record([:tenant, job['args'].first, job['tenant'], job['retry_count'] || 0])
+    yield
+  end
+end
+
+class HooksFlakyJob
+  include Cogworker::Job
+  cogworker_options retry: 3
+  cogworker_retry_in { |_count, _error| 0 }
+
+  def perform(key)
+    Jobs.record([:run, key])
+    raise ArgumentError, 'first run fails' if Jobs.seen.count([:run, key]) == 1
+  end
+end
+
 # Apps plug into a worker: middleware in order (payload fields, args
 # changed, a job skipped or its failure swallowed), error handlers (one
 # that raises changes nothing; one writes to a file, as a reporter would),
@@ -96,7 +123,7 @@ class TestHooks < Minitest::Test
     start_runner
     entry = wait_for('filed for retry') { Cogworker::Api.new.find('retry', jid) }
     assert_equal 'ArgumentError', entry['job']['error_class']
-    wait_for('reported') { File.exist?(log) }
+    wait_for('reported') { File.exist?(log) && !File.read(log).empty? }
     assert_equal [['ArgumentError', 'handler failed', jid, 'HooksRecordJob', 'default']],
                  File.readlines(log).map { |l| JSON.parse(l) }
   end
@@ -123,5 +150,22 @@ class TestHooks < Minitest::Test
     seen = Jobs.seen
     assert_operator seen.index(:startup), :<, seen.index(:quiet)
     assert_operator seen.index(:quiet), :<, seen.index(:shutdown)
+  end
+
+  def test_client_middleware_adds_fields_that_survive_a_retry_or_stops_a_push
+    Cogworker.configure do |c|
+      c.client_middleware { |chain| chain.add TenantStamp }
+      c.server_middleware { |chain| chain.add TenantSeen }
+    end
+    assert_nil HooksFlakyJob.perform_async('stop')
+    jids = Cogworker::Client.push_bulk('HooksFlakyJob', [['a'], ['stop'], ['b']])
+    assert_nil jids[1]
+    later = HooksFlakyJob.perform_in(3600, 'c')
+    assert_equal 'acme', Cogworker::Api.new.find('scheduled', later)['job']['tenant']
+    start_runner
+    wait_for('a and b ran twice') { Jobs.seen.count([:run, 'a']) == 2 && Jobs.seen.count([:run, 'b']) == 2 }
+    tenants = Jobs.seen.select { |s| s.first == :tenant }.sort_by(&:to_s)
+    assert_equal [[:tenant, 'a', 'acme', 0], [:tenant, 'a', 'acme', 1], [:tenant, 'b', 'acme', 0], [:tenant, 'b', 'acme', 1]],
+                 tenants
   end
 end

@@ -8,3 +8,30 @@ class CrossEcho
     File.open(ENV.fetch('CROSS_RESULTS'), 'a') { |f| f.puts(JSON.generate(['ruby', *args])) }
   end
 end
+
+# Server middleware: what a field another language's client middleware added looks like here.
+class TenantSeen
+  def call(_instance, job, _queue)
+    if job['class'] == 'CrossTenant'
+      File.open(ENV.fetch('CROSS_RESULTS'), 'a') do |f|
+        f.puts(JSON.generate(['ruby-middleware', job['tenant'], job['retry_count'] || 0]))
+      end
+    end
+    yield
+  end
+end
+Cogworker.config.server_middleware { |chain| chain.add TenantSeen }
+
+class CrossTenant
+  include Cogworker::Job
+  cogworker_options retry: 2
+  cogworker_retry_in { |_count, _error| 0 }
+
+  def perform
+    marker = "#{ENV.fetch('CROSS_RESULTS')}.rb-ran"
+    return if File.exist?(marker)
+
+    File.write(marker, '')
+    raise 'the first run fails: the field must survive the retry'
+  end
+end

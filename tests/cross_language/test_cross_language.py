@@ -128,3 +128,56 @@ def test_python_ruby_and_rust_exchange_jobs(env: dict[str, str], tmp_path) -> No
         assert by_language == ["python", "python", "ruby", "ruby"], f.read()
     for row in got:
         assert row[1:] == ARGS, row
+
+
+def test_fields_client_middleware_adds_reach_the_other_languages_server_middleware(
+    env: dict[str, str], tmp_path
+) -> None:
+    """Python's client middleware stamps a job for Ruby, Ruby's stamps one
+    for Python; each side's server middleware sees the field, on the first
+    run and again after the retry."""
+    log = str(tmp_path / "workers.log")
+    ruby_lib = os.path.join(ROOT, "ruby/lib")
+    ruby = start(
+        [
+            "ruby",
+            "-I",
+            ruby_lib,
+            os.path.join(ROOT, "ruby/exe/cogworker"),
+            "-r",
+            os.path.join(HERE, "ruby_jobs.rb"),
+            "-q",
+            "ruby",
+        ],
+        env,
+        log,
+    )
+    python = start([sys.executable, "-m", "cogworker", "worker", "py_jobs", "-q", "python"], env, log)
+    try:
+        client = cogworker.Client(redis_url=env["COGWORKER_REDIS_URL"])
+        cogworker.client_middleware.add(stamp := lambda job: {**job, "tenant": "acme"})
+        try:
+            client.enqueue("CrossTenant", queue="ruby")
+        finally:
+            cogworker.client_middleware.remove(stamp)
+        ruby_push = (
+            'require "cogworker"\n'
+            "class Stamp\n  def call(_class, job, _queue, _pool)\n"
+            "    job['tenant'] = 'globex'\n    yield\n  end\nend\n"
+            "Cogworker.config.client_middleware { |chain| chain.add Stamp }\n"
+            'Cogworker::Client.push("PyTenant", [], queue: "python")'
+        )
+        subprocess.run(
+            ["ruby", "-I", ruby_lib, "-e", ruby_push], env=env, check=True, stdout=subprocess.DEVNULL
+        )
+        got = wait_for_results(env["CROSS_RESULTS"], 4, timeout=60.0)  # retries wait for the scheduler
+    finally:
+        stop(ruby)
+        stop(python)
+    with open(log, encoding="utf-8", errors="replace") as f:
+        assert sorted(got) == [
+            ["python-middleware", "globex", 0],
+            ["python-middleware", "globex", 1],
+            ["ruby-middleware", "acme", 0],
+            ["ruby-middleware", "acme", 1],
+        ], f.read()

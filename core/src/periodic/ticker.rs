@@ -128,6 +128,29 @@ async fn tick(shared: &Shared, entry: &mut Entry, now: f64) -> crate::Result<()>
 async fn claim(shared: &Shared, entry: &Entry, slot: i64, now: f64) -> crate::Result<()> {
     let definition = &entry.definition;
     let job = definition.job_for(&entry.pjid, slot, now);
+    let job = if shared.client_middleware.is_empty() {
+        job
+    } else {
+        let unchanged = job.clone();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| shared.client_middleware.apply(job))) {
+            Ok(Some(job)) => job,
+            Ok(None) => {
+                tracing::info!(
+                    "periodic {} slot {}: client middleware stopped the push",
+                    definition.class(),
+                    slot_time(slot)
+                );
+                return Ok(());
+            }
+            Err(_) => {
+                tracing::error!(
+                    "client middleware panicked on periodic {}; pushing the job as it was",
+                    definition.class()
+                );
+                unchanged
+            }
+        }
+    };
     let last_slot_key = shared.keys.periodic_last_slot(&entry.pjid);
     let until_executed = definition.is_until_executed();
     let (status, _previous): (i64, String) = SCRIPTS

@@ -28,6 +28,7 @@ module Cogworker
 
     def initialize(config = Cogworker.config)
       @native = Native::Client.new(config.native)
+      @middleware = config.hooks.client_middleware
     end
 
     # Returns the jid (nil: a unique job's duplicate holds the lock).
@@ -40,6 +41,9 @@ module Cogworker
     # One round trip for all; returns the jids.
     def push_bulk(class_name, args_list, **options)
       options = self.class.options(**options)
+      unless @middleware.empty?
+        return push_payloads(args_list.map { |args| prepared(Native.prepare_job(class_name.to_s, args, options)) })
+      end
       return args_list.map { |args| Testing.record(Native.prepare_job(class_name.to_s, args, options)) } if Testing.enabled?
 
       @native.push_many(class_name.to_s, args_list.to_a, options)
@@ -47,13 +51,31 @@ module Cogworker
 
     # `class_name(*args)` with options as `Client.options` builds them.
     def push_job(class_name, args, options)
+      return push_payloads([prepared(Native.prepare_job(class_name, args, options))]).first unless @middleware.empty?
       return Testing.record(Native.prepare_job(class_name, args, options)) if Testing.enabled?
 
       @native.push_many(class_name, [args], options).first
     end
 
-    # Raw payloads (Hashes with at least 'class').
+    # Raw payloads (Hashes with at least 'class'). Client middleware sees
+    # each as it will be stored (jid and times filled); nil for those it
+    # stops, the rest in one round trip.
     def push_payloads(payloads)
+      return push_prepared(payloads) if @middleware.empty?
+
+      jobs = payloads.map do |payload|
+        job = prepared(Native.prepare_payload(payload))
+        job if @middleware.invoke_client(job['class'], job, job['queue'])
+      end
+      pushed = push_prepared(jobs.compact).each
+      jobs.map { |job| job && pushed.next }
+    end
+
+    private
+
+    def prepared(json) = JSON.parse(json)
+
+    def push_prepared(payloads)
       return payloads.map { |p| Testing.record(Native.prepare_payload(p)) } if Testing.enabled?
 
       @native.push_payloads(payloads)

@@ -58,6 +58,12 @@ module Cogworker
       hooks.server_middleware
     end
 
+    # c.client_middleware { |chain| chain.add TenantStamp }: every push
+    def client_middleware
+      yield hooks.client_middleware if block_given?
+      hooks.client_middleware
+    end
+
     # c.error_handlers << ->(ex, ctx) { Honeybadger.notify(ex, context: ctx) }
     def error_handlers = hooks.error_handlers
 

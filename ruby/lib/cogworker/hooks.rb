@@ -52,6 +52,21 @@ module Cogworker
     def empty? = @entries.empty?
     def size = @entries.size
 
+    # Client middleware, Sidekiq's shape: `call(class_name, job_hash, queue,
+    # redis_pool) { yield }` (redis_pool is nil: cogworker has none). The
+    # push goes on if every middleware yielded; one that does not stops it.
+    def invoke_client(class_name, job, queue)
+      chain = @entries.map(&:make_new)
+      call = lambda do |index|
+        return true if index == chain.size
+
+        pushed = false
+        chain[index].call(class_name, job, queue, nil) { pushed = call.call(index + 1) }
+        pushed
+      end
+      call.call(0)
+    end
+
     # Runs the block (the job) inside every middleware, outermost first.
     def invoke(instance, job, queue, &run)
       chain = @entries.map(&:make_new)
@@ -64,7 +79,7 @@ module Cogworker
     end
   end
 
-  # Where an application plugs into its workers: server middleware, error
+  # Where an application plugs into its workers: server and client middleware, error
   # handlers (`->(ex, ctx) {}` for every failure), death handlers
   # (`->(job, ex) {}` for every job filed in dead) and lifecycle hooks
   # (`on(:startup)`, `:quiet`, `:shutdown`, `:heartbeat`). All run in the
@@ -72,10 +87,11 @@ module Cogworker
   class Hooks
     EVENTS = %i[startup quiet shutdown heartbeat].freeze
 
-    attr_reader :server_middleware, :error_handlers, :death_handlers
+    attr_reader :server_middleware, :client_middleware, :error_handlers, :death_handlers
 
     def initialize
       @server_middleware = MiddlewareChain.new
+      @client_middleware = MiddlewareChain.new
       @error_handlers = []
       @death_handlers = []
       @events = EVENTS.to_h { |e| [e, []] }
