@@ -107,6 +107,7 @@ pub struct Config {
     redis_url: crate::redis_url::RedisUrl,
     namespace: String,
     concurrency: usize,
+    async_concurrency: usize,
     queues: Vec<QueueSpec>,
     strict_order: bool,
     fetch: FetchMode,
@@ -136,6 +137,7 @@ impl Default for Config {
             redis_url: crate::redis_url::RedisUrl(DEFAULT_REDIS_URL.to_string()),
             namespace: "cogworker".to_string(),
             concurrency: 10,
+            async_concurrency: 100,
             queues: vec![QueueSpec {
                 name: "default".into(),
                 weight: 1,
@@ -202,6 +204,20 @@ impl Config {
         self.namespace = namespace.to_string();
         Ok(self)
     }
+    /// How many coroutines run at once (1 to 100,000); the error names the
+    /// setting and the value.
+    pub fn set_async_concurrency(&mut self, async_concurrency: i64) -> Result<&mut Self> {
+        if !(1..=100_000).contains(&async_concurrency) {
+            return Err(Error::config(
+                "async_concurrency",
+                async_concurrency,
+                "must be between 1 and 100000",
+            ));
+        }
+        self.async_concurrency = async_concurrency as usize;
+        Ok(self)
+    }
+
     /// Jobs one worker process runs at once (1 to 10,000).
     pub fn set_concurrency(&mut self, concurrency: i64) -> Result<&mut Self> {
         if !(1..=10_000).contains(&concurrency) {
@@ -317,6 +333,11 @@ impl Config {
     /// Jobs one process runs at once.
     pub fn concurrency(&self) -> usize {
         self.concurrency
+    }
+    /// Coroutines a host's event loop runs at once (Python `async def`
+    /// handlers), besides the `concurrency` thread slots.
+    pub fn async_concurrency(&self) -> usize {
+        self.async_concurrency
     }
     /// The queues to work, with their weights.
     pub fn queues(&self) -> &[QueueSpec] {

@@ -30,6 +30,9 @@ pub struct Delivery {
     /// Handed to a slot (a dropped delivery that never started is given
     /// back, not failed).
     pub(crate) started: bool,
+    /// Moved off its thread slot to a host's event loop (see
+    /// [`Delivery::detach`]).
+    pub(crate) detached: bool,
     /// Who settles it; `None` once it is settled or given back.
     owner: Option<Arc<Shared>>,
 }
@@ -59,6 +62,7 @@ impl Delivery {
             job,
             started_at: 0.0,
             started: false,
+            detached: false,
             owner: Some(owner),
         }
     }
@@ -83,6 +87,17 @@ impl Delivery {
             queue: self.queue.clone(),
             retry_count: self.job.retry_count(),
             args_json: serde_json::to_string(self.job.args_slice()).unwrap_or_else(|_| "[]".into()),
+        }
+    }
+
+    /// The job goes on as a coroutine on the host's event loop: its thread
+    /// slot is freed at once (the worker fetches another job for it), and
+    /// the delivery still counts as running (busy, waited for at shutdown)
+    /// until it settles. The host bounds how many it runs
+    /// (`async_concurrency`).
+    pub fn detach(&mut self) {
+        if let Some(owner) = self.owner.clone() {
+            owner.detach(self);
         }
     }
 
@@ -136,6 +151,7 @@ impl Delivery {
             job: std::mem::replace(&mut self.job, Job::placeholder()),
             started_at: self.started_at,
             started: self.started,
+            detached: self.detached,
             owner: None,
         }
     }

@@ -28,7 +28,7 @@ pub(crate) async fn run(shared: Arc<Shared>, slots: flume::Sender<Delivery>) {
         if shared.is_quiet() {
             break;
         }
-        if reconcile && shared.free_slots() == shared.config.concurrency() {
+        if reconcile && shared.is_idle() {
             reconcile = !reconcile_in_progress(&shared).await;
         }
         let free = shared.free_slots();
@@ -77,7 +77,7 @@ async fn reconcile_in_progress(shared: &Shared) -> bool {
     if shared.completions.send(Completion::Flush(flushed_tx)).is_err() || flushed_rx.await.is_err() {
         return false;
     }
-    if shared.free_slots() != shared.config.concurrency() {
+    if !shared.is_idle() {
         return false;
     }
     match crate::recovery::requeue_list(shared, &shared.identity, 0).await {

@@ -38,6 +38,12 @@ pub const SETTINGS: &[Setting] = &[
         read: |c| HostValue::Int(c.concurrency() as i64),
     },
     Setting {
+        name: "async_concurrency",
+        help: "coroutines (Python async def handlers) one worker process runs at once, besides concurrency",
+        apply: |c, name, v| c.set_async_concurrency(whole(name, v)?).map(drop),
+        read: |c| HostValue::Int(c.async_concurrency() as i64),
+    },
+    Setting {
         name: "queues",
         help: "queues to work, each \"name\" or \"name,weight\" (weighted random order)",
         apply: |c, name, v| c.set_queues(&queue_specs(name, v)?).map(drop),

@@ -67,6 +67,8 @@ pub(crate) struct Shared {
     busy: Mutex<HashMap<u64, BusyEntry>>,
     next_token: AtomicU64,
     outstanding: AtomicUsize,
+    /// Deliveries moved off their thread slot to a host's event loop.
+    detached: AtomicUsize,
     pub capacity_freed: Notify,
     pub completions: flume::Sender<Completion>,
     /// Set once the first orphan-recovery pass has completed.
@@ -108,6 +110,7 @@ impl Shared {
             busy: Mutex::new(HashMap::new()),
             next_token: AtomicU64::new(1),
             outstanding: AtomicUsize::new(0),
+            detached: AtomicUsize::new(0),
             capacity_freed: Notify::new(),
             completions,
             recovered_once: AtomicBool::new(false),
@@ -160,6 +163,31 @@ impl Shared {
         let _ = rx.wait_for(|now| *now >= at_least).await;
     }
 
+    /// Nothing taken here is unsettled: no thread slot's job, no coroutine's.
+    pub fn is_idle(&self) -> bool {
+        self.outstanding.load(Ordering::SeqCst) == 0 && self.detached.load(Ordering::SeqCst) == 0
+    }
+
+    /// See [`Delivery::detach`].
+    pub(crate) fn detach(&self, delivery: &mut Delivery) {
+        if !delivery.detached {
+            delivery.detached = true;
+            self.detached.fetch_add(1, Ordering::SeqCst);
+            self.release_slot();
+        }
+    }
+
+    /// Frees what a delivery held: its thread slot, or (`detached`) its
+    /// place among the detached.
+    fn release(&self, detached: bool) {
+        if detached {
+            self.detached.fetch_sub(1, Ordering::SeqCst);
+            self.capacity_freed.notify_one();
+        } else {
+            self.release_slot();
+        }
+    }
+
     pub fn free_slots(&self) -> usize {
         self.config
             .concurrency()
@@ -209,7 +237,7 @@ impl Shared {
     /// `delivery` ended with `outcome`: free the slot, hand the outcome over
     /// to be written to Redis. (Called by [`Delivery::settle`].)
     pub(crate) fn finish(&self, delivery: Delivery, outcome: Outcome) {
-        let token = delivery.token;
+        let (token, detached) = (delivery.token, delivery.detached);
         let finished_at = job::now();
         // The outcome is queued before the slot is freed: shutdown waits for
         // free slots, then flushes, so it never requeues a job whose
@@ -228,7 +256,7 @@ impl Shared {
             tracing::debug!("completion after shutdown dropped; the job was requeued");
         }
         self.busy.lock().unwrap().remove(&token);
-        self.release_slot();
+        self.release(detached);
     }
 
     /// `delivery` was abandoned (see [`Delivery::abandon`]): its slot and
@@ -248,7 +276,7 @@ impl Shared {
             return self.finish(delivery, Outcome::Failure(failure));
         }
         self.busy.lock().unwrap().remove(&delivery.token);
-        self.release_slot();
+        self.release(delivery.detached);
         if delivery.started && self.is_reliable() {
             return;
         }

@@ -91,6 +91,36 @@ elif SYSTEM == "arq":
         keep_result = 0
 
 
+elif SYSTEM == "cogworker-async":
+    import asyncio
+
+    import cogworker
+
+    cogworker.configure(async_concurrency=int(os.environ["BENCH_AT_ONCE"]))
+
+    @cogworker.job(name="bench.nap")
+    async def cog_nap(seconds: float) -> None:
+        if seconds:
+            await asyncio.sleep(seconds)
+        done()
+
+elif SYSTEM == "arq-async":
+    import asyncio
+
+    from arq.connections import RedisSettings
+
+    async def arq_nap(ctx: dict, seconds: float) -> None:
+        if seconds:
+            await asyncio.sleep(seconds)
+        done()
+
+    class AsyncWorkerSettings:
+        functions = [arq_nap]
+        redis_settings = RedisSettings.from_dsn(URL)
+        max_jobs = int(os.environ["BENCH_AT_ONCE"])
+        keep_result = 0
+
+
 def rq_noop() -> None:
     done()
 

@@ -6,6 +6,7 @@ raises is logged and never changes what happens to the job."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import threading
@@ -122,6 +123,24 @@ class MiddlewareChain(_Chain[Middleware]):
     skips the job (it counts as done); catching what it raises swallows the
     failure; raising fails the job."""
 
+    def all_async(self) -> bool:
+        """Is every middleware an ``async def`` (itself or its ``__call__``)?
+        Then an ``async def`` handler runs as a coroutine inside them."""
+        return all(_is_async(m) for m in self._entries)
+
+    async def ainvoke(self, job: RunningJob, run: Callable[[], Any]) -> Any:
+        """Awaits ``run()`` (the coroutine handler) inside every middleware,
+        each awaited: ``async def __call__(self, job, call_next)`` and
+        ``await call_next()``."""
+        chain = self._entries
+
+        async def call(index: int) -> Any:
+            if index == len(chain):
+                return await run()
+            return await chain[index](job, lambda: call(index + 1))
+
+        return await call(0)
+
     def invoke(self, job: RunningJob, run: Callable[[], Any]) -> Any:
         """Runs ``run`` (the handler) inside every middleware."""
         chain = self._entries
@@ -154,6 +173,11 @@ class ClientMiddlewareChain(_Chain[ClientMiddleware]):
                 returned = type(job).__name__
                 raise TypeError(f"client middleware {middleware!r} returned {returned}, not a dict or None")
         return job
+
+
+def _is_async(middleware: Any) -> bool:
+    # A function, or an object whose class defines `async def __call__`.
+    return inspect.iscoroutinefunction(middleware) or inspect.iscoroutinefunction(type(middleware).__call__)
 
 
 server_middleware = MiddlewareChain()

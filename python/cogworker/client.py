@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import threading
 from collections.abc import Iterable, Sequence
-from typing import Any, Union
+from typing import Any, Callable, TypeVar, Union
 
 from . import _core, _hooks, _settings, testing
 
 When = Union[float, int, _dt.datetime]
 Delay = Union[float, int, _dt.timedelta]
 RetryOption = Union[bool, int]
+T = TypeVar("T")
 
 
 def epoch(when: When) -> float:
@@ -74,6 +76,16 @@ class Client:
         """
         return self.push_job(class_name, args, options(queue, retry, at, None, unique_for))
 
+    async def aenqueue(self, class_name: str, *args: Any, **opts: Any) -> str | None:
+        """``enqueue`` for async code: awaits the push without blocking the loop."""
+        return await off_loop(self.enqueue, class_name, *args, **opts)
+
+    async def aenqueue_many(
+        self, class_name: str, args_list: Iterable[Sequence[Any]], **opts: Any
+    ) -> list[str | None]:
+        """``enqueue_many`` for async code."""
+        return await off_loop(self.enqueue_many, class_name, list(args_list), **opts)
+
     def enqueue_in(self, delay: Delay, class_name: str, *args: Any, **opts: Any) -> str | None:
         """Like ``enqueue``, to run ``delay`` (seconds or a timedelta) from now."""
         given = {name: opts.pop(name, None) for name in ("queue", "retry", "unique_for")}
@@ -127,6 +139,14 @@ class Client:
         if testing.active():
             return [testing.record(_core.prepare_payload(p)) for p in payloads]
         return self._native.push_payloads(payloads)
+
+
+async def off_loop(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``call(*args, **kwargs)`` on the running loop's executor thread: a
+    push from async code never blocks its event loop."""
+    import asyncio
+
+    return await asyncio.get_running_loop().run_in_executor(None, functools.partial(call, *args, **kwargs))
 
 
 _default_lock = threading.Lock()

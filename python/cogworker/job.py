@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any, Callable, Generic, TypeVar, overload
 
 from . import _registry, testing
-from .client import Delay, RetryOption, When, default_client, options
+from .client import Delay, RetryOption, When, default_client, off_loop, options
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -92,6 +92,16 @@ class JobHandle(Generic[F]):
         """Pushes a job to run at ``when`` (a datetime or epoch seconds)."""
         return self._bound().enqueue_at(when, *args)
 
+    async def aenqueue(self, *args: Any) -> str | None:
+        """``enqueue`` for async code: awaits the push without blocking the loop."""
+        return await off_loop(self.enqueue, *args)
+
+    async def aenqueue_in(self, delay: Delay, *args: Any) -> str | None:
+        return await off_loop(self.enqueue_in, delay, *args)
+
+    async def aenqueue_at(self, when: When, *args: Any) -> str | None:
+        return await off_loop(self.enqueue_at, when, *args)
+
     # Fake-mode helpers (cogworker.testing).
     @property
     def jobs(self) -> list[dict[str, Any]]:
@@ -127,6 +137,9 @@ class _Bound:
 
     def enqueue_at(self, when: When, *args: Any) -> str | None:
         return self._push(args, at=when)
+
+    async def aenqueue(self, *args: Any) -> str | None:
+        return await off_loop(self.enqueue, *args)
 
 
 @overload

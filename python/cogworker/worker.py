@@ -21,16 +21,14 @@ import sys
 import threading
 import time
 import traceback
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
 from . import _core, _hooks
+from ._coroutines import EventLoop
 from ._hooks import RunningJob
 from ._periodic import entries as periodic_entries
 from ._settings import make_config
 from .job import JobHandle, registry
-
-if TYPE_CHECKING:
-    import asyncio
 
 logger = logging.getLogger("cogworker")
 
@@ -57,15 +55,6 @@ def _text(text: str) -> str:
     return text.encode("utf-8", "replace").decode("utf-8")
 
 
-async def _guarded(awaitable: Any) -> tuple[bool, Any]:
-    # Nothing a handler raises may escape into the shared loop (SystemExit
-    # there would end it, and every later async job would hang).
-    try:
-        return True, await awaitable
-    except BaseException as error:  # noqa: BLE001 - handed back to the slot
-        return False, error
-
-
 class Worker:
     """A worker: ``Worker(concurrency=10, queues=["critical,3", "default"]).run()``.
 
@@ -81,8 +70,10 @@ class Worker:
         self._native = _core.Worker(self.config, sorted(self._handlers), entries)
         self._threads: list[threading.Thread] = []
         self._events_thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._loop_lock = threading.Lock()
+        self._loop = EventLoop(self.config.get("async_concurrency"))
+        self._coroutine_handlers = {
+            name for name, handle in self._handlers.items() if inspect.iscoroutinefunction(handle.func)
+        }
         self._started = False
 
     @property
@@ -145,8 +136,7 @@ class Worker:
         if self._events_thread is not None:
             # The shutdown hooks run there; give them the rest of the time.
             self._events_thread.join(max(0.0, deadline - time.monotonic()))
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
+        self._loop.cancel_all()
         return not any(t.is_alive() for t in self._threads)
 
     def run(self) -> None:
@@ -208,8 +198,22 @@ class Worker:
             _hooks.dispatch(name, job_json)
 
     def _perform(self, delivery: Any) -> None:
+        class_name, jid = delivery.info[0], delivery.info[1]
+        if class_name in self._coroutine_handlers and (
+            not _hooks.server_middleware or _hooks.server_middleware.all_async()
+        ):
+            # A coroutine on the loop: this thread only waits for room there.
+            handed_over = self._loop.submit(
+                f"{class_name} jid={jid}",
+                lambda: self._perform_coroutine(delivery),
+                on_room=delivery.detach,
+                give_up=lambda: self._native.lifecycle == "stopping",
+            )
+            if not handed_over:
+                delivery.abandon("stopping before the event loop had room for it")  # left for the requeue
+            return
         handle: JobHandle[Any] | None = None
-        class_name, jid, queue, retry_count, args_json = delivery.info
+        _, jid, queue, retry_count, args_json = delivery.info
         job: RunningJob | None = None
         try:
             handle = self._handlers[class_name]
@@ -221,40 +225,62 @@ class Worker:
             else:
                 self._call(handle, args)
         except BaseException as error:  # noqa: BLE001 - every way a handler ends is recorded
-            if _hooks.has_error_handlers():
-                args_now = _safe(lambda: json.loads(args_json)) or []
-                job = job or RunningJob(class_name, jid, queue, retry_count, args_now, delivery.payload_json)
-                _hooks.report_error(error, job)
-            self._fail(delivery, class_name, jid, retry_count, handle, error)
-            if isinstance(error, (SystemExit, KeyboardInterrupt)):
-                logger.warning("%s raised by a job: stopping the worker gracefully", type(error).__name__)
-                self.stop()
+            self._record_failure(delivery, handle, job, error)
         else:
             delivery.complete()
         finally:
             delivery.abandon("the Python slot ended without settling it")  # no-op once settled
+
+    async def _perform_coroutine(self, delivery: Any) -> None:
+        """An ``async def`` handler's job, as a task on the loop: settled
+        here, however it ends."""
+        import asyncio
+
+        class_name, jid, queue, retry_count, args_json = delivery.info
+        handle = self._handlers[class_name]
+        job: RunningJob | None = None
+        try:
+            args = json.loads(args_json)
+            if _hooks.server_middleware:
+                job = RunningJob(class_name, jid, queue, retry_count, args, delivery.payload_json)
+                running = job
+                await _hooks.server_middleware.ainvoke(job, lambda: handle.func(*running.args))
+            else:
+                await handle.func(*args)
+        except asyncio.CancelledError as error:
+            if self._native.lifecycle == "stopping":
+                # Still running past the shutdown deadline: the engine put it
+                # back on its queue; it is not a failure.
+                delivery.abandon("cancelled after the shutdown deadline")
+            else:
+                self._record_failure(delivery, handle, job, error)
+        except BaseException as error:  # noqa: BLE001 - every way a handler ends is recorded
+            self._record_failure(delivery, handle, job, error)
+        else:
+            delivery.complete()
+        finally:
+            delivery.abandon("the coroutine ended without settling it")  # no-op once settled
+
+    def _record_failure(
+        self, delivery: Any, handle: JobHandle[Any] | None, job: RunningJob | None, error: BaseException
+    ) -> None:
+        class_name, jid, queue, retry_count, args_json = delivery.info
+        if _hooks.has_error_handlers():
+            args_now = _safe(lambda: json.loads(args_json)) or []
+            job = job or RunningJob(class_name, jid, queue, retry_count, args_now, delivery.payload_json)
+            _hooks.report_error(error, job)
+        self._fail(delivery, class_name, jid, retry_count, handle, error)
+        if isinstance(error, (SystemExit, KeyboardInterrupt)):
+            logger.warning("%s raised by a job: stopping the worker gracefully", type(error).__name__)
+            self.stop()
 
     def _call(self, handle: JobHandle[Any] | None, args: list[Any]) -> Any:
         """The handler's value (an awaitable it returns is run to the end)."""
         assert handle is not None
         result = handle.func(*args)
         if inspect.isawaitable(result):
-            return self._await(result)
+            return self._loop.run(result)
         return result
-
-    def _await(self, awaitable: Any) -> Any:
-        """Runs an awaitable on the shared loop thread; raises what it raised."""
-        import asyncio  # deferred: importing it costs ~30 ms and most apps never await
-
-        with self._loop_lock:
-            if self._loop is None:
-                self._loop = asyncio.new_event_loop()
-                loop = self._loop
-                threading.Thread(target=loop.run_forever, name="cogworker.asyncio", daemon=True).start()
-        ok, value = asyncio.run_coroutine_threadsafe(_guarded(awaitable), self._loop).result()
-        if not ok:
-            raise value
-        return value
 
     def _fail(
         self,

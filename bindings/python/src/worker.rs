@@ -35,6 +35,12 @@ impl PyDelivery {
         self.0.payload_json()
     }
 
+    /// It goes on as a coroutine on the host's event loop: its thread slot
+    /// is freed for another job at once.
+    fn detach(&self) {
+        self.0.detach();
+    }
+
     /// The job succeeded.
     fn complete(&self) -> PyResult<()> {
         self.0.complete().map_err(to_py)

@@ -36,6 +36,14 @@ impl HostDelivery {
         inner.as_ref().map(|delivery| delivery.job().to_json())
     }
 
+    /// Moves it to the host's event loop (see [`Delivery::detach`]);
+    /// nothing once settled.
+    pub fn detach(&self) {
+        if let Some(delivery) = self.inner.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            delivery.detach();
+        }
+    }
+
     /// Has it been settled (or abandoned)?
     pub fn is_settled(&self) -> bool {
         self.inner.lock().unwrap_or_else(|p| p.into_inner()).is_none()
