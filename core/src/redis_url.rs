@@ -182,14 +182,19 @@ impl SentinelUrl {
         if service.is_empty() {
             return Err(bad("names no service (the master name the sentinels monitor)"));
         }
-        Ok(Some(SentinelUrl {
+        let url = SentinelUrl {
             sentinels,
             service,
             db,
             userinfo,
             sentinel_userinfo,
             tls,
-        }))
+        };
+        for sentinel in &url.sentinels {
+            redis::Client::open(url.sentinel_url(sentinel)).map_err(|e| bad(&e.to_string()))?;
+            redis::Client::open(url.node_url(sentinel)).map_err(|e| bad(&e.to_string()))?;
+        }
+        Ok(Some(url))
     }
 
     /// The URL of the data node at `address`, with this URL's credentials and db.
@@ -229,7 +234,11 @@ impl ClusterUrl {
                     "every node needs host:port (redis+cluster://host:port[,host:port...])",
                 ));
             }
-            nodes.push(format!("{}://{userinfo}{host}", scheme(tls)));
+            let node = format!("{}://{userinfo}{host}", scheme(tls));
+            // Each seed must be a URL the client takes; its error, like
+            // every other here, shows the URL redacted.
+            redis::Client::open(node.as_str()).map_err(|e| bad(&e.to_string()))?;
+            nodes.push(node);
         }
         if nodes.is_empty() {
             return Err(bad("names no node (redis+cluster://host:port[,host:port...])"));
