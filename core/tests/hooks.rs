@@ -172,3 +172,66 @@ fn cogworker_now() -> f64 {
         .unwrap()
         .as_secs_f64()
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fields_middleware_adds_survive_dead_then_retry_now_and_the_shutdown_requeue() {
+    let redis = TestRedis::start();
+    let mut config = redis.config();
+    config.set_shutdown_timeout(0.5).unwrap();
+    let client = Client::new(&config)
+        .unwrap()
+        .with_middleware(|job: Job| Some(job.field("tenant", serde_json::json!("acme"))));
+    let api = Api::new(client.clone());
+    let tenant_on_queue = |queue: &'static str| {
+        let url = redis.url();
+        async move {
+            let client = redis::Client::open(url).unwrap();
+            let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+            let raw: Vec<Vec<u8>> = redis::AsyncCommands::lrange(&mut conn, format!("cogworker:queue:{queue}"), 0, -1)
+                .await
+                .unwrap();
+            raw.iter()
+                .map(|r| serde_json::from_slice::<serde_json::Value>(r).unwrap())
+                .map(|job| job["tenant"].clone())
+                .collect::<Vec<_>>()
+        }
+    };
+
+    // Dead, then "retry now" from the dead set: the field is still there.
+    let dies = Worker::builder(config.clone())
+        .register("Dies", |_job| async { Err(Failure::new("Trouble", "no luck")) })
+        .build()
+        .unwrap();
+    let handle = dies.handle();
+    let running = tokio::spawn(dies.run());
+    client.push(Job::new("Dies").retry(Retry::Max(0))).await.unwrap();
+    let a = api.clone();
+    wait_until("dead", Duration::from_secs(10), move || {
+        let a = a.clone();
+        async move { a.set_size(JobSet::Dead).await.unwrap() == 1 }
+    })
+    .await;
+    handle.stop();
+    running.await.unwrap().unwrap();
+    let entry = api.set_page(JobSet::Dead, 0, 1).await.unwrap().remove(0);
+    assert_eq!(entry.job().unwrap().get("tenant"), Some(&serde_json::json!("acme")));
+    assert!(api.retry_now(JobSet::Dead, &entry).await.unwrap());
+    assert_eq!(tenant_on_queue("default").await, vec![serde_json::json!("acme")]);
+
+    // Still running past the shutdown deadline: put back with the field.
+    let mut holding = config.clone();
+    holding.set_queues(&["held"]).unwrap();
+    let (worker, _release) = gated_worker(holding, "Holds");
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    client.push(Job::new("Holds").queue("held")).await.unwrap();
+    let h = handle.clone();
+    wait_until("running", Duration::from_secs(10), move || {
+        let h = h.clone();
+        async move { h.busy().len() == 1 }
+    })
+    .await;
+    handle.stop();
+    running.await.unwrap().unwrap();
+    assert_eq!(tenant_on_queue("held").await, vec![serde_json::json!("acme")]);
+}
