@@ -545,6 +545,63 @@ impl Api {
     pub async fn attempts(&self, jid: &str) -> Result<Vec<String>> {
         Ok(self.conn().lrange(self.client.keys().attempts(jid), 0, -1).await?)
     }
+    /// The kept outcome of a job pushed with `result_ttl`: `{status, jid,
+    /// class, queue, retry_count, at}` plus `value` (succeeded) or
+    /// `error_class`/`error_message` (retrying, dead, failed), `due_at`
+    /// (scheduled). `None` for a job without `result_ttl`, an unknown jid,
+    /// or one whose result expired.
+    pub async fn result(&self, jid: &str) -> Result<Option<Value>> {
+        let raw: Option<Vec<u8>> = self.conn().get(self.client.keys().result(jid)).await?;
+        let Some(mut record) = raw.and_then(|r| serde_json::from_slice::<Value>(&r).ok()) else {
+            return Ok(None);
+        };
+        record["status"] = Value::String(crate::results::current_status(&record, now()));
+        Ok(Some(record))
+    }
+
+    /// `queued`, `scheduled`, `retrying`, `dead`, `succeeded`, `failed`, or
+    /// `unknown` (no result kept): one `GET`, no scan. A job is `queued`
+    /// until it settles (its status is not rewritten when it starts).
+    pub async fn status(&self, jid: &str) -> Result<String> {
+        Ok(self
+            .result(jid)
+            .await?
+            .map(|r| r["status"].as_str().unwrap_or("unknown").to_string())
+            .unwrap_or_else(|| "unknown".to_string()))
+    }
+
+    /// Waits up to `timeout` seconds for the job's outcome to be final
+    /// (`succeeded`, `failed`, `dead`): blocked on its ready list (`BLMOVE`
+    /// onto itself, so every waiter wakes), not polling. Returns the record
+    /// as [`Api::result`] does, final or, at the timeout, as it stands.
+    pub async fn wait_result(&self, jid: &str, timeout: f64) -> Result<Option<Value>> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs_f64(timeout.clamp(0.0, 86_400.0));
+        let ready = self.client.keys().result_ready(jid);
+        loop {
+            let record = self.result(jid).await?;
+            let done = record
+                .as_ref()
+                .and_then(|r| r["status"].as_str())
+                .is_some_and(|s| crate::results::FINAL.contains(&s));
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if done || left.is_zero() {
+                return Ok(record);
+            }
+            // Whole slices of at most 5 s: BLMOVE's timeout is in seconds
+            // with decimals; a slice that ends looks at the record again.
+            let slice = left.min(std::time::Duration::from_secs(5));
+            let mut blocking = self.client.redis().blocking(slice).await?;
+            let _: Option<Vec<u8>> = redis::cmd("BLMOVE")
+                .arg(&ready)
+                .arg(&ready)
+                .arg("RIGHT")
+                .arg("LEFT")
+                .arg(slice.as_secs_f64().max(0.01))
+                .query_async(&mut blocking.conn)
+                .await?;
+        }
+    }
+
     /// Recent executions, newest first (JSON entries).
     pub async fn history(&self, count: isize) -> Result<Vec<String>> {
         Ok(self.conn().lrange(self.client.keys().history(), 0, count - 1).await?)

@@ -98,6 +98,8 @@ impl Client {
         let mut jids = Vec::with_capacity(jobs.len());
         let mut immediate: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut scheduled: Vec<(f64, String)> = Vec::new();
+        // `queued`/`scheduled` records of the jobs that keep their result.
+        let mut statuses: Vec<(String, String, u64)> = Vec::new();
         let mut unique: Vec<(usize, Job)> = Vec::new();
         for (index, mut job) in jobs.into_iter().enumerate() {
             let in_bulk = |e: crate::Error| match e {
@@ -120,6 +122,10 @@ impl Client {
                 job.prepare_for_push(at).map_err(in_bulk)?;
             }
             jids.push(Some(job.jid_str().to_string()));
+            if let (Some(ttl), None) = (job.result_ttl_secs(), job.unique_for_secs()) {
+                let (record, ttl) = crate::results::pushed(&job, at, ttl);
+                statuses.push((self.keys.result(job.jid_str()), record, ttl));
+            }
             if job.unique_for_secs().is_some() {
                 unique.push((index, job));
                 continue;
@@ -153,6 +159,9 @@ impl Client {
         if !scheduled.is_empty() {
             let members: Vec<(f64, &str)> = scheduled.iter().map(|(s, p)| (*s, p.as_str())).collect();
             pipe.zadd_multiple(self.keys.schedule(), &members).ignore();
+        }
+        for (key, record, ttl) in &statuses {
+            pipe.set_ex(key, record, *ttl).ignore();
         }
         // At worst a push whose reply was lost is pushed twice, which
         // at-least-once delivery allows; a push must never be lost.

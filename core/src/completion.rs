@@ -11,6 +11,7 @@ use crate::events::WorkerEvent;
 use crate::handler::Outcome;
 use crate::job::{now, Job};
 use crate::locks::{self, JobLocks};
+use crate::results;
 use crate::retry::{day_of, dead_bounds, history_entry, plan_failure, Disposition, FailurePlan};
 use crate::scripts::SCRIPTS;
 use crate::shared::Shared;
@@ -243,6 +244,26 @@ async fn ack(shared: &Shared, successes: &[(Delivery, f64)], busy: &BusyChanges)
     for token in &busy.ended {
         invocation.arg(token);
     }
+    // Results of the jobs that keep them (result_ttl), with the ack.
+    let results: Vec<(usize, &Delivery, f64, u64)> = successes
+        .iter()
+        .enumerate()
+        .filter_map(|(index, (d, at))| d.job.result_ttl_secs().map(|ttl| (index + 1, d, *at, ttl)))
+        .collect();
+    invocation.arg(results.len());
+    for (index, delivery, finished_at, ttl) in results {
+        let jid = delivery.job.jid_str();
+        invocation
+            .key(shared.keys.result(jid))
+            .key(shared.keys.result_ready(jid))
+            .arg(index)
+            .arg(ttl)
+            .arg(results::succeeded(
+                &delivery.job,
+                delivery.returned.as_deref(),
+                finished_at,
+            ));
+    }
     let _counted: i64 = invocation.invoke_async(&mut shared.redis.conn()).await?;
     Ok(())
 }
@@ -292,6 +313,15 @@ async fn file(
     let in_progress = shared.keys.in_progress(owner);
     let run_lock_ttl = locks::retry_ttl(&shared.config, plan.score - at);
     let unique_ttl = locks::unique_retry_ttl(job, plan.score - at);
+    let jid = job.jid_str();
+    let (result_ttl, record, final_status) = match job.result_ttl_secs() {
+        Some(ttl) => {
+            let filed = Job::parse(plan.payload.as_bytes()).unwrap_or_else(|_| job.clone());
+            let (record, final_status) = results::failed(&filed, plan.disposition, at);
+            (ttl, record, final_status)
+        }
+        None => (0, String::new(), false),
+    };
     let _filed: i64 = SCRIPTS
         .fail
         .key(&in_progress)
@@ -318,6 +348,11 @@ async fn file(
         .arg(job.jid_str())
         .arg(run_lock_ttl)
         .arg(unique_ttl)
+        .key(shared.keys.result(jid))
+        .key(shared.keys.result_ready(jid))
+        .arg(result_ttl)
+        .arg(record)
+        .arg(if final_status { "1" } else { "0" })
         .invoke_async(&mut shared.redis.conn())
         .await?;
     Ok(())

@@ -33,6 +33,8 @@ pub struct Delivery {
     /// Moved off its thread slot to a host's event loop (see
     /// [`Delivery::detach`]).
     pub(crate) detached: bool,
+    /// What the handler returned, as JSON, for a job with `result_ttl`.
+    pub(crate) returned: Option<Box<serde_json::Value>>,
     /// Who settles it; `None` once it is settled or given back.
     owner: Option<Arc<Shared>>,
 }
@@ -63,6 +65,7 @@ impl Delivery {
             started_at: 0.0,
             started: false,
             detached: false,
+            returned: None,
             owner: Some(owner),
         }
     }
@@ -104,6 +107,19 @@ impl Delivery {
     /// The job succeeded.
     pub fn complete(self) {
         self.settle(Outcome::Success);
+    }
+
+    /// The job succeeded and returned `value`: kept as its result when it
+    /// has `result_ttl` (see [`Delivery::wants_result`]).
+    pub fn complete_with(mut self, value: serde_json::Value) {
+        self.returned = Some(Box::new(value));
+        self.settle(Outcome::Success);
+    }
+
+    /// Does the job keep its outcome (`result_ttl`)? Hosts convert a
+    /// handler's return value only then.
+    pub fn wants_result(&self) -> bool {
+        self.job.result_ttl_secs().is_some()
     }
 
     /// The job failed: the core records it and retries, buries or discards it.
@@ -152,6 +168,7 @@ impl Delivery {
             started_at: self.started_at,
             started: self.started,
             detached: self.detached,
+            returned: self.returned.take(),
             owner: None,
         }
     }

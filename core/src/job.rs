@@ -84,6 +84,13 @@ impl Job {
         self.fields.insert("unique_for".into(), float(seconds));
         self
     }
+    /// Keep this job's outcome (status, return value or error) for
+    /// `seconds` after it settles, for [`crate::Api::result`] and
+    /// [`crate::Api::status`]. A job without it pays nothing for results.
+    pub fn result_ttl(mut self, seconds: f64) -> Self {
+        self.fields.insert("result_ttl".into(), float(seconds));
+        self
+    }
     /// Any other field, kept as given.
     pub fn field(mut self, key: impl Into<String>, value: Value) -> Self {
         self.fields.insert(key.into(), value);
@@ -193,6 +200,15 @@ impl Job {
                 return Err(bad("at", at, "must be epoch seconds"));
             }
         }
+        if let Some(ttl) = self.fields.get("result_ttl") {
+            if !ttl.as_f64().is_some_and(|t| (1.0..=31_536_000.0).contains(&t)) {
+                return Err(bad(
+                    "result_ttl",
+                    ttl,
+                    "must be seconds between 1 and 31536000 (a year)",
+                ));
+            }
+        }
         if let Some(ttl) = self.fields.get("unique_for") {
             if !ttl.as_f64().is_some_and(|t| t.is_finite() && t > 0.0) {
                 return Err(bad("unique_for", ttl, "must be a positive number of seconds"));
@@ -215,6 +231,15 @@ impl Job {
             self.fields.insert("unique_digest".into(), Value::String(digest));
         }
         Ok(())
+    }
+
+    /// `result_ttl` in whole seconds, if the job keeps its result.
+    pub fn result_ttl_secs(&self) -> Option<u64> {
+        self.fields
+            .get("result_ttl")
+            .and_then(Value::as_f64)
+            .filter(|t| t.is_finite() && *t >= 1.0)
+            .map(|t| t.ceil() as u64)
     }
 
     /// `unique_for` in seconds, if the job is unique.

@@ -89,6 +89,15 @@ impl Keys {
     pub fn periodic_running(&self, pjid: &str) -> String {
         format!("{}:periodic:running:{}", self.ns, pjid)
     }
+    /// String: a job's kept outcome (JSON), for jobs with `result_ttl`.
+    pub fn result(&self, jid: &str) -> String {
+        format!("{}:result:{}", self.ns, jid)
+    }
+    /// List: one token once a job's outcome is final (waiters block on it
+    /// with `BLMOVE` back onto itself, which wakes every waiter).
+    pub fn result_ready(&self, jid: &str) -> String {
+        format!("{}:result_ready:{}", self.ns, jid)
+    }
     /// List of a job's failed attempts.
     pub fn attempts(&self, jid: &str) -> String {
         format!("{}:attempts:{}", self.ns, jid)

@@ -29,6 +29,7 @@ mod periodic;
 mod processor;
 mod recovery;
 mod redis_url;
+mod results;
 mod retry;
 pub mod runtime;
 mod scheduler;

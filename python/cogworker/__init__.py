@@ -16,7 +16,7 @@ from ._hooks import JobDied, RunningJob, client_middleware, on, on_death, on_err
 from ._periodic import periodic
 from ._settings import configure
 from .api import Api
-from .client import Client
+from .client import Client, JobFailed, Pending
 from .job import JobHandle, job, registry
 from .worker import Worker
 
@@ -52,7 +52,9 @@ __all__ = [
     "InvalidArgument",
     "InvalidJob",
     "JobDied",
+    "JobFailed",
     "JobHandle",
+    "Pending",
     "RedisError",
     "RunningJob",
     "ScriptError",

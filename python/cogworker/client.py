@@ -40,6 +40,7 @@ def options(
     at: When | None = None,
     delay: Delay | None = None,
     unique_for: Delay | None = None,
+    result_ttl: Delay | None = None,
 ) -> dict[str, Any]:
     """A push's options as the core takes them (datetimes and timedeltas as
     seconds; None: not given)."""
@@ -49,7 +50,42 @@ def options(
         "at": None if at is None else epoch(at),
         "delay": None if delay is None else seconds(delay),
         "unique_for": None if unique_for is None else seconds(unique_for),
+        "result_ttl": None if result_ttl is None else seconds(result_ttl),
     }
+
+
+class JobFailed(_core.Error):
+    """``Client().result(jid)`` of a job that failed for good (``dead``, or
+    ``failed`` when retries were off): ``status``, ``error_class``,
+    ``error_message``, ``jid`` and the whole ``record``."""
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        self.record = record
+        self.jid = record.get("jid")
+        self.status = record.get("status")
+        self.error_class = record.get("error_class")
+        self.error_message = record.get("error_message")
+        super().__init__(f"job {self.jid} {self.status}: {self.error_class}: {self.error_message}")
+
+
+class Pending:
+    """``Client().result(jid)`` of a job without a final outcome yet:
+    ``status`` is ``queued``, ``scheduled``, ``retrying`` or ``unknown`` (no
+    result kept: pushed without ``result_ttl``, never pushed, or expired)."""
+
+    __slots__ = ("jid", "status")
+
+    def __init__(self, jid: str, status: str) -> None:
+        self.jid, self.status = jid, status
+
+    def __repr__(self) -> str:
+        return f"<Pending {self.jid} {self.status}>"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Pending) and (self.jid, self.status) == (other.jid, other.status)
+
+    def __hash__(self) -> int:
+        return hash((self.jid, self.status))
 
 
 class Client:
@@ -58,6 +94,36 @@ class Client:
 
     def __init__(self, redis_url: str | None = None, namespace: str | None = None) -> None:
         self._native = _core.Client(_settings.make_config(redis_url=redis_url, namespace=namespace))
+        self._where = (redis_url, namespace)
+
+    def result(self, jid: str, wait: float | None = None) -> Any:
+        """The value a job pushed with ``result_ttl`` returned. Raises
+        ``cogworker.JobFailed`` if it failed for good; returns a
+        ``cogworker.Pending`` (with its ``status``) if it has no final
+        outcome yet. ``wait`` (seconds): wait that long for one, blocked on
+        Redis (no polling)."""
+        from .api import Api
+
+        api = Api(*self._where)
+        record = api.result(jid) if wait is None else api.wait_result(jid, float(wait))
+        if record is None:
+            return Pending(jid, "unknown")
+        status = record.get("status")
+        if status == "succeeded":
+            return record.get("value")
+        if status in ("failed", "dead"):
+            raise JobFailed(record)
+        return Pending(jid, str(status))
+
+    async def aresult(self, jid: str, wait: float | None = None) -> Any:
+        """``result`` for async code: waits without blocking the loop."""
+        return await off_loop(self.result, jid, wait)
+
+    def status(self, jid: str) -> str:
+        """queued, scheduled, retrying, dead, succeeded, failed or unknown."""
+        from .api import Api
+
+        return Api(*self._where).status(jid)
 
     def enqueue(
         self,
@@ -67,6 +133,7 @@ class Client:
         at: When | None = None,
         retry: RetryOption | None = None,
         unique_for: Delay | None = None,
+        result_ttl: Delay | None = None,
     ) -> str | None:
         """Pushes one job for handler ``class_name``; returns its jid.
 
@@ -74,7 +141,7 @@ class Client:
         args is queued, scheduled, running or retrying (at most that long),
         the push is refused and returns None.
         """
-        return self.push_job(class_name, args, options(queue, retry, at, None, unique_for))
+        return self.push_job(class_name, args, options(queue, retry, at, None, unique_for, result_ttl))
 
     async def aenqueue(self, class_name: str, *args: Any, **opts: Any) -> str | None:
         """``enqueue`` for async code: awaits the push without blocking the loop."""

@@ -37,6 +37,7 @@ class JobHandle(Generic[F]):
         retry: RetryOption = True,
         retry_in: RetryIn | None = None,
         unique_for: Delay | None = None,
+        result_ttl: Delay | None = None,
     ) -> None:
         functools.update_wrapper(self, func)
         self.func = func
@@ -45,6 +46,7 @@ class JobHandle(Generic[F]):
         self.retry = retry
         self.retry_in = retry_in
         self.unique_for = unique_for
+        self.result_ttl = result_ttl
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.func(*args, **kwargs)
@@ -126,7 +128,7 @@ class _Bound:
         self.handle, self.queue, self.retry, self.unique_for = handle, queue, retry, unique_for
 
     def _push(self, args: Sequence[Any], at: When | None = None, delay: Delay | None = None) -> str | None:
-        opts = options(self.queue, self.retry, at, delay, self.unique_for)
+        opts = options(self.queue, self.retry, at, delay, self.unique_for, self.handle.result_ttl)
         return default_client().push_job(self.handle.name, args, opts)
 
     def enqueue(self, *args: Any) -> str | None:
@@ -154,6 +156,7 @@ def job(
     name: str | None = None,
     retry_in: RetryIn | None = None,
     unique_for: Delay | None = None,
+    result_ttl: Delay | None = None,
 ) -> Callable[[F], JobHandle[F]]: ...
 
 
@@ -165,6 +168,7 @@ def job(
     name: str | None = None,
     retry_in: RetryIn | None = None,
     unique_for: Delay | None = None,
+    result_ttl: Delay | None = None,
 ) -> Any:
     """Registers a function (plain or ``async def``) as the handler of jobs of
     class ``name`` (default ``module.qualname``; two functions may not share
@@ -173,12 +177,23 @@ def job(
     ``retry``: True (25 retries), False (discard on failure) or a number.
     ``retry_in(retry_count, exception)``: seconds (or a timedelta) until the
     next retry, or None for the default backoff.
+    ``result_ttl`` (seconds or timedelta): keep the outcome (the returned
+    value, JSON data, or the error) that long; read it with
+    ``cogworker.Client().result(jid, wait=...)``.
     ``unique_for`` (seconds or timedelta): a push while a job with the same
     args is pending (at most that long) is refused and returns None.
     """
 
     def register(f: F) -> JobHandle[F]:
-        handle = JobHandle(f, name=name, queue=queue, retry=retry, retry_in=retry_in, unique_for=unique_for)
+        handle = JobHandle(
+            f,
+            name=name,
+            queue=queue,
+            retry=retry,
+            retry_in=retry_in,
+            unique_for=unique_for,
+            result_ttl=result_ttl,
+        )
         _registry.register(handle)
         return handle
 

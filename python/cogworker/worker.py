@@ -221,13 +221,13 @@ class Worker:
             if _hooks.server_middleware:
                 job = RunningJob(class_name, jid, queue, retry_count, args, delivery.payload_json)
                 running = job
-                _hooks.server_middleware.invoke(job, lambda: self._call(handle, running.args))
+                value = _hooks.server_middleware.invoke(job, lambda: self._call(handle, running.args))
             else:
-                self._call(handle, args)
+                value = self._call(handle, args)
         except BaseException as error:  # noqa: BLE001 - every way a handler ends is recorded
             self._record_failure(delivery, handle, job, error)
         else:
-            delivery.complete()
+            self._complete(delivery, handle, job, value)
         finally:
             delivery.abandon("the Python slot ended without settling it")  # no-op once settled
 
@@ -244,9 +244,9 @@ class Worker:
             if _hooks.server_middleware:
                 job = RunningJob(class_name, jid, queue, retry_count, args, delivery.payload_json)
                 running = job
-                await _hooks.server_middleware.ainvoke(job, lambda: handle.func(*running.args))
+                value = await _hooks.server_middleware.ainvoke(job, lambda: handle.func(*running.args))
             else:
-                await handle.func(*args)
+                value = await handle.func(*args)
         except asyncio.CancelledError as error:
             if self._native.lifecycle == "stopping":
                 # Still running past the shutdown deadline: the engine put it
@@ -257,9 +257,22 @@ class Worker:
         except BaseException as error:  # noqa: BLE001 - every way a handler ends is recorded
             self._record_failure(delivery, handle, job, error)
         else:
-            delivery.complete()
+            self._complete(delivery, handle, job, value)
         finally:
             delivery.abandon("the coroutine ended without settling it")  # no-op once settled
+
+    def _complete(
+        self, delivery: Any, handle: JobHandle[Any] | None, job: RunningJob | None, value: Any
+    ) -> None:
+        """Success; the returned value is kept for a job with ``result_ttl``
+        (one JSON cannot hold fails the job instead, naming ``result``)."""
+        if not delivery.wants_result:
+            delivery.complete()
+            return
+        try:
+            delivery.complete_with(value)
+        except _core.InvalidArgument as error:
+            self._record_failure(delivery, handle, job, error)
 
     def _record_failure(
         self, delivery: Any, handle: JobHandle[Any] | None, job: RunningJob | None, error: BaseException

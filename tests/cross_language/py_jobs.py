@@ -32,3 +32,8 @@ def py_tenant() -> None:
     if not os.path.exists(os.environ["CROSS_RESULTS"] + ".py-ran"):
         open(os.environ["CROSS_RESULTS"] + ".py-ran", "w").close()
         raise RuntimeError("the first run fails: the field must survive the retry")
+
+
+@cogworker.job(name="PySum")
+def py_sum(a: int, b: int) -> dict[str, object]:
+    return {"sum": a + b, "by": "python"}

@@ -35,3 +35,9 @@ class CrossTenant
     raise 'the first run fails: the field must survive the retry'
   end
 end
+
+# Returns a value: with result_ttl on the push, another language reads it.
+class CrossSum
+  include Cogworker::Job
+  def perform(a, b) = { 'sum' => a + b, 'by' => 'ruby' }
+end

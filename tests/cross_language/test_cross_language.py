@@ -6,6 +6,7 @@ fails the job like any other failure."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -69,6 +70,27 @@ def start(cmd: list[str], env: dict[str, str], log: str) -> subprocess.Popen[byt
 def stop(proc: subprocess.Popen[bytes]) -> None:
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(20) == 0
+
+
+@contextlib.contextmanager
+def both_workers(env: dict[str, str], log: str) -> Iterator[None]:
+    """A Ruby worker on queue "ruby" and a Python worker on queue "python",
+    both stopped with TERM (exit 0) afterwards."""
+    ruby_lib = os.path.join(ROOT, "ruby/lib")
+    ruby_worker = [
+        os.path.join(ROOT, "ruby/exe/cogworker"),
+        "-r",
+        os.path.join(HERE, "ruby_jobs.rb"),
+        "-q",
+        "ruby",
+    ]
+    ruby = start(["ruby", "-I", ruby_lib, *ruby_worker], env, log)
+    python = start([sys.executable, "-m", "cogworker", "worker", "py_jobs", "-q", "python"], env, log)
+    try:
+        yield
+    finally:
+        stop(ruby)
+        stop(python)
 
 
 def test_python_ruby_and_rust_exchange_jobs(env: dict[str, str], tmp_path) -> None:
@@ -138,22 +160,7 @@ def test_fields_client_middleware_adds_reach_the_other_languages_server_middlewa
     run and again after the retry."""
     log = str(tmp_path / "workers.log")
     ruby_lib = os.path.join(ROOT, "ruby/lib")
-    ruby = start(
-        [
-            "ruby",
-            "-I",
-            ruby_lib,
-            os.path.join(ROOT, "ruby/exe/cogworker"),
-            "-r",
-            os.path.join(HERE, "ruby_jobs.rb"),
-            "-q",
-            "ruby",
-        ],
-        env,
-        log,
-    )
-    python = start([sys.executable, "-m", "cogworker", "worker", "py_jobs", "-q", "python"], env, log)
-    try:
+    with both_workers(env, log):
         client = cogworker.Client(redis_url=env["COGWORKER_REDIS_URL"])
         cogworker.client_middleware.add(stamp := lambda job: {**job, "tenant": "acme"})
         try:
@@ -171,9 +178,6 @@ def test_fields_client_middleware_adds_reach_the_other_languages_server_middlewa
             ["ruby", "-I", ruby_lib, "-e", ruby_push], env=env, check=True, stdout=subprocess.DEVNULL
         )
         got = wait_for_results(env["CROSS_RESULTS"], 4, timeout=60.0)  # retries wait for the scheduler
-    finally:
-        stop(ruby)
-        stop(python)
     with open(log, encoding="utf-8", errors="replace") as f:
         assert sorted(got) == [
             ["python-middleware", "globex", 0],
@@ -181,3 +185,25 @@ def test_fields_client_middleware_adds_reach_the_other_languages_server_middlewa
             ["ruby-middleware", "acme", 0],
             ["ruby-middleware", "acme", 1],
         ], f.read()
+
+
+def test_a_result_crosses_languages(env: dict[str, str], tmp_path) -> None:
+    """Python pushes with result_ttl to a Ruby worker and reads what Ruby's
+    perform returned; Ruby does the same with a Python handler."""
+    log = str(tmp_path / "workers.log")
+    ruby_lib = os.path.join(ROOT, "ruby/lib")
+    with both_workers(env, log):
+        client = cogworker.Client(redis_url=env["COGWORKER_REDIS_URL"])
+        jid = client.enqueue("CrossSum", 2, 2**70, queue="ruby", result_ttl=60)
+        from_ruby = client.result(jid, wait=30)
+        ruby_reads = (
+            'require "cogworker"\n'
+            'jid = Cogworker::Client.push("PySum", [1, 2], queue: "python", result_ttl: 60)\n'
+            "puts JSON.generate(Cogworker::Client.result(jid, wait: 30))"
+        )
+        out = subprocess.run(
+            ["ruby", "-I", ruby_lib, "-e", ruby_reads], env=env, check=True, capture_output=True, text=True
+        ).stdout
+    with open(log, encoding="utf-8", errors="replace") as f:
+        assert from_ruby == {"sum": 2 + 2**70, "by": "ruby"}, f.read()
+    assert json.loads(out.strip().splitlines()[-1]) == {"sum": 3, "by": "python"}

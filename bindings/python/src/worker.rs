@@ -41,6 +41,19 @@ impl PyDelivery {
         self.0.detach();
     }
 
+    /// Does the job keep its result (`result_ttl`)? Then call
+    /// `complete_with(value)`.
+    #[getter]
+    fn wants_result(&self) -> bool {
+        self.0.wants_result()
+    }
+
+    /// The job succeeded and returned `value`, kept as its result. Raises
+    /// (without settling) if JSON cannot hold the value.
+    fn complete_with(&self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.0.complete_with(&convert::value(value)).map_err(to_py)
+    }
+
     /// The job succeeded.
     fn complete(&self) -> PyResult<()> {
         self.0.complete().map_err(to_py)

@@ -50,6 +50,8 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     delivery.define_method("info", method!(worker::RbDelivery::info, 0))?;
     delivery.define_method("complete", method!(worker::RbDelivery::complete, 0))?;
     delivery.define_method("payload_json", method!(worker::RbDelivery::payload_json, 0))?;
+    delivery.define_method("wants_result", method!(worker::RbDelivery::wants_result, 0))?;
+    delivery.define_method("complete_with", method!(worker::RbDelivery::complete_with, 1))?;
     delivery.define_method("fail", method!(worker::RbDelivery::fail, 4))?;
     delivery.define_method("abandon", method!(worker::RbDelivery::abandon, 1))?;
 

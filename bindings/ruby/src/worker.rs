@@ -32,6 +32,20 @@ impl RbDelivery {
         self.0.payload_json()
     }
 
+    /// Does the job keep its result (`result_ttl`)?
+    pub fn wants_result(&self) -> bool {
+        self.0.wants_result()
+    }
+
+    /// The job succeeded and returned `value`, kept as its result; raises
+    /// (without settling) if JSON cannot hold it.
+    pub fn complete_with(ruby: &Ruby, rb_self: &Self, value: Value) -> Result<(), Error> {
+        rb_self
+            .0
+            .complete_with(&convert::value(ruby, value))
+            .map_err(|e| to_ruby(ruby, e))
+    }
+
     /// The job succeeded.
     pub fn complete(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
         rb_self.0.complete().map_err(|e| to_ruby(ruby, e))

@@ -180,6 +180,24 @@ pub const CALLS: &[ApiCall] = &[
         |api, a| { api.stats_for(a.optional_text(0)?).await? }
     ),
     call!(
+        "result",
+        ["jid"],
+        "a job's kept outcome (jobs pushed with result_ttl): {status, value | error_class, error_message, ...} or null",
+        |api, a| { api.result(a.text(0)?).await? }
+    ),
+    call!(
+        "wait_result",
+        ["jid", "timeout=30"],
+        "the outcome once final (succeeded, failed, dead), waiting up to timeout seconds; as it stands then otherwise",
+        |api, a| { api.wait_result(a.text(0)?, a.float(1, 30.0)?).await? }
+    ),
+    call!(
+        "status",
+        ["jid"],
+        "queued, scheduled, retrying, dead, succeeded, failed or unknown (jobs pushed with result_ttl)",
+        |api, a| { api.status(a.text(0)?).await? }
+    ),
+    call!(
         "attempts",
         ["jid"],
         "a job's failed attempts, oldest first",
@@ -276,6 +294,15 @@ impl Args {
                 .as_i64()
                 .and_then(|n| isize::try_from(n).ok())
                 .ok_or_else(|| self.bad(index, "must be a whole number")),
+        }
+    }
+    fn float(&self, index: usize, default: f64) -> Result<f64> {
+        match self.given(index) {
+            None => Ok(default),
+            Some(v) => v
+                .as_f64()
+                .filter(|f| f.is_finite() && *f >= 0.0)
+                .ok_or_else(|| self.bad(index, "must be a number of seconds >= 0")),
         }
     }
     fn set(&self, index: usize) -> Result<JobSet> {

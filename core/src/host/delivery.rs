@@ -55,6 +55,22 @@ impl HostDelivery {
         Ok(())
     }
 
+    /// Does the job keep its outcome (`result_ttl`)? Then pass the
+    /// handler's value to [`HostDelivery::complete_with`].
+    pub fn wants_result(&self) -> bool {
+        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        inner.as_ref().is_some_and(Delivery::wants_result)
+    }
+
+    /// The job succeeded, returning `value`, kept as its result. A value
+    /// JSON cannot hold is an error naming `result` (the delivery is not
+    /// settled then: the host fails the job with it).
+    pub fn complete_with(&self, value: &crate::host::HostValue) -> Result<()> {
+        let json = value.to_json("result")?;
+        self.take()?.complete_with(json);
+        Ok(())
+    }
+
     /// The job failed (see [`HostFailure`]).
     pub fn fail(&self, failure: HostFailure) -> Result<()> {
         self.take()?.fail_from_host(failure);

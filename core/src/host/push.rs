@@ -25,6 +25,8 @@ pub struct PushRequest {
     pub delay: Option<f64>,
     /// Refuse duplicates (same class, queue, args) for this many seconds.
     pub unique_for: Option<f64>,
+    /// Keep the outcome this many seconds after the job settles.
+    pub result_ttl: Option<f64>,
 }
 
 impl PushRequest {
@@ -48,7 +50,7 @@ impl PushRequest {
     }
 
     /// Sets the option `name` (`queue`, `retry`, `at`, `delay`,
-    /// `unique_for`) from a host's value; `Nil`-like values are the host's
+    /// `unique_for`, `result_ttl`) from a host's value; `Nil`-like values are the host's
     /// business (it passes none). The error names the option.
     pub fn set(&mut self, name: &str, value: &HostValue) -> Result<()> {
         let seconds = |value: &HostValue| match value {
@@ -75,11 +77,12 @@ impl PushRequest {
             "at" => self.at = Some(seconds(value)?),
             "delay" => self.delay = Some(seconds(value)?),
             "unique_for" => self.unique_for = Some(seconds(value)?),
+            "result_ttl" => self.result_ttl = Some(seconds(value)?),
             other => {
                 return Err(Error::invalid_argument(
                     other,
                     value,
-                    "not an option of a push (queue, retry, at, delay, unique_for)",
+                    "not an option of a push (queue, retry, at, delay, unique_for, result_ttl)",
                 ))
             }
         }
@@ -109,6 +112,9 @@ impl PushRequest {
                 "unique_for",
                 finite("unique_for", ttl, "must be a positive number of seconds")?,
             );
+        }
+        if let Some(ttl) = self.result_ttl {
+            job = job.field("result_ttl", finite("result_ttl", ttl, "must be a number of seconds")?);
         }
         job.validate()?;
         Ok(job)

@@ -22,6 +22,12 @@
 -- ARGV[b+2 ..]        s pairs {slot, busy entry JSON} to record in KEYS[5]
 -- ARGV[b+2+2s]        e, the number of slots whose job ended
 -- ARGV[b+3+2s ..]     e slots to take off KEYS[5]
+-- then, from c = b+3+2s+e:
+-- ARGV[c]             r, the number of results to keep (jobs with result_ttl)
+-- ARGV[c+1 ..]        r triples {index of the job (1..n), TTL seconds, result
+--                     JSON}, aligned with KEYS[6+m ..] pairs
+--                     {NS:result:<jid>, NS:result_ready:<jid>}: kept only for a
+--                     job acknowledged here, with one token on the ready list
 --
 -- Returns the number of jobs counted as processed. With reliable fetch a
 -- payload no longer on the in-progress list (requeued by shutdown or by
@@ -64,6 +70,19 @@ local e = tonumber(ARGV[b + 2 + 2 * s])
 local first = b + 3 + 2 * s
 for i = first, first + e - 1, 1000 do
   redis.call("HDEL", KEYS[5], unpack(ARGV, i, math.min(i + 999, first + e - 1)))
+end
+local c = first + e
+local r = tonumber(ARGV[c] or "0")
+for k = 1, r do
+  local index = tonumber(ARGV[c + 3 * k - 2])
+  if kept[index] then
+    local ttl = ARGV[c + 3 * k - 1]
+    local ready = KEYS[5 + m + 2 * k]
+    redis.call("SET", KEYS[4 + m + 2 * k], ARGV[c + 3 * k], "EX", ttl)
+    redis.call("DEL", ready)
+    redis.call("RPUSH", ready, "1")
+    redis.call("EXPIRE", ready, ttl)
+  end
 end
 if counted > 0 then
   redis.call("INCRBY", KEYS[2], counted)

@@ -29,6 +29,12 @@
 -- ARGV[16] unique-lock TTL on retry (whole seconds: the retry delay plus
 --          unique_for); a lock with longer left keeps it
 --
+-- KEYS[9]  NS:result:<jid> (ignored when ARGV[17] is "0" or absent)
+-- KEYS[10] NS:result_ready:<jid>
+-- ARGV[17] result TTL in seconds, "0" for a job without result_ttl
+-- ARGV[18] the result record JSON (status retrying, dead or failed)
+-- ARGV[19] "1" if that status is final (a token goes on KEYS[10])
+--
 -- Locks: a retried job keeps them, each extended over the delay, so no
 -- duplicate gets in while it waits; a dead or discarded job releases them.
 -- Only ever the owner's lock.
@@ -68,6 +74,14 @@ else
   end
   if ARGV[13] == "1" and owns(KEYS[8]) then
     redis.call("DEL", KEYS[8])
+  end
+end
+if (ARGV[17] or "0") ~= "0" then
+  redis.call("SET", KEYS[9], ARGV[18], "EX", ARGV[17])
+  if ARGV[19] == "1" then
+    redis.call("DEL", KEYS[10])
+    redis.call("RPUSH", KEYS[10], "1")
+    redis.call("EXPIRE", KEYS[10], ARGV[17])
   end
 end
 local cap = tonumber(ARGV[9])

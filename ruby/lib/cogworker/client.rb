@@ -21,14 +21,36 @@ module Cogworker
 
     # The push options as the engine takes them (Time and Duration as
     # epoch seconds / seconds).
-    def self.options(queue: nil, retry: nil, at: nil, delay: nil, unique_for: nil)
+    def self.options(queue: nil, retry: nil, at: nil, delay: nil, unique_for: nil, result_ttl: nil)
       { 'queue' => queue&.to_s, 'retry' => binding.local_variable_get(:retry), 'at' => at&.to_f,
-        'delay' => delay&.to_f, 'unique_for' => unique_for&.to_f }
+        'delay' => delay&.to_f, 'unique_for' => unique_for&.to_f, 'result_ttl' => result_ttl&.to_f }
     end
+
+    # What a job pushed with `result_ttl` returned; raises JobFailed if it
+    # failed for good; a Pending (with its status) otherwise. `wait:`
+    # seconds: wait that long for a final outcome, blocked on Redis.
+    def self.result(jid, wait: nil)
+      Cogworker.client.result(jid, wait: wait)
+    end
+
+    def result(jid, wait: nil)
+      record = wait.nil? ? @api.result(jid) : @api.wait_result(jid, wait.to_f)
+      return Pending.new(jid, 'unknown') if record.nil?
+
+      case record['status']
+      when 'succeeded' then record['value']
+      when 'failed', 'dead' then raise JobFailed, record
+      else Pending.new(jid, record['status'])
+      end
+    end
+
+    # queued, scheduled, retrying, dead, succeeded, failed or unknown.
+    def status(jid) = @api.status(jid)
 
     def initialize(config = Cogworker.config)
       @native = Native::Client.new(config.native)
       @middleware = config.hooks.client_middleware
+      @api = Api.new(config)
     end
 
     # Returns the jid (nil: a unique job's duplicate holds the lock).

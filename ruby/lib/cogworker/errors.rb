@@ -7,6 +7,22 @@ module Cogworker
   class Error < StandardError
     attr_reader :field, :value
   end
+  # Client.result of a job that failed for good (status "dead", or
+  # "failed" with retries off): its record, status and error.
+  class JobFailed < Error
+    attr_reader :record, :jid, :status, :error_class, :error_message
+
+    def initialize(record)
+      @record = record
+      @jid, @status, @error_class, @error_message = record.values_at('jid', 'status', 'error_class', 'error_message')
+      super("job #{@jid} #{@status}: #{@error_class}: #{@error_message}")
+    end
+  end
+
+  # Client.result of a job without a final outcome yet: status "queued",
+  # "scheduled", "retrying" or "unknown" (no result kept).
+  Pending = Struct.new(:jid, :status)
+
   # A setting has an invalid value (the message names it).
   class ConfigError < Error; end
   # A job to push is malformed; nothing was written.

@@ -19,11 +19,18 @@ module Cogworker
     module ClassMethods
       # `unique_for:` seconds: while a job of this class with the same args
       # is pending (at most that long), pushing another returns nil.
-      def cogworker_options(queue: nil, retry: nil, unique_for: nil)
+      # `result_ttl:` seconds: keep what `perform` returns (JSON data) or the
+      # error that long; read it with `Cogworker::Client.result(jid)`.
+      def cogworker_options(queue: nil, retry: nil, unique_for: nil, result_ttl: nil)
         @cogworker_queue = queue.to_s if queue
         retry_option = binding.local_variable_get(:retry)
         @cogworker_retry = retry_option unless retry_option.nil?
         @cogworker_unique_for = unique_for.to_f if unique_for
+        @cogworker_result_ttl = result_ttl.to_f if result_ttl
+      end
+
+      def cogworker_result_ttl
+        @cogworker_result_ttl if defined?(@cogworker_result_ttl)
       end
 
       def cogworker_unique_for
@@ -109,7 +116,8 @@ module Cogworker
       private
 
       def push(args, at: nil, delay: nil)
-        options = Client.options(queue: @queue, retry: @retry, at: at, delay: delay, unique_for: @unique_for)
+        options = Client.options(queue: @queue, retry: @retry, at: at, delay: delay, unique_for: @unique_for,
+                                 result_ttl: @klass.cogworker_result_ttl)
         Cogworker.client.push_job(@klass.name, args, options)
       end
     end

@@ -117,13 +117,15 @@ module Cogworker
       class_name, jid, queue, retry_count, args_json = delivery.info
       klass = @handlers.fetch(class_name)
       instance = klass.new
-      if @hooks.server_middleware.empty?
-        instance.perform(*JSON.parse(args_json))
-      else
-        job = JSON.parse(delivery.payload_json)
-        @hooks.server_middleware.invoke(instance, job, queue) { instance.perform(*job['args']) }
-      end
-      delivery.complete
+      value = if @hooks.server_middleware.empty?
+                instance.perform(*JSON.parse(args_json))
+              else
+                job = JSON.parse(delivery.payload_json)
+                @hooks.server_middleware.invoke(instance, job, queue) { instance.perform(*job['args']) }
+              end
+      # A job with result_ttl keeps what perform returned; a value JSON
+      # cannot hold raises InvalidArgument (unsettled), failing the job below.
+      delivery.wants_result ? delivery.complete_with(value) : delivery.complete
     rescue Exception => e # rubocop:disable Lint/RescueException -- every way a job ends is recorded
       report_error(e, delivery, job, queue)
       fail_job(delivery, "#{class_name} jid=#{jid}", retry_delay(retry_count, klass, e), e)

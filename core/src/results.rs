@@ -1,0 +1,76 @@
+//! Job results, for jobs pushed with `result_ttl`: the outcome is kept in
+//! `NS:result:<jid>` (JSON: `status`, `jid`, `class`, `queue`,
+//! `retry_count`, `finished_at`, and `value` or `error_class` /
+//! `error_message`) for `result_ttl` seconds after the job settles. It is
+//! written in the same script call as the acknowledgement (`ack.lua`) or
+//! the failure (`fail.lua`); a push writes `queued` or `scheduled` in its
+//! MULTI. Once the outcome is final (`succeeded`, `failed`, `dead`) a token
+//! goes on `NS:result_ready:<jid>`, which waiters block on.
+
+use crate::job::{float, Job};
+use crate::retry::Disposition;
+use serde_json::{json, Value};
+
+/// Statuses after which nothing more happens to a job.
+pub const FINAL: [&str; 3] = ["succeeded", "failed", "dead"];
+
+/// How long a `queued`/`scheduled` status lasts beyond the job's due time
+/// and its `result_ttl`: a day of waiting on a queue.
+const PENDING_SLACK_SECS: u64 = 86_400;
+
+fn base(job: &Job, status: &str, at: f64) -> Value {
+    json!({
+        "status": status,
+        "jid": job.jid_str(),
+        "class": job.class(),
+        "queue": job.queue_name(),
+        "retry_count": job.retry_count(),
+        "at": float(at),
+    })
+}
+
+/// The record a push writes, and its TTL: `queued`, or `scheduled` with
+/// the time it is due.
+pub(crate) fn pushed(job: &Job, now: f64, ttl: u64) -> (String, u64) {
+    match job.run_at().filter(|at| *at > now) {
+        Some(due) => {
+            let mut record = base(job, "scheduled", now);
+            record["due_at"] = float(due);
+            let wait = (due - now).ceil() as u64;
+            (record.to_string(), ttl + wait + PENDING_SLACK_SECS)
+        }
+        None => (base(job, "queued", now).to_string(), ttl + PENDING_SLACK_SECS),
+    }
+}
+
+/// The record of a success: `value` is what the handler returned (null
+/// for handlers that return nothing).
+pub(crate) fn succeeded(job: &Job, value: Option<&Value>, finished_at: f64) -> String {
+    let mut record = base(job, "succeeded", finished_at);
+    record["value"] = value.cloned().unwrap_or(Value::Null);
+    record.to_string()
+}
+
+/// The record of a failure as filed (`payload` is the job as filed, with
+/// its error fields and new retry count), and whether it is final.
+pub(crate) fn failed(payload: &Job, disposition: Disposition, at: f64) -> (String, bool) {
+    let status = match disposition {
+        Disposition::Retry => "retrying",
+        Disposition::Dead => "dead",
+        Disposition::Discard => "failed",
+    };
+    let mut record = base(payload, status, at);
+    record["error_class"] = payload.get("error_class").cloned().unwrap_or(Value::Null);
+    record["error_message"] = payload.get("error_message").cloned().unwrap_or(Value::Null);
+    (record.to_string(), disposition != Disposition::Retry)
+}
+
+/// The status a record says, brought up to date: a `scheduled` job that
+/// is due now is `queued`.
+pub(crate) fn current_status(record: &Value, now: f64) -> String {
+    let status = record["status"].as_str().unwrap_or("unknown");
+    match (status, record["due_at"].as_f64()) {
+        ("scheduled", Some(due)) if due <= now => "queued".to_string(),
+        _ => status.to_string(),
+    }
+}
