@@ -559,9 +559,8 @@ impl Api {
         Ok(Some(record))
     }
 
-    /// `queued`, `scheduled`, `retrying`, `dead`, `succeeded`, `failed`, or
-    /// `unknown` (no result kept): one `GET`, no scan. A job is `queued`
-    /// until it settles (its status is not rewritten when it starts).
+    /// `queued`, `scheduled`, `running`, `retrying`, `dead`, `succeeded`,
+    /// `failed`, or `unknown` (no result kept): one `GET`, no scan.
     pub async fn status(&self, jid: &str) -> Result<String> {
         Ok(self
             .result(jid)

@@ -122,6 +122,7 @@ impl Client {
                 job.prepare_for_push(at).map_err(in_bulk)?;
             }
             jids.push(Some(job.jid_str().to_string()));
+            // Unique jobs write theirs in their own script.
             if let (Some(ttl), None) = (job.result_ttl_secs(), job.unique_for_secs()) {
                 let (record, ttl) = crate::results::pushed(&job, at, ttl);
                 statuses.push((self.keys.result(job.jid_str()), record, ttl));
@@ -192,6 +193,10 @@ impl Client {
                 (self.keys.queue(&queue), "queue")
             }
         };
+        let (record, record_ttl) = match job.result_ttl_secs() {
+            Some(result_ttl) => crate::results::pushed(&job, at, result_ttl),
+            None => (String::new(), 0),
+        };
         let mut invocation = SCRIPTS.push_unique.prepare_invoke();
         invocation
             .key(self.keys.unique(&digest))
@@ -202,7 +207,10 @@ impl Client {
             .arg(mode)
             .arg(&queue)
             .arg(job.to_json())
-            .arg(run_at.unwrap_or(at));
+            .arg(run_at.unwrap_or(at))
+            .key(self.keys.result(job.jid_str()))
+            .arg(record_ttl)
+            .arg(record);
         // A retry of a push that did land finds the lock held by this jid
         // and pushes nothing more.
         let pushed: i64 = self

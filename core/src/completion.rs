@@ -45,6 +45,9 @@ pub(crate) enum Completion {
     /// A slot started a periodic job: shorten the run lock it owns (key,
     /// owner jid) to its running TTL.
     RunLockStarted { lock: String, jid: String },
+    /// A job with `result_ttl` began: its `running` record (key, JSON, TTL),
+    /// written before anything else of the batch (its outcome comes later).
+    ResultStarted { key: String, record: String, ttl: u64 },
     /// Reply once everything sent before this has been written to Redis.
     Flush(tokio::sync::oneshot::Sender<()>),
 }
@@ -81,6 +84,7 @@ pub(crate) async fn run(shared: Arc<Shared>, completions: flume::Receiver<Comple
 }
 
 async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<u64>) {
+    record_running(shared, &batch).await;
     let mut successes = Vec::new();
     let mut flushes = Vec::new();
     let mut ended = HashSet::new();
@@ -146,6 +150,7 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
                 }
             }
             Completion::Flush(reply) => flushes.push(reply),
+            Completion::ResultStarted { .. } => {}
         }
     }
     let busy = BusyChanges::since(shared, recorded, &ended);
@@ -156,6 +161,24 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
     }
     for reply in flushes {
         let _ = reply.send(());
+    }
+}
+
+/// The `running` records of the batch, in one round trip; best effort (a
+/// status, not a job: the outcome overwrites it either way).
+async fn record_running(shared: &Shared, batch: &[Completion]) {
+    let mut pipe = redis::pipe();
+    let mut any = false;
+    for completion in batch {
+        if let Completion::ResultStarted { key, record, ttl } = completion {
+            pipe.set_ex(key, record, *ttl).ignore();
+            any = true;
+        }
+    }
+    if any {
+        if let Err(e) = pipe.query_async::<()>(&mut shared.redis.conn()).await {
+            tracing::warn!("could not record running jobs' status: {e}");
+        }
     }
 }
 

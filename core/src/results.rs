@@ -4,7 +4,8 @@
 //! `error_message`) for `result_ttl` seconds after the job settles. It is
 //! written in the same script call as the acknowledgement (`ack.lua`) or
 //! the failure (`fail.lua`); a push writes `queued` or `scheduled` in its
-//! MULTI. Once the outcome is final (`succeeded`, `failed`, `dead`) a token
+//! MULTI (or `push_unique.lua`); a slot that begins the job has the
+//! completion task write `running` before that job's outcome. Once the outcome is final (`succeeded`, `failed`, `dead`) a token
 //! goes on `NS:result_ready:<jid>`, which waiters block on.
 
 use crate::job::{float, Job};
@@ -41,6 +42,11 @@ pub(crate) fn pushed(job: &Job, now: f64, ttl: u64) -> (String, u64) {
         }
         None => (base(job, "queued", now).to_string(), ttl + PENDING_SLACK_SECS),
     }
+}
+
+/// The record of a job a slot has begun, and its TTL (it may run long).
+pub(crate) fn running(job: &Job, started_at: f64, ttl: u64) -> (String, u64) {
+    (base(job, "running", started_at).to_string(), ttl + PENDING_SLACK_SECS)
 }
 
 /// The record of a success: `value` is what the handler returned (null

@@ -26,8 +26,23 @@ async fn results_from_push_to_settle() {
         .unwrap()
         .unwrap();
     let plain = client.push(Job::new("Ok")).await.unwrap().unwrap();
+    let unique = client
+        .push(
+            Job::new("Ok")
+                .result_ttl(600.0)
+                .unique_for(60.0)
+                .args([serde_json::json!("u")]),
+        )
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(api.status(&ok).await.unwrap(), "queued");
     assert_eq!(api.status(&later).await.unwrap(), "scheduled");
+    assert_eq!(
+        api.status(&unique).await.unwrap(),
+        "queued",
+        "unique pushes write it too"
+    );
     assert_eq!(api.status("nope").await.unwrap(), "unknown");
     let bad = client
         .push(Job::new("Ok").result_ttl(0.5))
@@ -36,13 +51,35 @@ async fn results_from_push_to_settle() {
         .to_string();
     assert!(bad.contains("result_ttl"), "{bad}");
 
+    let release = std::sync::Arc::new(tokio::sync::Notify::new());
+    let gate = release.clone();
+    let held = client.push(Job::new("Held").result_ttl(600.0)).await.unwrap().unwrap();
     let worker = Worker::builder(config)
+        .register("Held", move |_job| {
+            let gate = gate.clone();
+            async move {
+                gate.notified().await;
+                Ok(())
+            }
+        })
         .register("Ok", |_job| async { Ok(()) })
         .register("Dies", |_job| async { Err(Failure::new("Trouble", "no luck")) })
         .build()
         .unwrap();
     let handle = worker.handle();
     let running = tokio::spawn(worker.run());
+    let a = api.clone();
+    let held_jid = held.clone();
+    wait_until("running", Duration::from_secs(10), move || {
+        let (a, jid) = (a.clone(), held_jid.clone());
+        async move { a.status(&jid).await.unwrap() == "running" }
+    })
+    .await;
+    release.notify_one();
+    assert_eq!(
+        api.wait_result(&held, 10.0).await.unwrap().unwrap()["status"],
+        "succeeded"
+    );
     let record = api.wait_result(&ok, 10.0).await.unwrap().unwrap();
     assert_eq!(record["status"], "succeeded");
     assert_eq!(record["value"], serde_json::Value::Null, "Rust handlers return nothing");
@@ -55,7 +92,7 @@ async fn results_from_push_to_settle() {
     let plain_jid = plain.clone();
     wait_until("the plain job ran", Duration::from_secs(10), move || {
         let a = a.clone();
-        async move { a.stats().await.unwrap().processed == 2 }
+        async move { a.stats().await.unwrap().processed == 4 }
     })
     .await;
     assert_eq!(

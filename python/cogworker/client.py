@@ -120,7 +120,7 @@ class Client:
         return await off_loop(self.result, jid, wait)
 
     def status(self, jid: str) -> str:
-        """queued, scheduled, retrying, dead, succeeded, failed or unknown."""
+        """queued, scheduled, running, retrying, dead, succeeded, failed or unknown."""
         from .api import Api
 
         return Api(*self._where).status(jid)

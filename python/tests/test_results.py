@@ -37,6 +37,17 @@ async def slow(seconds: float) -> str:
     return "slept"
 
 
+ATTEMPTS: list[str] = []
+
+
+@cogworker.job(name="Results.Flaky", result_ttl=600, retry=2, retry_in=lambda count, error: 0)
+def flaky(key: str) -> str:
+    ATTEMPTS.append(key)
+    if ATTEMPTS.count(key) == 1:
+        raise ValueError("first run fails")
+    return f"{key} on run {ATTEMPTS.count(key)}"
+
+
 @cogworker.job(name="Results.Plain")
 def plain() -> int:
     return 1
@@ -103,3 +114,10 @@ def test_a_job_without_result_ttl_keeps_nothing(worker_factory) -> None:
     wait_for("it ran", lambda: cogworker.Api().stats()["processed"] == 1)
     assert cogworker.Client().status(jid) == "unknown"
     assert cogworker.Api().result(jid) is None
+
+
+def test_the_result_of_a_job_that_succeeded_after_a_retry(worker_factory) -> None:
+    jid = flaky.enqueue("k")
+    worker_factory()
+    assert cogworker.Client().result(jid, wait=15) == "k on run 2"
+    assert cogworker.Api().result(jid)["retry_count"] == 1

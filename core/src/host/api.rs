@@ -194,7 +194,7 @@ pub const CALLS: &[ApiCall] = &[
     call!(
         "status",
         ["jid"],
-        "queued, scheduled, retrying, dead, succeeded, failed or unknown (jobs pushed with result_ttl)",
+        "queued, scheduled, running, retrying, dead, succeeded, failed or unknown (jobs pushed with result_ttl)",
         |api, a| { api.status(a.text(0)?).await? }
     ),
     call!(

@@ -10,6 +10,9 @@
 -- ARGV[4] queue name
 -- ARGV[5] the job payload
 -- ARGV[6] run-at score (epoch seconds; "schedule" only)
+-- KEYS[4] NS:result:<jid> (ignored when ARGV[7] is "0" or absent)
+-- ARGV[7] result record TTL (whole seconds), "0" for a job without result_ttl
+-- ARGV[8] the result record (status queued or scheduled)
 --
 -- Returns 1 if pushed (or already pushed under this jid), 0 if another job
 -- with the same digest holds the lock.
@@ -32,5 +35,8 @@ if ARGV[3] == "schedule" then
 else
   redis.call("SADD", KEYS[2], ARGV[4])
   redis.call("LPUSH", KEYS[3], ARGV[5])
+end
+if (ARGV[7] or "0") ~= "0" then
+  redis.call("SET", KEYS[4], ARGV[8], "EX", ARGV[7])
 end
 return 1

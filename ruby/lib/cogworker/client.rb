@@ -44,7 +44,7 @@ module Cogworker
       end
     end
 
-    # queued, scheduled, retrying, dead, succeeded, failed or unknown.
+    # queued, scheduled, running, retrying, dead, succeeded, failed or unknown.
     def status(jid) = @api.status(jid)
 
     def initialize(config = Cogworker.config)
