@@ -30,10 +30,19 @@ pub enum WorkerEvent {
         /// The payload as filed in `dead`, as JSON text.
         job: String,
     },
+    /// A periodic job this worker is about to push, for the host
+    /// language's client middleware (workers built with
+    /// `WorkerBuilder::host_client_middleware`): answer with
+    /// `WorkerHandle::reply_client_middleware`.
+    ClientMiddleware {
+        /// The job as it would be pushed, as JSON text.
+        job: String,
+    },
 }
 
 impl WorkerEvent {
-    /// `startup`, `quiet`, `shutdown`, `heartbeat` or `death`: the names
+    /// `startup`, `quiet`, `shutdown`, `heartbeat`, `death` or
+    /// `client_middleware`: the names
     /// the Python and Ruby hooks are registered under.
     pub fn name(&self) -> &'static str {
         match self {
@@ -42,6 +51,7 @@ impl WorkerEvent {
             WorkerEvent::Shutdown => "shutdown",
             WorkerEvent::Heartbeat => "heartbeat",
             WorkerEvent::Died { .. } => "death",
+            WorkerEvent::ClientMiddleware { .. } => "client_middleware",
         }
     }
 }

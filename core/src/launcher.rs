@@ -33,6 +33,7 @@ pub struct WorkerBuilder {
     event_hooks: Vec<EventHook>,
     host_events: bool,
     client_middleware: ClientChain,
+    host_client_middleware: bool,
 }
 
 impl WorkerBuilder {
@@ -112,6 +113,16 @@ impl WorkerBuilder {
         self
     }
 
+    /// With [`WorkerBuilder::host_events`]: the host language has client
+    /// middleware, so each periodic job goes to it as a
+    /// [`WorkerEvent::ClientMiddleware`] before it is pushed, answered with
+    /// [`WorkerHandle::reply_client_middleware`] (no answer in 5 s: pushed
+    /// as it was, with a warning).
+    pub fn host_client_middleware(mut self) -> Self {
+        self.host_client_middleware = true;
+        self
+    }
+
     /// The host language reads the events itself
     /// ([`Worker::take_events`]).
     pub fn host_events(mut self) -> Self {
@@ -165,6 +176,7 @@ impl WorkerBuilder {
         };
         let mut shared = Shared::new(self.config, redis, completions_tx, self.periodic, handlers, events);
         shared.client_middleware = self.client_middleware;
+        shared.host_client_middleware = self.host_client_middleware && self.host_events;
         let shared = Arc::new(shared);
         let (slots_tx, slots_rx) = flume::unbounded();
         Ok(Worker {
@@ -226,6 +238,7 @@ impl Worker {
             event_hooks: Vec::new(),
             host_events: false,
             client_middleware: ClientChain::default(),
+            host_client_middleware: false,
         }
     }
 
@@ -490,6 +503,19 @@ impl WorkerHandle {
     pub fn is_stopping(&self) -> bool {
         self.shared.is_stopping()
     }
+    /// The host's client middleware's answer for the periodic job `jid`
+    /// (a [`WorkerEvent::ClientMiddleware`]): the job to push as JSON, or
+    /// `None` to push nothing. An answer for a job no longer waiting (it
+    /// timed out) is ignored.
+    pub fn reply_client_middleware(&self, jid: &str, job: Option<String>) {
+        let mut waiting = self.shared.host_answer.lock().unwrap();
+        if waiting.as_ref().is_some_and(|(waiting_for, _)| waiting_for == jid) {
+            if let Some((_, answer)) = waiting.take() {
+                let _ = answer.send(job);
+            }
+        }
+    }
+
     /// The jobs running now.
     pub fn busy(&self) -> Vec<BusyEntry> {
         self.shared.busy_snapshot().into_iter().map(|(_, e)| e).collect()

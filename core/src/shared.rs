@@ -82,6 +82,12 @@ pub(crate) struct Shared {
     pub events: Events,
     /// Client middleware for the pushes the engine makes (periodic jobs).
     pub client_middleware: ClientChain,
+    /// The host language has client middleware: periodic jobs are handed
+    /// to it (a `ClientMiddleware` event) before they are pushed.
+    pub host_client_middleware: bool,
+    /// The one periodic job waiting for the host's answer: its jid and
+    /// where the answer goes.
+    pub host_answer: Mutex<Option<(String, tokio::sync::oneshot::Sender<Option<String>>)>>,
 }
 
 impl Shared {
@@ -118,6 +124,8 @@ impl Shared {
             handlers,
             events,
             client_middleware: ClientChain::default(),
+            host_client_middleware: false,
+            host_answer: Mutex::new(None),
         }
     }
 

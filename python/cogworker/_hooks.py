@@ -261,6 +261,20 @@ def report_error(error: BaseException, job: RunningJob) -> None:
         _call_safely("error handler", handler, error, job)
 
 
+def periodic_push(job_json: str) -> tuple[str, str | None]:
+    """A periodic job the worker is about to push, through the client
+    middleware: ``(jid, the job's JSON or None to push nothing)``. A
+    middleware that raises is logged and the job is pushed as it was."""
+    job = json.loads(job_json)
+    jid = str(job.get("jid", ""))
+    try:
+        changed = client_middleware.apply(job)
+    except BaseException:  # noqa: BLE001 - a hook never loses a periodic run
+        logger.exception("client middleware raised on periodic job %s; pushing it as it was", jid)
+        return jid, job_json
+    return jid, None if changed is None else json.dumps(changed)
+
+
 def dispatch(event: str, job_json: str | None) -> None:
     """Runs the hooks of one worker event (on the worker's events thread)."""
     if event == "death":

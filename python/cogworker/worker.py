@@ -67,7 +67,11 @@ class Worker:
         self.config = make_config(**settings)
         self._handlers: dict[str, JobHandle[Any]] = registry()
         entries = [json.dumps(e) for e in periodic_entries()]
-        self._native = _core.Worker(self.config, sorted(self._handlers), entries)
+        # Periodic jobs this worker pushes go through the app's client
+        # middleware too (registered by the time the worker is built).
+        self._native = _core.Worker(
+            self.config, sorted(self._handlers), entries, bool(_hooks.client_middleware)
+        )
         self._threads: list[threading.Thread] = []
         self._events_thread: threading.Thread | None = None
         self._loop = EventLoop(self.config.get("async_concurrency"))
@@ -195,6 +199,9 @@ class Worker:
             name, job_json = event
             if name == "ended":
                 return
+            if name == "client_middleware":
+                self._native.reply_client_middleware(*_hooks.periodic_push(job_json or "{}"))
+                continue
             _hooks.dispatch(name, job_json)
 
     def _perform(self, delivery: Any) -> None:

@@ -226,3 +226,17 @@ def test_client_middleware_adds_fields_that_survive_a_retry_or_stops_a_push(work
         ("tenant", "b", "acme", 1),
     ]
     assert cogworker.Api().queue("default")["size"] == 0, "the stopped pushes wrote nothing"
+
+
+def test_client_middleware_also_stamps_the_periodic_jobs_a_worker_pushes(worker_factory) -> None:
+    from cogworker import _periodic
+
+    cogworker.configure(client_middleware=[lambda job: {**job, "tenant": "acme"}])
+    cogworker.periodic("* * * * * *", "Hooks.Tick", queue="ticks")  # a queue this worker does not take
+    try:
+        worker_factory()
+        api = cogworker.Api()
+        entries = wait_for("a periodic job", lambda: api.queue_jobs("ticks", 0, 10))
+    finally:
+        _periodic.clear()
+    assert entries[0]["class"] == "Hooks.Tick" and entries[0]["tenant"] == "acme", entries

@@ -11,7 +11,7 @@ class TestGCStress < Minitest::Test
     config = Cogworker.config.merge(queues: %w[default], labels: %w[a b], concurrency: 2).native
     client = Cogworker::Native::Client.new(config)
     entry = JSON.generate('cron' => '0 0 1 1 *', 'class' => 'EchoJob', 'args' => ['ü'])
-    worker = Cogworker::Native::Worker.new(config, %w[EchoJob], [entry])
+    worker = Cogworker::Native::Worker.new(config, %w[EchoJob], [entry], false)
     api = Cogworker::Native::Api.new(config)
     worker.start
     GC.stress = true

@@ -168,4 +168,15 @@ class TestHooks < Minitest::Test
     assert_equal [[:tenant, 'a', 'acme', 0], [:tenant, 'a', 'acme', 1], [:tenant, 'b', 'acme', 0], [:tenant, 'b', 'acme', 1]],
                  tenants
   end
+
+  def test_client_middleware_also_stamps_the_periodic_jobs_a_worker_pushes
+    Cogworker.configure do |c|
+      c.client_middleware { |chain| chain.add TenantStamp }
+      c.periodic { |mgr| mgr.register('* * * * * *', 'HooksTick', queue: 'ticks') } # a queue it does not take
+    end
+    start_runner
+    api = Cogworker::Api.new
+    job = wait_for('a periodic job') { api.queue_jobs('ticks', 0, 10).first }
+    assert_equal %w[HooksTick acme], job.values_at('class', 'tenant')
+  end
 end

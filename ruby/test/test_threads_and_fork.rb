@@ -6,7 +6,7 @@ class TestThreadsAndFork < Minitest::Test
   include CogworkerTest
 
   def test_thread_kill_of_a_thread_waiting_for_a_job_returns_promptly
-    worker = Cogworker::Native::Worker.new(Cogworker.config.native, [], [])
+    worker = Cogworker::Native::Worker.new(Cogworker.config.native, [], [], false)
     worker.start
     waiting = Thread.new { worker.next_job(30) }
     sleep 0.3

@@ -96,9 +96,12 @@ pub struct PyWorker(HostWorker);
 impl PyWorker {
     /// `handlers`: the class names registered in Python (the only ones that
     /// run); `periodic`: entries as JSON text.
+    /// `client_middleware`: run the periodic jobs this worker pushes through
+    /// the host's client middleware (``client_middleware`` events).
     #[new]
-    fn new(config: &PyConfig, handlers: Vec<String>, periodic: Vec<String>) -> PyResult<Self> {
-        HostWorker::new(config.inner.clone(), &handlers, &periodic)
+    #[pyo3(signature = (config, handlers, periodic, client_middleware=false))]
+    fn new(config: &PyConfig, handlers: Vec<String>, periodic: Vec<String>, client_middleware: bool) -> PyResult<Self> {
+        HostWorker::new(config.inner.clone(), &handlers, &periodic, client_middleware)
             .map(PyWorker)
             .map_err(to_py)
     }
@@ -120,6 +123,13 @@ impl PyWorker {
     /// shut down and every event was read, None meanwhile.
     fn next_event(&self, py: Python<'_>, timeout: f64) -> PyResult<Option<(&'static str, Option<String>)>> {
         blocking::wait(py, Some(timeout), |slice| self.0.next_event(slice).into_parts())
+    }
+
+    /// The client middleware's answer for the periodic job `jid` (a
+    /// ``client_middleware`` event): its JSON, or None to push nothing.
+    #[pyo3(signature = (jid, job=None))]
+    fn reply_client_middleware(&self, jid: &str, job: Option<String>) {
+        self.0.reply_client_middleware(jid, job);
     }
 
     /// The next job if one is ready now (never blocks).

@@ -56,11 +56,15 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     delivery.define_method("abandon", method!(worker::RbDelivery::abandon, 1))?;
 
     let worker = native.define_class("Worker", ruby.class_object())?;
-    worker.define_singleton_method("new", function!(worker::RbWorker::new, 3))?;
+    worker.define_singleton_method("new", function!(worker::RbWorker::new, 4))?;
     worker.define_method("start", method!(worker::RbWorker::start, 0))?;
     worker.define_method("next_job", method!(worker::RbWorker::next_job, 1))?;
     worker.define_method("wait", method!(worker::RbWorker::wait, 1))?;
     worker.define_method("next_event", method!(worker::RbWorker::next_event, 1))?;
+    worker.define_method(
+        "reply_client_middleware",
+        method!(worker::RbWorker::reply_client_middleware, 2),
+    )?;
     worker.define_method("quiet", method!(worker::RbWorker::quiet, 0))?;
     worker.define_method("stop", method!(worker::RbWorker::stop, 0))?;
     worker.define_method("identity", method!(worker::RbWorker::identity, 0))?;

@@ -82,8 +82,14 @@ pub struct RbWorker(HostWorker);
 impl RbWorker {
     /// `handlers`: the classes registered in Ruby (the only ones that run);
     /// `periodic`: entries as JSON text.
-    pub fn new(ruby: &Ruby, config: &RbConfig, handlers: Vec<String>, periodic: Vec<String>) -> Result<Self, Error> {
-        HostWorker::new(config.config(), &handlers, &periodic)
+    pub fn new(
+        ruby: &Ruby,
+        config: &RbConfig,
+        handlers: Vec<String>,
+        periodic: Vec<String>,
+        client_middleware: bool,
+    ) -> Result<Self, Error> {
+        HostWorker::new(config.config(), &handlers, &periodic, client_middleware)
             .map(RbWorker)
             .map_err(|e| to_ruby(ruby, e))
     }
@@ -125,6 +131,12 @@ impl RbWorker {
             .transpose()
             .map_err(|message| raise(ruby, "Error", message))?
             .is_some())
+    }
+
+    /// The client middleware's answer for the periodic job `jid`: its
+    /// JSON, or nil to push nothing.
+    pub fn reply_client_middleware(&self, jid: String, job: Option<String>) {
+        self.0.reply_client_middleware(&jid, job);
     }
 
     pub fn quiet(&self) {

@@ -44,6 +44,7 @@ impl NextEvent {
             NextEvent::Idle => None,
             NextEvent::Ended => Some(("ended", None)),
             NextEvent::Event(WorkerEvent::Died { job }) => Some(("death", Some(job))),
+            NextEvent::Event(WorkerEvent::ClientMiddleware { job }) => Some(("client_middleware", Some(job))),
             NextEvent::Event(event) => Some((event.name(), None)),
         }
     }
@@ -52,13 +53,18 @@ impl NextEvent {
 impl HostWorker {
     /// `handlers`: the class names the host can run; `periodic`: entries as
     /// JSON text (see [`Periodic::from_json`]). Does not touch Redis yet.
-    pub fn new<S: AsRef<str>>(config: Config, handlers: &[S], periodic: &[S]) -> Result<Self> {
+    /// `client_middleware`: the host has client middleware, to be run on
+    /// the periodic jobs this worker pushes (see [`NextEvent`]).
+    pub fn new<S: AsRef<str>>(config: Config, handlers: &[S], periodic: &[S], client_middleware: bool) -> Result<Self> {
         let mut builder = Worker::builder(config)
             .host_slots()
             .host_events()
             .host_classes(handlers.iter().map(|h| h.as_ref().to_string()));
         for entry in periodic {
             builder = builder.periodic(Periodic::from_json(entry.as_ref())?);
+        }
+        if client_middleware {
+            builder = builder.host_client_middleware();
         }
         let mut worker = super::in_runtime(|| builder.build())?;
         let events = worker.take_events().expect("host_events() makes an event channel");
@@ -119,6 +125,12 @@ impl HostWorker {
                 Err(_) => NextEvent::Ended,
             },
         }
+    }
+
+    /// The host's client middleware's answer for the periodic job `jid`:
+    /// the job to push as JSON, or `None` to push nothing.
+    pub fn reply_client_middleware(&self, jid: &str, job: Option<String>) {
+        self.handle.reply_client_middleware(jid, job);
     }
 
     /// Waits up to `timeout` for the engine to finish its shutdown: `None`

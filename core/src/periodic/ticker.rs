@@ -124,10 +124,56 @@ async fn tick(shared: &Shared, entry: &mut Entry, now: f64) -> crate::Result<()>
     Ok(())
 }
 
+/// How long the host's client middleware may take with a periodic job.
+const HOST_ANSWER_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Hands `job` to the host language's client middleware and waits for its
+/// answer: the job to push, or `None` to push nothing. No answer in time,
+/// or one that is not a job: pushed as it was, with a warning.
+async fn host_client_middleware(shared: &Shared, job: crate::Job) -> Option<crate::Job> {
+    let (answer, answered) = tokio::sync::oneshot::channel();
+    *shared.host_answer.lock().unwrap() = Some((job.jid_str().to_string(), answer));
+    shared
+        .events
+        .emit(crate::events::WorkerEvent::ClientMiddleware { job: job.to_json() });
+    match tokio::time::timeout(HOST_ANSWER_LIMIT, answered).await {
+        Ok(Ok(None)) => None,
+        Ok(Ok(Some(json))) => match crate::Job::parse(json.as_bytes()).map(|mut changed| (changed.validate(), changed))
+        {
+            Ok((Ok(()), changed)) => Some(changed),
+            _ => {
+                tracing::warn!(
+                    "client middleware returned something that is not a job for {job}; pushing it as it was"
+                );
+                Some(job)
+            }
+        },
+        _ => {
+            tracing::warn!("client middleware did not answer for {job} in {HOST_ANSWER_LIMIT:?}; pushing it as it was");
+            Some(job)
+        }
+    }
+}
+
 /// Claims `slot` and pushes its job in one script.
 async fn claim(shared: &Shared, entry: &Entry, slot: i64, now: f64) -> crate::Result<()> {
     let definition = &entry.definition;
     let job = definition.job_for(&entry.pjid, slot, now);
+    let job = if shared.host_client_middleware {
+        match host_client_middleware(shared, job).await {
+            Some(job) => job,
+            None => {
+                tracing::info!(
+                    "periodic {} slot {}: client middleware stopped the push",
+                    definition.class(),
+                    slot_time(slot)
+                );
+                return Ok(());
+            }
+        }
+    } else {
+        job
+    };
     let job = if shared.client_middleware.is_empty() {
         job
     } else {

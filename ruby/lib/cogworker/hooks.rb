@@ -110,6 +110,18 @@ module Cogworker
       end
     end
 
+    # A periodic job the worker is about to push, through the client
+    # middleware: [jid, the job's JSON or nil to push nothing]. A middleware
+    # that raises is logged and the job is pushed as it was.
+    def periodic_push(job_json)
+      job = JSON.parse(job_json)
+      pushed = @client_middleware.invoke_client(job['class'], job, job['queue'])
+      [job['jid'].to_s, pushed ? JSON.generate(job) : nil]
+    rescue Exception => e # rubocop:disable Lint/RescueException -- a hook never loses a periodic run
+      Cogworker.logger.error("client middleware raised #{e.class}: #{e.message} on a periodic job; pushing it as it was")
+      [JSON.parse(job_json)['jid'].to_s, job_json]
+    end
+
     # Runs the hooks of one worker event (on the worker's events thread).
     def dispatch(name, job_json)
       if name == 'death'

@@ -21,10 +21,13 @@ module Cogworker
       @config = config
       entries = config.periodic.entries
       @handlers = Cogworker.registry.merge(resolve_periodic_classes(entries))
-      @native = Native::Worker.new(config.native, @handlers.keys, entries.map { |e| JSON.generate(e) })
+      @hooks = config.hooks
+      # Periodic jobs this worker pushes go through the app's client
+      # middleware too (registered by the time the worker is built).
+      @native = Native::Worker.new(config.native, @handlers.keys, entries.map { |e| JSON.generate(e) },
+                                   !@hooks.client_middleware.empty?)
       @threads = []
       @threads_lock = Mutex.new
-      @hooks = config.hooks
     end
 
     def identity = @native.identity
@@ -109,7 +112,11 @@ module Cogworker
         next if name.nil?
         break if name == 'ended'
 
-        @hooks.dispatch(name, job_json)
+        if name == 'client_middleware'
+          @native.reply_client_middleware(*@hooks.periodic_push(job_json))
+        else
+          @hooks.dispatch(name, job_json)
+        end
       end
     end
 
