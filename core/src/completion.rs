@@ -103,7 +103,8 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
                 outcome: Outcome::Failure(failure),
                 finished_at,
             } => {
-                let plan = plan_failure(&delivery.job, &failure, finished_at);
+                let mut plan = plan_failure(&delivery.job, &failure, finished_at);
+                plan.started_at = delivery.started_at;
                 let history = history_entry(&delivery.job, delivery.started_at, finished_at, Some(&failure));
                 log_failure(&delivery, &failure.class, &failure.message, &plan);
                 persist(shared, "filing a failed job", || {
@@ -284,6 +285,7 @@ async fn ack(shared: &Shared, successes: &[(Delivery, f64)], busy: &BusyChanges)
             .arg(results::succeeded(
                 &delivery.job,
                 delivery.returned.as_deref(),
+                delivery.started_at,
                 finished_at,
             ));
     }
@@ -308,6 +310,7 @@ pub(crate) async fn bury_unparseable(
         score: at,
         payload: wrapper.to_json(),
         attempt: String::new(),
+        started_at: at,
     };
     let failure = crate::handler::Failure::new("cogworker::UnparseablePayload", reason);
     let history = history_entry(&wrapper, at, at, Some(&failure));
@@ -340,7 +343,7 @@ async fn file(
     let (result_ttl, record, final_status) = match job.result_ttl_secs() {
         Some(ttl) => {
             let filed = Job::parse(plan.payload.as_bytes()).unwrap_or_else(|_| job.clone());
-            let (record, final_status) = results::failed(&filed, plan.disposition, at);
+            let (record, final_status) = results::failed(&filed, plan.disposition, plan.started_at, at);
             (ttl, record, final_status)
         }
         None => (0, String::new(), false),

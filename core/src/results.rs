@@ -1,6 +1,7 @@
 //! Job results, for jobs pushed with `result_ttl`: the outcome is kept in
 //! `NS:result:<jid>` (JSON: `status`, `jid`, `class`, `queue`,
-//! `retry_count`, `finished_at`, and `value` or `error_class` /
+//! `retry_count`, `at` (when it got that status), `started_at` and
+//! `finished_at` once it ran, and `value` or `error_class` /
 //! `error_message`) for `result_ttl` seconds after the job settles. It is
 //! written in the same script call as the acknowledgement (`ack.lua`) or
 //! the failure (`fail.lua`); a push writes `queued` or `scheduled` in its
@@ -51,21 +52,25 @@ pub(crate) fn running(job: &Job, started_at: f64, ttl: u64) -> (String, u64) {
 
 /// The record of a success: `value` is what the handler returned (null
 /// for handlers that return nothing).
-pub(crate) fn succeeded(job: &Job, value: Option<&Value>, finished_at: f64) -> String {
+pub(crate) fn succeeded(job: &Job, value: Option<&Value>, started_at: f64, finished_at: f64) -> String {
     let mut record = base(job, "succeeded", finished_at);
+    record["started_at"] = float(started_at);
+    record["finished_at"] = float(finished_at);
     record["value"] = value.cloned().unwrap_or(Value::Null);
     record.to_string()
 }
 
 /// The record of a failure as filed (`payload` is the job as filed, with
 /// its error fields and new retry count), and whether it is final.
-pub(crate) fn failed(payload: &Job, disposition: Disposition, at: f64) -> (String, bool) {
+pub(crate) fn failed(payload: &Job, disposition: Disposition, started_at: f64, at: f64) -> (String, bool) {
     let status = match disposition {
         Disposition::Retry => "retrying",
         Disposition::Dead => "dead",
         Disposition::Discard => "failed",
     };
     let mut record = base(payload, status, at);
+    record["started_at"] = float(started_at);
+    record["finished_at"] = float(at);
     record["error_class"] = payload.get("error_class").cloned().unwrap_or(Value::Null);
     record["error_message"] = payload.get("error_message").cloned().unwrap_or(Value::Null);
     (record.to_string(), disposition != Disposition::Retry)

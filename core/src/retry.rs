@@ -34,6 +34,8 @@ pub(crate) struct FailurePlan {
     pub score: f64,
     pub payload: String,
     pub attempt: String,
+    /// When the failed run began (for a kept result's `started_at`).
+    pub started_at: f64,
 }
 
 /// Default backoff before retry number `count + 1`:
@@ -86,6 +88,7 @@ pub(crate) fn plan_failure(job: &Job, failure: &Failure, now: f64) -> FailurePla
         score,
         payload: next.to_json(),
         attempt,
+        started_at: now,
     }
 }
 

@@ -65,6 +65,7 @@ def test_the_value_a_job_returned(worker_factory) -> None:
     assert client.status(jid) == "succeeded"
     record = cogworker.Api().result(jid)
     assert record["class"] == "Results.Add" and record["retry_count"] == 0
+    assert record["started_at"] <= record["finished_at"]
 
 
 def test_a_job_that_failed_for_good_raises_job_failed_after_retrying(worker_factory) -> None:

@@ -20,6 +20,19 @@ class ResultsNotJsonJob
   def perform = Object.new
 end
 
+class ResultsFlakyJob
+  include Cogworker::Job
+  cogworker_options result_ttl: 600, retry: 2
+  cogworker_retry_in { |_count, _error| 0 }
+
+  def perform(key)
+    Jobs.record(key)
+    raise ArgumentError, 'first run fails' if Jobs.seen.count(key) == 1
+
+    "#{key} on run #{Jobs.seen.count(key)}"
+  end
+end
+
 # Job results (result_ttl): the value perform returned, JobFailed for a job
 # that failed for good, Pending before, a value JSON cannot hold failing
 # the job.
@@ -49,5 +62,14 @@ class TestResults < Minitest::Test
     error = assert_raises(Cogworker::JobFailed) { Cogworker::Client.result(jid, wait: 10) }
     assert_equal 'failed', error.status
     assert_match(/result/, error.error_message)
+  end
+
+  def test_the_result_of_a_job_that_succeeded_after_a_retry
+    jid = ResultsFlakyJob.perform_async('k')
+    start_runner
+    assert_equal 'k on run 2', Cogworker::Client.result(jid, wait: 15)
+    record = Cogworker::Api.new.result(jid)
+    assert_equal 1, record['retry_count']
+    assert_operator record['started_at'], :<=, record['finished_at']
   end
 end
