@@ -574,8 +574,11 @@ impl Api {
     /// onto itself, so every waiter wakes), not polling. Returns the record
     /// as [`Api::result`] does, final or, at the timeout, as it stands.
     pub async fn wait_result(&self, jid: &str, timeout: f64) -> Result<Option<Value>> {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs_f64(timeout.clamp(0.0, 86_400.0));
+        let limit = std::time::Duration::from_secs_f64(timeout.clamp(0.0, 86_400.0));
+        let deadline = std::time::Instant::now() + limit;
         let ready = self.client.keys().result_ready(jid);
+        // One blocking connection for the whole wait, made when first needed.
+        let mut blocking = None;
         loop {
             let record = self.result(jid).await?;
             let done = record
@@ -589,14 +592,22 @@ impl Api {
             // Whole slices of at most 5 s: BLMOVE's timeout is in seconds
             // with decimals; a slice that ends looks at the record again.
             let slice = left.min(std::time::Duration::from_secs(5));
-            let mut blocking = self.client.redis().blocking(slice).await?;
+            if blocking.is_none() {
+                blocking = Some(
+                    self.client
+                        .redis()
+                        .blocking(limit.min(std::time::Duration::from_secs(5)))
+                        .await?,
+                );
+            }
+            let conn = &mut blocking.as_mut().expect("made above").conn;
             let _: Option<Vec<u8>> = redis::cmd("BLMOVE")
                 .arg(&ready)
                 .arg(&ready)
                 .arg("RIGHT")
                 .arg("LEFT")
                 .arg(slice.as_secs_f64().max(0.01))
-                .query_async(&mut blocking.conn)
+                .query_async(conn)
                 .await?;
         }
     }

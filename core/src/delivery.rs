@@ -53,6 +53,9 @@ pub struct DeliveryInfo {
     pub retry_count: u32,
     /// The job's `args` as JSON text.
     pub args_json: String,
+    /// It keeps its outcome (`result_ttl`): the host passes the handler's
+    /// value to `complete_with`.
+    pub wants_result: bool,
 }
 
 impl Delivery {
@@ -90,6 +93,7 @@ impl Delivery {
             queue: self.queue.clone(),
             retry_count: self.job.retry_count(),
             args_json: serde_json::to_string(self.job.args_slice()).unwrap_or_else(|_| "[]".into()),
+            wants_result: self.wants_result(),
         }
     }
 

@@ -29,17 +29,14 @@ pub fn redact_url(url: &str) -> String {
         Some((base, query)) => (base, Some(query)),
         None => (url, None),
     };
-    let mut redacted = match (base.find("://"), base.rfind('@')) {
-        (Some(scheme_end), Some(at)) if at > scheme_end => {
-            let creds = &base[scheme_end + 3..at];
-            match creds.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &base[..scheme_end + 3], &base[at..]),
-                None => format!("{}***{}", &base[..scheme_end + 3], &base[at..]),
-            }
-        }
+    let mut redacted = match userinfo_parts(base) {
         // No scheme: it may still be `user:password@host`; show none of it.
-        (None, Some(at)) => format!("***{}", &base[at..]),
-        _ => base.to_string(),
+        ("", Some(_), rest) => format!("***@{rest}"),
+        (scheme, Some(creds), rest) => match creds.split_once(':') {
+            Some((user, _)) => format!("{scheme}{user}:***@{rest}"),
+            None => format!("{scheme}***@{rest}"),
+        },
+        (_, None, _) => base.to_string(),
     };
     if let Some(query) = query {
         let pairs: Vec<String> = query
@@ -55,16 +52,26 @@ pub fn redact_url(url: &str) -> String {
     redacted
 }
 
+/// `base` (a URL without its query) as `scheme://` (or nothing), the
+/// userinfo before the last `@` (if any), and what follows it.
+fn userinfo_parts(base: &str) -> (&str, Option<&str>, &str) {
+    let (scheme, rest) = match base.find("://") {
+        Some(end) => base.split_at(end + 3),
+        None => ("", base),
+    };
+    match rest.rfind('@') {
+        Some(at) => (scheme, Some(&rest[..at]), &rest[at + 1..]),
+        None => (scheme, None, rest),
+    }
+}
+
 /// Where `url` points, with no credential at all (not even a user name)
 /// and no query but the `db`: what the dashboard's footer shows.
 #[cfg_attr(not(feature = "web"), allow(dead_code))]
 pub(crate) fn display_target(url: &str) -> String {
     let (base, query) = url.split_once('?').unwrap_or((url, ""));
-    let target = match (base.find("://"), base.rfind('@')) {
-        (Some(scheme_end), Some(at)) if at > scheme_end => format!("{}{}", &base[..scheme_end + 3], &base[at + 1..]),
-        (None, Some(at)) => base[at + 1..].to_string(),
-        _ => base.to_string(),
-    };
+    let (scheme, _, rest) = userinfo_parts(base);
+    let target = format!("{scheme}{rest}");
     match query.split('&').find_map(|pair| pair.strip_prefix("db=")) {
         Some(db) => format!("{target} db {db}"),
         None => target,

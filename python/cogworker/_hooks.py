@@ -28,6 +28,12 @@ class RunningJob:
 
     __slots__ = ("_payload", "_payload_json", "args", "class_name", "jid", "queue", "retry_count")
 
+    @classmethod
+    def of(cls, delivery: Any, args: list[Any]) -> RunningJob:
+        """The job of a delivery the worker took, with its parsed ``args``."""
+        class_name, jid, queue, retry_count, _ = delivery.info
+        return cls(class_name, jid, queue, retry_count, args, delivery.payload_json)
+
     def __init__(
         self,
         class_name: str,

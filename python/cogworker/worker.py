@@ -205,7 +205,7 @@ class Worker:
             _hooks.dispatch(name, job_json)
 
     def _perform(self, delivery: Any) -> None:
-        class_name, jid = delivery.info[0], delivery.info[1]
+        class_name, jid, _, _, args_json = delivery.info
         if class_name in self._coroutine_handlers and (
             not _hooks.server_middleware or _hooks.server_middleware.all_async()
         ):
@@ -220,14 +220,12 @@ class Worker:
                 delivery.abandon("stopping before the event loop had room for it")  # left for the requeue
             return
         handle: JobHandle[Any] | None = None
-        _, jid, queue, retry_count, args_json = delivery.info
         job: RunningJob | None = None
         try:
             handle = self._handlers[class_name]
             args = json.loads(args_json)
             if _hooks.server_middleware:
-                job = RunningJob(class_name, jid, queue, retry_count, args, delivery.payload_json)
-                running = job
+                job = running = RunningJob.of(delivery, args)
                 value = _hooks.server_middleware.invoke(job, lambda: self._call(handle, running.args))
             else:
                 value = self._call(handle, args)
@@ -243,14 +241,13 @@ class Worker:
         here, however it ends."""
         import asyncio
 
-        class_name, jid, queue, retry_count, args_json = delivery.info
+        class_name, _, _, _, args_json = delivery.info
         handle = self._handlers[class_name]
         job: RunningJob | None = None
         try:
             args = json.loads(args_json)
             if _hooks.server_middleware:
-                job = RunningJob(class_name, jid, queue, retry_count, args, delivery.payload_json)
-                running = job
+                job = running = RunningJob.of(delivery, args)
                 value = await _hooks.server_middleware.ainvoke(job, lambda: handle.func(*running.args))
             else:
                 value = await handle.func(*args)
@@ -284,10 +281,9 @@ class Worker:
     def _record_failure(
         self, delivery: Any, handle: JobHandle[Any] | None, job: RunningJob | None, error: BaseException
     ) -> None:
-        class_name, jid, queue, retry_count, args_json = delivery.info
+        class_name, jid, _, retry_count, args_json = delivery.info
         if _hooks.has_error_handlers():
-            args_now = _safe(lambda: json.loads(args_json)) or []
-            job = job or RunningJob(class_name, jid, queue, retry_count, args_now, delivery.payload_json)
+            job = job or RunningJob.of(delivery, _safe(lambda: json.loads(args_json)) or [])
             _hooks.report_error(error, job)
         self._fail(delivery, class_name, jid, retry_count, handle, error)
         if isinstance(error, (SystemExit, KeyboardInterrupt)):

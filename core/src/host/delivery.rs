@@ -56,10 +56,10 @@ impl HostDelivery {
     }
 
     /// Does the job keep its outcome (`result_ttl`)? Then pass the
-    /// handler's value to [`HostDelivery::complete_with`].
+    /// handler's value to [`HostDelivery::complete_with`]. (Read once, when
+    /// the slot took it: asked after every job.)
     pub fn wants_result(&self) -> bool {
-        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        inner.as_ref().is_some_and(Delivery::wants_result)
+        self.info.wants_result
     }
 
     /// The job succeeded, returning `value`, kept as its result. A value
