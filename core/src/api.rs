@@ -506,17 +506,25 @@ impl Api {
         busy.sort_by(|a, b| a.run_at.total_cmp(&b.run_at));
         Ok(busy)
     }
-    /// Tells a process to stop taking jobs (over its signal channel).
+    /// Tells a process to stop taking jobs. Delivered even when the process
+    /// is not subscribed at this instant (see `scripts/signal.lua`).
     pub async fn quiet_process(&self, identity: &str) -> Result<()> {
-        let _: i64 = self
-            .conn()
-            .publish(self.client.keys().signal(identity), "quiet")
-            .await?;
-        Ok(())
+        self.signal_process(identity, "quiet").await
     }
-    /// Tells a process to shut down (over its signal channel).
+    /// Tells a process to shut down, as [`Api::quiet_process`] does.
     pub async fn stop_process(&self, identity: &str) -> Result<()> {
-        let _: i64 = self.conn().publish(self.client.keys().signal(identity), "stop").await?;
+        self.signal_process(identity, "stop").await
+    }
+    async fn signal_process(&self, identity: &str, command: &str) -> Result<()> {
+        let keys = self.client.keys();
+        let _: i64 = SCRIPTS
+            .signal
+            .key(keys.signals(identity))
+            .arg(keys.signal(identity))
+            .arg(command)
+            .arg(crate::heartbeat::PRESENCE_TTL_SECS)
+            .invoke_async(&mut self.conn())
+            .await?;
         Ok(())
     }
 

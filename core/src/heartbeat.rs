@@ -132,27 +132,24 @@ pub(crate) async fn beat(shared: &Shared) -> Result<()> {
 }
 
 /// Listens on `NS:signal:<identity>` for `quiet` / `stop`, resubscribing
-/// after a lost connection.
+/// after a lost connection. A message is only a wake-up: the commands are
+/// taken from the process's signal list, once right after subscribing (so
+/// one sent before, while starting or reconnecting, still arrives) and on
+/// every message.
 pub(crate) async fn listen_for_signals(shared: Arc<Shared>) {
     let channel = shared.keys.signal(&shared.identity);
     loop {
         match shared.redis.pubsub().await {
             Ok(mut pubsub) => match pubsub.subscribe(&channel).await {
                 Ok(()) => {
+                    take_queued_signals(&shared).await;
                     let mut messages = pubsub.on_message();
                     while let Some(message) = messages.next().await {
+                        // Older senders only publish: obey the message too
+                        // (applying a command twice changes nothing).
                         let text: String = message.get_payload().unwrap_or_default();
-                        match text.trim() {
-                            "quiet" => {
-                                tracing::info!("remote quiet received");
-                                shared.advance(Lifecycle::Quiet);
-                            }
-                            "stop" => {
-                                tracing::info!("remote stop received");
-                                shared.advance(Lifecycle::Stopping);
-                            }
-                            other => tracing::warn!("unknown remote signal {other:?} ignored"),
-                        }
+                        apply_signal(&shared, text.trim());
+                        take_queued_signals(&shared).await;
                     }
                 }
                 Err(e) => tracing::warn!("subscribing to {channel} failed: {e}"),
@@ -162,6 +159,41 @@ pub(crate) async fn listen_for_signals(shared: Arc<Shared>) {
         if sleep_unless(&shared, Duration::from_secs(1), Lifecycle::Stopping).await {
             return;
         }
+    }
+}
+
+/// Most commands one drain takes; more are left for the next message.
+const SIGNALS_PER_DRAIN: usize = 16;
+
+async fn take_queued_signals(shared: &Shared) {
+    let key = shared.keys.signals(&shared.identity);
+    let taken: redis::RedisResult<Option<Vec<String>>> = redis::cmd("LPOP")
+        .arg(&key)
+        .arg(SIGNALS_PER_DRAIN)
+        .query_async(&mut shared.redis.conn())
+        .await;
+    match taken {
+        Ok(commands) => {
+            for command in commands.unwrap_or_default() {
+                apply_signal(shared, command.trim());
+            }
+        }
+        Err(e) => tracing::warn!("reading queued signals from {key} failed: {e}"),
+    }
+}
+
+fn apply_signal(shared: &Shared, command: &str) {
+    match command {
+        "quiet" if !shared.is_quiet() => {
+            tracing::info!("remote quiet received");
+            shared.advance(Lifecycle::Quiet);
+        }
+        "stop" if shared.lifecycle() < Lifecycle::Stopping => {
+            tracing::info!("remote stop received");
+            shared.advance(Lifecycle::Stopping);
+        }
+        "quiet" | "stop" => {}
+        other => tracing::warn!("unknown remote signal {other:?} ignored"),
     }
 }
 

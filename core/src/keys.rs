@@ -117,6 +117,11 @@ impl Keys {
     pub fn signal(&self, identity: &str) -> String {
         format!("{}:signal:{}", self.ns, identity)
     }
+    /// List of `quiet` / `stop` commands not yet taken by one process (the
+    /// durable half of [`Keys::signal`]).
+    pub fn signals(&self, identity: &str) -> String {
+        format!("{}:signals:{}", self.ns, identity)
+    }
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ pub(crate) struct Scripts {
     pub periodic_claim: Script,
     pub push_unique: Script,
     pub kill: Script,
+    pub signal: Script,
 }
 
 /// A script that reads the time, with the clock (`scripts/clock.lua`)
@@ -43,4 +44,5 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     periodic_claim: Script::new(include_str!("scripts/periodic_claim.lua")),
     push_unique: Script::new(include_str!("scripts/push_unique.lua")),
     kill: Script::new(include_str!("scripts/kill.lua")),
+    signal: Script::new(include_str!("scripts/signal.lua")),
 });

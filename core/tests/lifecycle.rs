@@ -142,8 +142,8 @@ async fn quiet_takes_no_new_jobs_and_remote_stop_ends_the_run() {
         async move { !api.processes().await.unwrap().is_empty() }
     })
     .await;
-    // The remote listener subscribes just after the first beat.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Sent as soon as the process is registered, which is before its
+    // listener has subscribed: the command waits on its signal list.
     api.quiet_process(&identity).await.unwrap();
     let h = handle.clone();
     wait_until("quiet", Duration::from_secs(5), move || {
@@ -172,6 +172,24 @@ async fn quiet_takes_no_new_jobs_and_remote_stop_ends_the_run() {
         "the untaken job is still queued"
     );
     assert!(api.processes().await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_sent_before_the_process_listens_still_stops_it() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let api = Api::new(Client::new(&config).unwrap());
+    let (worker, _) = sleeping_worker(config);
+    let identity = worker.handle().identity().to_string();
+    // Nobody is subscribed yet: a bare publish would reach no one.
+    api.stop_process(&identity).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), worker.run())
+        .await
+        .expect("the queued stop ended the run")
+        .unwrap();
+    let mut conn = redis.conn().await;
+    let left: bool = conn.exists(format!("cogworker:signals:{identity}")).await.unwrap();
+    assert!(!left, "the signal was taken off its list");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
