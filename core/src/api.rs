@@ -316,9 +316,11 @@ impl Api {
             let page = self.set_page(set, start, SEARCH_PAGE).await?;
             let read = page.len() as u64;
             for (index, entry) in page.into_iter().enumerate() {
-                let matches = entry
-                    .job()
-                    .is_some_and(|job| job.jid_str() == text || job.class().to_ascii_lowercase().contains(&needle));
+                let matches = entry.job().is_some_and(|job| {
+                    job.jid_str() == text
+                        || job.class().to_ascii_lowercase().contains(&needle)
+                        || job.display_class().to_ascii_lowercase().contains(&needle)
+                });
                 if matches {
                     found.push(entry);
                     if found.len() >= limit {
@@ -554,9 +556,10 @@ impl Api {
         Ok(self.conn().lrange(self.client.keys().attempts(jid), 0, -1).await?)
     }
     /// The kept outcome of a job pushed with `result_ttl`: `{status, jid,
-    /// class, queue, retry_count, at}` plus `value` (succeeded) or
-    /// `error_class`/`error_message` (retrying, dead, failed), `due_at`
-    /// (scheduled). `None` for a job without `result_ttl`, an unknown jid,
+    /// class, queue, retry_count, at, args, created_at}`, `started_at` and
+    /// `worker` once it ran, plus `value` and `finished_at` (succeeded) or
+    /// `error_class`/`error_message`/`error_backtrace` and `finished_at`
+    /// (retrying, dead, failed), `due_at` (scheduled). `None` for a job without `result_ttl`, an unknown jid,
     /// or one whose result expired.
     pub async fn result(&self, jid: &str) -> Result<Option<Value>> {
         let raw: Option<Vec<u8>> = self.conn().get(self.client.keys().result(jid)).await?;

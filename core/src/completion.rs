@@ -103,7 +103,7 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
                 outcome: Outcome::Failure(failure),
                 finished_at,
             } => {
-                let mut plan = plan_failure(&delivery.job, &failure, finished_at);
+                let mut plan = plan_failure(&delivery.job, &failure, finished_at, &shared.identity);
                 plan.started_at = delivery.started_at;
                 let history = history_entry(&delivery.job, delivery.started_at, finished_at, Some(&failure));
                 log_failure(&delivery, &failure.class, &failure.message, &plan);
@@ -287,6 +287,7 @@ async fn ack(shared: &Shared, successes: &[(Delivery, f64)], busy: &BusyChanges)
                 delivery.returned.as_deref(),
                 delivery.started_at,
                 finished_at,
+                &shared.identity,
             ));
     }
     let _counted: i64 = invocation.invoke_async(&mut shared.redis.conn()).await?;
@@ -343,7 +344,7 @@ async fn file(
     let (result_ttl, record, final_status) = match job.result_ttl_secs() {
         Some(ttl) => {
             let filed = Job::parse(plan.payload.as_bytes()).unwrap_or_else(|_| job.clone());
-            let (record, final_status) = results::failed(&filed, plan.disposition, plan.started_at, at);
+            let (record, final_status) = results::failed(&filed, plan.disposition, plan.started_at, at, owner);
             (ttl, record, final_status)
         }
         None => (0, String::new(), false),

@@ -262,6 +262,16 @@ impl Job {
     pub fn class(&self) -> &str {
         self.str_field("class").unwrap_or("")
     }
+    /// The name to show people: a wrapper's job (`wrapped`, as an ActiveJob
+    /// adapter pushes) rather than the wrapper.
+    pub fn display_class(&self) -> &str {
+        display_class_of(&self.fields)
+    }
+    /// The arguments to show people: a wrapped ActiveJob's `arguments`
+    /// rather than the serialized job the wrapper takes.
+    pub fn display_args(&self) -> &[Value] {
+        display_args_of(&self.fields).unwrap_or_else(|| self.args_slice())
+    }
     /// The queue.
     pub fn queue_name(&self) -> &str {
         self.str_field("queue").unwrap_or("default")
@@ -404,8 +414,37 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
+/// [`Job::display_class`] of a job as a JSON object (a busy slot's payload).
+pub fn display_class_of(job: &Map<String, Value>) -> &str {
+    let named = |field: &str| job.get(field).and_then(Value::as_str).filter(|s| !s.is_empty());
+    named("wrapped").or_else(|| named("class")).unwrap_or("")
+}
+
+/// A wrapped job's own arguments: `args[0].arguments` when `wrapped` is set.
+pub fn display_args_of(job: &Map<String, Value>) -> Option<&[Value]> {
+    job.get("wrapped")?;
+    match job.get("args")?.get(0)?.get("arguments")? {
+        Value::Array(arguments) => Some(arguments),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_wrapper_shows_the_job_it_wraps() {
+        let plain = Job::new("Mailer");
+        assert_eq!((plain.display_class(), plain.display_args().len()), ("Mailer", 0));
+        let wrapped = Job::parse(
+            br#"{"class":"Wrapper","wrapped":"SignupJob","args":[{"job_class":"SignupJob","arguments":[1,"a"]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(wrapped.display_class(), "SignupJob");
+        assert_eq!(wrapped.display_args(), &[serde_json::json!(1), serde_json::json!("a")]);
+        let odd = Job::parse(br#"{"class":"Wrapper","wrapped":"","args":["x"]}"#).unwrap();
+        assert_eq!((odd.display_class(), odd.display_args().len()), ("Wrapper", 1));
+    }
     use super::*;
     use serde_json::json;
 

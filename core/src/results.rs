@@ -1,8 +1,10 @@
 //! Job results, for jobs pushed with `result_ttl`: the outcome is kept in
 //! `NS:result:<jid>` (JSON: `status`, `jid`, `class`, `queue`,
 //! `retry_count`, `at` (when it got that status), `started_at` and
-//! `finished_at` once it ran, and `value` or `error_class` /
-//! `error_message`) for `result_ttl` seconds after the job settles. It is
+//! `finished_at` once it ran, `worker` (the identity of the process that
+//! ran it), `args` and `created_at` (so a result says what was asked), and
+//! `value` or `error_class` / `error_message` / `error_backtrace`) for
+//! `result_ttl` seconds after the job settles. It is
 //! written in the same script call as the acknowledgement (`ack.lua`) or
 //! the failure (`fail.lua`); a push writes `queued` or `scheduled` in its
 //! MULTI (or `push_unique.lua`); a slot that begins the job has the
@@ -28,7 +30,16 @@ fn base(job: &Job, status: &str, at: f64) -> Value {
         "queue": job.queue_name(),
         "retry_count": job.retry_count(),
         "at": float(at),
+        "args": job.get("args").cloned().unwrap_or(Value::Array(Vec::new())),
+        "created_at": job.get("created_at").cloned().unwrap_or(Value::Null),
     })
+}
+
+fn ran(job: &Job, status: &str, at: f64, started_at: f64, worker: &str) -> Value {
+    let mut record = base(job, status, at);
+    record["started_at"] = float(started_at);
+    record["worker"] = Value::from(worker);
+    record
 }
 
 /// The record a push writes, and its TTL: `queued`, or `scheduled` with
@@ -46,15 +57,15 @@ pub(crate) fn pushed(job: &Job, now: f64, ttl: u64) -> (String, u64) {
 }
 
 /// The record of a job a slot has begun, and its TTL (it may run long).
-pub(crate) fn running(job: &Job, started_at: f64, ttl: u64) -> (String, u64) {
-    (base(job, "running", started_at).to_string(), ttl + PENDING_SLACK_SECS)
+pub(crate) fn running(job: &Job, started_at: f64, ttl: u64, worker: &str) -> (String, u64) {
+    let record = ran(job, "running", started_at, started_at, worker);
+    (record.to_string(), ttl + PENDING_SLACK_SECS)
 }
 
 /// The record of a success: `value` is what the handler returned (null
 /// for handlers that return nothing).
-pub(crate) fn succeeded(job: &Job, value: Option<&Value>, started_at: f64, finished_at: f64) -> String {
-    let mut record = base(job, "succeeded", finished_at);
-    record["started_at"] = float(started_at);
+pub(crate) fn succeeded(job: &Job, value: Option<&Value>, started_at: f64, finished_at: f64, worker: &str) -> String {
+    let mut record = ran(job, "succeeded", finished_at, started_at, worker);
     record["finished_at"] = float(finished_at);
     record["value"] = value.cloned().unwrap_or(Value::Null);
     record.to_string()
@@ -62,17 +73,23 @@ pub(crate) fn succeeded(job: &Job, value: Option<&Value>, started_at: f64, finis
 
 /// The record of a failure as filed (`payload` is the job as filed, with
 /// its error fields and new retry count), and whether it is final.
-pub(crate) fn failed(payload: &Job, disposition: Disposition, started_at: f64, at: f64) -> (String, bool) {
+pub(crate) fn failed(
+    payload: &Job,
+    disposition: Disposition,
+    started_at: f64,
+    at: f64,
+    worker: &str,
+) -> (String, bool) {
     let status = match disposition {
         Disposition::Retry => "retrying",
         Disposition::Dead => "dead",
         Disposition::Discard => "failed",
     };
-    let mut record = base(payload, status, at);
-    record["started_at"] = float(started_at);
+    let mut record = ran(payload, status, at, started_at, worker);
     record["finished_at"] = float(at);
-    record["error_class"] = payload.get("error_class").cloned().unwrap_or(Value::Null);
-    record["error_message"] = payload.get("error_message").cloned().unwrap_or(Value::Null);
+    for field in ["error_class", "error_message", "error_backtrace"] {
+        record[field] = payload.get(field).cloned().unwrap_or(Value::Null);
+    }
     (record.to_string(), disposition != Disposition::Retry)
 }
 

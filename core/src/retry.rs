@@ -46,7 +46,9 @@ pub fn default_backoff(count: u32) -> f64 {
     count.powi(4) + 15.0 + jitter * (count + 1.0)
 }
 
-pub(crate) fn plan_failure(job: &Job, failure: &Failure, now: f64) -> FailurePlan {
+/// `worker` is the identity of the process whose run failed (kept in the
+/// attempt's entry).
+pub(crate) fn plan_failure(job: &Job, failure: &Failure, now: f64, worker: &str) -> FailurePlan {
     let previous = job.retry_count();
     let count = previous.saturating_add(1);
     let mut next = job.clone();
@@ -81,6 +83,7 @@ pub(crate) fn plan_failure(job: &Job, failure: &Failure, now: f64) -> FailurePla
         "outcome": disposition.as_str(),
         "error_class": next.get("error_class"),
         "error_message": next.get("error_message"),
+        "worker": worker,
     })
     .to_string();
     FailurePlan {
@@ -113,7 +116,7 @@ fn error_fields(failure: &Failure) -> (Value, Value, Option<Value>) {
 pub(crate) fn history_entry(job: &Job, started_at: f64, now: f64, failure: Option<&Failure>) -> String {
     let mut entry = json!({
         "jid": job.jid_str(),
-        "class": job.class(),
+        "class": job.display_class(),
         "queue": job.queue_name(),
         "status": if failure.is_some() { "failed" } else { "ok" },
         "started_at": float(started_at),
@@ -150,7 +153,7 @@ mod tests {
     #[test]
     fn first_failure_is_retried_within_the_default_window() {
         let job = Job::new("A");
-        let plan = plan_failure(&job, &Failure::new("E", "boom"), 1000.0);
+        let plan = plan_failure(&job, &Failure::new("E", "boom"), 1000.0, "w");
         assert_eq!(plan.disposition, Disposition::Retry);
         assert!((1015.0..=1024.0).contains(&plan.score), "{}", plan.score);
         let filed = Job::parse(plan.payload.as_bytes()).unwrap();
@@ -162,16 +165,16 @@ mod tests {
     #[test]
     fn exhausted_retries_bury_and_retry_false_discards() {
         let job = Job::new("A").retry(Retry::Max(2)).field("retry_count", 2.into());
-        let plan = plan_failure(&job, &Failure::new("E", "x"), 5.0);
+        let plan = plan_failure(&job, &Failure::new("E", "x"), 5.0, "w");
         assert_eq!(plan.disposition, Disposition::Dead);
         let job = Job::new("A").retry(Retry::Max(0));
         assert_eq!(
-            plan_failure(&job, &Failure::new("E", "x"), 5.0).disposition,
+            plan_failure(&job, &Failure::new("E", "x"), 5.0, "w").disposition,
             Disposition::Dead
         );
         let job = Job::new("A").retry(Retry::Discard);
         assert_eq!(
-            plan_failure(&job, &Failure::new("E", "x"), 5.0).disposition,
+            plan_failure(&job, &Failure::new("E", "x"), 5.0, "w").disposition,
             Disposition::Discard
         );
     }
@@ -182,7 +185,7 @@ mod tests {
         let failure = Failure::new("E", long)
             .with_backtrace((0..500).map(|i| format!("line {i}")).collect())
             .with_retry_in(2.0);
-        let plan = plan_failure(&Job::new("A"), &failure, 100.0);
+        let plan = plan_failure(&Job::new("A"), &failure, 100.0, "w");
         assert_eq!(plan.score, 102.0);
         let filed = Job::parse(plan.payload.as_bytes()).unwrap();
         assert_eq!(filed.str_field("error_message").unwrap().len(), ERROR_MESSAGE_LIMIT);

@@ -240,7 +240,7 @@ impl Shared {
         }
         self.busy.lock().unwrap().insert(delivery.token, entry);
         if let Some(ttl) = delivery.job.result_ttl_secs() {
-            let (record, ttl) = crate::results::running(&delivery.job, delivery.started_at, ttl);
+            let (record, ttl) = crate::results::running(&delivery.job, delivery.started_at, ttl, &self.identity);
             let key = self.keys.result(delivery.job.jid_str());
             let _ = self.completions.send(Completion::ResultStarted { key, record, ttl });
         }

@@ -83,10 +83,22 @@ async fn results_from_push_to_settle() {
     let record = api.wait_result(&ok, 10.0).await.unwrap().unwrap();
     assert_eq!(record["status"], "succeeded");
     assert_eq!(record["value"], serde_json::Value::Null, "Rust handlers return nothing");
+    assert_eq!(record["worker"].as_str(), Some(handle.identity()), "who ran it");
+    assert!(record["created_at"].as_f64().is_some(), "{record}");
+    let record = api.wait_result(&unique, 10.0).await.unwrap().unwrap();
+    assert_eq!(record["args"], serde_json::json!(["u"]), "what was asked");
     let record = api.wait_result(&dies, 10.0).await.unwrap().unwrap();
     assert_eq!(
         (record["status"].as_str(), record["error_class"].as_str()),
         (Some("dead"), Some("Trouble"))
+    );
+    assert_eq!(record["worker"].as_str(), Some(handle.identity()));
+    let attempts = api.attempts(&dies).await.unwrap();
+    let attempt: serde_json::Value = serde_json::from_str(&attempts[0]).unwrap();
+    assert_eq!(
+        attempt["worker"].as_str(),
+        Some(handle.identity()),
+        "attempts say where they ran"
     );
     let a = api.clone();
     let plain_jid = plain.clone();

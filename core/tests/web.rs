@@ -346,3 +346,37 @@ async fn a_hundred_thousand_dead_jobs_page_and_search_quickly() {
     eprintln!("100,000 dead: page 2000 in {paged:?}, class search in {searched:?}");
     assert!(paged < Duration::from_secs(1), "paging took {paged:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrapped_job_is_shown_and_found_by_the_class_it_wraps() {
+    let redis = TestRedis::start();
+    let client = Client::new(&redis.config()).unwrap();
+    let api = Api::new(client.clone());
+    let wrapped = |queue: &str| {
+        Job::new("ActiveJob::QueueAdapters::CogworkerAdapter::JobWrapper")
+            .queue(queue)
+            .field("wrapped", json!("SignupMailerJob"))
+            .args([json!({"job_class": "SignupMailerJob", "arguments": ["ann@example.com", 7]})])
+    };
+    client.push(wrapped("mail")).await.unwrap();
+    let jid = client.push(wrapped("mail").delay(3600.0)).await.unwrap().unwrap();
+    let app = app(&redis, &WebOptions::default());
+    let queue = get(&app, "/queues/mail").await.body;
+    assert!(queue.contains("SignupMailerJob"), "{queue}");
+    assert!(
+        queue.contains("ann@example.com") && !queue.contains("job_class"),
+        "{queue}"
+    );
+    let found = api
+        .search_set_from(JobSet::Scheduled, "signupmailer", 0, 10)
+        .await
+        .unwrap();
+    assert_eq!(found.found.len(), 1, "found by the wrapped class");
+    let scheduled = get(&app, "/sets/scheduled").await.body;
+    assert!(scheduled.contains("SignupMailerJob"), "{scheduled}");
+    let detail = get(&app, &format!("/sets/scheduled/job/{jid}")).await.body;
+    assert!(
+        detail.contains("Wrapper") && detail.contains("JobWrapper") && detail.contains(&jid),
+        "{detail}"
+    );
+}

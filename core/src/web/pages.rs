@@ -122,7 +122,16 @@ fn ago(epoch: f64) -> String {
 }
 
 fn args_text(job: &Job) -> String {
-    let text = serde_json::to_string(job.args_slice()).unwrap_or_default();
+    let text = serde_json::to_string(job.display_args()).unwrap_or_default();
+    crate::job::safe_string(text, 300)
+}
+
+/// [`args_text`] of a job as a JSON value (a busy slot's payload).
+fn payload_args_text(job: &Value) -> String {
+    let text = match job.as_object().and_then(crate::job::display_args_of) {
+        Some(arguments) => serde_json::to_string(arguments).unwrap_or_default(),
+        None => job["args"].to_string(),
+    };
     crate::job::safe_string(text, 300)
 }
 
@@ -239,7 +248,7 @@ pub(crate) async fn queue(
                 @for raw in &raws {
                     @match Job::parse(raw) {
                         Ok(job) => tr {
-                            td { (job.class()) } td.args { code { (args_text(&job)) } }
+                            td { (job.display_class()) } td.args { code { (args_text(&job)) } }
                             td { code { (job.jid_str()) } }
                             td { (job.get("enqueued_at").and_then(Value::as_f64).map(ago).unwrap_or_default()) }
                         },
@@ -264,8 +273,8 @@ pub(crate) async fn busy(Extension(csrf): Extension<CsrfToken>, state: axum::ext
                         tr {
                             td { code { (busy.identity) } }
                             td { (busy.queue) }
-                            td { (busy.job["class"].as_str().unwrap_or("")) }
-                            td.args { code { (crate::job::safe_string(busy.job["args"].to_string(), 300)) } }
+                            td { (busy.job.as_object().map(crate::job::display_class_of).unwrap_or("")) }
+                            td.args { code { (payload_args_text(&busy.job)) } }
                             td { (ago(busy.run_at)) }
                         }
                     }
@@ -360,7 +369,7 @@ pub(crate) async fn set(
                                 tr {
                                     td { input type="checkbox" name="entry" value=(key); }
                                     td { a href=(detail) { (time(entry.score)) } }
-                                    td { (job.class()) }
+                                    td { (job.display_class()) }
                                     td.args { code { (args_text(&job)) } }
                                     td { (job.queue_name()) }
                                     td.error { (job.str_field("error_class").unwrap_or("")) @if let Some(m) = job.str_field("error_message") { ": " (crate::job::safe_string(m, 200)) } }
@@ -417,7 +426,8 @@ pub(crate) async fn job(
         }
         @if let Some(job) = &job {
             dl {
-                dt { "Class" } dd { (job.class()) }
+                dt { "Class" } dd { (job.display_class()) }
+                @if job.display_class() != job.class() { dt { "Wrapper" } dd { (job.class()) } }
                 dt { "Queue" } dd { (job.queue_name()) }
                 dt { "Jid" } dd { code { (job.jid_str()) } }
                 dt { "Retries" } dd { (job.retry_count()) }
