@@ -12,7 +12,16 @@ import os as _os
 
 from . import _core, testing
 from ._core import ConfigError, Error, InvalidArgument, InvalidJob, RedisError, ScriptError
-from ._hooks import JobDied, RunningJob, client_middleware, on, on_death, on_error, server_middleware
+from ._hooks import (
+    JobDied,
+    RunningJob,
+    client_middleware,
+    current_job,
+    on,
+    on_death,
+    on_error,
+    server_middleware,
+)
 from ._periodic import periodic
 from ._settings import configure
 from .api import Api
@@ -61,6 +70,7 @@ __all__ = [
     "Worker",
     "client_middleware",
     "configure",
+    "current_job",
     "job",
     "on",
     "on_death",

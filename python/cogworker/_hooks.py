@@ -6,6 +6,7 @@ raises is logged and never changes what happens to the job."""
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import json
 import logging
@@ -23,16 +24,20 @@ F = TypeVar("F", bound=Callable[..., Any])
 class RunningJob:
     """The job a middleware or error handler sees: ``class_name``, ``jid``,
     ``queue``, ``args`` (a middleware may change them before calling on),
-    ``retry_count``, ``created_at``, ``enqueued_at``, and ``payload``, the
-    whole job as a dict, fields other middleware added included."""
+    ``retry_count``, ``created_at``, ``enqueued_at``, ``payload``, the
+    whole job as a dict, fields other middleware added included, and
+    ``worker``, the identity of the worker process running it (None in
+    ``cogworker.testing``)."""
 
-    __slots__ = ("_payload", "_payload_json", "args", "class_name", "jid", "queue", "retry_count")
+    __slots__ = ("_payload", "_payload_json", "args", "class_name", "jid", "queue", "retry_count", "worker")
 
     @classmethod
-    def of(cls, delivery: Any, args: list[Any]) -> RunningJob:
+    def of(cls, delivery: Any, args: list[Any], worker: str | None = None) -> RunningJob:
         """The job of a delivery the worker took, with its parsed ``args``."""
         class_name, jid, queue, retry_count, _ = delivery.info
-        return cls(class_name, jid, queue, retry_count, args, delivery.payload_json)
+        job = cls(class_name, jid, queue, retry_count, args, delivery.payload_json)
+        job.worker = worker
+        return job
 
     def __init__(
         self,
@@ -50,6 +55,7 @@ class RunningJob:
         self.args = args
         self._payload_json = payload_json
         self._payload: dict[str, Any] | None = None
+        self.worker: str | None = None
 
     @property
     def payload(self) -> dict[str, Any]:
@@ -71,6 +77,28 @@ class RunningJob:
 
     def __repr__(self) -> str:
         return f"<RunningJob {self.class_name} jid={self.jid} queue={self.queue}>"
+
+
+# The job the current thread (or asyncio task) runs in a worker: a
+# RunningJob, or (delivery, args, worker identity) to build one from only
+# when asked.
+_current: contextvars.ContextVar[Any] = contextvars.ContextVar("cogworker_current_job", default=None)
+
+
+def current_job() -> RunningJob | None:
+    """The job running in this thread or asyncio task (its ``jid``,
+    ``retry_count``, ``queue``, payload fields...), inside a handler run by
+    a worker or by ``cogworker.testing``; None anywhere else."""
+    running = _current.get()
+    if isinstance(running, tuple):
+        return RunningJob.of(*running)
+    return running
+
+
+def set_current(running: Any) -> contextvars.Token[Any]:
+    """Makes ``running`` (a RunningJob or ``(delivery, args, worker)``) the current
+    job; pass the token to ``_current.reset`` when it ends."""
+    return _current.set(running)
 
 
 class JobDied(Exception):

@@ -31,30 +31,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"cogworker {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     w = sub.add_parser("worker", help="run a worker process")
-    w.add_argument("modules", nargs="+", metavar="MODULE", help="modules to import (they register handlers)")
-    w.add_argument("-c", "--concurrency", type=int, help="job slots (threads); default 10")
-    w.add_argument(
-        "-q",
-        "--queue",
-        action="append",
-        dest="queues",
-        metavar="QUEUE[,WEIGHT]",
-        help="queue to work (repeatable)",
-    )
-    w.add_argument("--strict", action="store_true", help="try queues strictly in the order given")
-    w.add_argument(
-        "--redis-url", help="default: COGWORKER_REDIS_URL, then REDIS_URL, then redis://127.0.0.1:6379/0"
-    )
-    w.add_argument("--namespace", help="key prefix (default cogworker)")
-    w.add_argument("--fetch", choices=["reliable", "basic"], help="default reliable")
-    w.add_argument(
-        "--shutdown-timeout", type=float, help="seconds to let running jobs finish at stop (default 25)"
-    )
-    w.add_argument(
-        "--label", action="append", dest="labels", help="label shown for this process (repeatable)"
-    )
-    w.add_argument("--json-logs", action="store_true", help="log JSON lines")
-    w.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    add_worker_arguments(w)
 
     connection = argparse.ArgumentParser(add_help=False)
     connection.add_argument(
@@ -85,7 +62,42 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _setup_logging(json_logs: bool, verbose: bool) -> None:
+def add_worker_arguments(parser: argparse.ArgumentParser, modules_required: bool = True) -> None:
+    """The ``cogworker worker`` flags (also ``manage.py cogworker``'s, where
+    modules are optional and Django's own ``-v`` is the verbosity)."""
+    parser.add_argument(
+        "modules",
+        nargs="+" if modules_required else "*",
+        metavar="MODULE",
+        help="modules to import (they register handlers)",
+    )
+    parser.add_argument("-c", "--concurrency", type=int, help="job slots (threads); default 10")
+    parser.add_argument(
+        "-q",
+        "--queue",
+        action="append",
+        dest="queues",
+        metavar="QUEUE[,WEIGHT]",
+        help="queue to work (repeatable)",
+    )
+    parser.add_argument("--strict", action="store_true", help="try queues strictly in the order given")
+    parser.add_argument(
+        "--redis-url", help="default: COGWORKER_REDIS_URL, then REDIS_URL, then redis://127.0.0.1:6379/0"
+    )
+    parser.add_argument("--namespace", help="key prefix (default cogworker)")
+    parser.add_argument("--fetch", choices=["reliable", "basic"], help="default reliable")
+    parser.add_argument(
+        "--shutdown-timeout", type=float, help="seconds to let running jobs finish at stop (default 25)"
+    )
+    parser.add_argument(
+        "--label", action="append", dest="labels", help="label shown for this process (repeatable)"
+    )
+    parser.add_argument("--json-logs", action="store_true", help="log JSON lines")
+    if modules_required:
+        parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+
+
+def setup_logging(json_logs: bool, verbose: bool) -> None:
     if verbose:
         os.environ.setdefault("COGWORKER_LOG", "debug")
     _core.init_logging(json_logs)
@@ -121,6 +133,11 @@ def run_worker(args: argparse.Namespace) -> int:
     sys.path.insert(0, os.getcwd())
     for module in args.modules:
         importlib.import_module(module)
+    return serve(worker_settings(args))
+
+
+def worker_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The Worker settings the ``add_worker_arguments`` flags give."""
     settings: dict[str, Any] = {
         "redis_url": args.redis_url,
         "namespace": args.namespace,
@@ -131,6 +148,12 @@ def run_worker(args: argparse.Namespace) -> int:
     }
     if args.queues:
         settings["strict_queues" if args.strict else "queues"] = args.queues
+    return settings
+
+
+def serve(settings: dict[str, Any]) -> int:
+    """Runs a worker with ``settings`` until TERM/INT (TSTP quiets, TTIN
+    dumps); returns the exit status."""
     worker = Worker(**settings)
 
     def stop(signum: int, _frame: Any) -> None:
@@ -196,7 +219,7 @@ def run_admin(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    _setup_logging(getattr(args, "json_logs", False), getattr(args, "verbose", False))
+    setup_logging(getattr(args, "json_logs", False), getattr(args, "verbose", False))
     try:
         if args.command == "worker":
             return run_worker(args)

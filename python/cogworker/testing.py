@@ -131,7 +131,22 @@ def _perform(job: dict[str, Any]) -> Any:
     handle = _registry.handlers().get(job["class"])
     if handle is None:
         raise LookupError(f"no handler registered for class {job['class']!r}")
-    return handle.run(job.get("args", []))
+    from ._hooks import RunningJob, set_current
+
+    args = job.get("args", [])
+    running = RunningJob(
+        job["class"],
+        job["jid"],
+        job.get("queue", "default"),
+        job.get("retry_count", 0),
+        args,
+        json.dumps(job),
+    )
+    token = set_current(running)
+    try:
+        return handle.run(args)
+    finally:
+        token.var.reset(token)
 
 
 class RedisServer:

@@ -79,10 +79,11 @@ class Worker:
             name for name, handle in self._handlers.items() if inspect.iscoroutinefunction(handle.func)
         }
         self._started = False
+        self._identity: str = self._native.identity
 
     @property
     def identity(self) -> str:
-        return self._native.identity
+        return self._identity
 
     @property
     def lifecycle(self) -> str:
@@ -221,11 +222,13 @@ class Worker:
             return
         handle: JobHandle[Any] | None = None
         job: RunningJob | None = None
+        current = None
         try:
             handle = self._handlers[class_name]
             args = json.loads(args_json)
+            current = _hooks.set_current((delivery, args, self._identity))
             if _hooks.server_middleware:
-                job = running = RunningJob.of(delivery, args)
+                job = running = RunningJob.of(delivery, args, self._identity)
                 value = _hooks.server_middleware.invoke(job, lambda: self._call(handle, running.args))
             else:
                 value = self._call(handle, args)
@@ -234,6 +237,8 @@ class Worker:
         else:
             self._complete(delivery, handle, job, value)
         finally:
+            if current is not None:
+                current.var.reset(current)
             delivery.abandon("the Python slot ended without settling it")  # no-op once settled
 
     async def _perform_coroutine(self, delivery: Any) -> None:
@@ -246,8 +251,10 @@ class Worker:
         job: RunningJob | None = None
         try:
             args = json.loads(args_json)
+            # This task's own context: no reset needed.
+            _hooks.set_current((delivery, args, self._identity))
             if _hooks.server_middleware:
-                job = running = RunningJob.of(delivery, args)
+                job = running = RunningJob.of(delivery, args, self._identity)
                 value = await _hooks.server_middleware.ainvoke(job, lambda: handle.func(*running.args))
             else:
                 value = await handle.func(*args)
@@ -283,7 +290,7 @@ class Worker:
     ) -> None:
         class_name, jid, _, retry_count, args_json = delivery.info
         if _hooks.has_error_handlers():
-            job = job or RunningJob.of(delivery, _safe(lambda: json.loads(args_json)) or [])
+            job = job or RunningJob.of(delivery, _safe(lambda: json.loads(args_json)) or [], self._identity)
             _hooks.report_error(error, job)
         self._fail(delivery, class_name, jid, retry_count, handle, error)
         if isinstance(error, (SystemExit, KeyboardInterrupt)):

@@ -122,3 +122,32 @@ def test_the_result_of_a_job_that_succeeded_after_a_retry(worker_factory) -> Non
     worker_factory()
     assert cogworker.Client().result(jid, wait=15) == "k on run 2"
     assert cogworker.Api().result(jid)["retry_count"] == 1
+
+
+@cogworker.job(name="Results.WhoAmI", result_ttl=600, retry=1, retry_in=lambda count, error: 0)
+def who_am_i() -> dict[str, Any]:
+    job = cogworker.current_job()
+    assert job is not None
+    if job.retry_count == 0:
+        raise ValueError("fail the first run, to see the retry count")
+    return {"jid": job.jid, "retry_count": job.retry_count, "worker": job.worker}
+
+
+@cogworker.job(name="Results.WhoAmIAsync", result_ttl=600)
+async def who_am_i_async() -> str | None:
+    await asyncio.sleep(0)
+    job = cogworker.current_job()
+    return job.jid if job else None
+
+
+def test_a_handler_reads_its_own_job_with_current_job(worker_factory) -> None:
+    assert cogworker.current_job() is None, "outside a job"
+    jid, async_jid = who_am_i.enqueue(), who_am_i_async.enqueue()
+    worker = worker_factory()
+    client = cogworker.Client()
+    assert client.result(jid, wait=15) == {"jid": jid, "retry_count": 1, "worker": worker.identity}
+    assert client.result(async_jid, wait=15) == async_jid
+    assert cogworker.Api().result(jid)["worker"] == worker.identity
+    with cogworker.testing.fake():
+        fake_jid = who_am_i_async.enqueue()
+        assert who_am_i_async.perform_one() == fake_jid

@@ -70,3 +70,8 @@ module Cogworker
   end
   Process.singleton_class.prepend(ForkHook) if Process.respond_to?(:_fork)
 end
+
+# `queue_adapter = :cogworker` where ActiveJob or ActiveSupport is loaded
+# already (see ActiveJobHook; else `require 'cogworker/active_job'`).
+require_relative 'cogworker/active_job_hook'
+Cogworker::ActiveJobHook.install

@@ -26,20 +26,6 @@ class TestCLI < Minitest::Test
 
   def lines = File.exist?(@results) ? File.readlines(@results, chomp: true) : []
 
-  def exit_status(pid, timeout = 15)
-    deadline = Time.now + timeout
-    loop do
-      _, status = Process.wait2(pid, Process::WNOHANG)
-      return status if status
-
-      if Time.now > deadline
-        Process.kill('KILL', pid)
-        flunk "worker #{pid} did not exit in #{timeout}s"
-      end
-      sleep 0.02
-    end
-  end
-
   def test_term_and_int_let_the_running_job_finish
     %w[TERM INT].each_with_index do |sig, i|
       pid = spawn_worker

@@ -9,12 +9,15 @@ require 'fileutils'
 require 'cogworker'
 require 'cogworker/cli'
 require 'jobs'
+require 'waiting'
 
 Cogworker.logger.level = Logger::WARN
 
 RedisServer = Cogworker::Testing::RedisServer
 
 module CogworkerTest
+  include Waiting
+
   FAST = { heartbeat_interval: 0.5, scheduler_poll_interval: 0.2, orphan_check_interval: 0.5,
            fetch_idle_max_interval: 0.5, shutdown_timeout: 5.0 }.freeze
 
@@ -69,14 +72,5 @@ module CogworkerTest
     rescue Errno::ECHILD, Errno::ESRCH
       next
     end
-  end
-
-  def wait_for(what, timeout: 15)
-    deadline = Time.now + timeout
-    until (result = yield)
-      flunk "timed out after #{timeout}s waiting for: #{what}" if Time.now > deadline
-      sleep 0.02
-    end
-    result
   end
 end

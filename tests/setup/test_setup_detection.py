@@ -8,7 +8,17 @@ import subprocess
 from pathlib import Path
 
 SETUP = Path(__file__).resolve().parents[2] / "scripts" / "setup"
-EVERYTHING = ["redis-server", "python3-venv", "ruby-dev", "libclang-dev", "ruby-minitest", "chromium", "npm"]
+EVERYTHING = [
+    "redis-server",
+    "python3-venv",
+    "ruby-dev",
+    "libclang-dev",
+    "ruby-minitest",
+    "ruby-activejob",
+    "ruby-railties",
+    "chromium",
+    "npm",
+]
 
 
 def stanza(package: str, status: str = "install ok installed", provides: str = "") -> str:

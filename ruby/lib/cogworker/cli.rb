@@ -91,11 +91,8 @@ module Cogworker
     end
 
     def require_app(path)
-      if File.directory?(path)
-        require File.expand_path(File.join(path, 'config', 'environment.rb'))
-      else
-        require File.expand_path(path)
-      end
+      file = File.directory?(path) ? File.join(path, 'config', 'environment.rb') : path
+      ActiveJobHook.while_booting { require File.expand_path(file) }
     end
 
     def run_worker

@@ -31,6 +31,8 @@ module Cogworker
   class RedisError < Error; end
   # A cogworker Lua script misbehaved.
   class ScriptError < Error; end
+  # A wrapped job (ActiveJob's) names a class that may not run here.
+  class UnknownJobClass < Error; end
 
   # An argument that is not allowed: a job argument that is not a native
   # JSON type (as Sidekiq 7 refuses them), or an ops-API argument of the

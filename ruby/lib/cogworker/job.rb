@@ -10,6 +10,9 @@ module Cogworker
   #   end
   #   HardWorker.perform_async('bob', 5)
   module Job
+    # The jid of the job this instance runs (set by the worker).
+    attr_accessor :jid
+
     def self.included(base)
       base.extend(ClassMethods)
       Cogworker.register(base)

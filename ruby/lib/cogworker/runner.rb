@@ -124,6 +124,7 @@ module Cogworker
       class_name, jid, queue, retry_count, args_json = delivery.info
       klass = @handlers.fetch(class_name)
       instance = klass.new
+      instance.jid = jid if instance.respond_to?(:jid=)
       value = if @hooks.server_middleware.empty?
                 instance.perform(*JSON.parse(args_json))
               else

@@ -84,7 +84,9 @@ module Cogworker
         klass = Cogworker.registry[job['class']]
         raise NameError, "no job class registered as #{job['class']}" unless klass
 
-        klass.new.perform(*job['args'])
+        instance = klass.new
+        instance.jid = job['jid'] if instance.respond_to?(:jid=)
+        instance.perform(*job['args'])
       end
     end
   end

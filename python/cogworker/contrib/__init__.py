@@ -1,0 +1,1 @@
+"""Integrations with frameworks (``cogworker.contrib.django``)."""

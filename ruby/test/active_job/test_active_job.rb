@@ -1,0 +1,126 @@
+# frozen_string_literal: true
+
+# ActiveJob on cogworker, in a Rails application (shop/: railties and
+# ActiveJob 6.1 from Debian) that sets `config.active_job.queue_adapter =
+# :cogworker`: this process boots it and pushes with perform_later; a
+# worker started as `cogworker -r shop` (the app directory) runs the jobs,
+# against a private redis-server. Run in its own process (scripts/test):
+# loading Rails here must not change what the other Ruby tests see.
+$LOAD_PATH.unshift(File.expand_path('../../lib', __dir__))
+require 'minitest/autorun'
+require 'tmpdir'
+# As in a Rails app: Rails first, then the Gemfile's gems.
+require 'rails'
+require 'active_job/railtie'
+require 'cogworker'
+require_relative '../waiting'
+
+SHOP = File.expand_path('shop', __dir__)
+EXE = File.expand_path('../../exe/cogworker', __dir__)
+BOOT_REDIS = Cogworker::Testing::RedisServer.new
+ENV['COGWORKER_REDIS_URL'] = BOOT_REDIS.url
+ENV['AJ_LOG'] = File.join(Dir.mktmpdir, 'boot.log')
+require File.join(SHOP, 'config', 'environment')
+ActiveJob::Base.logger = Logger.new(nil)
+Minitest.after_run { BOOT_REDIS.stop }
+
+class TestActiveJob < Minitest::Test
+  include Waiting
+
+  WRAPPER = 'ActiveJob::QueueAdapters::CogworkerAdapter::JobWrapper'
+
+  def setup
+    @redis = Cogworker::Testing::RedisServer.new
+    Cogworker.configure { |c| c.redis_url = @redis.url }
+    @log = File.join(Dir.mktmpdir, 'jobs.log')
+    File.write(@log, '')
+    ENV['AJ_LOG'] = @log
+    @api = Cogworker::Api.new
+    @worker = Process.spawn({ 'COGWORKER_REDIS_URL' => @redis.url, 'AJ_LOG' => @log },
+                            'ruby', '-I', File.expand_path('../../lib', __dir__), EXE, '-r', SHOP,
+                            '-c', '3', '-q', 'default', '-q', 'mailers', err: File.join(File.dirname(@log), 'worker.err'))
+    wait_for('the worker registered') { @api.processes.size == 1 }
+  end
+
+  def teardown
+    Process.kill('TERM', @worker)
+    status = exit_status(@worker, 30)
+    assert status.success?, "the worker exits 0 on TERM (#{status.inspect}): #{worker_err}"
+    @redis.stop
+  end
+
+  def test_perform_later_with_strings_numbers_hashes_beside_a_plain_job
+    greet = GreetJob.perform_later('ann', 41, { 'tone' => 'warm', size: 3 })
+    mail = MailJob.perform_later('a@example.com')
+    plain = PlainJob.perform_async('beside')
+    wait_for('all three ran') { lines.size == 3 }
+    assert_equal ["greet ann 42 warm 3 #{greet.provider_job_id}", 'mail a@example.com mailers',
+                  "plain beside #{plain}"].sort, lines.sort
+    refute_nil mail.provider_job_id
+    history = @api.history(10).map { |e| e['class'] }.sort
+    assert_equal %w[GreetJob MailJob PlainJob], history, 'shown under their own class names'
+  end
+
+  def test_set_wait_and_wait_until_schedule_the_job
+    started = Time.now
+    later = GreetJob.set(wait: 2.seconds).perform_later('later', 0, {})
+    until_job = GreetJob.set(wait_until: started + 1).perform_later('until', 0, {})
+    assert_equal 2, @api.set_size('scheduled')
+    wait_for('both ran') { lines.size == 2 }
+    assert_operator Time.now - started, :>=, 1.9
+    assert_equal %w[greet greet], lines.map { |l| l.split.first }
+    refute_equal later.provider_job_id, until_job.provider_job_id
+  end
+
+  def test_retry_on_re_enqueues_until_it_succeeds
+    FlakyJob.perform_later('k')
+    wait_for('the third execution') { lines.include?('flaky k 3') }
+    assert_equal ['flaky k 1', 'flaky k 2', 'flaky k 3'], lines
+    wait_for('nothing pending') { @api.stats['processed'] == 3 }
+    assert_equal [0, 0], [@api.set_size('retry'), @api.set_size('dead')], 'ActiveJob retried it, not cogworker'
+  end
+
+  def test_discard_on_drops_the_job
+    DiscardedJob.perform_later('d')
+    wait_for('it ran and was discarded') { @api.stats['processed'] == 1 }
+    assert_equal ['discarded d'], lines
+    assert_equal [0, 0, 0], [@api.set_size('retry'), @api.set_size('dead'), @api.stats['failed']]
+  end
+
+  def test_an_error_past_retry_on_goes_to_cogworkers_retries_under_the_real_class
+    ExhaustedJob.perform_later('e')
+    wait_for('it reached cogworker retry') { @api.set_size('retry') == 1 }
+    assert_equal ['exhausted e 1', 'exhausted e 2'], lines
+    job = @api.entries('retry').first['job']
+    assert_equal [WRAPPER, 'ExhaustedJob', 'ExhaustedError'], job.values_at('class', 'wrapped', 'error_class')
+    assert_equal ['e'], job['args'][0]['arguments']
+  end
+
+  def test_only_active_job_classes_run_through_the_wrapper
+    Cogworker::Client.new.push_payloads(
+      [{ 'class' => WRAPPER, 'args' => [{ 'job_class' => 'NotAJob', 'arguments' => [] }], 'retry' => 0 },
+       { 'class' => 'GreetJob', 'args' => ['x', 1, {}], 'retry' => 0 }]
+    )
+    wait_for('both refused') { @api.set_size('dead') == 2 }
+    errors = @api.entries('dead').map { |e| e['job']['error_class'] }.sort
+    assert_equal ['Cogworker::UnknownJobClass', 'cogworker::UnknownHandler'], errors
+    assert_empty lines, 'neither NotAJob nor GreetJob was instantiated'
+  end
+
+  def test_enqueue_all_pushes_in_one_call
+    adapter = ActiveJob::Base.queue_adapter
+    assert_instance_of ActiveJob::QueueAdapters::CogworkerAdapter, adapter
+    jobs = [GreetJob.new('bulk', 1, {}), MailJob.new('bulk@example.com'), GreetJob.new('bulk', 2, {})]
+    assert_equal 3, adapter.enqueue_all(jobs)
+    assert jobs.all?(&:provider_job_id)
+    wait_for('all three ran') { lines.size == 3 }
+  end
+
+  private
+
+  def lines = File.readlines(@log, chomp: true)
+
+  def worker_err = File.read(File.join(File.dirname(@log), 'worker.err')).then { |text| text[-3000..] || text }
+
+  def waiting_detail = "\nworker log:\n#{worker_err}"
+end
