@@ -176,8 +176,12 @@ impl Api {
         Api { client }
     }
 
-    fn conn(&self) -> crate::connection::Conn {
+    pub(crate) fn conn(&self) -> crate::connection::Conn {
         self.client.redis().conn()
+    }
+
+    pub(crate) fn keys(&self) -> &crate::keys::Keys {
+        self.client.keys()
     }
 
     fn set_key(&self, set: JobSet) -> String {

@@ -113,6 +113,14 @@ impl Keys {
             None => format!("{}:stat:{}", self.ns, stat),
         }
     }
+    /// One minute's per-class metrics (`minute`: epoch seconds / 60).
+    pub fn metrics_minute(&self, minute: u64) -> String {
+        format!("{}:metrics:{}", self.ns, minute)
+    }
+    /// The all-time per-queue-and-class metrics.
+    pub fn metrics_total(&self) -> String {
+        self.key("metrics:total")
+    }
     /// Pub/sub channel for remote `quiet` / `stop` of one process.
     pub fn signal(&self, identity: &str) -> String {
         format!("{}:signal:{}", self.ns, identity)

@@ -25,6 +25,7 @@ mod keys;
 mod launcher;
 mod locks;
 pub mod logging;
+mod metrics;
 mod periodic;
 mod processor;
 mod recovery;
@@ -53,6 +54,7 @@ pub use handler::{ErrorHook, Failure, Handler, HandlerResult, Middleware, Next, 
 pub use job::{new_jid, now, safe_string, unique_digest, Job, Retry, UNPARSEABLE_CLASS};
 pub use keys::Keys;
 pub use launcher::{NextJob, Worker, WorkerBuilder, WorkerHandle};
+pub use metrics::{ClassMetrics, MinuteMetrics, TotalMetrics, BUCKETS_SECS};
 pub use periodic::Periodic;
 pub use redis_url::redact_url;
 pub use retry::default_backoff;

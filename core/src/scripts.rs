@@ -31,9 +31,17 @@ macro_rules! with_clock {
     };
 }
 
+/// A script that writes job metrics, with `record_metrics`
+/// (`scripts/metrics.lua`) prepended.
+macro_rules! with_metrics {
+    ($path:literal) => {
+        concat!(include_str!("scripts/metrics.lua"), include_str!($path))
+    };
+}
+
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     fetch_reliable: Script::new(include_str!("scripts/fetch_reliable.lua")),
-    ack: Script::new(include_str!("scripts/ack.lua")),
+    ack: Script::new(with_metrics!("scripts/ack.lua")),
     fail: Script::new(include_str!("scripts/fail.lua")),
     requeue_in_progress: Script::new(with_clock!("scripts/requeue_in_progress.lua")),
     requeue_due: Script::new(include_str!("scripts/requeue_due.lua")),

@@ -380,3 +380,76 @@ async fn a_wrapped_job_is_shown_and_found_by_the_class_it_wraps() {
         "{detail}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metrics_pages_and_the_prometheus_exposition() {
+    let redis = TestRedis::start();
+    let (_client, api) = seed(&redis).await; // four Boom failures, with XSS in args
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let worker = Worker::builder(config)
+        .register(XSS, |_job| async { Ok(()) })
+        .build()
+        .unwrap();
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    client.push(Job::new(XSS)).await.unwrap();
+    let a = api.clone();
+    wait_until("the metrics written", Duration::from_secs(10), move || {
+        let a = a.clone();
+        async move { a.class_metrics(5).await.unwrap().len() == 2 }
+    })
+    .await;
+    let dashboard = app(&redis, &WebOptions::default());
+    let list = get(&dashboard, "/classes").await;
+    assert_eq!(list.status, StatusCode::OK);
+    assert!(
+        list.body.contains("Boom") && !list.body.contains("<script>alert"),
+        "{}",
+        list.body
+    );
+    let detail = get(&dashboard, "/class?name=Boom&minutes=60").await.body;
+    for expected in [
+        "executions / minute",
+        "minute (UTC)",
+        "run time (at most)",
+        "succeeded",
+        "failed",
+        "<svg",
+    ] {
+        assert!(detail.contains(expected), "{expected} missing: {detail}");
+    }
+    let escaped = get(&dashboard, &format!("/class?name={}", url_encode(XSS))).await.body;
+    assert!(!escaped.contains("<script>alert"), "{escaped}");
+
+    let metrics = get(&dashboard, "/metrics").await;
+    assert_eq!(metrics.status, StatusCode::OK);
+    let text = metrics.body;
+    assert!(
+        text.contains("cogworker_jobs_failed_total{queue=\"default\",class=\"Boom\"} 4"),
+        "{text}"
+    );
+    assert!(
+        text.contains("# TYPE cogworker_job_duration_seconds histogram"),
+        "{text}"
+    );
+    assert!(text.contains("cogworker_queue_size{queue=\"mail\"} 2"), "{text}");
+    assert!(text.contains("cogworker_dead_jobs 3"), "{text}");
+
+    // `cogworker metrics`: /metrics alone, whatever Host a scraper sends.
+    let only = WebOptions {
+        metrics_only: true,
+        ..Default::default()
+    };
+    let scraper = app(&redis, &only);
+    let request = |path: &str| {
+        Request::get(path)
+            .header(header::HOST, "10.1.2.3:9191")
+            .body(Body::empty())
+            .unwrap()
+    };
+    assert_eq!(send(&scraper, request("/metrics")).await.status, StatusCode::OK);
+    assert_eq!(send(&scraper, request("/")).await.status, StatusCode::NOT_FOUND);
+    handle.stop();
+    running.await.unwrap().unwrap();
+}

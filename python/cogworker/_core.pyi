@@ -106,6 +106,7 @@ class WebServer:
         auth: str | None = None,
         allowed_hosts: Sequence[str] | None = None,
         insecure_no_auth: bool = False,
+        metrics_only: bool = False,
     ) -> WebServer: ...
     @property
     def url(self) -> str: ...

@@ -5,7 +5,9 @@ imports the modules (registering their handlers), then runs until TERM/INT
 (graceful, exit 0). TSTP quiets; TTIN logs the busy jobs and thread stacks.
 
 ``cogworker web [--host H] [--port P] [--auth USER:PASSWORD]`` serves the
-dashboard (127.0.0.1:7890 by default). The admin commands (``stats``,
+dashboard (127.0.0.1:7890 by default; Prometheus' ``/metrics`` too), and
+``cogworker metrics [--host H] [--port P]`` serves ``/metrics`` alone
+(127.0.0.1:9191). The admin commands (``stats``,
 ``queues``, ``processes``, ``retry-all``, ``clear``, ``pause``, ``unpause``,
 ``clear-queue``, ``quiet``, ``stop``) run one ops-API call and print.
 """
@@ -55,6 +57,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="serve on a non-loopback --host without --auth (refused otherwise)",
     )
+    metrics = sub.add_parser(
+        "metrics", parents=[connection], help="serve Prometheus' /metrics alone (no dashboard)"
+    )
+    metrics.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    metrics.add_argument("--port", type=int, default=None, help="port (default 9191)")
+    metrics.add_argument("--auth", metavar="USER:PASSWORD", help="require basic auth (or COGWORKER_WEB_AUTH)")
     for name, arg, help_text in _core.admin_commands():
         admin = sub.add_parser(name, parents=[connection], help=help_text)
         if arg is not None:
@@ -190,13 +198,22 @@ def serve(settings: dict[str, Any]) -> int:
 
 
 def run_web(args: argparse.Namespace) -> int:
+    """``cogworker web``, or ``cogworker metrics`` (Prometheus' /metrics alone)."""
     from ._settings import make_config
 
     config = make_config(redis_url=args.redis_url, namespace=args.namespace)
+    metrics_only = args.command == "metrics"
     server = _core.WebServer(
-        config, args.host, args.port, args.auth, args.allowed_host, args.insecure_no_auth
+        config,
+        args.host,
+        args.port,
+        args.auth,
+        getattr(args, "allowed_host", None),
+        getattr(args, "insecure_no_auth", False),
+        metrics_only,
     )
-    print(f"cogworker web: {server.url}", flush=True)
+    where = f"cogworker metrics: {server.url}metrics" if metrics_only else f"cogworker web: {server.url}"
+    print(where, flush=True)
 
     def stop(signum: int, _frame: Any) -> None:
         logger.info("%s received: stopping", signal.Signals(signum).name)
@@ -223,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "worker":
             return run_worker(args)
-        if args.command == "web":
+        if args.command in ("web", "metrics"):
             return run_web(args)
         return run_admin(args)
     except (_core.ConfigError, _core.InvalidArgument) as e:

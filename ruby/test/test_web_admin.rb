@@ -36,6 +36,24 @@ class TestWebAdmin < Minitest::Test
     out&.close
   end
 
+  def test_metrics_serves_prometheus_text_alone_on_any_address
+    start_runner(concurrency: 1)
+    refute_nil Cogworker::Client.push('EchoJob', ['x'])
+    out, writer = IO.pipe
+    pid = spawn_child({ 'COGWORKER_REDIS_URL' => @redis.url }, 'ruby', EXE, 'metrics', '--host', '0.0.0.0',
+                      '--port', '0', out: writer, err: File::NULL)
+    writer.close
+    url = out.gets.to_s[%r{http://\S+/metrics}]
+    refute_nil url, 'it prints where it serves'
+    uri = URI(url.sub('0.0.0.0', '127.0.0.1'))
+    wait_for('the job counted') { Net::HTTP.get(uri).include?('cogworker_jobs_processed_total{queue="default",class="EchoJob"} 1') }
+    response = Net::HTTP.get_response(uri)
+    assert_equal 'text/plain; version=0.0.4; charset=utf-8', response['content-type']
+    assert_equal '404', Net::HTTP.get_response(URI(uri.to_s.sub('/metrics', '/'))).code, 'no dashboard'
+    Process.kill('TERM', pid)
+    assert exit_status(pid).success?
+  end
+
   def test_web_refuses_an_open_address_without_credentials_unless_told
     _, err, status = cli('web', '--host', '0.0.0.0', '--port', '0')
     assert_equal 2, status.exitstatus, err

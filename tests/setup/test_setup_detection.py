@@ -18,6 +18,7 @@ EVERYTHING = [
     "ruby-railties",
     "chromium",
     "npm",
+    "prometheus",
 ]
 
 

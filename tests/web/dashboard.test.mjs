@@ -3,7 +3,9 @@
 // (its own private Redis, seeded data), then: the dashboard renders and its
 // live chart draws; a dead job whose args hold an HTML/script payload is
 // shown as text (no alert, no injected element); a dead job is retried by
-// clicking; a screenshot goes to target/dashboard.png (or $SCREENSHOT).
+// clicking; the Metrics pages render their charts; screenshots go to
+// target/dashboard.png and target/metrics.png (or $SCREENSHOT,
+// $METRICS_SCREENSHOT).
 import path from "node:path";
 import assert from "node:assert/strict";
 import { finish, launchChromium, root, startDemo } from "./demo.mjs";
@@ -37,6 +39,26 @@ try {
   assert.notEqual(await page.locator("#processed").textContent(), "0");
   const screenshot = process.env.SCREENSHOT || path.join(root, "target/dashboard.png");
   await page.screenshot({ path: path.resolve(root, screenshot), fullPage: true });
+
+  assert.equal(await page.locator("#chart text.axis", { hasText: "jobs / s" }).count(), 1, "the chart's y axis is labelled");
+  assert.equal(await page.locator("#chart text.legend").count(), 2, "and it has a legend");
+
+  // Metrics: classes ranked by run time; one class's charts, drawn on the
+  // server (axes, units, legend), no script needed.
+  // (Workers write metrics once a second: the page may need a reload.)
+  const classRow = page.locator("main tbody tr", { hasText: "Thumbnail" });
+  for (const deadline = Date.now() + 30_000; ; ) {
+    await page.goto(new URL("classes", base).href);
+    if ((await classRow.count()) === 1) break;
+    assert.ok(Date.now() < deadline, "Thumbnail shows on the Metrics page");
+    await page.waitForTimeout(250);
+  }
+  await Promise.all([page.waitForURL(/\/class\?/), classRow.getByRole("link").click()]);
+  assert.equal(await page.locator("svg.chart").count(), 2, "per minute and histogram");
+  assert.equal(await page.locator("svg.chart text.axis", { hasText: "executions / minute" }).count(), 1);
+  assert.equal(await page.locator("svg.chart text.axis", { hasText: "run time (at most)" }).count(), 1);
+  const metricsShot = process.env.METRICS_SCREENSHOT || path.join(root, "target/metrics.png");
+  await page.screenshot({ path: path.resolve(root, metricsShot), fullPage: true });
 
   // Dead: the payload is text, never markup.
   await page.goto(new URL("sets/dead", base).href);

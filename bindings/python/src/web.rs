@@ -15,10 +15,13 @@ pub struct PyWebServer {
 
 #[pymethods]
 impl PyWebServer {
-    /// `cogworker web`: binds `host:port` and starts serving; the core
-    /// fills in what is not given from the environment.
+    /// `cogworker web` (or, `metrics_only`, `cogworker metrics`): binds
+    /// `host:port` and starts serving; the core fills in what is not given
+    /// from the environment.
     #[new]
-    #[pyo3(signature = (config, host=None, port=None, auth=None, allowed_hosts=None, insecure_no_auth=false))]
+    // One argument per flag of the command, as Python passes them.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (config, host=None, port=None, auth=None, allowed_hosts=None, insecure_no_auth=false, metrics_only=false))]
     fn new(
         py: Python<'_>,
         config: &PyConfig,
@@ -27,6 +30,7 @@ impl PyWebServer {
         auth: Option<String>,
         allowed_hosts: Option<Vec<String>>,
         insecure_no_auth: bool,
+        metrics_only: bool,
     ) -> PyResult<Self> {
         let args = WebArgs {
             host,
@@ -34,6 +38,7 @@ impl PyWebServer {
             auth,
             allowed_hosts: allowed_hosts.unwrap_or_default(),
             insecure_no_auth,
+            metrics_only,
         };
         let options = WebOptions::from_cli(&args).map_err(to_py)?;
         let inner = py

@@ -77,7 +77,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     api.define_method("admin", method!(api::RbApi::admin, 2))?;
 
     let web = native.define_class("WebServer", ruby.class_object())?;
-    web.define_singleton_method("new", function!(web::RbWebServer::new, 6))?;
+    web.define_singleton_method("new", function!(web::RbWebServer::new, 7))?;
     web.define_method("url", method!(web::RbWebServer::url, 0))?;
     web.define_method("stop", method!(web::RbWebServer::stop, 0))?;
     web.define_method("wait", method!(web::RbWebServer::wait, 1))?;

@@ -14,8 +14,11 @@ pub struct RbWebServer {
 }
 
 impl RbWebServer {
-    /// `cogworker web`: binds `host:port` and starts serving; the core
-    /// fills in what is not given from the environment.
+    /// `cogworker web` (or, `metrics_only`, `cogworker metrics`): binds
+    /// `host:port` and starts serving; the core fills in what is not given
+    /// from the environment.
+    // One argument per flag of the command, as Ruby passes them.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         ruby: &Ruby,
         config: &RbConfig,
@@ -24,6 +27,7 @@ impl RbWebServer {
         auth: Option<String>,
         allowed_hosts: Vec<String>,
         insecure_no_auth: bool,
+        metrics_only: bool,
     ) -> Result<Self, Error> {
         let args = WebArgs {
             host,
@@ -31,6 +35,7 @@ impl RbWebServer {
             auth,
             allowed_hosts,
             insecure_no_auth,
+            metrics_only,
         };
         let options = WebOptions::from_cli(&args).map_err(|e| to_ruby(ruby, e))?;
         let config = config.config();

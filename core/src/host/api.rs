@@ -231,7 +231,34 @@ pub const CALLS: &[ApiCall] = &[
         "periodic entries of the live processes, with last_slot and running",
         |api, _a| { api.periodic().await? }
     ),
+    call!(
+        "class_metrics",
+        ["minutes=60"],
+        "job classes that ran in the last minutes (up to 4320), most run time first: \
+         [{class, processed, failed, total_secs, histogram}]",
+        |api, a| { api.class_metrics(minutes(a, 0)?).await? }
+    ),
+    call!(
+        "class_metrics_series",
+        ["class", "minutes=60"],
+        "one class over the last minutes: {total, minutes: [{at, processed, failed}]}",
+        |api, a| {
+            let (total, minutes) = api.class_metrics_series(a.text(0)?, minutes(a, 1)?).await?;
+            json!({"total": total, "minutes": minutes})
+        }
+    ),
+    call!(
+        "metric_totals",
+        [],
+        "all-time executions by queue and class (what /metrics exports): [{queue, metrics}]",
+        |api, _a| { api.metric_totals().await? }
+    ),
 ];
+
+/// A span in minutes, at least one.
+fn minutes(args: &Args, index: usize) -> Result<u64> {
+    Ok(u64::try_from(args.int(index, 60)?.max(1)).unwrap_or(60))
+}
 
 /// Runs the call `name` with `args` (positional, JSON); its result as JSON.
 pub async fn call(api: &Api, name: &str, args: Vec<Value>) -> Result<Value> {

@@ -28,6 +28,9 @@
 --                     JSON}, aligned with KEYS[6+m ..] pairs
 --                     {NS:result:<jid>, NS:result_ready:<jid>}: kept only for a
 --                     job acknowledged here, with one token on the ready list
+-- then, from d = c+1+3r, the metrics section (scripts/metrics.lua), its
+-- keys from KEYS[6+m+2r]: the executions settled since the last metrics
+-- written (K = 0 most calls: they are written once a second)
 --
 -- Returns the number of jobs counted as processed. With reliable fetch a
 -- payload no longer on the in-progress list (requeued by shutdown or by
@@ -84,6 +87,7 @@ for k = 1, r do
     redis.call("EXPIRE", ready, ttl)
   end
 end
+record_metrics(6 + m + 2 * r, c + 1 + 3 * r)
 if counted > 0 then
   redis.call("INCRBY", KEYS[2], counted)
   redis.call("INCRBY", KEYS[3], counted)

@@ -8,7 +8,10 @@
 //! Start it with [`serve`], or mount [`router`] in an axum app of your own.
 
 mod actions;
+mod charts;
+mod metrics_pages;
 mod pages;
+mod prometheus;
 mod security;
 
 use crate::api::Api;
@@ -36,6 +39,10 @@ pub struct WebOptions {
     /// Serve on a non-loopback address without credentials (refused
     /// otherwise), with a warning at start.
     pub insecure_no_auth: bool,
+    /// Serve only `GET /metrics` (Prometheus), with basic auth if
+    /// credentials are set and no `Host` check (a scraper names the target
+    /// by its address): `cogworker metrics`.
+    pub metrics_only: bool,
 }
 
 impl std::fmt::Debug for WebOptions {
@@ -48,6 +55,7 @@ impl std::fmt::Debug for WebOptions {
             )
             .field("allowed_hosts", &self.allowed_hosts)
             .field("insecure_no_auth", &self.insecure_no_auth)
+            .field("metrics_only", &self.metrics_only)
             .finish()
     }
 }
@@ -59,6 +67,7 @@ impl Default for WebOptions {
             credentials: None,
             allowed_hosts: Vec::new(),
             insecure_no_auth: false,
+            metrics_only: false,
         }
     }
 }
@@ -78,7 +87,12 @@ pub struct WebArgs {
     pub allowed_hosts: Vec<String>,
     /// `--insecure-no-auth`.
     pub insecure_no_auth: bool,
+    /// `cogworker metrics`: serve only `/metrics` (default port 9191).
+    pub metrics_only: bool,
 }
+
+/// `cogworker metrics`'s default port.
+pub const METRICS_PORT: u16 = 9191;
 
 pub(crate) const AUTH_ENV: &str = "COGWORKER_WEB_AUTH";
 pub(crate) const ALLOWED_HOSTS_ENV: &str = "COGWORKER_WEB_ALLOWED_HOSTS";
@@ -104,7 +118,12 @@ impl WebOptions {
     /// what the command line leaves out.
     pub fn from_cli(args: &WebArgs) -> Result<Self> {
         let mut options = WebOptions::default();
-        options.set_bind(args.host.as_deref().unwrap_or("127.0.0.1"), args.port.unwrap_or(7890))?;
+        let default_port = if args.metrics_only { METRICS_PORT } else { 7890 };
+        options.set_bind(
+            args.host.as_deref().unwrap_or("127.0.0.1"),
+            args.port.unwrap_or(default_port),
+        )?;
+        options.metrics_only = args.metrics_only;
         let env_auth = std::env::var(AUTH_ENV).ok().filter(|a| !a.is_empty());
         if let Some(auth) = args.auth.clone().or(env_auth) {
             options.set_credentials(&auth)?;
@@ -148,7 +167,9 @@ impl WebOptions {
     /// Refuses an address other machines can reach without credentials,
     /// unless `insecure_no_auth` says so.
     fn check_exposure(&self) -> Result<()> {
-        if self.bind.ip().is_loopback() || self.credentials.is_some() || self.insecure_no_auth {
+        // Metrics alone change nothing and show no job data: open to a
+        // Prometheus on another machine, as exporters are.
+        if self.bind.ip().is_loopback() || self.credentials.is_some() || self.insecure_no_auth || self.metrics_only {
             return Ok(());
         }
         Err(Error::config(
@@ -189,8 +210,15 @@ fn build_router(config: &Config, options: &WebOptions, bound: SocketAddr) -> Res
         hosts: security::HostAllowList::new(bound, &options.allowed_hosts),
         csrf: security::CsrfKey::random(),
     });
+    if options.metrics_only {
+        return Ok(Router::new()
+            .route("/metrics", get(prometheus::metrics))
+            .layer(axum::middleware::from_fn_with_state(state.clone(), security::auth_only))
+            .with_state(state));
+    }
     let app = Router::new()
         .route("/", get(pages::dashboard))
+        .route("/metrics", get(prometheus::metrics))
         .route("/queues", get(pages::queues))
         .route("/queues/{name}", get(pages::queue))
         .route("/queues/{name}/{action}", post(actions::queue))
@@ -201,6 +229,8 @@ fn build_router(config: &Config, options: &WebOptions, bound: SocketAddr) -> Res
         .route("/sets/{set}/actions", post(actions::set))
         .route("/sets/{set}/job/{jid}", get(pages::job))
         .route("/history", get(pages::history))
+        .route("/classes", get(metrics_pages::classes))
+        .route("/class", get(metrics_pages::class))
         .route("/periodic", get(pages::periodic))
         .route("/unique/{digest}/clear", post(actions::clear_unique))
         .route("/api/stats", get(pages::stats_json))
@@ -234,7 +264,7 @@ pub async fn bind(config: &Config, options: &WebOptions) -> Result<WebServer> {
         listener,
         app,
         credentials: options.credentials.is_some(),
-        insecure: !bound.ip().is_loopback() && options.credentials.is_none(),
+        insecure: !bound.ip().is_loopback() && options.credentials.is_none() && !options.metrics_only,
     })
 }
 

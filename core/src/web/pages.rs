@@ -65,6 +65,7 @@ pub(crate) fn layout(title: &str, active: &str, csrf: &CsrfToken, body: Markup) 
         ("/sets/dead", "Dead"),
         ("/periodic", "Periodic"),
         ("/history", "History"),
+        ("/classes", "Metrics"),
     ];
     Html(
         html! {
@@ -184,7 +185,22 @@ pub(crate) async fn dashboard(Extension(csrf): Extension<CsrfToken>, state: axum
         section {
             h2 { "Throughput" }
             p.sub { "jobs/s, processed and failed, sampled every 2 s while this page is open" }
-            svg #chart viewBox="0 0 600 160" preserveAspectRatio="none" role="img" aria-label="throughput chart" {}
+            svg #chart.chart viewBox="0 0 720 200" role="img" aria-label="throughput chart: processed and failed jobs per second" {
+                rect.processed x="52" y="6" width="10" height="10" {}
+                text.legend x="66" y="15" { "processed" }
+                rect.failed x="182" y="6" width="10" height="10" {}
+                text.legend x="196" y="15" { "failed" }
+                line.grid x1="52" x2="708" y1="26" y2="26" {}
+                line.grid x1="52" x2="708" y1="93" y2="93" {}
+                line.axis x1="52" x2="708" y1="160" y2="160" {}
+                text.tick #chart-max x="46" y="30" text-anchor="end" { "1" }
+                text.tick #chart-mid x="46" y="97" text-anchor="end" { "0.5" }
+                text.tick x="46" y="164" text-anchor="end" { "0" }
+                text.axis transform="translate(12 93) rotate(-90)" text-anchor="middle" { "jobs / s" }
+                text.tick x="52" y="176" { "2 min ago" }
+                text.tick x="708" y="176" text-anchor="end" { "now" }
+                text.axis x="380" y="196" text-anchor="middle" { "time (a sample every 2 s)" }
+            }
             p.sub #chart-label { "waiting for samples…" }
         }
         section {

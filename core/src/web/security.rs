@@ -105,6 +105,30 @@ impl CsrfKey {
     }
 }
 
+/// `cogworker metrics`: basic auth when credentials are set, nothing else
+/// (no pages, no actions, no cookies).
+pub(crate) async fn auth_only(
+    axum::extract::State(state): axum::extract::State<State>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if let Some((user, password)) = &state.credentials {
+        if !authorized(request.headers(), user, password) {
+            return unauthorized();
+        }
+    }
+    next.run(request).await
+}
+
+fn unauthorized() -> Response {
+    let mut response = (StatusCode::UNAUTHORIZED, "authentication required").into_response();
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Basic realm=\"cogworker\", charset=\"UTF-8\""),
+    );
+    with_headers(response)
+}
+
 pub(crate) async fn guard(
     axum::extract::State(state): axum::extract::State<State>,
     mut request: Request,
@@ -125,12 +149,7 @@ pub(crate) async fn guard(
     }
     if let Some((user, password)) = &state.credentials {
         if !authorized(request.headers(), user, password) {
-            let mut response = (StatusCode::UNAUTHORIZED, "authentication required").into_response();
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Basic realm=\"cogworker\", charset=\"UTF-8\""),
-            );
-            return with_headers(response);
+            return unauthorized();
         }
     }
     let https = is_https(&request);

@@ -3,11 +3,12 @@
 require 'optparse'
 
 module Cogworker
-  # `cogworker web` (the dashboard) and the admin commands (`stats`,
+  # `cogworker web` (the dashboard), `cogworker metrics` (Prometheus'
+  # /metrics alone) and the admin commands (`stats`,
   # `queues`, `retry-all SET`, ...: the engine's list, `Native.admin_commands`),
   # each run by the engine and its output printed.
   class Admin
-    COMMANDS = (['web'] + Native.admin_commands.map(&:first)).freeze
+    COMMANDS = (%w[web metrics] + Native.admin_commands.map(&:first)).freeze
     WITH_TARGET = Native.admin_commands.filter_map { |name, arg, _| name if arg }.freeze
 
     def initialize(out: $stdout)
@@ -18,7 +19,7 @@ module Cogworker
       command = argv.shift
       options = parse(command, argv)
       config = Cogworker.config.merge(redis_url: options[:redis_url], namespace: options[:namespace])
-      return web(config, options) if command == 'web'
+      return web(config, options, metrics_only: command == 'metrics') if %w[web metrics].include?(command)
 
       @out.print Api.new(config).admin(command, argv.shift)
       0
@@ -27,15 +28,17 @@ module Cogworker
     private
 
     def parse(command, argv)
-      options = { host: '127.0.0.1', port: 7890, allowed_hosts: [], insecure_no_auth: false }
+      options = { host: '127.0.0.1', port: nil, allowed_hosts: [], insecure_no_auth: false }
       OptionParser.new do |o|
         o.banner = "usage: cogworker #{command} [options]#{' ARG' if WITH_TARGET.include?(command)}"
         o.on('--redis-url URL', 'Redis (default COGWORKER_REDIS_URL, REDIS_URL)') { |v| options[:redis_url] = v }
         o.on('--namespace NS', 'key prefix (default cogworker)') { |v| options[:namespace] = v }
-        if command == 'web'
+        if %w[web metrics].include?(command)
           o.on('--host HOST', 'address to bind (default 127.0.0.1)') { |v| options[:host] = v }
-          o.on('--port PORT', Integer, 'port (default 7890)') { |v| options[:port] = v }
+          o.on('--port PORT', Integer, "port (default #{command == 'web' ? 7890 : 9191})") { |v| options[:port] = v }
           o.on('--auth USER:PASSWORD', 'require basic auth (or COGWORKER_WEB_AUTH)') { |v| options[:auth] = v }
+        end
+        if command == 'web'
           o.on('--allowed-host HOST[:PORT]',
                'a Host name to serve besides localhost; repeatable (or COGWORKER_WEB_ALLOWED_HOSTS)') do |v|
             options[:allowed_hosts] << v
@@ -46,11 +49,11 @@ module Cogworker
       options
     end
 
-    def web(config, options)
+    def web(config, options, metrics_only:)
       Native.init_logging(false)
       server = Native::WebServer.new(config.native, options[:host], options[:port], options[:auth],
-                                     options[:allowed_hosts], options[:insecure_no_auth])
-      @out.puts "cogworker web: #{server.url}"
+                                     options[:allowed_hosts], options[:insecure_no_auth], metrics_only)
+      @out.puts(metrics_only ? "cogworker metrics: #{server.url}metrics" : "cogworker web: #{server.url}")
       @out.flush
       stopping = false
       %w[TERM INT].each { |sig| trap(sig) { stopping = true } }

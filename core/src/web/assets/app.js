@@ -32,14 +32,18 @@ function startChart(svg) {
   const failedLine = line("failed");
   const label = document.getElementById("chart-label");
 
+  // The plot area inside the axes the page drew (see the SVG's viewBox).
+  const LEFT = 52, RIGHT = 708, TOP = 26, BOTTOM = 160, SLOTS = 60;
   const draw = () => {
     const max = Math.max(1, ...points.map((p) => p.processed), ...points.map((p) => p.failed));
-    const at = (i) => (600 * i) / Math.max(points.length - 1, 1);
-    const y = (v) => 155 - (145 * v) / max;
+    const at = (i) => RIGHT - ((RIGHT - LEFT) * (points.length - 1 - i)) / (SLOTS - 1);
+    const y = (v) => BOTTOM - ((BOTTOM - TOP) * v) / max;
     processedLine.setAttribute("points", points.map((p, i) => `${at(i)},${y(p.processed)}`).join(" "));
     failedLine.setAttribute("points", points.map((p, i) => `${at(i)},${y(p.failed)}`).join(" "));
+    document.getElementById("chart-max").textContent = max.toFixed(max < 10 ? 1 : 0);
+    document.getElementById("chart-mid").textContent = (max / 2).toFixed(max < 10 ? 1 : 0);
     const now = points[points.length - 1];
-    label.textContent = now ? `${now.processed.toFixed(1)} processed/s · ${now.failed.toFixed(1)} failed/s (max ${max.toFixed(1)})` : "";
+    label.textContent = now ? `now: ${now.processed.toFixed(1)} processed/s · ${now.failed.toFixed(1)} failed/s` : "";
   };
 
   const sample = async () => {
@@ -52,7 +56,7 @@ function startChart(svg) {
           processed: (stats.processed - last.processed) / seconds,
           failed: (stats.failed - last.failed) / seconds,
         });
-        if (points.length > 60) points.shift();
+        if (points.length > SLOTS) points.shift();
         draw();
       }
       last = stats;

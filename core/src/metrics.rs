@@ -1,0 +1,288 @@
+//! Per-class execution metrics: gathered by the completion task as jobs
+//! settle and written with an acknowledgement (`ack.lua`, through
+//! `scripts/metrics.lua`) once a second: no round trip of their own, and
+//! no cost per job.
+//!
+//! - `NS:metrics:<minute>` (minute = epoch seconds / 60), a hash kept 72 h:
+//!   for each class `<class>|h<i>` (how many executions took at most
+//!   [`BUCKETS_SECS`]`[i]`; the last slot is everything longer: their sum
+//!   is the executions finished), `<class>|us` (their run time,
+//!   microseconds) and `<class>|f` (how many failed). The dashboard's
+//!   Metrics page reads these.
+//! - `NS:metrics:total`, a hash never expired: the same fields per queue
+//!   and class (`<queue>|<class>|p`...), the monotonic counters and
+//!   histograms Prometheus scrapes.
+//!
+//! A second's executions are aggregated here first: a few `HINCRBY`s per
+//! class and speed, whatever the number of jobs.
+
+use crate::api::Api;
+use crate::error::Result;
+use crate::keys::Keys;
+use redis::AsyncCommands;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+
+/// Upper bounds of the run-time histogram's buckets, in seconds (log-spaced
+/// 1-2.5-5; one more slot past the last holds everything longer).
+pub const BUCKETS_SECS: [f64; 16] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
+];
+/// Histogram slots: the buckets and the overflow.
+pub const SLOTS: usize = BUCKETS_SECS.len() + 1;
+/// How long a minute's metrics are kept.
+pub const MINUTE_TTL_SECS: u64 = 72 * 3600;
+
+/// The histogram slot a run of `secs` falls in.
+pub fn slot(secs: f64) -> usize {
+    BUCKETS_SECS
+        .iter()
+        .position(|bound| secs <= *bound)
+        .unwrap_or(BUCKETS_SECS.len())
+}
+
+/// The increments of one batch of settled jobs, by key.
+#[derive(Default)]
+pub(crate) struct MetricsBatch {
+    minutes: BTreeMap<u64, HashMap<String, i64>>,
+    totals: HashMap<String, i64>,
+}
+
+impl MetricsBatch {
+    pub fn is_empty(&self) -> bool {
+        self.totals.is_empty()
+    }
+
+    /// One execution of `class` from `queue`, from `started_at` to
+    /// `finished_at` (epoch seconds).
+    pub fn record(&mut self, class: &str, queue: &str, started_at: f64, finished_at: f64, failed: bool) {
+        let secs = (finished_at - started_at).max(0.0);
+        let minute = (finished_at / 60.0).floor().max(0.0) as u64;
+        let micros = (secs * 1e6).round() as i64;
+        let bucket = format!("h{}", slot(secs));
+        let fields = self.minutes.entry(minute).or_default();
+        let prefix = format!("{queue}|{class}");
+        for (fields, name) in [(fields, class), (&mut self.totals, prefix.as_str())] {
+            *fields.entry(format!("{name}|us")).or_default() += micros;
+            *fields.entry(format!("{name}|{bucket}")).or_default() += 1;
+            if failed {
+                *fields.entry(format!("{name}|f")).or_default() += 1;
+            }
+        }
+    }
+
+    /// Adds the metrics section `scripts/metrics.lua` reads (see there):
+    /// its keys after the script's others, its arguments last.
+    pub fn append_to(&self, invocation: &mut redis::ScriptInvocation<'_>, keys: &Keys) {
+        let sections = self.minutes.len() + usize::from(!self.totals.is_empty());
+        invocation.arg(sections);
+        for (minute, fields) in &self.minutes {
+            invocation.key(keys.metrics_minute(*minute));
+            append_fields(invocation, MINUTE_TTL_SECS, fields);
+        }
+        if !self.totals.is_empty() {
+            invocation.key(keys.metrics_total());
+            append_fields(invocation, 0, &self.totals);
+        }
+    }
+}
+
+fn append_fields(invocation: &mut redis::ScriptInvocation<'_>, ttl: u64, fields: &HashMap<String, i64>) {
+    invocation.arg(ttl).arg(fields.len());
+    for (field, increment) in fields {
+        invocation.arg(field).arg(*increment);
+    }
+}
+
+/// One class's executions over a span of minutes.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct ClassMetrics {
+    /// The job class.
+    pub class: String,
+    /// Executions finished (succeeded or failed).
+    pub processed: u64,
+    /// Of them, failed.
+    pub failed: u64,
+    /// Their total run time, seconds.
+    pub total_secs: f64,
+    /// Executions per histogram slot ([`BUCKETS_SECS`], then longer).
+    pub histogram: Vec<u64>,
+}
+
+impl ClassMetrics {
+    fn new(class: &str) -> Self {
+        ClassMetrics {
+            class: class.to_string(),
+            histogram: vec![0; SLOTS],
+            ..Default::default()
+        }
+    }
+
+    /// Mean run time, seconds (0 without executions).
+    pub fn mean_secs(&self) -> f64 {
+        if self.processed == 0 {
+            0.0
+        } else {
+            self.total_secs / self.processed as f64
+        }
+    }
+
+    fn add(&mut self, field: &str, value: i64) {
+        let value = value.max(0) as u64;
+        match field {
+            "f" => self.failed += value,
+            "us" => self.total_secs += value as f64 / 1e6,
+            other => {
+                if let Some(index) = other.strip_prefix('h').and_then(|i| i.parse::<usize>().ok()) {
+                    if let Some(count) = self.histogram.get_mut(index) {
+                        *count += value;
+                        self.processed += value;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One class's executions in one minute.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MinuteMetrics {
+    /// The minute's start, epoch seconds.
+    pub at: u64,
+    /// Executions finished in it.
+    pub processed: u64,
+    /// Of them, failed.
+    pub failed: u64,
+}
+
+/// The all-time counters of one queue and class (Prometheus).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TotalMetrics {
+    /// The queue the jobs came from.
+    pub queue: String,
+    /// Processed, failed, run time and histogram.
+    pub metrics: ClassMetrics,
+}
+
+/// Splits `<name>|<field>` at its last `|` (class names may hold `|`).
+fn split_field(key: &str) -> Option<(&str, &str)> {
+    key.rsplit_once('|')
+}
+
+impl Api {
+    fn current_minute() -> u64 {
+        (crate::job::now() / 60.0).floor() as u64
+    }
+
+    async fn minute_hashes(&self, minutes: u64) -> Result<Vec<(u64, HashMap<String, i64>)>> {
+        let last = Self::current_minute();
+        let first = last.saturating_sub(minutes.clamp(1, MINUTE_TTL_SECS / 60) - 1);
+        let keys = self.keys();
+        let mut pipe = redis::pipe();
+        for minute in first..=last {
+            pipe.hgetall(keys.metrics_minute(minute));
+        }
+        let hashes: Vec<HashMap<String, i64>> = pipe.query_async(&mut self.conn()).await?;
+        Ok((first..=last).zip(hashes).collect())
+    }
+
+    /// Every class that ran in the last `minutes` minutes, the one with the
+    /// most run time first.
+    pub async fn class_metrics(&self, minutes: u64) -> Result<Vec<ClassMetrics>> {
+        let mut classes: HashMap<String, ClassMetrics> = HashMap::new();
+        for (_, fields) in self.minute_hashes(minutes).await? {
+            for (key, value) in fields {
+                if let Some((class, field)) = split_field(&key) {
+                    classes
+                        .entry(class.to_string())
+                        .or_insert_with(|| ClassMetrics::new(class))
+                        .add(field, value);
+                }
+            }
+        }
+        let mut ranked: Vec<ClassMetrics> = classes.into_values().collect();
+        ranked.sort_by(|a, b| b.total_secs.total_cmp(&a.total_secs).then(a.class.cmp(&b.class)));
+        Ok(ranked)
+    }
+
+    /// One class over the last `minutes` minutes: its totals and each
+    /// minute's processed and failed (oldest first, empty minutes included).
+    pub async fn class_metrics_series(&self, class: &str, minutes: u64) -> Result<(ClassMetrics, Vec<MinuteMetrics>)> {
+        let mut total = ClassMetrics::new(class);
+        let mut series = Vec::new();
+        for (minute, fields) in self.minute_hashes(minutes).await? {
+            let mut this = ClassMetrics::new(class);
+            for field in ["f", "us"]
+                .into_iter()
+                .map(str::to_string)
+                .chain((0..SLOTS).map(|i| format!("h{i}")))
+            {
+                if let Some(value) = fields.get(&format!("{class}|{field}")) {
+                    this.add(&field, *value);
+                    total.add(&field, *value);
+                }
+            }
+            series.push(MinuteMetrics {
+                at: minute * 60,
+                processed: this.processed,
+                failed: this.failed,
+            });
+        }
+        Ok((total, series))
+    }
+
+    /// The all-time counters, by queue and class.
+    pub async fn metric_totals(&self) -> Result<Vec<TotalMetrics>> {
+        let fields: HashMap<String, i64> = self.conn().hgetall(self.keys().metrics_total()).await?;
+        let mut totals: BTreeMap<(String, String), ClassMetrics> = BTreeMap::new();
+        for (key, value) in fields {
+            let Some((name, field)) = split_field(&key) else {
+                continue;
+            };
+            let Some((queue, class)) = name.split_once('|') else {
+                continue;
+            };
+            totals
+                .entry((queue.to_string(), class.to_string()))
+                .or_insert_with(|| ClassMetrics::new(class))
+                .add(field, value);
+        }
+        Ok(totals
+            .into_iter()
+            .map(|((queue, _), metrics)| TotalMetrics { queue, metrics })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_fall_in_log_spaced_slots() {
+        assert_eq!(slot(0.0), 0);
+        assert_eq!(slot(0.001), 0);
+        assert_eq!(slot(0.0011), 1);
+        assert_eq!(slot(0.3), 8);
+        assert_eq!(slot(300.0), 15);
+        assert_eq!(slot(301.0), 16);
+        assert_eq!(SLOTS, 17);
+    }
+
+    #[test]
+    fn a_batch_adds_up_by_class_and_by_queue_and_class() {
+        let mut batch = MetricsBatch::default();
+        batch.record("A", "q", 120.0, 120.5, false);
+        batch.record("A", "q", 121.0, 121.002, true);
+        batch.record("B|x", "r", 179.0, 185.0, false);
+        let minute = &batch.minutes[&2];
+        assert_eq!((minute["A|f"], minute["A|us"]), (1, 502_000));
+        assert_eq!((minute["A|h8"], minute["A|h1"]), (1, 1));
+        assert_eq!(batch.minutes[&3]["B|x|h12"], 1, "finished in minute 3");
+        assert_eq!((batch.totals["q|A|h8"], batch.totals["r|B|x|h12"]), (1, 1));
+        let mut metrics = ClassMetrics::new("B|x");
+        let (class, field) = split_field("B|x|us").unwrap();
+        metrics.add(field, 6_000_000);
+        assert_eq!((class, metrics.total_secs), ("B|x", 6.0));
+    }
+}

@@ -1,0 +1,195 @@
+//! `GET /metrics`: the state of the namespace in Prometheus' text
+//! exposition format (0.0.4): executions and failures by queue and class
+//! (all-time counters, see `metrics.rs`), the run-time histogram by queue
+//! and class, queue sizes and latencies, busy slots, processes, and the
+//! scheduled, retry and dead set sizes. Served by the dashboard and, alone,
+//! by `cogworker metrics`.
+
+use super::State;
+use crate::api::{Api, JobSet};
+use crate::error::Result;
+use crate::metrics::{ClassMetrics, BUCKETS_SECS};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use std::fmt::Write;
+
+/// The exposition's content type.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+pub(crate) async fn metrics(state: axum::extract::State<State>) -> Response {
+    match render(&state.api).await {
+        Ok(text) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response(),
+        Err(e) => (StatusCode::SERVICE_UNAVAILABLE, format!("cannot read Redis: {e}")).into_response(),
+    }
+}
+
+/// A label value escaped as the format asks (backslash, quote, newline).
+fn label(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+/// A float as Prometheus writes one.
+fn number(value: f64) -> String {
+    if value.is_infinite() {
+        if value > 0.0 { "+Inf" } else { "-Inf" }.to_string()
+    } else {
+        format!("{value}")
+    }
+}
+
+struct Exposition(String);
+
+impl Exposition {
+    fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(self.0, "# HELP {name} {help}");
+        let _ = writeln!(self.0, "# TYPE {name} {kind}");
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+        let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", label(v))).collect();
+        if labels.is_empty() {
+            let _ = writeln!(self.0, "{name} {}", number(value));
+        } else {
+            let _ = writeln!(self.0, "{name}{{{}}} {}", labels.join(","), number(value));
+        }
+    }
+}
+
+/// What one counter family counts.
+type Count = fn(&ClassMetrics) -> u64;
+
+/// The whole exposition, read from Redis now.
+pub async fn render(api: &Api) -> Result<String> {
+    let totals = api.metric_totals().await?;
+    let queues = api.queues().await?;
+    let processes = api.processes().await?;
+    let mut out = Exposition(String::new());
+
+    let counters: [(&str, &str, Count); 2] = [
+        (
+            "cogworker_jobs_processed_total",
+            "Job executions finished (succeeded or failed), by queue and class.",
+            |m| m.processed,
+        ),
+        (
+            "cogworker_jobs_failed_total",
+            "Job executions that failed, by queue and class.",
+            |m| m.failed,
+        ),
+    ];
+    for (name, help, count) in counters {
+        out.family(name, "counter", help);
+        for t in &totals {
+            let labels = [("queue", t.queue.as_str()), ("class", t.metrics.class.as_str())];
+            out.sample(name, &labels, count(&t.metrics) as f64);
+        }
+    }
+    out.family(
+        "cogworker_job_duration_seconds",
+        "histogram",
+        "How long job executions ran, by queue and class.",
+    );
+    for t in &totals {
+        let (queue, class) = (t.queue.as_str(), t.metrics.class.as_str());
+        let mut cumulative = 0u64;
+        for (bound, count) in BUCKETS_SECS.iter().zip(&t.metrics.histogram) {
+            cumulative += count;
+            let le = number(*bound);
+            out.sample(
+                "cogworker_job_duration_seconds_bucket",
+                &[("queue", queue), ("class", class), ("le", &le)],
+                cumulative as f64,
+            );
+        }
+        let labels = [("queue", queue), ("class", class)];
+        out.sample(
+            "cogworker_job_duration_seconds_bucket",
+            &[("queue", queue), ("class", class), ("le", "+Inf")],
+            t.metrics.processed as f64,
+        );
+        out.sample("cogworker_job_duration_seconds_sum", &labels, t.metrics.total_secs);
+        out.sample(
+            "cogworker_job_duration_seconds_count",
+            &labels,
+            t.metrics.processed as f64,
+        );
+    }
+
+    out.family("cogworker_queue_size", "gauge", "Jobs waiting on a queue.");
+    for q in &queues {
+        out.sample("cogworker_queue_size", &[("queue", &q.name)], q.size as f64);
+    }
+    out.family(
+        "cogworker_queue_latency_seconds",
+        "gauge",
+        "How long the oldest job on a queue has waited.",
+    );
+    for q in &queues {
+        out.sample("cogworker_queue_latency_seconds", &[("queue", &q.name)], q.latency);
+    }
+    out.family("cogworker_queue_paused", "gauge", "1 while a queue is paused.");
+    for q in &queues {
+        out.sample(
+            "cogworker_queue_paused",
+            &[("queue", &q.name)],
+            f64::from(u8::from(q.paused)),
+        );
+    }
+
+    out.family("cogworker_processes", "gauge", "Worker processes alive (heartbeating).");
+    out.sample("cogworker_processes", &[], processes.len() as f64);
+    out.family("cogworker_busy_slots", "gauge", "Job slots running a job now.");
+    out.sample(
+        "cogworker_busy_slots",
+        &[],
+        processes.iter().map(|p| p.busy).sum::<u64>() as f64,
+    );
+    out.family("cogworker_slots", "gauge", "Job slots of the live processes.");
+    out.sample(
+        "cogworker_slots",
+        &[],
+        processes
+            .iter()
+            .map(|p| p.info["concurrency"].as_u64().unwrap_or(0))
+            .sum::<u64>() as f64,
+    );
+
+    for (set, name, help) in [
+        (
+            JobSet::Scheduled,
+            "cogworker_scheduled_jobs",
+            "Jobs scheduled for later.",
+        ),
+        (
+            JobSet::Retry,
+            "cogworker_retry_jobs",
+            "Failed jobs waiting for a retry.",
+        ),
+        (
+            JobSet::Dead,
+            "cogworker_dead_jobs",
+            "Jobs out of retries, kept in dead.",
+        ),
+    ] {
+        out.family(name, "gauge", help);
+        out.sample(name, &[], api.set_size(set).await? as f64);
+    }
+    Ok(out.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_and_numbers_are_written_as_the_format_asks() {
+        assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+        assert_eq!(number(f64::INFINITY), "+Inf");
+        assert_eq!(number(0.25), "0.25");
+        assert_eq!(number(3.0), "3");
+        let mut out = Exposition(String::new());
+        out.sample("x", &[("class", "A\"")], 1.0);
+        out.sample("y", &[], 2.0);
+        assert_eq!(out.0, "x{class=\"A\\\"\"} 1\ny 2\n");
+    }
+}
