@@ -24,6 +24,9 @@ fn arg(name: &str) -> Option<String> {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(url) = arg("--worker") {
+        // Logging as a CLI worker does (its lines go to /dev/null here), so
+        // the per-job lines are paid for as they would be.
+        cogworker::logging::init(false);
         return worker(&url).await;
     }
     let jobs: usize = arg("--jobs").and_then(|n| n.parse().ok()).unwrap_or(20_000);

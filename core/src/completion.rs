@@ -147,7 +147,10 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
                 delivery,
                 outcome: Outcome::Success,
                 finished_at,
-            } => successes.push((delivery, finished_at)),
+            } => {
+                log_success(&delivery, finished_at);
+                successes.push((delivery, finished_at));
+            }
             Completion::Done {
                 delivery,
                 outcome: Outcome::Failure(failure),
@@ -156,7 +159,7 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
                 let mut plan = plan_failure(&delivery.job, &failure, finished_at, &shared.identity);
                 plan.started_at = delivery.started_at;
                 let history = history_entry(&delivery.job, delivery.started_at, finished_at, Some(&failure));
-                log_failure(&delivery, &failure.class, &failure.message, &plan);
+                log_failure(&delivery, &failure, &plan, finished_at);
                 persist(shared, "filing a failed job", || {
                     file(
                         shared,
@@ -237,22 +240,64 @@ async fn record_running(shared: &Shared, batch: &[Completion]) {
     }
 }
 
-fn log_failure(delivery: &Delivery, class: &str, message: &str, plan: &FailurePlan) {
-    let first_line = message.lines().next().unwrap_or("");
+/// The one line a success gets (after the `start` line `Shared::begin`
+/// writes), in every language.
+fn log_success(delivery: &Delivery, finished_at: f64) {
+    let job = &delivery.job;
+    let duration_ms = format!("{:.1}", (finished_at - delivery.started_at).max(0.0) * 1000.0);
+    tracing::info!(
+        jid = job.jid_str(),
+        class = job.display_class(),
+        queue = job.queue_name(),
+        duration_ms,
+        outcome = "ok",
+        "done"
+    );
+}
+
+/// The one line a failure gets (in every language: the hosts log none of
+/// their own): the job, its queue, the error, what happens next; and the
+/// backtrace, on lines of its own, in JSON mode or at debug level.
+fn log_failure(delivery: &Delivery, failure: &crate::handler::Failure, plan: &FailurePlan, finished_at: f64) {
+    let job = &delivery.job;
+    let first_line = failure.message.lines().next().unwrap_or("");
+    let next = match plan.disposition {
+        Disposition::Retry => format!("retry in {:.1}s", plan.score - now()),
+        Disposition::Dead => "out of retries, moved to dead".to_string(),
+        Disposition::Discard => "retry disabled, discarded".to_string(),
+    };
+    let backtrace = (crate::logging::json() || tracing::enabled!(tracing::Level::DEBUG))
+        .then(|| failure.backtrace.join("\n"))
+        .filter(|b| !b.is_empty());
+    let duration_ms = format!("{:.1}", (finished_at - delivery.started_at).max(0.0) * 1000.0);
+    macro_rules! line {
+        ($level:ident) => {
+            match &backtrace {
+                Some(backtrace) => tracing::$level!(
+                    jid = job.jid_str(),
+                    class = job.display_class(),
+                    queue = job.queue_name(),
+                    duration_ms,
+                    outcome = plan.disposition.as_str(),
+                    backtrace,
+                    "failed ({}: {first_line}); {next}",
+                    failure.class
+                ),
+                None => tracing::$level!(
+                    jid = job.jid_str(),
+                    class = job.display_class(),
+                    queue = job.queue_name(),
+                    duration_ms,
+                    outcome = plan.disposition.as_str(),
+                    "failed ({}: {first_line}); {next}",
+                    failure.class
+                ),
+            }
+        };
+    }
     match plan.disposition {
-        Disposition::Retry => tracing::warn!(
-            "{} failed ({class}: {first_line}); retry in {:.1}s",
-            delivery.job,
-            plan.score - now()
-        ),
-        Disposition::Dead => tracing::error!(
-            "{} failed ({class}: {first_line}); out of retries, moved to dead",
-            delivery.job
-        ),
-        Disposition::Discard => tracing::warn!(
-            "{} failed ({class}: {first_line}); retry disabled, discarded",
-            delivery.job
-        ),
+        Disposition::Dead => line!(error),
+        Disposition::Retry | Disposition::Discard => line!(warn),
     }
 }
 

@@ -1,8 +1,12 @@
 //! Log output: one line per entry with time, level, pid and the process
 //! identity, written unbuffered to stderr so nothing is lost on exit; or
-//! one JSON object per line.
+//! one JSON object per line. The host languages' own log records (Python
+//! `logging`, Ruby `Logger`) are written through [`host_line`] in the same
+//! format, so a process prints one format, not two.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::RwLock;
 use tracing::field::{Field, Visit};
 use tracing::{Event, Subscriber};
@@ -11,6 +15,7 @@ use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 
 static IDENTITY: RwLock<String> = RwLock::new(String::new());
+static JSON: AtomicBool = AtomicBool::new(false);
 
 pub(crate) fn set_identity(identity: &str) {
     *IDENTITY.write().unwrap_or_else(|p| p.into_inner()) = identity.to_string();
@@ -21,11 +26,15 @@ pub(crate) fn set_identity(identity: &str) {
 pub fn init(json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("COGWORKER_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
+    let installed = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .event_format(LineFormat { json })
         .try_init();
+    if installed.is_ok() {
+        // The host's lines follow the format the first call chose.
+        JSON.store(json, Ordering::Relaxed);
+    }
 }
 
 struct LineFormat {
@@ -63,31 +72,93 @@ where
     fn format_event(&self, _ctx: &FmtContext<'_, S, N>, mut writer: Writer<'_>, event: &Event<'_>) -> std::fmt::Result {
         let mut fields = Fields::default();
         event.record(&mut fields);
-        let time = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
-        let level = event.metadata().level().as_str();
-        let pid = std::process::id();
-        let identity = IDENTITY.read().map(|s| s.clone()).unwrap_or_default();
         let thread = std::thread::current();
-        let thread = thread.name().unwrap_or("-");
-        if self.json {
-            let mut object = serde_json::json!({
-                "time": time, "level": level, "pid": pid, "identity": identity,
-                "thread": thread, "message": fields.message,
-            });
-            for (k, v) in fields.extra {
-                object[k] = serde_json::Value::String(v);
-            }
-            writeln!(writer, "{object}")
-        } else {
-            write!(
-                writer,
-                "{time} {level:<5} pid={pid} {identity} [{thread}] {}",
-                fields.message
-            )?;
-            for (k, v) in fields.extra {
-                write!(writer, " {k}={v}")?;
-            }
-            writeln!(writer)
+        let line = render(
+            self.json,
+            event.metadata().level().as_str(),
+            thread.name().unwrap_or("-"),
+            &fields.message,
+            &fields.extra,
+        );
+        writer.write_str(&line)
+    }
+}
+
+/// One entry as written: text (`time LEVEL pid=.. identity [thread]
+/// message k=v...`, a backtrace field on lines of its own) or a JSON object;
+/// with its newline.
+fn render(json: bool, level: &str, thread: &str, message: &str, extra: &[(String, String)]) -> String {
+    let time = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
+    let pid = std::process::id();
+    let identity = IDENTITY.read().map(|s| s.clone()).unwrap_or_default();
+    if json {
+        let mut object = serde_json::json!({
+            "time": time, "level": level, "pid": pid, "identity": identity,
+            "thread": thread, "message": message,
+        });
+        for (k, v) in extra {
+            object[k] = serde_json::Value::String(v.clone());
         }
+        return format!("{object}\n");
+    }
+    let mut line = format!("{time} {level:<5} pid={pid} {identity} [{thread}] {message}");
+    let mut trailing = String::new();
+    for (k, v) in extra {
+        if k == "backtrace" || k == "exception" {
+            trailing.push('\n');
+            trailing.push_str(v);
+        } else {
+            let _ = write!(line, " {k}={v}");
+        }
+    }
+    line.push_str(&trailing);
+    line.push('\n');
+    line
+}
+
+/// Whether lines are written as JSON (`init(true)`).
+pub fn json() -> bool {
+    JSON.load(Ordering::Relaxed)
+}
+
+/// Writes a log entry of the host language (Python `logging`, Ruby
+/// `Logger`) in the core's format (as [`init`] chose it: text or JSON):
+/// `level` is the host's name for it (`WARNING` is written `WARN`),
+/// `thread` the host thread's name, `fields` extra pairs (`logger`, `jid`,
+/// `class`, `exception`...).
+pub fn host_line(level: &str, thread: &str, message: &str, fields: &[(String, String)]) {
+    let level = match level.to_ascii_uppercase().as_str() {
+        "WARNING" | "WARN" => "WARN",
+        "CRITICAL" | "FATAL" | "ERROR" => "ERROR",
+        "DEBUG" => "DEBUG",
+        "TRACE" => "TRACE",
+        _ => "INFO",
+    };
+    let line = render(JSON.load(Ordering::Relaxed), level, thread, message, fields);
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_and_json_lines_carry_the_same_fields() {
+        let extra = vec![
+            ("jid".to_string(), "abc".to_string()),
+            ("exception".to_string(), "Traceback\n  boom".to_string()),
+        ];
+        let text = render(false, "WARN", "slot-1", "it broke", &extra);
+        assert!(
+            text.contains(" WARN  pid=") && text.contains("[slot-1] it broke jid=abc\nTraceback\n  boom\n"),
+            "{text}"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(render(true, "WARN", "slot-1", "it broke", &extra).trim()).unwrap();
+        assert_eq!(
+            (json["level"].as_str(), json["jid"].as_str(), json["thread"].as_str()),
+            (Some("WARN"), Some("abc"), Some("slot-1"))
+        );
+        assert_eq!(json["exception"], "Traceback\n  boom");
     }
 }

@@ -223,6 +223,15 @@ impl Shared {
             delivery.fail(failure);
             return None;
         }
+        let job = &delivery.job;
+        // At debug: a line per job at info is the `done` (or `failed`) one;
+        // two would cost a tenth of the drain rate.
+        tracing::debug!(
+            jid = job.jid_str(),
+            class = job.display_class(),
+            queue = job.queue_name(),
+            "start"
+        );
         let entry = BusyEntry {
             queue: delivery.queue.clone(),
             class: delivery.job.class().to_string(),

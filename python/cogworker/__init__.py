@@ -22,6 +22,7 @@ from ._hooks import (
     on_error,
     server_middleware,
 )
+from ._logging import JobContextFilter
 from ._periodic import periodic
 from ._settings import configure
 from .api import Api
@@ -62,6 +63,7 @@ __all__ = [
     "InvalidJob",
     "JobDied",
     "JobFailed",
+    "JobContextFilter",
     "JobHandle",
     "Pending",
     "RedisError",

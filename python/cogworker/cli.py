@@ -106,35 +106,16 @@ def add_worker_arguments(parser: argparse.ArgumentParser, modules_required: bool
 
 
 def setup_logging(json_logs: bool, verbose: bool) -> None:
+    """One log format for the process: the core's lines and Python's records
+    (through ``CoreHandler``), as text or, with ``json_logs``, JSON."""
+    from ._logging import CoreHandler
+
     if verbose:
         os.environ.setdefault("COGWORKER_LOG", "debug")
     _core.init_logging(json_logs)
-    handler = logging.StreamHandler(sys.stderr)
-    if json_logs:
-        handler.setFormatter(_JsonFormatter())
-    else:
-        handler.setFormatter(
-            logging.Formatter(f"%(asctime)s %(levelname)-5s pid={os.getpid()} [%(threadName)s] %(message)s")
-        )
     root = logging.getLogger()
-    root.addHandler(handler)
+    root.addHandler(CoreHandler())
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
-
-
-class _JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        import json
-
-        entry = {
-            "time": self.formatTime(record),
-            "level": record.levelname,
-            "pid": os.getpid(),
-            "thread": record.threadName,
-            "message": record.getMessage(),
-        }
-        if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
-        return json.dumps(entry)
 
 
 def run_worker(args: argparse.Namespace) -> int:

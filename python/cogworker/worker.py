@@ -95,6 +95,9 @@ class Worker:
         if self._started:
             raise RuntimeError("worker already started")
         self._started = True
+        # The engine logs each job's start, end and failure (the CLI chose
+        # the format already; elsewhere, text on stderr).
+        _core.init_logging(False)
         self._native.start()
         for i in range(self.config.get("concurrency")):
             thread = threading.Thread(target=self._slot, name=f"cogworker.processor-{i}")
@@ -288,11 +291,11 @@ class Worker:
     def _record_failure(
         self, delivery: Any, handle: JobHandle[Any] | None, job: RunningJob | None, error: BaseException
     ) -> None:
-        class_name, jid, _, retry_count, args_json = delivery.info
+        _, _, _, retry_count, args_json = delivery.info
         if _hooks.has_error_handlers():
             job = job or RunningJob.of(delivery, _safe(lambda: json.loads(args_json)) or [], self._identity)
             _hooks.report_error(error, job)
-        self._fail(delivery, class_name, jid, retry_count, handle, error)
+        self._fail(delivery, retry_count, handle, error)
         if isinstance(error, (SystemExit, KeyboardInterrupt)):
             logger.warning("%s raised by a job: stopping the worker gracefully", type(error).__name__)
             self.stop()
@@ -308,8 +311,6 @@ class Worker:
     def _fail(
         self,
         delivery: Any,
-        class_name: str,
-        jid: str,
         retry_count: int,
         handle: JobHandle[Any] | None,
         error: BaseException,
@@ -326,5 +327,5 @@ class Worker:
         message = _safe(lambda: _text(str(error)))
         lines = _safe(lambda: traceback.format_exception(type(error), error, error.__traceback__)) or []
         backtrace = [_text(part) for chunk in lines for part in chunk.rstrip("\n").split("\n")]
-        logger.warning("%s jid=%s failed: %s\n%s", class_name, jid, error_class, "\n".join(backtrace))
+        # Logged once, by the engine (class, message, jid, what happens next).
         delivery.fail(error_class, message, backtrace, retry_in)

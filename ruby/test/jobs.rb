@@ -71,3 +71,15 @@ class UniqueJob
   cogworker_options unique_for: 60
   def perform(value) = Jobs.record([:unique, value])
 end
+
+# Logs through Cogworker.logger while it runs (the log tests).
+class LoggingJob
+  include Cogworker::Job
+  def perform(word) = Cogworker.logger.info("logging #{word}")
+end
+
+class DeclinedJob
+  include Cogworker::Job
+  cogworker_options retry: false
+  def perform = raise(ArgumentError, 'card declined')
+end

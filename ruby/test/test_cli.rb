@@ -146,4 +146,33 @@ class TestCLISignals < Minitest::Test
       assert status.success?
     end
   end
+
+  # One log format: `--json-logs` makes every line JSON, the engine's and
+  # the app's; a job gets a done line (and at debug a start line), a failure
+  # one line with its backtrace, and what a job logs carries its jid and class.
+  def test_json_logs
+    Dir.mktmpdir('cogworker-logs-') do |tmp|
+      log = File.join(tmp, 'worker.log')
+      logged = LoggingJob.perform_async('hello')
+      declined = DeclinedJob.perform_async
+      # At debug, a job's start is logged too (at info, its end only).
+      env = { 'COGWORKER_REDIS_URL' => @redis.url, 'COGWORKER_LOG' => 'debug' }
+      pid = spawn_child(env, 'ruby', EXE, '-r', JOBS, '-c', '2', '--json-logs', out: File::NULL, err: log)
+      api = Cogworker::Api.new
+      wait_for('both settled') { api.stats['processed'] == 1 && api.stats['failed'] == 1 }
+      Process.kill('TERM', pid)
+      assert exit_status(pid).success?
+      entries = File.readlines(log, chomp: true).map { |line| JSON.parse(line) } # every line parses
+      mine = entries.select { |e| e['jid'] == logged }
+      assert_equal %w[start done], mine.reject { |e| e['logger'] }.map { |e| e['message'].split.last }
+      said = mine.find { |e| e['logger'] }
+      assert_equal ['logging hello', 'LoggingJob'], said.values_at('message', 'class')
+      done = mine.find { |e| e['message'].end_with?('done') }
+      assert_equal %w[LoggingJob default ok], done.values_at('class', 'queue', 'outcome')
+      failures = entries.select { |e| e['jid'] == declined && e['message'].include?('failed') }
+      assert_equal 1, failures.size, 'a failure is logged once'
+      assert_includes failures.first['backtrace'], 'jobs.rb'
+    end
+  end
 end
+

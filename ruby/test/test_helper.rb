@@ -12,6 +12,12 @@ require 'jobs'
 require 'waiting'
 
 Cogworker.logger.level = Logger::WARN
+# This process's engine logs warnings and worse (not a line per job); the
+# workers the tests start log as usual.
+previous_level = ENV.fetch('COGWORKER_LOG', nil)
+ENV['COGWORKER_LOG'] = 'warn'
+Cogworker::Native.init_logging(false)
+ENV['COGWORKER_LOG'] = previous_level
 
 RedisServer = Cogworker::Testing::RedisServer
 

@@ -29,6 +29,13 @@ fn init_logging(json: bool) {
     cogworker::logging::init(json);
 }
 
+/// Writes a Python log record in the core's format (text or JSON, as
+/// `init_logging` chose): one format for the whole process.
+#[pyfunction]
+fn log_line(level: &str, thread: &str, message: &str, fields: Vec<(String, String)>) {
+    cogworker::logging::host_line(level, thread, message, &fields);
+}
+
 /// A new 24-hex-character job id.
 #[pyfunction]
 fn new_jid() -> String {
@@ -60,6 +67,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<web::PyRedisServer>()?;
     m.add_function(wrap_pyfunction!(after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(init_logging, m)?)?;
+    m.add_function(wrap_pyfunction!(log_line, m)?)?;
     m.add_function(wrap_pyfunction!(new_jid, m)?)?;
     m.add_function(wrap_pyfunction!(periodic_id, m)?)?;
     m.add_function(wrap_pyfunction!(settings, m)?)?;

@@ -20,6 +20,12 @@ fn periodic_id(ruby: &Ruby, entry_json: String) -> Result<String, Error> {
     Ok(entry.pjid())
 }
 
+/// Writes a Ruby log entry in the core's format (text or JSON, as
+/// `init_logging` chose): one format for the whole process.
+fn log_line(level: String, thread: String, message: String, fields: Vec<(String, String)>) {
+    cogworker::logging::host_line(&level, &thread, &message, &fields);
+}
+
 #[magnus::init(name = "cogworker_ext")]
 fn init(ruby: &Ruby) -> Result<(), Error> {
     let native = ruby.define_module("Cogworker")?.define_module("Native")?;
@@ -29,6 +35,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
         function!(cogworker::runtime::after_fork_in_child, 0),
     )?;
     native.define_module_function("init_logging", function!(cogworker::logging::init, 1))?;
+    native.define_module_function("log_line", function!(log_line, 4))?;
     native.define_module_function("periodic_id", function!(periodic_id, 1))?;
     native.define_module_function("settings", function!(config::settings, 0))?;
     native.define_module_function("prepare_job", function!(client::prepare_job, 3))?;

@@ -31,6 +31,7 @@ module Cogworker
         o.on('-L', '--logfile FILE', 'append logs to FILE') { |v| options[:logfile] = v }
         o.on('-q', '--queue NAME[,WEIGHT]', 'queue to work (repeatable)') { |v| options[:queues] << v }
         o.on('--redis-url URL', 'Redis (default COGWORKER_REDIS_URL, REDIS_URL)') { |v| options[:redis_url] = v }
+        o.on('--json-logs', 'log JSON lines (the engine\'s and the app\'s)') { options[:json_logs] = true }
         o.on('-V', '--version', 'print the version') do
           puts "cogworker #{Cogworker::VERSION}"
           exit 0
@@ -56,6 +57,7 @@ module Cogworker
       options = self.class.parse(argv.dup)
       ENV_VARS.each { |k| ENV[k] = options[:environment] }
       redirect_logfile(options[:logfile]) if options[:logfile]
+      Native.init_logging(options[:json_logs] ? true : false)
       file_settings = self.class.load_config_file(options[:config], options[:environment])
       settings = file_settings.merge(
         { concurrency: options[:concurrency], redis_url: options[:redis_url],
@@ -96,7 +98,6 @@ module Cogworker
     end
 
     def run_worker
-      Native.init_logging(false)
       runner = Runner.new(Cogworker.config)
       reader, writer = IO.pipe
       SIGNALS.each do |sig|

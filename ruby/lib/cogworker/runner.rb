@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require 'logger'
+require_relative 'core_logger'
 
 module Cogworker
   # Runs jobs: `concurrency` Ruby threads take deliveries from the engine
@@ -38,6 +39,9 @@ module Cogworker
 
     # Starts the engine and the slot threads.
     def start
+      # The engine logs each job's start, end and failure (the CLI chose the
+      # format already; elsewhere, text on stderr).
+      Native.init_logging(false)
       @native.start
       @config.concurrency.times { |i| start_slot(i) }
       @events_thread = Thread.new { run_hooks }
@@ -125,6 +129,7 @@ module Cogworker
       klass = @handlers.fetch(class_name)
       instance = klass.new
       instance.jid = jid if instance.respond_to?(:jid=)
+      Thread.current[:cogworker_job] = { jid: jid, class: class_name }
       value = if @hooks.server_middleware.empty?
                 instance.perform(*JSON.parse(args_json))
               else
@@ -136,12 +141,13 @@ module Cogworker
       delivery.wants_result ? delivery.complete_with(value) : delivery.complete
     rescue Exception => e # rubocop:disable Lint/RescueException -- every way a job ends is recorded
       report_error(e, delivery, job, queue)
-      fail_job(delivery, "#{class_name} jid=#{jid}", retry_delay(retry_count, klass, e), e)
+      fail_job(delivery, retry_delay(retry_count, klass, e), e)
       if e.is_a?(SystemExit)
         Cogworker.logger.warn("exit called by #{class_name} jid=#{jid}: stopping the worker gracefully")
         stop
       end
     ensure
+      Thread.current[:cogworker_job] = nil
       delivery.abandon('the Ruby thread running it ended without settling it (killed?)') # no-op once settled
     end
 
@@ -152,10 +158,10 @@ module Cogworker
       @hooks.report_error(error, { context: 'Job raised exception', job: job, jid: job&.dig('jid'), queue: queue })
     end
 
-    def fail_job(delivery, job, delay, error)
+    # Logged once, by the engine (class, message, jid, what happens next).
+    def fail_job(delivery, delay, error)
       message = safe { utf8(error.message) }
       backtrace = safe { error.backtrace&.map { |line| utf8(line) } } || []
-      Cogworker.logger.warn("#{job} failed: #{error.class}: #{message}\n#{backtrace.first(20).join("\n")}")
       delivery.fail(safe { error.class.name }, message, backtrace, delay)
     end
 
@@ -203,14 +209,10 @@ module Cogworker
   class << self
     attr_writer :logger
 
+    # Writes through the engine, in its format (see CoreLogger); set your
+    # own Logger to write elsewhere.
     def logger
-      @logger ||= Logger.new($stderr).tap do |l|
-        $stderr.sync = true
-        l.formatter = proc do |severity, time, _prog, msg|
-          "#{time.utc.strftime('%Y-%m-%dT%H:%M:%S.%LZ')} #{severity.ljust(5)} pid=#{Process.pid} " \
-            "[#{Thread.current.name || 'main'}] #{msg}\n"
-        end
-      end
+      @logger ||= CoreLogger.new
     end
   end
 end
