@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any, Callable, TypeVar, Union
 
-from . import _core, _hooks, _settings, testing
+from . import _core, _hooks, _settings, _tracing, testing
 
 When = Union[float, int, _dt.datetime]
 Delay = Union[float, int, _dt.timedelta]
@@ -181,7 +181,17 @@ class Client:
         return self._native.push_many(class_name, [list(args) for args in args_list], **opts)
 
     def push_job(self, class_name: str, args: Sequence[Any], opts: dict[str, Any]) -> str | None:
-        """Pushes ``class_name(*args)`` with ``options(...)``."""
+        """Pushes ``class_name(*args)`` with ``options(...)`` (in a PRODUCER
+        span whose trace context the job carries, with OpenTelemetry)."""
+        if _tracing.ENABLED:
+            opts = dict(opts)
+            with _tracing.producing(class_name, opts.get("queue"), opts) as span:
+                jid = self._push_job(class_name, args, opts)
+                _tracing.name_message(span, jid)
+                return jid
+        return self._push_job(class_name, args, opts)
+
+    def _push_job(self, class_name: str, args: Sequence[Any], opts: dict[str, Any]) -> str | None:
         if _hooks.client_middleware:
             return self.push_bulk([json.loads(_core.prepare_job(class_name, args, **opts))])[0]
         if testing.active():

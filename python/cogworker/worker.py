@@ -23,7 +23,7 @@ import time
 import traceback
 from typing import Any, Callable, TypeVar
 
-from . import _core, _hooks
+from . import _core, _hooks, _tracing
 from ._coroutines import EventLoop
 from ._hooks import RunningJob
 from ._periodic import entries as periodic_entries
@@ -230,9 +230,10 @@ class Worker:
             handle = self._handlers[class_name]
             args = json.loads(args_json)
             current = _hooks.set_current((delivery, args, self._identity))
-            if _hooks.server_middleware:
+            if _hooks.server_middleware or _tracing.ENABLED:
                 job = running = RunningJob.of(delivery, args, self._identity)
-                value = _hooks.server_middleware.invoke(job, lambda: self._call(handle, running.args))
+                with _tracing.consuming(job):
+                    value = _hooks.server_middleware.invoke(job, lambda: self._call(handle, running.args))
             else:
                 value = self._call(handle, args)
         except BaseException as error:  # noqa: BLE001 - every way a handler ends is recorded
@@ -256,9 +257,10 @@ class Worker:
             args = json.loads(args_json)
             # This task's own context: no reset needed.
             _hooks.set_current((delivery, args, self._identity))
-            if _hooks.server_middleware:
+            if _hooks.server_middleware or _tracing.ENABLED:
                 job = running = RunningJob.of(delivery, args, self._identity)
-                value = await _hooks.server_middleware.ainvoke(job, lambda: handle.func(*running.args))
+                with _tracing.consuming(job):
+                    value = await _hooks.server_middleware.ainvoke(job, lambda: handle.func(*running.args))
             else:
                 value = await handle.func(*args)
         except asyncio.CancelledError as error:

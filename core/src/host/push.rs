@@ -27,6 +27,11 @@ pub struct PushRequest {
     pub unique_for: Option<f64>,
     /// Keep the outcome this many seconds after the job settles.
     pub result_ttl: Option<f64>,
+    /// The W3C trace context of the push (`traceparent`, `tracestate`),
+    /// kept in the payload for the worker to continue.
+    pub traceparent: Option<String>,
+    /// See `traceparent`.
+    pub tracestate: Option<String>,
 }
 
 impl PushRequest {
@@ -78,11 +83,17 @@ impl PushRequest {
             "delay" => self.delay = Some(seconds(value)?),
             "unique_for" => self.unique_for = Some(seconds(value)?),
             "result_ttl" => self.result_ttl = Some(seconds(value)?),
+            "traceparent" | "tracestate" => match value {
+                HostValue::Text(text) if name == "traceparent" => self.traceparent = Some(text.clone()),
+                HostValue::Text(text) => self.tracestate = Some(text.clone()),
+                other => return Err(Error::invalid_value(name, other, "must be a string")),
+            },
             other => {
                 return Err(Error::invalid_argument(
                     other,
                     value,
-                    "not an option of a push (queue, retry, at, delay, unique_for, result_ttl)",
+                    "not an option of a push (queue, retry, at, delay, unique_for, result_ttl, \
+                     traceparent, tracestate)",
                 ))
             }
         }
@@ -116,9 +127,30 @@ impl PushRequest {
         if let Some(ttl) = self.result_ttl {
             job = job.field("result_ttl", finite("result_ttl", ttl, "must be a number of seconds")?);
         }
+        if let Some(traceparent) = self.traceparent {
+            if !is_traceparent(&traceparent) {
+                return Err(Error::invalid_job(
+                    "traceparent",
+                    "must be a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)",
+                ));
+            }
+            job = job.field("traceparent", Value::String(traceparent));
+        }
+        if let Some(tracestate) = self.tracestate {
+            job = job.field("tracestate", Value::String(tracestate));
+        }
         job.validate()?;
         Ok(job)
     }
+}
+
+/// `version-traceid-spanid-flags`, lower-case hex of those lengths.
+fn is_traceparent(text: &str) -> bool {
+    let parts: Vec<&str> = text.split('-').collect();
+    parts.len() == 4
+        && parts.iter().zip([2, 32, 16, 2]).all(|(part, len)| {
+            part.len() == len && part.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        })
 }
 
 /// A raw payload a host hands over (a map with at least `class`) as a
