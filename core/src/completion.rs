@@ -240,16 +240,20 @@ async fn record_running(shared: &Shared, batch: &[Completion]) {
     }
 }
 
+/// A run's length as the job lines show it (milliseconds, one decimal).
+fn duration_ms(delivery: &Delivery, finished_at: f64) -> String {
+    format!("{:.1}", (finished_at - delivery.started_at).max(0.0) * 1000.0)
+}
+
 /// The one line a success gets (after the `start` line `Shared::begin`
-/// writes), in every language.
+/// writes at debug), in every language.
 fn log_success(delivery: &Delivery, finished_at: f64) {
     let job = &delivery.job;
-    let duration_ms = format!("{:.1}", (finished_at - delivery.started_at).max(0.0) * 1000.0);
     tracing::info!(
         jid = job.jid_str(),
         class = job.display_class(),
         queue = job.queue_name(),
-        duration_ms,
+        duration_ms = duration_ms(delivery, finished_at),
         outcome = "ok",
         "done"
     );
@@ -266,33 +270,22 @@ fn log_failure(delivery: &Delivery, failure: &crate::handler::Failure, plan: &Fa
         Disposition::Dead => "out of retries, moved to dead".to_string(),
         Disposition::Discard => "retry disabled, discarded".to_string(),
     };
+    // An absent field (None) is not written at all.
     let backtrace = (crate::logging::json() || tracing::enabled!(tracing::Level::DEBUG))
         .then(|| failure.backtrace.join("\n"))
         .filter(|b| !b.is_empty());
-    let duration_ms = format!("{:.1}", (finished_at - delivery.started_at).max(0.0) * 1000.0);
     macro_rules! line {
         ($level:ident) => {
-            match &backtrace {
-                Some(backtrace) => tracing::$level!(
-                    jid = job.jid_str(),
-                    class = job.display_class(),
-                    queue = job.queue_name(),
-                    duration_ms,
-                    outcome = plan.disposition.as_str(),
-                    backtrace,
-                    "failed ({}: {first_line}); {next}",
-                    failure.class
-                ),
-                None => tracing::$level!(
-                    jid = job.jid_str(),
-                    class = job.display_class(),
-                    queue = job.queue_name(),
-                    duration_ms,
-                    outcome = plan.disposition.as_str(),
-                    "failed ({}: {first_line}); {next}",
-                    failure.class
-                ),
-            }
+            tracing::$level!(
+                jid = job.jid_str(),
+                class = job.display_class(),
+                queue = job.queue_name(),
+                duration_ms = duration_ms(delivery, finished_at),
+                outcome = plan.disposition.as_str(),
+                backtrace = backtrace.as_deref(),
+                "failed ({}: {first_line}); {next}",
+                failure.class
+            )
         };
     }
     match plan.disposition {

@@ -90,7 +90,9 @@ where
 fn render(json: bool, level: &str, thread: &str, message: &str, extra: &[(String, String)]) -> String {
     let time = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
     let pid = std::process::id();
-    let identity = IDENTITY.read().map(|s| s.clone()).unwrap_or_default();
+    // Read in place: a line per job is written, no copy each time.
+    let identity = IDENTITY.read().unwrap_or_else(|p| p.into_inner());
+    let identity = identity.as_str();
     if json {
         let mut object = serde_json::json!({
             "time": time, "level": level, "pid": pid, "identity": identity,

@@ -10,7 +10,7 @@
 //!   microseconds) and `<class>|f` (how many failed). The dashboard's
 //!   Metrics page reads these.
 //! - `NS:metrics:total`, a hash never expired: the same fields per queue
-//!   and class (`<queue>|<class>|p`...), the monotonic counters and
+//!   and class (`<queue>|<class>|us`...), the monotonic counters and
 //!   histograms Prometheus scrapes.
 //!
 //! A second's executions are aggregated here first: a few `HINCRBY`s per
@@ -212,14 +212,10 @@ impl Api {
         let mut series = Vec::new();
         for (minute, fields) in self.minute_hashes(minutes).await? {
             let mut this = ClassMetrics::new(class);
-            for field in ["f", "us"]
-                .into_iter()
-                .map(str::to_string)
-                .chain((0..SLOTS).map(|i| format!("h{i}")))
-            {
-                if let Some(value) = fields.get(&format!("{class}|{field}")) {
-                    this.add(&field, *value);
-                    total.add(&field, *value);
+            for (key, value) in fields {
+                if let Some((_, field)) = split_field(&key).filter(|(name, _)| *name == class) {
+                    this.add(field, value);
+                    total.add(field, value);
                 }
             }
             series.push(MinuteMetrics {

@@ -138,4 +138,4 @@ class CogworkerBackend(_compat.BaseTaskBackend):  # type: ignore[misc]
         attempts: list[dict[str, Any]] = []
         if record.get("retry_count") or record.get("status") in ("failed", "dead"):
             attempts = self.api.attempts(result_id)
-        return results.from_record(self, record, attempts)
+        return results.from_record(record, attempts)

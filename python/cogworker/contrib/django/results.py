@@ -91,7 +91,7 @@ def enqueued(task: Any, payload: dict[str, Any], args: list[Any], kwargs: dict[s
     return new(task, payload["jid"], "READY", args, kwargs, enqueued_at=moment(payload.get("created_at")))
 
 
-def from_record(backend: Any, record: dict[str, Any], attempts: list[dict[str, Any]]) -> Any:
+def from_record(record: dict[str, Any], attempts: list[dict[str, Any]]) -> Any:
     """The TaskResult of a job's kept result and its failed attempts."""
     result_id = record["jid"]
     task = task_for(record["class"], result_id)
