@@ -10,6 +10,7 @@ use crate::keys::Keys;
 use crate::scripts::SCRIPTS;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use tracing::Instrument;
 
 /// Client middleware: sees every job a push is about to write (jid,
 /// `created_at` filled) and returns it, changed as it likes (a tenant id,
@@ -93,7 +94,20 @@ impl Client {
     /// order (`None` for a unique job refused as a duplicate). Every job is
     /// validated first: on an error nothing is written. Unique jobs take
     /// their lock and are pushed one script call each.
-    pub async fn push_bulk(&self, jobs: Vec<Job>) -> Result<Vec<Option<String>>> {
+    ///
+    /// The push runs in a `tracing` span (PRODUCER, target
+    /// `cogworker::trace`); with the `opentelemetry` feature each job
+    /// carries its trace context for the worker to continue.
+    pub async fn push_bulk(&self, mut jobs: Vec<Job>) -> Result<Vec<Option<String>>> {
+        let span = crate::trace::push_span(&mut jobs);
+        let jids = self.write_jobs(jobs).instrument(span.clone()).await?;
+        if let [Some(jid)] = jids.as_slice() {
+            span.record("messaging.message.id", jid.as_str());
+        }
+        Ok(jids)
+    }
+
+    async fn write_jobs(&self, jobs: Vec<Job>) -> Result<Vec<Option<String>>> {
         let at = now();
         let mut jids = Vec::with_capacity(jobs.len());
         let mut immediate: BTreeMap<String, Vec<String>> = BTreeMap::new();

@@ -245,6 +245,13 @@ fn duration_ms(delivery: &Delivery, finished_at: f64) -> String {
     format!("{:.1}", (finished_at - delivery.started_at).max(0.0) * 1000.0)
 }
 
+/// The trace the job's push belongs to (any language's), on its lines so
+/// a log search finds the job from the request that pushed it.
+fn trace_id(job: &crate::job::Job) -> Option<&str> {
+    let traceparent = job.str_field(crate::trace::TRACEPARENT)?;
+    crate::trace::parse_traceparent(traceparent).map(|parent| parent.trace_id)
+}
+
 /// The one line a success gets (after the `start` line `Shared::begin`
 /// writes at debug), in every language.
 fn log_success(delivery: &Delivery, finished_at: f64) {
@@ -255,6 +262,7 @@ fn log_success(delivery: &Delivery, finished_at: f64) {
         queue = job.queue_name(),
         duration_ms = duration_ms(delivery, finished_at),
         outcome = "ok",
+        trace_id = trace_id(job),
         "done"
     );
 }
@@ -282,6 +290,7 @@ fn log_failure(delivery: &Delivery, failure: &crate::handler::Failure, plan: &Fa
                 queue = job.queue_name(),
                 duration_ms = duration_ms(delivery, finished_at),
                 outcome = plan.disposition.as_str(),
+                trace_id = trace_id(job),
                 backtrace = backtrace.as_deref(),
                 "failed ({}: {first_line}); {next}",
                 failure.class

@@ -38,6 +38,7 @@ mod scripts;
 mod settings;
 mod shared;
 pub mod testing;
+mod trace;
 #[cfg(feature = "web")]
 pub mod web;
 

@@ -25,7 +25,10 @@ pub(crate) fn set_identity(identity: &str) {
 /// Level from `COGWORKER_LOG` (e.g. `debug`), default `info`.
 pub fn init(json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("COGWORKER_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
+        // The job and push spans (see `crate::trace`) are for tracing
+        // layers; these lines show no spans, and a span per job costs.
+        .add_directive("cogworker::trace=off".parse().expect("a valid directive"));
     let installed = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -6,17 +6,22 @@
 use crate::delivery::Delivery;
 use crate::handler::{Outcome, Registry};
 use crate::shared::Shared;
+use crate::trace;
 use std::sync::Arc;
+use tracing::Instrument;
 
 pub(crate) async fn run(shared: Arc<Shared>, registry: Arc<Registry>, slots: flume::Receiver<Delivery>) {
     while let Ok(delivery) = slots.recv_async().await {
         let Some(delivery) = shared.begin(delivery) else {
             continue;
         };
-        let outcome = registry.run(delivery.job()).await;
+        let span = trace::job_span(delivery.job());
+        let outcome = registry.run(delivery.job()).instrument(span.clone()).await;
         if let Outcome::Failure(failure) = &outcome {
+            trace::record_failure(&span, failure);
             registry.report_error(delivery.job(), failure);
         }
+        drop(span);
         delivery.settle(outcome);
     }
 }

@@ -7,7 +7,7 @@ under the request that pushed it, whichever process or language pushed."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 try:
@@ -26,27 +26,43 @@ def _tracer() -> Any:
 
 
 @contextlib.contextmanager
-def producing(class_name: str, queue: str | None, opts: dict[str, Any]) -> Iterator[Any]:
-    """A PRODUCER span around a push whose trace context goes into ``opts``
-    (the push's options); yields the span (None when tracing is off) for
-    the caller to name the jid once the push returns it."""
+def producing(class_name: str, queue: str | None, count: int = 1) -> Iterator[tuple[Any, dict[str, str]]]:
+    """A PRODUCER span around a push of ``count`` jobs; yields the span
+    (None when tracing is off) for the caller to name the jid once the push
+    returns it, and its trace context (``traceparent``, ``tracestate``) for
+    the jobs to carry."""
     if not ENABLED:
-        yield None
+        yield None, {}
         return
     queue = queue or "default"
-    attributes = {
+    attributes: dict[str, Any] = {
         "messaging.system": SYSTEM,
         "messaging.operation.type": "send",
         "messaging.destination.name": queue,
         "cogworker.job.class": class_name,
     }
+    if count > 1:
+        attributes["messaging.batch.message_count"] = count
     with _tracer().start_as_current_span(
         f"send {queue}", kind=SpanKind.PRODUCER, attributes=attributes
     ) as span:
         carrier: dict[str, str] = {}
         TraceContextTextMapPropagator().inject(carrier)
-        opts.update({k: carrier[k] for k in ("traceparent", "tracestate") if k in carrier})
-        yield span
+        yield span, {k: carrier[k] for k in ("traceparent", "tracestate") if k in carrier}
+
+
+@contextlib.contextmanager
+def producing_payloads(payloads: Sequence[dict[str, Any]]) -> Iterator[tuple[Any, list[dict[str, Any]]]]:
+    """``producing`` for raw payloads: yields the span and the payloads,
+    those without a trace context of their own given the span's (copies:
+    the caller's dicts are left as they were)."""
+    first = payloads[0] if payloads else {}
+    queue = first.get("queue") if isinstance(first.get("queue"), str) else None
+    with producing(str(first.get("class", "")), queue, len(payloads)) as (span, context):
+        if not context:
+            yield span, list(payloads)
+            return
+        yield span, [p if "traceparent" in p else {**p, **context} for p in payloads]
 
 
 def name_message(span: Any, jid: str | None) -> None:

@@ -173,6 +173,15 @@ class Client:
         """Pushes one job per args tuple, all in one round trip (None for a
         unique job refused as a duplicate)."""
         opts = options(queue, retry, at, None, unique_for)
+        if _tracing.ENABLED:
+            args_list = list(args_list)
+            with _tracing.producing(class_name, queue, len(args_list)) as (_span, context):
+                return self._enqueue_many(class_name, args_list, {**opts, **context})
+        return self._enqueue_many(class_name, args_list, opts)
+
+    def _enqueue_many(
+        self, class_name: str, args_list: Iterable[Sequence[Any]], opts: dict[str, Any]
+    ) -> list[str | None]:
         if _hooks.client_middleware:
             jobs = [json.loads(_core.prepare_job(class_name, list(args), **opts)) for args in args_list]
             return self.push_bulk(jobs)
@@ -184,9 +193,8 @@ class Client:
         """Pushes ``class_name(*args)`` with ``options(...)`` (in a PRODUCER
         span whose trace context the job carries, with OpenTelemetry)."""
         if _tracing.ENABLED:
-            opts = dict(opts)
-            with _tracing.producing(class_name, opts.get("queue"), opts) as span:
-                jid = self._push_job(class_name, args, opts)
+            with _tracing.producing(class_name, opts.get("queue")) as (span, context):
+                jid = self._push_job(class_name, args, {**opts, **context})
                 _tracing.name_message(span, jid)
                 return jid
         return self._push_job(class_name, args, opts)
@@ -204,6 +212,17 @@ class Client:
         return self.push_bulk([payload])[0]
 
     def push_bulk(self, payloads: Sequence[dict[str, Any]]) -> list[str | None]:
+        """Pushes raw job payloads in one round trip (in one PRODUCER span,
+        with OpenTelemetry: the payloads without a trace context carry its)."""
+        if _tracing.ENABLED and payloads:
+            with _tracing.producing_payloads(payloads) as (span, traced):
+                jids = self._push_bulk(traced)
+                if len(jids) == 1:
+                    _tracing.name_message(span, jids[0])
+                return jids
+        return self._push_bulk(payloads)
+
+    def _push_bulk(self, payloads: Sequence[dict[str, Any]]) -> list[str | None]:
         if _hooks.client_middleware:
             # Middleware sees each job as it will be stored (jid and times
             # filled); None for those it stops, the rest in one round trip.

@@ -17,12 +17,17 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+import cogworker
+
+# One provider for the module: OpenTelemetry takes the first one set.
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+
 
 def test_the_consumer_span_continues_the_producer_span(configured: RedisServer, tmp_path) -> None:  # noqa: ANN001
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    trace.set_tracer_provider(provider)
+    exporter.clear()
     from traced_tasks import fails, work
 
     with provider.get_tracer("test").start_as_current_span("POST /orders") as request:
@@ -73,3 +78,36 @@ def test_the_consumer_span_continues_the_producer_span(configured: RedisServer, 
         spans[jid]["attributes"]["cogworker.job.class"] == "Traced.Work" and spans[jid]["status"] == "UNSET"
     )
     assert spans[failing]["status"] == "ERROR" and "exception" in spans[failing]["events"]
+
+
+def test_a_bulk_or_raw_push_is_one_producer_span_every_job_continues(configured: RedisServer) -> None:
+    exporter.clear()
+    client = cogworker.Client()
+    own = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    with provider.get_tracer("test").start_as_current_span("import"):
+        bulk = client.enqueue_many("Traced.Work", [(1,), (2,), (3,)], queue="bulk")
+        raw = client.push_bulk(
+            [
+                {"class": "Traced.Work", "args": [4], "queue": "raw"},
+                {"class": "Traced.Work", "args": [5], "queue": "raw", "traceparent": own},
+            ]
+        )
+    spans = {s.name: s for s in exporter.get_finished_spans() if s.kind == trace.SpanKind.PRODUCER}
+    assert set(spans) == {"send bulk", "send raw"}
+    assert spans["send bulk"].attributes["messaging.batch.message_count"] == 3
+
+    def carried(queue: str) -> dict[str, str]:
+        payloads = [
+            json.loads(p)
+            for p in configured.cli_raw("LRANGE", f"cogworker:queue:{queue}", "0", "-1").splitlines()
+        ]
+        return {p["jid"]: p.get("traceparent") for p in payloads}
+
+    def context_of(span) -> str:  # noqa: ANN001
+        context = span.get_span_context()
+        return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+
+    assert carried("bulk") == {jid: context_of(spans["send bulk"]) for jid in bulk}
+    assert carried("raw") == {raw[0]: context_of(spans["send raw"]), raw[1]: own}, (
+        "a payload's own context is kept"
+    )

@@ -12,6 +12,7 @@ end
 require_relative 'cogworker/periodic'
 require_relative 'cogworker/hooks'
 require_relative 'cogworker/config'
+require_relative 'cogworker/tracing'
 require_relative 'cogworker/client'
 require_relative 'cogworker/job'
 require_relative 'cogworker/testing/modes'

@@ -207,3 +207,63 @@ def test_a_result_crosses_languages(env: dict[str, str], tmp_path) -> None:
     with open(log, encoding="utf-8", errors="replace") as f:
         assert from_ruby == {"sum": 2 + 2**70, "by": "ruby"}, f.read()
     assert json.loads(out.strip().splitlines()[-1]) == {"sum": 3, "by": "python"}
+
+
+def test_a_trace_crosses_from_python_to_ruby(env: dict[str, str], tmp_path) -> None:
+    """A push in a traced Python request; the Ruby worker's CONSUMER span
+    is a child of the Python PRODUCER span (same trace id), and the
+    engine's JSON `done` line names that trace. Ruby traces through the
+    opentelemetry-api stand-in (ruby/test/tracing/otel_standin): the gem
+    cannot be installed here."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)  # the only test here that sets one
+    client = cogworker.Client(redis_url=env["COGWORKER_REDIS_URL"])
+    with trace.get_tracer("test").start_as_current_span("POST /checkout"):
+        jid = client.enqueue("CrossEcho", "traced", queue="ruby")
+    producer = next(s for s in exporter.get_finished_spans() if s.name == "send ruby")
+
+    spans_file = tmp_path / "ruby_spans.jsonl"
+    log = tmp_path / "ruby.log"
+    ruby = start(
+        [
+            "ruby",
+            "-I",
+            os.path.join(ROOT, "ruby/test/tracing/otel_standin"),
+            "-r",
+            "opentelemetry",
+            "-I",
+            os.path.join(ROOT, "ruby/lib"),
+            os.path.join(ROOT, "ruby/exe/cogworker"),
+            "--json-logs",
+            "-r",
+            os.path.join(HERE, "ruby_jobs.rb"),
+            "-q",
+            "ruby",
+        ],
+        {**env, "OTEL_SPANS_FILE": str(spans_file)},
+        str(log),
+    )
+    try:
+        wait_for_results(env["CROSS_RESULTS"], 1)
+        deadline = time.monotonic() + 20
+        while not (spans_file.exists() and spans_file.read_text().strip()):
+            assert time.monotonic() < deadline, "no Ruby span written"
+            time.sleep(0.05)
+    finally:
+        stop(ruby)
+    consumer = json.loads(spans_file.read_text().splitlines()[0])
+    context = producer.get_span_context()
+    trace_id = format(context.trace_id, "032x")
+    assert consumer["kind"] == "CONSUMER" and consumer["attributes"]["messaging.message.id"] == jid
+    assert consumer["trace_id"] == trace_id, "the Ruby span is in the Python trace"
+    assert consumer["parent_id"] == format(context.span_id, "016x"), "a child of the Python PRODUCER span"
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    done = [line for line in lines if line.get("message") == "done" and line.get("jid") == jid]
+    assert done and done[0]["trace_id"] == trace_id, lines

@@ -6,6 +6,7 @@
 use crate::error::{Error, Result};
 use crate::host::HostValue;
 use crate::job::{float, now, Job};
+use crate::trace;
 use serde_json::Value;
 
 /// A push as a host language's `enqueue` / `perform_async` describes it.
@@ -128,29 +129,20 @@ impl PushRequest {
             job = job.field("result_ttl", finite("result_ttl", ttl, "must be a number of seconds")?);
         }
         if let Some(traceparent) = self.traceparent {
-            if !is_traceparent(&traceparent) {
+            if trace::parse_traceparent(&traceparent).is_none() {
                 return Err(Error::invalid_job(
                     "traceparent",
-                    "must be a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)",
+                    "must be a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>, ids not all zeros)",
                 ));
             }
-            job = job.field("traceparent", Value::String(traceparent));
+            job = job.field(trace::TRACEPARENT, Value::String(traceparent));
         }
         if let Some(tracestate) = self.tracestate {
-            job = job.field("tracestate", Value::String(tracestate));
+            job = job.field(trace::TRACESTATE, Value::String(tracestate));
         }
         job.validate()?;
         Ok(job)
     }
-}
-
-/// `version-traceid-spanid-flags`, lower-case hex of those lengths.
-fn is_traceparent(text: &str) -> bool {
-    let parts: Vec<&str> = text.split('-').collect();
-    parts.len() == 4
-        && parts.iter().zip([2, 32, 16, 2]).all(|(part, len)| {
-            part.len() == len && part.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        })
 }
 
 /// A raw payload a host hands over (a map with at least `class`) as a

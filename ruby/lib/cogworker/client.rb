@@ -60,29 +60,51 @@ module Cogworker
       push_job(class_name.to_s, Array(args), self.class.options(**options))
     end
 
-    # One round trip for all; returns the jids.
+    # One round trip for all; returns the jids. (With OpenTelemetry: one
+    # PRODUCER span, whose trace context every job carries.)
     def push_bulk(class_name, args_list, **options)
       options = self.class.options(**options)
+      args_list = args_list.to_a
+      Tracing.producing(class_name.to_s, options['queue'], args_list.size) do |context|
+        push_many(class_name, args_list, options.merge(context))
+      end
+    end
+
+    # `class_name(*args)` with options as `Client.options` builds them (in a
+    # PRODUCER span whose trace context the job carries, with OpenTelemetry).
+    def push_job(class_name, args, options)
+      Tracing.producing(class_name, options['queue']) { |context| push_one(class_name, args, options.merge(context)) }
+    end
+
+    # Raw payloads (Hashes with at least 'class'). Client middleware sees
+    # each as it will be stored (jid and times filled); nil for those it
+    # stops, the rest in one round trip. (With OpenTelemetry: one PRODUCER
+    # span; payloads without a trace context carry its.)
+    def push_payloads(payloads)
+      return push_raw(payloads) if payloads.empty?
+
+      Tracing.producing_payloads(payloads) { |traced| push_raw(traced) }
+    end
+
+    private
+
+    def push_many(class_name, args_list, options)
       unless @middleware.empty?
-        return push_payloads(args_list.map { |args| prepared(Native.prepare_job(class_name.to_s, args, options)) })
+        return push_raw(args_list.map { |args| prepared(Native.prepare_job(class_name.to_s, args, options)) })
       end
       return args_list.map { |args| Testing.record(Native.prepare_job(class_name.to_s, args, options)) } if Testing.enabled?
 
       @native.push_many(class_name.to_s, args_list.to_a, options)
     end
 
-    # `class_name(*args)` with options as `Client.options` builds them.
-    def push_job(class_name, args, options)
-      return push_payloads([prepared(Native.prepare_job(class_name, args, options))]).first unless @middleware.empty?
+    def push_one(class_name, args, options)
+      return push_raw([prepared(Native.prepare_job(class_name, args, options))]).first unless @middleware.empty?
       return Testing.record(Native.prepare_job(class_name, args, options)) if Testing.enabled?
 
       @native.push_many(class_name, [args], options).first
     end
 
-    # Raw payloads (Hashes with at least 'class'). Client middleware sees
-    # each as it will be stored (jid and times filled); nil for those it
-    # stops, the rest in one round trip.
-    def push_payloads(payloads)
+    def push_raw(payloads)
       return push_prepared(payloads) if @middleware.empty?
 
       jobs = payloads.map do |payload|
@@ -92,8 +114,6 @@ module Cogworker
       pushed = push_prepared(jobs.compact).each
       jobs.map { |job| job && pushed.next }
     end
-
-    private
 
     def prepared(json) = JSON.parse(json)
 

@@ -130,11 +130,13 @@ module Cogworker
       instance = klass.new
       instance.jid = jid if instance.respond_to?(:jid=)
       Thread.current[:cogworker_job] = { jid: jid, class: class_name }
-      value = if @hooks.server_middleware.empty?
+      value = if @hooks.server_middleware.empty? && !Tracing.enabled?
                 instance.perform(*JSON.parse(args_json))
               else
                 job = JSON.parse(delivery.payload_json)
-                @hooks.server_middleware.invoke(instance, job, queue) { instance.perform(*job['args']) }
+                Tracing.consuming(job) do
+                  @hooks.server_middleware.invoke(instance, job, queue) { instance.perform(*job['args']) }
+                end
               end
       # A job with result_ttl keeps what perform returned; a value JSON
       # cannot hold raises InvalidArgument (unsettled), failing the job below.

@@ -1,0 +1,100 @@
+# frozen_string_literal: true
+
+begin
+  require 'opentelemetry'
+rescue LoadError
+  nil # no opentelemetry-api gem: pushes and jobs are not traced
+end
+
+module Cogworker
+  # OpenTelemetry, when the opentelemetry-api gem can be required (no
+  # dependency otherwise): a push opens a PRODUCER span and the job carries
+  # its W3C trace context (`traceparent`, `tracestate`); the worker runs
+  # `perform` inside a CONSUMER span that continues it, so a job's work
+  # shows under the request that pushed it, in whatever language that was.
+  # The same spans and attributes as the Python layer's.
+  module Tracing
+    SYSTEM = 'cogworker'
+    CONTEXT_FIELDS = %w[traceparent tracestate].freeze
+
+    def self.enabled? = defined?(::OpenTelemetry.propagation) ? true : false
+
+    def self.tracer = ::OpenTelemetry.tracer_provider.tracer('cogworker', VERSION)
+
+    # A PRODUCER span around a push of `count` jobs; yields the trace
+    # context (a Hash, empty when tracing is off) for the jobs to carry and
+    # returns what the block returns (a jid names the span's message).
+    def self.producing(class_name, queue, count = 1)
+      return yield({}) unless enabled?
+
+      queue ||= 'default'
+      attributes = { 'messaging.system' => SYSTEM, 'messaging.operation.type' => 'send',
+                     'messaging.destination.name' => queue, 'cogworker.job.class' => class_name }
+      attributes['messaging.batch.message_count'] = count if count > 1
+      tracer.in_span("send #{queue}", attributes: attributes, kind: :producer) do |span|
+        carrier = {}
+        ::OpenTelemetry.propagation.inject(carrier)
+        result = yield carrier.slice(*CONTEXT_FIELDS)
+        span.set_attribute('messaging.message.id', result) if result.is_a?(String)
+        result
+      end
+    end
+
+    # `producing` for raw payloads: yields the payloads, those without a
+    # trace context of their own given the span's (copies: the caller's
+    # Hashes are left as they were).
+    def self.producing_payloads(payloads, &)
+      first = payloads.first || {}
+      queue = first['queue'].is_a?(String) ? first['queue'] : nil
+      producing(first['class'].to_s, queue, payloads.size) do |context|
+        next yield(payloads) if context.empty?
+
+        yield(payloads.map { |p| p.key?('traceparent') ? p : p.merge(context) })
+      end
+    end
+
+    # A CONSUMER span around `perform`, a child of the pushing span when the
+    # payload carries its context; a failure sets its status and records
+    # the exception, and is raised on unchanged.
+    def self.consuming(job, &)
+      return yield unless enabled?
+
+      carrier = job.slice(*CONTEXT_FIELDS).select { |_, v| v.is_a?(String) }
+      parent = ::OpenTelemetry.propagation.extract(carrier)
+      ::OpenTelemetry::Context.with_current(parent) { consumer_span(job, &) }
+    end
+
+    def self.consumer_span(job)
+      queue = job['queue'] || 'default'
+      attributes = { 'messaging.system' => SYSTEM, 'messaging.operation.type' => 'process',
+                     'messaging.destination.name' => queue, 'messaging.message.id' => job['jid'].to_s,
+                     'cogworker.job.class' => job['class'].to_s, 'cogworker.job.retry_count' => job['retry_count'] || 0 }
+      span = tracer.start_span("process #{queue}", attributes: attributes, kind: :consumer)
+      ::OpenTelemetry::Trace.with_span(span) { yield }
+    rescue Exception => e # rubocop:disable Lint/RescueException -- the span records every way a job fails
+      record_failure(span, e) if span
+      raise
+    ensure
+      span&.finish
+    end
+    private_class_method :consumer_span
+
+    # The span's error status and exception event; an exception whose
+    # `message` raises is named by its class alone (the span never changes
+    # what the job's failure says).
+    def self.record_failure(span, error)
+      description = begin
+        "#{error.class}: #{error.message}"
+      rescue Exception # rubocop:disable Lint/RescueException
+        error.class.name
+      end
+      span.status = ::OpenTelemetry::Trace::Status.error(description)
+      begin
+        span.record_exception(error)
+      rescue Exception # rubocop:disable Lint/RescueException
+        span.add_event('exception', attributes: { 'exception.type' => error.class.name })
+      end
+    end
+    private_class_method :record_failure
+  end
+end
