@@ -238,6 +238,8 @@ impl Api {
     /// Lets workers take from `name` again.
     pub async fn unpause_queue(&self, name: &str) -> Result<()> {
         let _: i64 = self.conn().srem(self.client.keys().paused_queues(), name).await?;
+        // Its idle workers wait for a wake-up, not on the queue.
+        let _: i64 = self.conn().publish(self.client.keys().wake(), name).await?;
         Ok(())
     }
     /// Deletes every job on the queue; returns how many.
@@ -427,6 +429,7 @@ impl Api {
             .key(self.set_key(set))
             .key(keys.queues())
             .key(keys.queue(&queue))
+            .arg(keys.wake())
             .arg(&entry.raw[..])
             .arg(&queue)
             .arg(job.to_json())

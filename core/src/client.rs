@@ -90,7 +90,7 @@ impl Client {
         Ok(jids.pop().expect("one job pushed"))
     }
 
-    /// Pushes many jobs in one round trip (one MULTI); returns their jids in
+    /// Pushes many jobs in one round trip (`push.lua`); returns their jids in
     /// order (`None` for a unique job refused as a duplicate). Every job is
     /// validated first: on an error nothing is written. Unique jobs take
     /// their lock and are pushed one script call each.
@@ -165,26 +165,36 @@ impl Client {
         if immediate.is_empty() && scheduled.is_empty() {
             return Ok(jids);
         }
-        let mut pipe = redis::pipe();
-        pipe.atomic();
+        let mut invocation = SCRIPTS.push.prepare_invoke();
+        invocation.key(self.keys.queues()).key(self.keys.schedule());
+        for queue in immediate.keys() {
+            invocation.key(self.keys.queue(queue));
+        }
+        for (key, _, _) in &statuses {
+            invocation.key(key);
+        }
+        invocation
+            .arg(self.keys.wake())
+            .arg(immediate.len())
+            .arg(scheduled.len())
+            .arg(statuses.len());
         for (queue, payloads) in &immediate {
-            pipe.sadd(self.keys.queues(), queue).ignore();
-            pipe.lpush(self.keys.queue(queue), payloads).ignore();
+            invocation.arg(queue).arg(payloads.len()).arg(payloads);
         }
-        if !scheduled.is_empty() {
-            let members: Vec<(f64, &str)> = scheduled.iter().map(|(s, p)| (*s, p.as_str())).collect();
-            pipe.zadd_multiple(self.keys.schedule(), &members).ignore();
+        for (score, payload) in &scheduled {
+            invocation.arg(*score).arg(payload);
         }
-        for (key, record, ttl) in &statuses {
-            pipe.set_ex(key, record, *ttl).ignore();
+        for (_, record, ttl) in &statuses {
+            invocation.arg(*ttl).arg(record);
         }
         // At worst a push whose reply was lost is pushed twice, which
         // at-least-once delivery allows; a push must never be lost.
-        self.retry_once_on_drop(|mut conn| {
-            let pipe = &pipe;
-            async move { pipe.query_async::<()>(&mut conn).await }
-        })
-        .await?;
+        let _: usize = self
+            .retry_once_on_drop(|mut conn| {
+                let invocation = &invocation;
+                async move { invocation.invoke_async(&mut conn).await }
+            })
+            .await?;
         Ok(jids)
     }
 
@@ -224,7 +234,8 @@ impl Client {
             .arg(run_at.unwrap_or(at))
             .key(self.keys.result(job.jid_str()))
             .arg(record_ttl)
-            .arg(record);
+            .arg(record)
+            .arg(self.keys.wake());
         // A retry of a push that did land finds the lock held by this jid
         // and pushes nothing more.
         let pushed: i64 = self

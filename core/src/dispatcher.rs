@@ -15,7 +15,7 @@ use std::time::Duration;
 
 pub(crate) async fn run(shared: Arc<Shared>, slots: flume::Sender<Delivery>) {
     let mut fetcher = if shared.is_reliable() {
-        Fetcher::Reliable(ReliableFetch::default())
+        Fetcher::Reliable(ReliableFetch)
     } else {
         Fetcher::Basic(BasicFetch::default())
     };
@@ -39,11 +39,8 @@ pub(crate) async fn run(shared: Arc<Shared>, slots: flume::Sender<Delivery>) {
             }
             continue;
         }
-        let result = match fetcher.fetch(&shared, free).await {
+        match fetcher.fetch(&shared, free).await {
             Ok(batch) if batch.is_empty() => fetcher.wait(&shared).await,
-            other => other,
-        };
-        match result {
             Ok(batch) => {
                 backoff = Duration::from_millis(100);
                 hand_over(&shared, &slots, batch);
@@ -115,13 +112,10 @@ pub(crate) async fn resolve_fetch_mode(shared: &Shared) -> crate::error::Result<
         shared.set_basic_fetch();
         return Ok(());
     }
-    let missing = crate::fetch::commands_missing(shared).await?;
-    if !missing.is_empty() {
+    if !crate::fetch::commands_missing(shared).await?.is_empty() {
         tracing::warn!(
-            "reliable fetch needs {} but this server does not offer {}; falling back to basic fetch \
-             (a job is lost if its process dies mid-job)",
-            "LMOVE and BLMOVE",
-            missing.join(" and ")
+            "reliable fetch needs LMOVE but this server does not offer it; falling back to basic fetch \
+             (a job is lost if its process dies mid-job)"
         );
         shared.set_basic_fetch();
     }

@@ -131,28 +131,39 @@ pub(crate) async fn beat(shared: &Shared) -> Result<()> {
     Ok(())
 }
 
-/// Listens on `NS:signal:<identity>` for `quiet` / `stop`, resubscribing
-/// after a lost connection. A message is only a wake-up: the commands are
-/// taken from the process's signal list, once right after subscribing (so
-/// one sent before, while starting or reconnecting, still arrives) and on
-/// every message.
+/// Listens on `NS:signal:<identity>` for `quiet` / `stop`, and on the
+/// namespace's wake channel for pushes onto an empty queue of this
+/// process's (which wake its fetch); resubscribes after a lost connection.
+/// A signal message is only a wake-up: the commands are taken from the
+/// process's signal list, once right after subscribing (so one sent
+/// before, while starting or reconnecting, still arrives) and on every
+/// message. After each (re)subscription the fetch is woken too: a push made
+/// while nobody listened is not waited for.
 pub(crate) async fn listen_for_signals(shared: Arc<Shared>) {
     let channel = shared.keys.signal(&shared.identity);
+    let wake = shared.keys.wake();
     loop {
         match shared.redis.pubsub().await {
-            Ok(mut pubsub) => match pubsub.subscribe(&channel).await {
+            Ok(mut pubsub) => match pubsub.subscribe(&[&channel, &wake]).await {
                 Ok(()) => {
                     take_queued_signals(&shared).await;
+                    shared.queue_woken.notify_one();
                     let mut messages = pubsub.on_message();
                     while let Some(message) = messages.next().await {
+                        let text: String = message.get_payload().unwrap_or_default();
+                        if message.get_channel_name() == wake {
+                            if shared.config.queues().iter().any(|q| q.name == text) {
+                                shared.queue_woken.notify_one();
+                            }
+                            continue;
+                        }
                         // Older senders only publish: obey the message too
                         // (applying a command twice changes nothing).
-                        let text: String = message.get_payload().unwrap_or_default();
                         apply_signal(&shared, text.trim());
                         take_queued_signals(&shared).await;
                     }
                 }
-                Err(e) => tracing::warn!("subscribing to {channel} failed: {e}"),
+                Err(e) => tracing::warn!("subscribing to {channel} and {wake} failed: {e}"),
             },
             Err(e) => tracing::debug!("signal listener cannot connect: {e}"),
         }

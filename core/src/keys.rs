@@ -121,6 +121,11 @@ impl Keys {
     pub fn metrics_total(&self) -> String {
         self.key("metrics:total")
     }
+    /// Pub/sub channel on which a push that finds a queue empty publishes
+    /// the queue's name: idle workers wait on it, not on the queues.
+    pub fn wake(&self) -> String {
+        self.key("wake")
+    }
     /// Pub/sub channel for remote `quiet` / `stop` of one process.
     pub fn signal(&self, identity: &str) -> String {
         format!("{}:signal:{}", self.ns, identity)

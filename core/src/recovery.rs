@@ -129,6 +129,7 @@ pub(crate) async fn requeue_one(
         .arg(queued_ttl(&shared.config))
         .arg(if from_list { "1" } else { "0" })
         .arg(crate::clock::fallback())
+        .arg(shared.keys.wake())
         .invoke_async(&mut shared.redis.conn())
         .await?;
     Ok(result)

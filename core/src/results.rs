@@ -7,7 +7,7 @@
 //! `result_ttl` seconds after the job settles. It is
 //! written in the same script call as the acknowledgement (`ack.lua`) or
 //! the failure (`fail.lua`); a push writes `queued` or `scheduled` in its
-//! MULTI (or `push_unique.lua`); a slot that begins the job has the
+//! script (`push.lua` or `push_unique.lua`); a slot that begins the job has the
 //! completion task write `running` before that job's outcome. Once the outcome is final (`succeeded`, `failed`, `dead`) a token
 //! goes on `NS:result_ready:<jid>`, which waiters block on.
 

@@ -46,7 +46,7 @@ pub(crate) async fn enqueue_due(shared: &Shared, set: &str, reported: &mut HashS
         }
         let page_len = entries.len() as isize;
         let mut invocation = SCRIPTS.requeue_due.prepare_invoke();
-        invocation.key(set).key(shared.keys.queues());
+        invocation.key(set).key(shared.keys.queues()).arg(shared.keys.wake());
         let mut batch = 0;
         for raw in entries {
             match requeueable(&raw) {

@@ -18,6 +18,7 @@ pub(crate) struct Scripts {
     pub forget_identity: Script,
     pub owned_lock: Script,
     pub periodic_claim: Script,
+    pub push: Script,
     pub push_unique: Script,
     pub kill: Script,
     pub signal: Script,
@@ -28,6 +29,14 @@ pub(crate) struct Scripts {
 macro_rules! with_clock {
     ($path:literal) => {
         concat!(include_str!("scripts/clock.lua"), include_str!($path))
+    };
+}
+
+/// A script that pushes onto queues, with `wake_if_was_empty`
+/// (`scripts/wake.lua`) prepended.
+macro_rules! with_wake {
+    ($path:literal) => {
+        concat!(include_str!("scripts/wake.lua"), include_str!($path))
     };
 }
 
@@ -43,14 +52,19 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     fetch_reliable: Script::new(include_str!("scripts/fetch_reliable.lua")),
     ack: Script::new(with_metrics!("scripts/ack.lua")),
     fail: Script::new(include_str!("scripts/fail.lua")),
-    requeue_in_progress: Script::new(with_clock!("scripts/requeue_in_progress.lua")),
-    requeue_due: Script::new(include_str!("scripts/requeue_due.lua")),
+    requeue_in_progress: Script::new(concat!(
+        include_str!("scripts/clock.lua"),
+        include_str!("scripts/wake.lua"),
+        include_str!("scripts/requeue_in_progress.lua")
+    )),
+    requeue_due: Script::new(with_wake!("scripts/requeue_due.lua")),
     heartbeat: Script::new(with_clock!("scripts/heartbeat.lua")),
     unregister: Script::new(include_str!("scripts/unregister.lua")),
     forget_identity: Script::new(with_clock!("scripts/forget_identity.lua")),
     owned_lock: Script::new(include_str!("scripts/owned_lock.lua")),
-    periodic_claim: Script::new(include_str!("scripts/periodic_claim.lua")),
-    push_unique: Script::new(include_str!("scripts/push_unique.lua")),
+    periodic_claim: Script::new(with_wake!("scripts/periodic_claim.lua")),
+    push: Script::new(with_wake!("scripts/push.lua")),
+    push_unique: Script::new(with_wake!("scripts/push_unique.lua")),
     kill: Script::new(include_str!("scripts/kill.lua")),
     signal: Script::new(include_str!("scripts/signal.lua")),
 });

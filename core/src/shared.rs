@@ -70,6 +70,9 @@ pub(crate) struct Shared {
     /// Deliveries moved off their thread slot to a host's event loop.
     detached: AtomicUsize,
     pub capacity_freed: Notify,
+    /// A push found one of this process's queues empty (a message on the
+    /// wake channel), or the channel was (re)subscribed: fetch again.
+    pub queue_woken: Notify,
     pub completions: flume::Sender<Completion>,
     /// Set once the first orphan-recovery pass has completed.
     pub recovered_once: AtomicBool,
@@ -118,6 +121,7 @@ impl Shared {
             outstanding: AtomicUsize::new(0),
             detached: AtomicUsize::new(0),
             capacity_freed: Notify::new(),
+            queue_woken: Notify::new(),
             completions,
             recovered_once: AtomicBool::new(false),
             periodic,

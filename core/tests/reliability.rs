@@ -335,10 +335,14 @@ async fn an_idle_wake_takes_no_more_than_the_free_slots_in_queue_order() {
             .jid(format!("{queue:0>24}"))
             .to_json()
     };
+    // Two queues filled at once, each push waking the worker (as
+    // `push.lua` does for a queue it finds empty).
     let _: () = redis::pipe()
         .atomic()
         .lpush(client.keys().queue("second"), job("second"))
         .lpush(client.keys().queue("first"), job("first"))
+        .publish(client.keys().wake(), "second")
+        .publish(client.keys().wake(), "first")
         .query_async(&mut conn)
         .await
         .unwrap();

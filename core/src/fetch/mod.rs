@@ -33,11 +33,12 @@ impl Fetcher {
         }
     }
 
-    /// Queues are empty: wait (interruptibly) for the next job to arrive.
-    pub async fn wait(&mut self, shared: &Shared) -> Result<Vec<Fetched>> {
+    /// The fetch found nothing: wait (interruptibly) before the next one.
+    /// Basic fetch already blocked in its `BRPOP`.
+    pub async fn wait(&mut self, shared: &Shared) {
         match self {
             Fetcher::Reliable(f) => f.wait(shared).await,
-            Fetcher::Basic(_) => Ok(Vec::new()),
+            Fetcher::Basic(_) => {}
         }
     }
 }
@@ -74,7 +75,7 @@ pub(crate) fn is_unsupported(e: &crate::error::Error) -> bool {
 /// The reliable fetch's commands this server does not have (`COMMAND INFO`
 /// answers nil for a command that is unknown or renamed away).
 pub(crate) async fn commands_missing(shared: &Shared) -> Result<Vec<&'static str>> {
-    const NEEDED: [&str; 2] = ["LMOVE", "BLMOVE"];
+    const NEEDED: [&str; 1] = ["LMOVE"];
     let info: Vec<redis::Value> = shared
         .redis
         .on_namespace_node(redis::cmd("COMMAND").arg("INFO").arg(&NEEDED[..]))

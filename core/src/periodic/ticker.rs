@@ -216,6 +216,7 @@ async fn claim(shared: &Shared, entry: &Entry, slot: i64, now: f64) -> crate::Re
         .arg(definition.queue_name())
         .arg(job.to_json())
         .arg(now.floor() as i64 - NEW_ENTRY_GRACE_SECS)
+        .arg(shared.keys.wake())
         .invoke_async(&mut shared.redis.conn())
         .await?;
     match status {

@@ -16,6 +16,7 @@
 -- ARGV[7] for an entry never claimed before: slots older than this are
 --         recorded as seen but not fired (a new entry does not fire a slot
 --         that passed before it existed)
+-- ARGV[8] the wake channel (NS:wake; see wake.lua, prepended)
 --
 -- Returns {status, previous last_slot or ""}: status 1 = claimed and
 -- pushed; 0 = the slot was already claimed (or predates a new entry);
@@ -40,7 +41,7 @@ local kind = redis.call("TYPE", KEYS[4])["ok"]
 if kind ~= "list" and kind ~= "none" then
   return redis.error_reply("WRONGTYPE " .. KEYS[4] .. " is a " .. kind .. ", not a queue")
 end
-redis.call("LPUSH", KEYS[4], ARGV[6])
+wake_if_was_empty(ARGV[8], ARGV[5], redis.call("LPUSH", KEYS[4], ARGV[6]), 1)
 redis.call("SADD", KEYS[3], ARGV[5])
 redis.call("SET", KEYS[2], ARGV[1])
 if ARGV[2] == "1" then

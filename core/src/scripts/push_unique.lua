@@ -13,6 +13,7 @@
 -- KEYS[4] NS:result:<jid> (ignored when ARGV[7] is "0" or absent)
 -- ARGV[7] result record TTL (whole seconds), "0" for a job without result_ttl
 -- ARGV[8] the result record (status queued or scheduled)
+-- ARGV[9] the wake channel (NS:wake; see wake.lua, prepended)
 --
 -- Returns 1 if pushed (or already pushed under this jid), 0 if another job
 -- with the same digest holds the lock.
@@ -34,7 +35,7 @@ if ARGV[3] == "schedule" then
   redis.call("ZADD", KEYS[3], ARGV[6], ARGV[5])
 else
   redis.call("SADD", KEYS[2], ARGV[4])
-  redis.call("LPUSH", KEYS[3], ARGV[5])
+  wake_if_was_empty(ARGV[9], ARGV[4], redis.call("LPUSH", KEYS[3], ARGV[5]), 1)
 end
 if (ARGV[7] or "0") ~= "0" then
   redis.call("SET", KEYS[4], ARGV[8], "EX", ARGV[7])

@@ -7,17 +7,18 @@
 -- KEYS[1]   NS:schedule or NS:retry (zset)
 -- KEYS[2]   NS:queues (set)
 -- KEYS[3..] NS:queue:<q>, one per entry
--- ARGV      triplets, one per entry, aligned with KEYS[3..]:
+-- ARGV[1]   the wake channel (NS:wake; see wake.lua, prepended)
+-- ARGV[2..] triplets, one per entry, aligned with KEYS[3..]:
 --           {entry as stored, queue name, payload to push}
 --
 -- Returns the number of entries moved (an entry another process claimed
 -- first is skipped).
 local moved = 0
 for i = 3, #KEYS do
-  local base = (i - 3) * 3
+  local base = 1 + (i - 3) * 3
   if redis.call("ZREM", KEYS[1], ARGV[base + 1]) == 1 then
     redis.call("SADD", KEYS[2], ARGV[base + 2])
-    redis.call("LPUSH", KEYS[i], ARGV[base + 3])
+    wake_if_was_empty(ARGV[1], ARGV[base + 2], redis.call("LPUSH", KEYS[i], ARGV[base + 3]), 1)
     moved = moved + 1
   end
 end

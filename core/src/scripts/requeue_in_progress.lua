@@ -26,6 +26,7 @@
 -- ARGV[8] "1" to take the payload off KEYS[1] first, "0" (basic fetch) not to
 -- ARGV[9] this host's clock (epoch seconds), used only where TIME is refused
 --         (see clock.lua, prepended)
+-- ARGV[10] the wake channel (NS:wake; see wake.lua, prepended)
 --
 -- Returns 1 if requeued, 0 if the payload was no longer on the list, -1 if
 -- the owner has beaten within the threshold (nothing changed).
@@ -41,7 +42,7 @@ if ARGV[8] == "1" and redis.call("LREM", KEYS[1], -1, ARGV[1]) == 0 then
   return 0
 end
 redis.call("SADD", KEYS[2], ARGV[2])
-redis.call("RPUSH", KEYS[3], ARGV[1])
+wake_if_was_empty(ARGV[10], ARGV[2], redis.call("RPUSH", KEYS[3], ARGV[1]), 1)
 if ARGV[5] == "1" then
   local owner = redis.call("GET", KEYS[5])
   if not owner then

@@ -83,7 +83,10 @@ impl TestConfig for TestRedis {
         c.set_scheduler_poll_interval(0.2).unwrap();
         c.set_orphan_check_interval(0.5).unwrap();
         c.set_shutdown_timeout(5.0).unwrap();
-        c.set_fetch_idle_max_interval(0.5).unwrap();
+        // Longer than any wait in the suite: idle workers run on wake-ups
+        // alone, so a path that pushes without publishing one times out
+        // (tests of the fallback poll set their own).
+        c.set_fetch_idle_max_interval(30.0).unwrap();
         c
     }
 }

@@ -4,6 +4,11 @@
 //! pickup latency p50/p99 on an idle worker (200 single pushes), the
 //! worker's startup time and peak RSS, and Redis commands per job.
 //!
+//! `--idle`: what an idle worker costs as its queue count grows (1, 10,
+//! 50, 200 queues): the Redis connections it holds, the commands it sends
+//! per second (as `MONITOR` shows them) and those executed inside its
+//! scripts, and pickup latency p50/p99 of pushes to random queues of its.
+//!
 //! The worker runs in a child process (this binary with `--worker`), so
 //! its RSS is its own.
 
@@ -17,6 +22,8 @@ use std::time::{Duration, Instant};
 
 const CONCURRENCY: i64 = 10;
 
+mod idle;
+
 fn arg(name: &str) -> Option<String> {
     std::env::args().skip_while(|a| a != name).nth(1)
 }
@@ -27,7 +34,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         // Logging as a CLI worker does (its lines go to /dev/null here), so
         // the per-job lines are paid for as they would be.
         cogworker::logging::init(false);
-        return worker(&url).await;
+        let queues = arg("--queues").and_then(|n| n.parse().ok()).unwrap_or(1);
+        return worker(&url, queues).await;
+    }
+    if std::env::args().any(|a| a == "--idle") {
+        return idle::run().await;
     }
     let jobs: usize = arg("--jobs").and_then(|n| n.parse().ok()).unwrap_or(20_000);
     let singles: usize = arg("--singles").and_then(|n| n.parse().ok()).unwrap_or(5_000);
@@ -103,16 +114,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let rss_mb = peak_rss_mb(child.id());
-    unsafe_kill(child.id(), 15);
-    let mut latencies: Vec<f64> = Vec::new();
-    for line in BufReader::new(child.stdout.take().expect("piped")).lines() {
-        if let Some(rest) = line?.strip_prefix("LATENCIES ") {
-            latencies = serde_json::from_str(rest)?;
-        }
-    }
-    child.wait()?;
-    latencies.sort_by(f64::total_cmp);
-    let pct = |p: f64| latencies[((latencies.len() as f64 - 1.0) * p).round() as usize] * 1000.0;
+    let latencies = stop_and_read_latencies(&mut child)?;
+    let pct = |p: f64| percentile_ms(&latencies, p);
 
     println!("cogworker {} benchmark (release build, private redis, 1 worker process, concurrency {CONCURRENCY}, reliable fetch)", env!("CARGO_PKG_VERSION"));
     println!("| metric | value |");
@@ -169,6 +172,26 @@ async fn command_counts(conn: &mut redis::aio::MultiplexedConnection) -> redis::
     Ok(counts)
 }
 
+/// Stops the worker child (TERM) and returns the pickup latencies it
+/// printed, sorted (seconds).
+pub(crate) fn stop_and_read_latencies(child: &mut std::process::Child) -> Result<Vec<f64>, Box<dyn std::error::Error>> {
+    unsafe_kill(child.id(), 15);
+    let mut latencies: Vec<f64> = Vec::new();
+    for line in BufReader::new(child.stdout.take().expect("piped")).lines() {
+        if let Some(rest) = line?.strip_prefix("LATENCIES ") {
+            latencies = serde_json::from_str(rest)?;
+        }
+    }
+    child.wait()?;
+    latencies.sort_by(f64::total_cmp);
+    Ok(latencies)
+}
+
+/// The `p` quantile of sorted `latencies` (seconds), in milliseconds.
+pub(crate) fn percentile_ms(latencies: &[f64], p: f64) -> f64 {
+    latencies[((latencies.len() as f64 - 1.0) * p).round() as usize] * 1000.0
+}
+
 fn peak_rss_mb(pid: u32) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
@@ -185,10 +208,15 @@ fn unsafe_kill(pid: u32, signal: i32) {
     }
 }
 
-async fn worker(url: &str) -> Result<(), Box<dyn std::error::Error>> {
+/// The worker process: `queues` queues (`default` for one, else `q0`..),
+/// concurrency 10; prints the pickup latencies of its `Probe` jobs on exit.
+async fn worker(url: &str, queues: usize) -> Result<(), Box<dyn std::error::Error>> {
     let mut config = Config::default();
     config.set_redis_url(url)?;
     config.set_concurrency(CONCURRENCY)?;
+    if queues > 1 {
+        config.set_queues(&idle::queue_names(queues))?;
+    }
     let latencies: Arc<Mutex<Vec<f64>>> = Arc::default();
     let sink = latencies.clone();
     let worker = Worker::builder(config)

@@ -1,0 +1,47 @@
+-- Push jobs, in one atomic step: the immediate ones onto their queues (and
+-- each queue's name into NS:queues), the future ones into the schedule, and
+-- the `queued`/`scheduled` result records of those that keep their result.
+-- A push that finds a queue empty publishes the queue's name on the wake
+-- channel (wake.lua, prepended), so idle workers fetch at once; a queue
+-- that already held jobs publishes nothing.
+--
+-- KEYS[1]         NS:queues (set)
+-- KEYS[2]         NS:schedule (zset)
+-- KEYS[3..2+Q]    NS:queue:<q>, one per queue pushed to
+-- KEYS[3+Q..]     NS:result:<jid>, one per result record
+-- ARGV[1]         the wake channel
+-- ARGV[2]         Q, the number of queues
+-- ARGV[3]         S, the number of scheduled jobs
+-- ARGV[4]         R, the number of result records
+-- ARGV[5..]       per queue (aligned with its key): its name, its job count
+--                 n, then the n payloads (pushed in that order); then per
+--                 scheduled job: run-at score, payload; then per record: TTL
+--                 (whole seconds), record
+--
+-- Returns the number of jobs written.
+local queues, scheduled, records = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local at = 5
+local written = 0
+for q = 1, queues do
+  local key, name, n = KEYS[2 + q], ARGV[at], tonumber(ARGV[at + 1])
+  at = at + 2
+  redis.call("SADD", KEYS[1], name)
+  local length = 0
+  -- Bounded pushes: Lua's unpack has a stack limit.
+  for first = at, at + n - 1, 1000 do
+    length = redis.call("LPUSH", key, unpack(ARGV, first, math.min(first + 999, at + n - 1)))
+  end
+  wake_if_was_empty(ARGV[1], name, length, n)
+  at = at + n
+  written = written + n
+end
+for _ = 1, scheduled do
+  redis.call("ZADD", KEYS[2], ARGV[at], ARGV[at + 1])
+  at = at + 2
+  written = written + 1
+end
+for r = 1, records do
+  redis.call("SET", KEYS[2 + queues + r], ARGV[at + 1], "EX", ARGV[at])
+  at = at + 2
+end
+return written

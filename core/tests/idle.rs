@@ -1,0 +1,177 @@
+//! An idle worker's cost does not grow with its queues: it waits on the
+//! namespace's wake channel, not on each queue. A push that finds a queue
+//! empty publishes its name (and only then); the worker picks the job up at
+//! once, however many queues it serves; a job pushed without a wake-up (a
+//! raw `LPUSH`) is still found by the fallback poll.
+
+mod common;
+
+use cogworker::{Api, Client, Job, JobSet};
+use common::*;
+use futures_util::StreamExt;
+use redis::AsyncCommands;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+fn queue_names(count: usize) -> Vec<String> {
+    (0..count).map(|i| format!("q{i}")).collect()
+}
+
+/// The connections the server has besides `own` (this test's).
+async fn worker_connections(own: &mut redis::aio::MultiplexedConnection) -> Vec<String> {
+    let own_id: i64 = redis::cmd("CLIENT").arg("ID").query_async(own).await.unwrap();
+    let list: String = redis::cmd("CLIENT").arg("LIST").query_async(own).await.unwrap();
+    list.lines()
+        .filter(|l| !l.starts_with(&format!("id={own_id} ")))
+        .map(str::to_string)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_on_fifty_queues_holds_few_connections_and_wakes_on_a_push() {
+    let redis = TestRedis::start();
+    let mut config = redis.config();
+    config.set_queues(&queue_names(50)).unwrap();
+    // Far longer than the deadline below: only a wake-up can be that quick.
+    config.set_fetch_idle_max_interval(30.0).unwrap();
+    let client = Client::new(&config).unwrap();
+    let (worker, ran) = counting_worker(config, "Count");
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    let mut conn = redis.conn().await;
+    let api = Api::new(client.clone());
+    wait_until("the worker registered", Duration::from_secs(10), || {
+        let api = api.clone();
+        async move { !api.processes().await.unwrap().is_empty() }
+    })
+    .await;
+    // Let the first idle fetch start waiting.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let connections = worker_connections(&mut conn).await;
+    let subscribers = connections.iter().filter(|l| !l.contains(" sub=0 ")).count();
+    assert_eq!(subscribers, 1, "one pub/sub connection: {connections:#?}");
+    assert!(
+        connections.len() <= 4,
+        "at most 3 connections besides the pub/sub one, for 50 queues: {connections:#?}"
+    );
+
+    for (n, queue) in ["q37", "q0", "q49"].into_iter().enumerate() {
+        let pushed = Instant::now();
+        client.push(Job::new("Count").queue(queue)).await.unwrap();
+        wait_until(&format!("the job on {queue} ran"), Duration::from_secs(5), || {
+            let ran = ran.clone();
+            async move { ran.load(Ordering::SeqCst) > n }
+        })
+        .await;
+        assert!(
+            pushed.elapsed() < Duration::from_secs(5),
+            "picked up on the wake-up, not the 30 s poll"
+        );
+        // Idle again before the next push.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    handle.stop();
+    running.await.unwrap().unwrap();
+    assert_eq!(api.set_size(JobSet::Dead).await.unwrap(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_publishes_a_wake_up_only_when_the_queue_was_empty() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let mut pubsub = redis::Client::open(redis.url())
+        .unwrap()
+        .get_async_pubsub()
+        .await
+        .unwrap();
+    pubsub.subscribe(client.keys().wake()).await.unwrap();
+    let mut messages = pubsub.on_message();
+
+    client.push(Job::new("Any").queue("mail")).await.unwrap();
+    client.push(Job::new("Any").queue("mail")).await.unwrap();
+    client
+        .push_bulk(vec![Job::new("Any").queue("mail"), Job::new("Any").queue("sms")])
+        .await
+        .unwrap();
+    // A marker after them: everything published before it has arrived.
+    let mut conn = redis.conn().await;
+    let _: i64 = conn.publish(client.keys().wake(), "marker").await.unwrap();
+    let mut woken = Vec::new();
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(5), messages.next())
+            .await
+            .expect("the marker arrives")
+            .unwrap();
+        let queue: String = message.get_payload().unwrap();
+        if queue == "marker" {
+            break;
+        }
+        woken.push(queue);
+    }
+    assert_eq!(woken, ["mail", "sms"], "only the pushes that found their queue empty");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_pushed_without_a_wake_up_is_found_by_the_fallback_poll() {
+    let redis = TestRedis::start();
+    let mut config = redis.config();
+    config.set_fetch_idle_max_interval(0.5).unwrap();
+    let (worker, ran) = counting_worker(config, "Count");
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    let mut conn = redis.conn().await;
+    let client = Client::new(&redis.config()).unwrap();
+    let api = Api::new(client.clone());
+    wait_until("the worker registered", Duration::from_secs(10), || {
+        let api = api.clone();
+        async move { !api.processes().await.unwrap().is_empty() }
+    })
+    .await;
+    // As a producer that knows nothing of the wake channel pushes.
+    let _: i64 = conn
+        .lpush(
+            client.keys().queue("default"),
+            r#"{"class":"Count","args":[],"jid":"raw1"}"#,
+        )
+        .await
+        .unwrap();
+    wait_until("the raw job ran", Duration::from_secs(5), || {
+        let ran = ran.clone();
+        async move { ran.load(Ordering::SeqCst) == 1 }
+    })
+    .await;
+    handle.stop();
+    running.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_lmpop_still_fetches_reliably_job_by_job() {
+    // As Redis 6.2, which has LMOVE but not LMPOP.
+    let redis = TestRedis::start_with(&["--rename-command", "LMPOP", ""]);
+    let mut config = redis.config();
+    config.set_queues(&queue_names(3)).unwrap();
+    let client = Client::new(&config).unwrap();
+    for queue in queue_names(3) {
+        client
+            .push_bulk((0..40).map(|_| Job::new("Count").queue(queue.as_str())).collect())
+            .await
+            .unwrap();
+    }
+    let (worker, ran) = counting_worker(config, "Count");
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    wait_until("all 120 ran", Duration::from_secs(20), || {
+        let ran = ran.clone();
+        async move { ran.load(Ordering::SeqCst) == 120 }
+    })
+    .await;
+    let api = Api::new(client.clone());
+    let processes = api.processes().await.unwrap();
+    assert!(processes
+        .iter()
+        .all(|p| p.info["fetch"] == serde_json::json!("reliable")));
+    handle.stop();
+    running.await.unwrap().unwrap();
+}
