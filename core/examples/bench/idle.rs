@@ -3,7 +3,9 @@
 //! (and how many of them are pub/sub), the commands it sends per second
 //! while idle (`MONITOR` lines not run by a script) and those executed
 //! inside its scripts, and the pickup latency p50/p99 of 100 pushes, each
-//! to a random queue of its, with pauses between them.
+//! to a random queue of its, with pauses between them. Then the cost of a
+//! wake-up reaching many idle processes: 10 worker processes on one queue,
+//! 100 jobs pushed one at a time 20 ms apart, every command counted.
 
 use cogworker::{Client, Config, Job};
 use redis::AsyncCommands;
@@ -55,7 +57,59 @@ pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
             r.queues, r.connections, r.pubsub, r.sent_per_sec, r.in_scripts_per_sec, r.p50_ms, r.p99_ms
         );
     }
+    let (sent, in_scripts) = herd(&redis.url(), redis.port()).await?;
+    println!(
+        "\n{HERD_PROCESSES} idle processes on one queue, {HERD_JOBS} jobs pushed one at a time {}ms apart: \
+         {:.1} commands sent and {:.1} run inside scripts per job (its push included)",
+        HERD_GAP.as_millis(),
+        sent as f64 / HERD_JOBS as f64,
+        in_scripts as f64 / HERD_JOBS as f64
+    );
     Ok(())
+}
+
+const HERD_PROCESSES: usize = 10;
+const HERD_JOBS: usize = 100;
+const HERD_GAP: Duration = Duration::from_millis(20);
+
+/// Commands (sent, run inside scripts) while `HERD_JOBS` trickle in to
+/// `HERD_PROCESSES` idle workers of one queue: every wake-up reaches them
+/// all.
+async fn herd(url: &str, port: u16) -> Result<(u64, u64), Box<dyn std::error::Error>> {
+    let mut conn = redis::Client::open(url)?.get_multiplexed_async_connection().await?;
+    let _: () = redis::cmd("FLUSHALL").query_async(&mut conn).await?;
+    let mut config = Config::default();
+    config.set_redis_url(url)?;
+    let client = Client::new(&config)?;
+    let mut children = Vec::new();
+    for _ in 0..HERD_PROCESSES {
+        children.push(
+            Command::new(std::env::current_exe()?)
+                .args(["--worker", url])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()?,
+        );
+    }
+    let started = Instant::now();
+    while conn.scard::<_, usize>(client.keys().processes()).await? < HERD_PROCESSES {
+        assert!(started.elapsed() < Duration::from_secs(20), "the workers did not start");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Watched from another thread while the jobs trickle in.
+    let span = HERD_GAP * HERD_JOBS as u32 + Duration::from_millis(500);
+    let watcher = std::thread::spawn(move || watch(port, span));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    for _ in 0..HERD_JOBS {
+        client.push(Job::new("Probe").args([json!(cogworker::now())])).await?;
+        tokio::time::sleep(HERD_GAP).await;
+    }
+    let counted = watcher.join().expect("the watcher thread")?;
+    for mut child in children {
+        super::stop_and_read_latencies(&mut child)?;
+    }
+    Ok(counted)
 }
 
 async fn measure(url: &str, port: u16, queues: usize) -> Result<Row, Box<dyn std::error::Error>> {
