@@ -259,7 +259,7 @@ async fn client_kill_is_survived_and_lost_fetch_replies_are_reconciled() {
         .lpush(client.keys().in_progress(handle.identity()), orphan.to_json())
         .await
         .unwrap();
-    // Every normal connection dies, the idle fetch's included.
+    // Every normal connection dies: the worker and the client carry on.
     let killed: i64 = redis::cmd("CLIENT")
         .arg("KILL")
         .arg("TYPE")
@@ -277,10 +277,24 @@ async fn client_kill_is_survived_and_lost_fetch_replies_are_reconciled() {
         .flatten()
         .collect::<Vec<String>>();
     all_ran(&runs, &more, Duration::from_secs(20)).await;
+    // A fetch whose reply never arrives: the idle worker is woken, and the
+    // server holds every command past the client's 10 s timeout, so its
+    // fetch ends with an unknown outcome. (The idle wait holds no
+    // connection the kill above could break: the wait is on pub/sub.)
+    let _: redis::RedisResult<()> = redis::pipe()
+        .publish(client.keys().wake(), "default")
+        .ignore()
+        .cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(11_000)
+        .arg("ALL")
+        .ignore()
+        .query_async(&mut conn)
+        .await;
     all_ran(
         &runs,
         &["0123456789abcdef01234567".to_string()],
-        Duration::from_secs(20),
+        Duration::from_secs(30),
     )
     .await;
     handle.stop();
