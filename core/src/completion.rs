@@ -248,8 +248,7 @@ fn duration_ms(delivery: &Delivery, finished_at: f64) -> String {
 /// The trace the job's push belongs to (any language's), on its lines so
 /// a log search finds the job from the request that pushed it.
 fn trace_id(job: &crate::job::Job) -> Option<&str> {
-    let traceparent = job.str_field(crate::trace::TRACEPARENT)?;
-    crate::trace::parse_traceparent(traceparent).map(|parent| parent.trace_id)
+    crate::trace::parent_of(job).map(|parent| parent.trace_id)
 }
 
 /// The one line a success gets (after the `start` line `Shared::begin`

@@ -112,10 +112,12 @@ pub(crate) async fn resolve_fetch_mode(shared: &Shared) -> crate::error::Result<
         shared.set_basic_fetch();
         return Ok(());
     }
-    if !crate::fetch::commands_missing(shared).await?.is_empty() {
+    let missing = crate::fetch::commands_missing(shared).await?;
+    if !missing.is_empty() {
         tracing::warn!(
-            "reliable fetch needs LMOVE but this server does not offer it; falling back to basic fetch \
-             (a job is lost if its process dies mid-job)"
+            "reliable fetch needs {} but this server does not offer it; falling back to basic fetch \
+             (a job is lost if its process dies mid-job)",
+            missing.join(" and ")
         );
         shared.set_basic_fetch();
     }

@@ -44,10 +44,15 @@ pub(crate) fn parse_traceparent(text: &str) -> Option<TraceParent<'_>> {
     })
 }
 
+/// The trace context `job`'s payload carries, if valid.
+pub(crate) fn parent_of(job: &Job) -> Option<TraceParent<'_>> {
+    job.str_field(TRACEPARENT).and_then(parse_traceparent)
+}
+
 /// The span a Rust worker runs `job` in (CONSUMER, child of the push's
-/// span when the payload carries its context).
+/// span when the payload carries its context). Nothing is read from the
+/// payload unless a subscriber records the span.
 pub(crate) fn job_span(job: &Job) -> Span {
-    let parent = job.str_field(TRACEPARENT).and_then(parse_traceparent);
     let span = tracing::info_span!(
         target: "cogworker::trace",
         "cogworker.job",
@@ -61,17 +66,27 @@ pub(crate) fn job_span(job: &Job) -> Span {
         messaging.message.id = job.jid_str(),
         cogworker.job.class = job.display_class(),
         cogworker.job.retry_count = job.retry_count(),
-        trace_id = parent.as_ref().map(|p| p.trace_id),
-        parent_span_id = parent.as_ref().map(|p| p.span_id),
+        trace_id = Empty,
+        parent_span_id = Empty,
     );
-    #[cfg(feature = "opentelemetry")]
-    otel::continue_trace(&span, job);
+    if span.is_disabled() {
+        return span;
+    }
+    if let Some(parent) = parent_of(job) {
+        span.record("trace_id", parent.trace_id);
+        span.record("parent_span_id", parent.span_id);
+        #[cfg(feature = "opentelemetry")]
+        otel::continue_trace(&span, &parent, job);
+    }
     span
 }
 
 /// Marks `span` (a [`job_span`]) failed: error status, and with the
 /// `opentelemetry` feature an `exception` event.
 pub(crate) fn record_failure(span: &Span, failure: &Failure) {
+    if span.is_disabled() {
+        return;
+    }
     span.record("otel.status_code", "error");
     span.record(
         "otel.status_description",
@@ -88,7 +103,7 @@ pub(crate) fn push_span(jobs: &mut [Job]) -> Span {
     let Some(first) = jobs.first() else {
         return Span::none();
     };
-    let queue = first.queue_name().to_string();
+    let queue = first.queue_name();
     let span = tracing::info_span!(
         target: "cogworker::trace",
         "cogworker.push",
@@ -96,7 +111,7 @@ pub(crate) fn push_span(jobs: &mut [Job]) -> Span {
         otel.kind = "producer",
         messaging.system = "cogworker",
         messaging.operation.type = "send",
-        messaging.destination.name = queue.as_str(),
+        messaging.destination.name = queue,
         messaging.message.id = Empty,
         messaging.batch.message_count = (jobs.len() > 1).then_some(jobs.len() as u64),
         cogworker.job.class = first.display_class(),
@@ -108,7 +123,7 @@ pub(crate) fn push_span(jobs: &mut [Job]) -> Span {
 
 #[cfg(feature = "opentelemetry")]
 mod otel {
-    use super::{parse_traceparent, TRACEPARENT, TRACESTATE};
+    use super::{TraceParent, TRACEPARENT, TRACESTATE};
     use crate::handler::Failure;
     use crate::job::Job;
     use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
@@ -119,10 +134,7 @@ mod otel {
     use tracing_opentelemetry::OpenTelemetrySpanExt;
 
     /// Makes the pushing span (from the payload's context) the parent.
-    pub(super) fn continue_trace(span: &Span, job: &Job) {
-        let Some(parent) = job.str_field(TRACEPARENT).and_then(parse_traceparent) else {
-            return;
-        };
+    pub(super) fn continue_trace(span: &Span, parent: &TraceParent<'_>, job: &Job) {
         let (Ok(trace_id), Ok(span_id), Ok(flags)) = (
             TraceId::from_hex(parent.trace_id),
             SpanId::from_hex(parent.span_id),

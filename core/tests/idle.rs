@@ -10,7 +10,6 @@ use cogworker::{Api, Client, Job, JobSet};
 use common::*;
 use futures_util::StreamExt;
 use redis::AsyncCommands;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 fn queue_names(count: usize) -> Vec<String> {
@@ -40,11 +39,7 @@ async fn a_worker_on_fifty_queues_holds_few_connections_and_wakes_on_a_push() {
     let running = tokio::spawn(worker.run());
     let mut conn = redis.conn().await;
     let api = Api::new(client.clone());
-    wait_until("the worker registered", Duration::from_secs(10), || {
-        let api = api.clone();
-        async move { !api.processes().await.unwrap().is_empty() }
-    })
-    .await;
+    wait_registered(&api).await;
     // Let the first idle fetch start waiting.
     tokio::time::sleep(Duration::from_millis(300)).await;
 
@@ -59,11 +54,7 @@ async fn a_worker_on_fifty_queues_holds_few_connections_and_wakes_on_a_push() {
     for (n, queue) in ["q37", "q0", "q49"].into_iter().enumerate() {
         let pushed = Instant::now();
         client.push(Job::new("Count").queue(queue)).await.unwrap();
-        wait_until(&format!("the job on {queue} ran"), Duration::from_secs(5), || {
-            let ran = ran.clone();
-            async move { ran.load(Ordering::SeqCst) > n }
-        })
-        .await;
+        wait_for_count(&format!("the job on {queue} ran"), &ran, n + 1, Duration::from_secs(5)).await;
         assert!(
             pushed.elapsed() < Duration::from_secs(5),
             "picked up on the wake-up, not the 30 s poll"
@@ -123,12 +114,7 @@ async fn a_job_pushed_without_a_wake_up_is_found_by_the_fallback_poll() {
     let running = tokio::spawn(worker.run());
     let mut conn = redis.conn().await;
     let client = Client::new(&redis.config()).unwrap();
-    let api = Api::new(client.clone());
-    wait_until("the worker registered", Duration::from_secs(10), || {
-        let api = api.clone();
-        async move { !api.processes().await.unwrap().is_empty() }
-    })
-    .await;
+    wait_registered(&Api::new(client.clone())).await;
     // As a producer that knows nothing of the wake channel pushes.
     let _: i64 = conn
         .lpush(
@@ -137,11 +123,7 @@ async fn a_job_pushed_without_a_wake_up_is_found_by_the_fallback_poll() {
         )
         .await
         .unwrap();
-    wait_until("the raw job ran", Duration::from_secs(5), || {
-        let ran = ran.clone();
-        async move { ran.load(Ordering::SeqCst) == 1 }
-    })
-    .await;
+    wait_for_count("the raw job ran", &ran, 1, Duration::from_secs(5)).await;
     handle.stop();
     running.await.unwrap().unwrap();
 }
@@ -162,11 +144,7 @@ async fn a_server_without_lmpop_still_fetches_reliably_job_by_job() {
     let (worker, ran) = counting_worker(config, "Count");
     let handle = worker.handle();
     let running = tokio::spawn(worker.run());
-    wait_until("all 120 ran", Duration::from_secs(20), || {
-        let ran = ran.clone();
-        async move { ran.load(Ordering::SeqCst) == 120 }
-    })
-    .await;
+    wait_for_count("all 120 ran", &ran, 120, Duration::from_secs(20)).await;
     let api = Api::new(client.clone());
     let processes = api.processes().await.unwrap();
     assert!(processes

@@ -12,7 +12,6 @@ use common::cluster::Cluster;
 use common::sentinel::{Sentinel, SERVICE};
 use common::tls::{free_port, PrivateCa};
 use common::*;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// Pushes one job through `config` and waits for a worker on it to run it.
@@ -22,11 +21,7 @@ async fn push_and_run(config: Config, what: &str) {
     let handle = worker.handle();
     let running = tokio::spawn(worker.run());
     client.push(Job::new("OverTls")).await.unwrap();
-    wait_until(what, Duration::from_secs(30), || {
-        let ran = ran.clone();
-        async move { ran.load(Ordering::SeqCst) == 1 }
-    })
-    .await;
+    wait_for_count(what, &ran, 1, Duration::from_secs(30)).await;
     handle.stop();
     running.await.unwrap().unwrap();
 }

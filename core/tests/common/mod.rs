@@ -91,6 +91,24 @@ impl TestConfig for TestRedis {
     }
 }
 
+/// Waits until `counter` (a [`counting_worker`]'s) is exactly `n`.
+pub async fn wait_for_count(what: &str, counter: &Arc<AtomicUsize>, n: usize, limit: Duration) {
+    wait_until(what, limit, || {
+        let counter = counter.clone();
+        async move { counter.load(Ordering::SeqCst) == n }
+    })
+    .await;
+}
+
+/// Waits until a worker process has registered in `api`'s namespace.
+pub async fn wait_registered(api: &cogworker::Api) {
+    wait_until("a worker registered", Duration::from_secs(10), || {
+        let api = api.clone();
+        async move { !api.processes().await.unwrap().is_empty() }
+    })
+    .await;
+}
+
 /// Polls `check` until it returns true, failing the test after `limit`.
 pub async fn wait_until<F, Fut>(what: &str, limit: Duration, mut check: F)
 where
