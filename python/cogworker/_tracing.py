@@ -19,6 +19,8 @@ except ImportError:  # pragma: no cover - exercised where the library is absent
 
 ENABLED = trace is not None
 SYSTEM = "cogworker"
+# The payload fields that carry a job's W3C trace context.
+CONTEXT_FIELDS = ("traceparent", "tracestate")
 
 
 def _tracer() -> Any:
@@ -48,7 +50,7 @@ def producing(class_name: str, queue: str | None, count: int = 1) -> Iterator[tu
     ) as span:
         carrier: dict[str, str] = {}
         TraceContextTextMapPropagator().inject(carrier)
-        yield span, {k: carrier[k] for k in ("traceparent", "tracestate") if k in carrier}
+        yield span, {k: carrier[k] for k in CONTEXT_FIELDS if k in carrier}
 
 
 @contextlib.contextmanager
@@ -79,7 +81,7 @@ def consuming(job: Any) -> Iterator[None]:
         yield
         return
     payload = job.payload
-    carrier = {k: payload[k] for k in ("traceparent", "tracestate") if isinstance(payload.get(k), str)}
+    carrier = {k: payload[k] for k in CONTEXT_FIELDS if isinstance(payload.get(k), str)}
     parent = TraceContextTextMapPropagator().extract(carrier) if carrier else None
     attributes = {
         "messaging.system": SYSTEM,
