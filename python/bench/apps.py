@@ -36,8 +36,21 @@ def probe(pushed_at: float) -> None:
     _write(f"l {(time.time() - pushed_at) * 1000:.3f}\n")
 
 
+def burn(rounds: int) -> int:
+    """Pure-Python CPU work that holds the GIL throughout."""
+    total = 0
+    for i in range(rounds):
+        total += i * i % 7
+    return total
+
+
 if SYSTEM == "cogworker":
     import cogworker
+
+    @cogworker.job(name="bench.burn")
+    def cog_burn(rounds: int) -> None:
+        burn(rounds)
+        done()
 
     @cogworker.job(name="bench.noop")
     def cog_noop() -> None:

@@ -20,7 +20,7 @@ import logging
 import os
 import signal
 import sys
-from typing import Any
+from typing import Any, Callable
 
 from . import __version__, _core
 from .worker import Worker
@@ -81,6 +81,12 @@ def add_worker_arguments(parser: argparse.ArgumentParser, modules_required: bool
     )
     parser.add_argument("-c", "--concurrency", type=int, help="job slots (threads); default 10")
     parser.add_argument(
+        "-p",
+        "--processes",
+        type=int,
+        help="fork N worker processes (the app is imported once, before); default: work in this one",
+    )
+    parser.add_argument(
         "-q",
         "--queue",
         action="append",
@@ -122,7 +128,16 @@ def run_worker(args: argparse.Namespace) -> int:
     sys.path.insert(0, os.getcwd())
     for module in args.modules:
         importlib.import_module(module)
-    return serve(worker_settings(args))
+    return serve_processes(worker_settings(args), args.processes)
+
+
+def serve_processes(settings: dict[str, Any], processes: int | None) -> int:
+    """``serve(settings)`` here, or in ``processes`` forked children."""
+    if processes is None:
+        return serve(settings)
+    from ._processes import run_processes
+
+    return run_processes(processes, settings, serve)
 
 
 def worker_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -140,9 +155,10 @@ def worker_settings(args: argparse.Namespace) -> dict[str, Any]:
     return settings
 
 
-def serve(settings: dict[str, Any]) -> int:
+def serve(settings: dict[str, Any], signals_ready: Callable[[], Any] | None = None) -> int:
     """Runs a worker with ``settings`` until TERM/INT (TSTP quiets, TTIN
-    dumps); returns the exit status."""
+    dumps); returns the exit status. ``signals_ready`` is called once the
+    signal handlers are in place."""
     worker = Worker(**settings)
 
     def stop(signum: int, _frame: Any) -> None:
@@ -163,6 +179,8 @@ def serve(settings: dict[str, Any]) -> int:
         signal.signal(signal.SIGTSTP, quiet)
     if hasattr(signal, "SIGTTIN"):
         signal.signal(signal.SIGTTIN, dump)
+    if signals_ready is not None:
+        signals_ready()
 
     worker.start()
     # The main thread waits in short slices so signal handlers run promptly.

@@ -72,21 +72,33 @@ def no_testing_mode() -> Iterator[None]:
         yield
 
 
-def _cogworker_children() -> list[int]:
-    """Pids of this process's children that run the cogworker CLI."""
+def children_of(parent: int) -> list[int]:
+    """Pids of ``parent``'s children that are not zombies, in order."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat", "rb") as f:
-                parent = int(f.read().rsplit(b")", 1)[1].split()[1])
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                command = f.read().split(b"\0")
-        except (OSError, ValueError, IndexError):
+                state, parent_pid = f.read().rsplit(b")", 1)[1].split()[:2]
+        except (OSError, ValueError):
             continue  # gone meanwhile
-        if parent == os.getpid() and b"cogworker" in command:
+        if int(parent_pid) == parent and state != b"Z":
             found.append(int(entry))
+    return sorted(found)
+
+
+def _cogworker_children() -> list[int]:
+    """Pids of this process's children that run the cogworker CLI."""
+    found = []
+    for pid in children_of(os.getpid()):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                command = f.read().split(b"\0")
+        except OSError:
+            continue  # gone meanwhile
+        if b"cogworker" in command:
+            found.append(pid)
     return found
 
 

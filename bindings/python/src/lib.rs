@@ -10,6 +10,7 @@ mod client;
 mod config;
 mod convert;
 mod errors;
+mod supervisor;
 mod web;
 mod worker;
 
@@ -65,6 +66,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<api::PyApi>()?;
     m.add_class::<web::PyWebServer>()?;
     m.add_class::<web::PyRedisServer>()?;
+    m.add_class::<supervisor::PySupervisor>()?;
+    m.add_function(wrap_pyfunction!(supervisor::bind_to_parent, m)?)?;
     m.add_function(wrap_pyfunction!(after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(init_logging, m)?)?;
     m.add_function(wrap_pyfunction!(log_line, m)?)?;

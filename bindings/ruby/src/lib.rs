@@ -9,6 +9,7 @@ mod client;
 mod config;
 mod convert;
 mod errors;
+mod supervisor;
 mod web;
 mod worker;
 
@@ -42,6 +43,16 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("prepare_payload", function!(client::prepare_payload, 1))?;
     native.define_module_function("api_calls", function!(api::api_calls, 0))?;
     native.define_module_function("admin_commands", function!(api::admin_commands, 0))?;
+
+    native.define_module_function("bind_to_parent", function!(supervisor::bind_to_parent, 1))?;
+
+    let supervisor = native.define_class("Supervisor", ruby.class_object())?;
+    supervisor.define_singleton_method("new", function!(supervisor::RbSupervisor::new, 1))?;
+    supervisor.define_method("poll", method!(supervisor::RbSupervisor::poll, 0))?;
+    supervisor.define_method("started", method!(supervisor::RbSupervisor::started, 2))?;
+    supervisor.define_method("fork_failed", method!(supervisor::RbSupervisor::fork_failed, 2))?;
+    supervisor.define_method("signal", method!(supervisor::RbSupervisor::signal, 1))?;
+    supervisor.define_method("pids", method!(supervisor::RbSupervisor::pids, 0))?;
 
     let config = native.define_class("Config", ruby.class_object())?;
     config.define_singleton_method("new", function!(config::RbConfig::new, 1))?;
@@ -112,4 +123,5 @@ fn resolve_wrapped_classes(ruby: &Ruby) {
     let _ = api::RbApi::class(ruby);
     let _ = web::RbWebServer::class(ruby);
     let _ = web::RbRedisServer::class(ruby);
+    let _ = supervisor::RbSupervisor::class(ruby);
 }

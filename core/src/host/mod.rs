@@ -16,6 +16,7 @@
 //! - [`admin`]: the admin commands both CLIs run;
 //! - [`HostDelivery`]: a delivery held by a host object, settled once;
 //! - [`Session`]: a configuration's lazily built, fork-safe client and API;
+//! - [`supervisor`]: the parent of a multi-process worker (`-p N`);
 //! - [`wait`]: the one way to block in slices that stay interruptible, and
 //!   [`spawn`] to run a core operation it can wait for.
 
@@ -25,6 +26,7 @@ mod delivery;
 mod failure;
 mod push;
 mod session;
+pub mod supervisor;
 mod value;
 mod wait;
 mod worker;

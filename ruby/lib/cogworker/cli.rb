@@ -5,6 +5,7 @@ require 'erb'
 require 'yaml'
 require_relative '../cogworker'
 require_relative 'admin'
+require_relative 'processes'
 
 module Cogworker
   # `cogworker [-e ENV] [-c N] [-r FILE] [-C config.yml] [-L logfile] [-q name[,weight]]...`
@@ -26,6 +27,9 @@ module Cogworker
         o.banner = 'usage: cogworker [options]'
         o.on('-e', '--environment ENV', 'application environment') { |v| options[:environment] = v }
         o.on('-c', '--concurrency N', Integer, 'job threads (default 10)') { |v| options[:concurrency] = v }
+        o.on('-p', '--processes N', Integer, 'fork N worker processes (the app is loaded once, before)') do |v|
+          options[:processes] = v
+        end
         o.on('-r', '--require FILE', 'file (or Rails app directory) to require') { |v| options[:require] = v }
         o.on('-C', '--config FILE', 'YAML config file (ERB allowed)') { |v| options[:config] = v }
         o.on('-L', '--logfile FILE', 'append logs to FILE') { |v| options[:logfile] = v }
@@ -67,8 +71,8 @@ module Cogworker
       # Cogworker.configure sets wins over the file and the flags.
       Cogworker.configure { |c| settings.each { |k, v| c[k] = v } }
       require_app(options[:require]) if options[:require]
-      run_worker
-    rescue ConfigError => e
+      options[:processes] ? run_processes(options[:processes]) : run_worker
+    rescue ConfigError, InvalidArgument => e
       warn "cogworker: #{e.message}"
       2
     end
@@ -97,12 +101,20 @@ module Cogworker
       ActiveJobHook.while_booting { require File.expand_path(file) }
     end
 
-    def run_worker
+    def run_processes(count)
+      processes = Processes.new(count, SIGNALS) { |early_signals| run_worker(early_signals) }
+      Cogworker.config.native # invalid settings fail here, once, not in every child
+      processes.run
+    end
+
+    # `early_signals`: signals a forked child received before its own traps.
+    def run_worker(early_signals = [])
       runner = Runner.new(Cogworker.config)
       reader, writer = IO.pipe
       SIGNALS.each do |sig|
         trap(sig) { writer.write_nonblock("#{sig}\n", exception: false) }
       end
+      early_signals.each { |sig| writer.write_nonblock("#{sig}\n", exception: false) }
       runner.start
       until runner.wait(0)
         ready = IO.select([reader], nil, nil, 0.5)

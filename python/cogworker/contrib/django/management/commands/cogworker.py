@@ -53,7 +53,8 @@ class Command(BaseCommand):
         flags["namespace"] = options["namespace"] or backend.settings["namespace"]
         flags["queues"] = options["queues"] or sorted(backend.queues)
         try:
-            status = cli.serve(cli.worker_settings(argparse.Namespace(**flags)))
+            settings = cli.worker_settings(argparse.Namespace(**flags))
+            status = cli.serve_processes(settings, flags.get("processes"))
         except (_core.ConfigError, _core.InvalidArgument) as error:
             raise CommandError(str(error), returncode=2) from error
         if status:

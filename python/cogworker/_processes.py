@@ -1,0 +1,97 @@
+"""Multi-process workers (``cogworker worker -p N``): the app is imported
+once, in the parent, which then forks N children that each run an ordinary
+worker (their own identity, heartbeat and in-progress jobs).
+
+What to fork and when, the backoff before a dead child is restarted, which
+signals reach the children and when the parent exits are the core's
+decisions (``_core.Supervisor``); this module forks, sleeps and passes
+signals on. A child dies with its parent: the kernel sends it TERM (a
+graceful stop) when the parent goes, even by ``kill -9``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import time
+from typing import Any, Callable
+
+from . import _core
+from ._settings import make_config
+
+logger = logging.getLogger("cogworker")
+
+# Forking is POSIX-only, and so is this module.
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGTSTP, signal.SIGTTIN)
+
+Serve = Callable[..., int]
+
+
+def run_processes(count: int, settings: dict[str, Any], serve: Serve) -> int:
+    """Keeps ``count`` forked children running ``serve(settings)`` until
+    TERM/INT, then waits for them all; returns the parent's exit status."""
+    supervisor = _core.Supervisor(count)  # an invalid count fails here, once
+    make_config(**settings)  # so do invalid settings: not once per child
+    parent = os.getpid()
+
+    def forward(signum: int, _frame: Any) -> None:
+        supervisor.signal(signal.Signals(signum).name.removeprefix("SIG"))
+
+    for sig in FORWARDED:
+        signal.signal(sig, forward)
+    while True:
+        spawn, status, wait = supervisor.poll()
+        for index in spawn:
+            pid = _fork(index, parent, settings, serve)
+            if pid is None:
+                supervisor.fork_failed(index, "fork failed")
+            else:
+                supervisor.started(index, pid)
+        if status is not None:
+            return status
+        time.sleep(wait)
+
+
+def _fork(index: int, parent: int, settings: dict[str, Any], serve: Serve) -> int | None:
+    """Forks child ``index``; returns its pid in the parent (None if the
+    fork failed). The child never returns."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Blocked across the fork, so a signal aimed at the new child waits
+    # until it has its own handlers (not the parent's, which forward).
+    signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
+    try:
+        pid = os.fork()
+    except OSError as error:
+        logger.error("could not fork worker process %d: %s", index + 1, error)
+        return None
+    finally:
+        if os.getpid() == parent:
+            _unblock_signals()
+    if pid:
+        return pid
+    _run_child(index, parent, settings, serve)
+    raise AssertionError("unreachable")
+
+
+def _unblock_signals() -> None:
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
+
+
+def _run_child(index: int, parent: int, settings: dict[str, Any], serve: Serve) -> None:
+    status = 1
+    try:
+        if not _core.bind_to_parent(parent):
+            logger.info("worker process %d: the parent is gone; exiting", index + 1)
+            status = 0
+        else:
+            status = serve(settings, signals_ready=_unblock_signals)
+    except BaseException:  # noqa: BLE001 - a child must never return into the parent's loop
+        logger.exception("worker process %d failed", index + 1)
+    finally:
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)

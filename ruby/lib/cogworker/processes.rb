@@ -1,0 +1,71 @@
+# frozen_string_literal: true
+
+module Cogworker
+  # Multi-process workers (`cogworker -p N`): the app is loaded once, in the
+  # parent, which then forks N children that each run an ordinary worker
+  # (their own identity, heartbeat and in-progress jobs).
+  #
+  # What to fork and when, the backoff before a dead child is restarted,
+  # which signals reach the children and when the parent exits are the
+  # core's decisions (Native::Supervisor); this class forks, waits and passes
+  # signals on. A child dies with its parent: the kernel sends it TERM (a
+  # graceful stop) when the parent goes, even by `kill -9`.
+  class Processes
+    # `child` is called in each forked child with the signals that reached
+    # it before it had its own traps; it returns the child's exit status.
+    def initialize(count, signals, &child)
+      @supervisor = Native::Supervisor.new(count)
+      @signals = signals
+      @child = child
+    end
+
+    # Runs until TERM/INT and every child has stopped; the exit status.
+    def run
+      parent = Process.pid
+      reader, writer = IO.pipe
+      # A child inherits these traps until it installs its own: what they
+      # catch there is kept for it, never forwarded to its siblings.
+      early = []
+      @signals.each do |sig|
+        trap(sig) { Process.pid == parent ? writer.write_nonblock("#{sig}\n", exception: false) : early << sig }
+      end
+      loop do
+        spawn, status, wait = @supervisor.poll
+        spawn.each { |index| start(index, parent, early, [reader, writer]) }
+        return status if status
+
+        next unless IO.select([reader], nil, nil, wait)
+
+        reader.read_nonblock(1024, exception: false).to_s.split("\n").each { |sig| @supervisor.signal(sig) }
+      end
+    end
+
+    private
+
+    def start(index, parent, early, pipe)
+      $stdout.flush
+      $stderr.flush
+      pid = Process.fork { run_child(index, parent, early, pipe) }
+      @supervisor.started(index, pid)
+    rescue SystemCallError => e
+      @supervisor.fork_failed(index, e.message)
+    end
+
+    def run_child(index, parent, early, pipe)
+      status = 1
+      pipe.each(&:close)
+      status = if Native.bind_to_parent(parent)
+                 @child.call(early)
+               else
+                 Cogworker.logger.info("worker process #{index + 1}: the parent is gone; exiting")
+                 0
+               end
+    rescue Exception => e # rubocop:disable Lint/RescueException -- a child never returns into the parent's loop
+      Cogworker.logger.error("worker process #{index + 1} failed: #{e.class}: #{e.message}")
+    ensure
+      $stdout.flush
+      $stderr.flush
+      exit!(status)
+    end
+  end
+end
