@@ -18,12 +18,14 @@ __all__ = [
     "RedisError",
     "RedisServer",
     "ScriptError",
+    "Supervisor",
     "WebServer",
     "Worker",
     "__version__",
     "admin_commands",
     "after_fork_in_child",
     "api_calls",
+    "bind_to_parent",
     "init_logging",
     "log_line",
     "new_jid",
@@ -122,6 +124,7 @@ class RedisServer:
     def spawn(self) -> None: ...
     def kill(self) -> None: ...
 
+@final
 class Supervisor:
     def __new__(cls, processes: int) -> Supervisor: ...
     def poll(self) -> tuple[list[int], int | None, float]: ...
