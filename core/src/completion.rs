@@ -9,6 +9,7 @@
 use crate::delivery::Delivery;
 use crate::events::WorkerEvent;
 use crate::handler::Outcome;
+use crate::in_progress::{own_entry, NOT_HELD};
 use crate::job::{now, Job};
 use crate::locks::{self, JobLocks};
 use crate::metrics::MetricsBatch;
@@ -40,9 +41,16 @@ pub(crate) enum Completion {
         queue: String,
         raw: Vec<u8>,
         reason: String,
+        /// Its in-progress field (reliable fetch).
+        token: Option<u64>,
     },
     /// A job taken here that will not run here after all: back on its queue.
-    Requeue { queue: String, raw: Vec<u8>, job: Job },
+    Requeue {
+        token: u64,
+        queue: String,
+        raw: Vec<u8>,
+        job: Job,
+    },
     /// A slot started a periodic job: shorten the run lock it owns (key,
     /// owner jid) to its running TTL.
     RunLockStarted { lock: String, jid: String },
@@ -160,11 +168,12 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
                 plan.started_at = delivery.started_at;
                 let history = history_entry(&delivery.job, delivery.started_at, finished_at, Some(&failure));
                 log_failure(&delivery, &failure, &plan, finished_at);
+                let entry = own_entry(shared, delivery.token);
                 persist(shared, "filing a failed job", || {
                     file(
                         shared,
                         &shared.identity,
-                        shared.is_reliable(),
+                        &entry,
                         &delivery.raw,
                         &delivery.job,
                         &plan,
@@ -176,19 +185,25 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
                     shared.events.emit(WorkerEvent::Died { job: plan.payload });
                 }
             }
-            Completion::Bury { queue, raw, reason } => {
+            Completion::Bury {
+                queue,
+                raw,
+                reason,
+                token,
+            } => {
                 let owner = shared.identity.clone();
+                let entry = token.map_or_else(|| NOT_HELD.to_string(), |t| own_entry(shared, t));
                 persist(shared, "burying an unparseable payload", || {
-                    bury_unparseable(shared, &owner, shared.is_reliable(), &queue, &raw, &reason)
+                    bury_unparseable(shared, &owner, &entry, &queue, &raw, &reason)
                 })
                 .await;
                 let job = Job::unparseable(&raw, &queue, &reason).to_json();
                 shared.events.emit(WorkerEvent::Died { job });
             }
-            Completion::Requeue { queue, raw, job } => {
-                let (identity, reliable) = (&shared.identity, shared.is_reliable());
+            Completion::Requeue { token, queue, raw, job } => {
+                let (identity, entry) = (&shared.identity, own_entry(shared, token));
                 persist(shared, "putting a job back on its queue", || async {
-                    crate::recovery::requeue_one(shared, identity, &raw, &job, 0, reliable)
+                    crate::recovery::requeue_one(shared, identity, &raw, &job, 0, &entry)
                         .await
                         .map(drop)
                 })
@@ -354,7 +369,7 @@ async fn ack(
         .arg(shared.config.history_max())
         .arg(successes.len());
     for (delivery, _) in successes {
-        invocation.arg(&delivery.raw[..]);
+        invocation.arg(delivery.token);
     }
     for (delivery, finished_at) in successes {
         invocation.arg(history_entry(&delivery.job, delivery.started_at, *finished_at, None));
@@ -413,11 +428,12 @@ async fn ack(
 }
 
 /// Buries a payload that is not a runnable job, wrapped with its bytes kept
-/// (see [`Job::unparseable`]), taking it off `owner`'s in-progress list.
+/// (see [`Job::unparseable`]), taking its `entry` off `owner`'s in-progress
+/// key.
 pub(crate) async fn bury_unparseable(
     shared: &Shared,
     owner: &str,
-    reliable: bool,
+    entry: &str,
     queue: &str,
     raw: &[u8],
     reason: &str,
@@ -433,15 +449,15 @@ pub(crate) async fn bury_unparseable(
     };
     let failure = crate::handler::Failure::new("cogworker::UnparseablePayload", reason);
     let history = history_entry(&wrapper, at, at, Some(&failure));
-    file(shared, owner, reliable, raw, &wrapper, &plan, &history).await
+    file(shared, owner, entry, raw, &wrapper, &plan, &history).await
 }
 
-/// Runs `fail.lua` for one job: `raw` is what `owner`'s in-progress list
-/// holds (ignored unless `reliable`).
+/// Runs `fail.lua` for one job, taking `entry` (the payload `raw`) off
+/// `owner`'s in-progress key.
 async fn file(
     shared: &Shared,
     owner: &str,
-    reliable: bool,
+    entry: &str,
     raw: &[u8],
     job: &Job,
     plan: &FailurePlan,
@@ -475,7 +491,7 @@ async fn file(
         .key(shared.keys.stat("failed", Some(&today)))
         .key(shared.keys.attempts(job.jid_str()))
         .key(shared.keys.history())
-        .arg(if reliable { "1" } else { "0" })
+        .arg(entry)
         .arg(raw)
         .arg(plan.disposition.as_str())
         .arg(plan.score)

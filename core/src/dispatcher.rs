@@ -77,7 +77,7 @@ async fn reconcile_in_progress(shared: &Shared) -> bool {
     if !shared.is_idle() {
         return false;
     }
-    match crate::recovery::requeue_list(shared, &shared.identity, 0).await {
+    match crate::recovery::requeue_held(shared, &shared.identity, 0).await {
         Ok(0) => true,
         Ok(n) => {
             tracing::warn!("requeued {n} job(s) whose fetch reply was lost");
@@ -125,17 +125,22 @@ pub(crate) async fn resolve_fetch_mode(shared: &Shared) -> crate::error::Result<
 }
 
 fn hand_over(shared: &Arc<Shared>, slots: &flume::Sender<Delivery>, batch: Vec<Fetched>) {
-    for Fetched { queue, raw } in batch {
+    for Fetched { queue, raw, token } in batch {
         match Job::parse(&raw) {
             Ok(mut job) => {
                 job.normalize(crate::job::now());
                 // Every slot gone (shutdown): the delivery comes back and is
                 // dropped unstarted, which puts it back on its queue.
-                let _ = slots.send(shared.new_delivery(queue, raw, job));
+                let _ = slots.send(shared.new_delivery(queue, raw, job, token));
             }
             Err(reason) => {
                 tracing::warn!("burying an unparseable payload from queue {queue}: {reason}");
-                let _ = shared.completions.send(Completion::Bury { queue, raw, reason });
+                let _ = shared.completions.send(Completion::Bury {
+                    queue,
+                    raw,
+                    reason,
+                    token,
+                });
             }
         }
     }

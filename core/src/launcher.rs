@@ -11,6 +11,7 @@ use crate::events::{self, EventHook, Events, WorkerEvent, EVENT_BACKLOG};
 use crate::handler::{
     AsyncFn, BlockingFn, Failure, Handler, HandlerResult, Middleware, Outcome, Registry, WithRetryIn,
 };
+use crate::in_progress::NOT_HELD;
 use crate::job::Job;
 use crate::periodic::{self, Periodic};
 use crate::shared::{BusyEntry, Lifecycle, Shared};
@@ -396,8 +397,8 @@ async fn shutdown(shared: &Arc<Shared>, dispatcher: JoinHandle<()>, slots: &flum
     if tokio::time::timeout(SHUTDOWN_STEP_LIMIT, dispatcher).await.is_err() {
         tracing::error!("fetch did not finish in time; its jobs stay in progress and are requeued below");
     }
-    // Taken but never started: they go back (basic fetch) or stay on the
-    // in-progress list, which is requeued below (reliable fetch).
+    // Taken but never started: they go back (basic fetch) or stay in
+    // progress, which is requeued below (reliable fetch).
     let mut never_started = Vec::new();
     while let Ok(delivery) = slots.try_recv() {
         never_started.push(delivery.give_back());
@@ -442,7 +443,7 @@ async fn shutdown(shared: &Arc<Shared>, dispatcher: JoinHandle<()>, slots: &flum
 
 async fn requeue_unfinished(shared: &Shared, never_started: Vec<Vec<u8>>) -> Result<usize> {
     if shared.is_reliable() {
-        return recovery::requeue_list(shared, &shared.identity, 0).await;
+        return recovery::requeue_held(shared, &shared.identity, 0).await;
     }
     // Basic fetch: the only copy is in memory.
     let mut payloads = never_started;
@@ -450,10 +451,10 @@ async fn requeue_unfinished(shared: &Shared, never_started: Vec<Vec<u8>>) -> Res
     for raw in &payloads {
         match Job::parse(raw) {
             Ok(job) => {
-                recovery::requeue_one(shared, &shared.identity, raw, &job, 0, false).await?;
+                recovery::requeue_one(shared, &shared.identity, raw, &job, 0, NOT_HELD).await?;
             }
             Err(reason) => {
-                completion::bury_unparseable(shared, &shared.identity, false, "", raw, &reason).await?;
+                completion::bury_unparseable(shared, &shared.identity, NOT_HELD, "", raw, &reason).await?;
             }
         }
     }

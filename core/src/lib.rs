@@ -20,6 +20,7 @@ mod fetch;
 mod handler;
 mod heartbeat;
 pub mod host;
+mod in_progress;
 mod job;
 mod keys;
 mod launcher;

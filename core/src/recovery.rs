@@ -54,7 +54,7 @@ pub(crate) async fn recover_orphans(shared: &Shared) -> Result<usize> {
             "process {identity} has not beaten for {:.0}s: recovering its jobs",
             server_now - last
         );
-        moved += requeue_list(shared, &identity, threshold.ceil() as u64).await?;
+        moved += requeue_held(shared, &identity, threshold.ceil() as u64).await?;
         let _forgot: i64 = SCRIPTS
             .forget_identity
             .key(shared.keys.in_progress_identities())
@@ -69,17 +69,14 @@ pub(crate) async fn recover_orphans(shared: &Shared) -> Result<usize> {
     Ok(moved)
 }
 
-/// Puts every job on `identity`'s in-progress list back on its queue.
-/// `threshold` 0 skips the staleness check (our own list, at shutdown).
-pub(crate) async fn requeue_list(shared: &Shared, identity: &str, threshold: u64) -> Result<usize> {
-    let mut conn = shared.redis.conn();
-    let list = shared.keys.in_progress(identity);
-    let entries: Vec<Vec<u8>> = conn.lrange(&list, 0, -1).await?;
+/// Puts every job `identity` holds in progress back on its queue.
+/// `threshold` 0 skips the staleness check (our own jobs, at shutdown).
+pub(crate) async fn requeue_held(shared: &Shared, identity: &str, threshold: u64) -> Result<usize> {
     let mut moved = 0;
-    for raw in entries {
+    for (entry, raw) in crate::in_progress::held_by(shared, identity).await? {
         match Job::parse(&raw) {
             Ok(job) => {
-                let result = requeue_one(shared, identity, &raw, &job, threshold, true).await?;
+                let result = requeue_one(shared, identity, &raw, &job, threshold, &entry).await?;
                 match result {
                     1 => moved += 1,
                     -1 => {
@@ -90,7 +87,7 @@ pub(crate) async fn requeue_list(shared: &Shared, identity: &str, threshold: u64
                 }
             }
             Err(reason) => {
-                crate::completion::bury_unparseable(shared, identity, true, "", &raw, &reason).await?;
+                crate::completion::bury_unparseable(shared, identity, &entry, "", &raw, &reason).await?;
             }
         }
     }
@@ -98,17 +95,18 @@ pub(crate) async fn requeue_list(shared: &Shared, identity: &str, threshold: u64
 }
 
 /// Puts one job back on its queue with `requeue_in_progress.lua`, re-taking
-/// its periodic run lock in the same step. `from_list`: take it off
-/// `identity`'s in-progress list first (reliable fetch); otherwise (basic
-/// fetch) the job exists only in memory and is just pushed. Returns the
-/// script's answer (1 requeued, 0 no longer listed, -1 owner alive).
+/// its periodic run lock in the same step, and taking its `entry` off
+/// `identity`'s in-progress key ([`crate::in_progress::NOT_HELD`] with basic
+/// fetch, where the job exists only in memory and is just pushed). Returns
+/// the script's answer (1 requeued, 0 no longer in progress, -1 owner
+/// alive).
 pub(crate) async fn requeue_one(
     shared: &Shared,
     identity: &str,
     raw: &[u8],
     job: &Job,
     threshold: u64,
-    from_list: bool,
+    entry: &str,
 ) -> Result<i64> {
     let queue = job.queue_name();
     let queue_key = shared.keys.queue(queue);
@@ -127,7 +125,7 @@ pub(crate) async fn requeue_one(
         .arg(if run_lock.is_some() { "1" } else { "0" })
         .arg(job.jid_str())
         .arg(queued_ttl(&shared.config))
-        .arg(if from_list { "1" } else { "0" })
+        .arg(entry)
         .arg(crate::clock::fallback())
         .arg(shared.keys.wake())
         .invoke_async(&mut shared.redis.conn())

@@ -51,10 +51,14 @@ macro_rules! with_metrics {
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     fetch_reliable: Script::new(include_str!("scripts/fetch_reliable.lua")),
     ack: Script::new(with_metrics!("scripts/ack.lua")),
-    fail: Script::new(include_str!("scripts/fail.lua")),
+    fail: Script::new(concat!(
+        include_str!("scripts/in_progress.lua"),
+        include_str!("scripts/fail.lua")
+    )),
     requeue_in_progress: Script::new(concat!(
         include_str!("scripts/clock.lua"),
         include_str!("scripts/wake.lua"),
+        include_str!("scripts/in_progress.lua"),
         include_str!("scripts/requeue_in_progress.lua")
     )),
     requeue_due: Script::new(with_wake!("scripts/requeue_due.lua")),

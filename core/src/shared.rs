@@ -207,10 +207,18 @@ impl Shared {
     }
 
     /// A fetched, parsed job becomes a delivery owed to a slot.
-    pub fn new_delivery(self: &Arc<Self>, queue: String, raw: Vec<u8>, job: Job) -> Delivery {
+    /// A delivery of `job`; `token` is the one its fetch recorded it under
+    /// (reliable fetch), else a fresh one.
+    pub fn new_delivery(self: &Arc<Self>, queue: String, raw: Vec<u8>, job: Job, token: Option<u64>) -> Delivery {
         self.outstanding.fetch_add(1, Ordering::SeqCst);
-        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
+        let token = token.unwrap_or_else(|| self.reserve_tokens(1));
         Delivery::new(self.clone(), token, queue, raw, job)
+    }
+
+    /// `count` delivery tokens, never handed out again in this process;
+    /// returns the first.
+    pub fn reserve_tokens(&self, count: usize) -> u64 {
+        self.next_token.fetch_add(count as u64, Ordering::Relaxed)
     }
 
     /// Is `class` one of this process's handlers?
@@ -306,8 +314,11 @@ impl Shared {
         if delivery.started && self.is_reliable() {
             return;
         }
-        let Delivery { queue, raw, job, .. } = &delivery;
+        let Delivery {
+            token, queue, raw, job, ..
+        } = &delivery;
         let requeue = Completion::Requeue {
+            token: *token,
             queue: queue.clone(),
             raw: raw.clone(),
             job: job.clone(),

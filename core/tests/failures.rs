@@ -261,7 +261,7 @@ async fn garbage_payloads_are_buried_with_their_bytes_while_valid_jobs_flow() {
     let mut expected: Vec<Vec<u8>> = garbage.iter().map(|g| g.to_vec()).collect();
     expected.sort();
     assert_eq!(kept, expected, "every garbage payload kept byte for byte");
-    assert_eq!(llen(&mut conn, &client.keys().in_progress(handle.identity())).await, 0);
+    assert_eq!(held(&mut conn, &client.keys().in_progress(handle.identity())).await, 0);
     handle.stop();
     running.await.unwrap().unwrap();
 }

@@ -65,7 +65,7 @@ async fn killed_workers_jobs_are_recovered_by_another_process() {
     );
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(ran_jids(&mut conn).await.is_empty(), "a live process keeps its jobs");
-    assert_eq!(llen(&mut conn, &format!("{NS}:in_progress:{a_id}")).await, 3);
+    assert_eq!(held(&mut conn, &format!("{NS}:in_progress:{a_id}")).await, 3);
 
     kill9(&mut a);
     let c = conn.clone();
@@ -80,7 +80,7 @@ async fn killed_workers_jobs_are_recovered_by_another_process() {
     .await;
     let ran = ran_jids(&mut conn).await;
     assert_eq!(ran.len(), 3, "each ran exactly once after recovery: {ran:?}");
-    assert_eq!(llen(&mut conn, &format!("{NS}:in_progress:{a_id}")).await, 0);
+    assert_eq!(held(&mut conn, &format!("{NS}:in_progress:{a_id}")).await, 0);
     let identities: Vec<String> = conn.smembers(format!("{NS}:in_progress_identities")).await.unwrap();
     assert!(!identities.contains(&a_id), "dead identity forgotten");
 
@@ -160,7 +160,7 @@ async fn redis_restart_mid_run_loses_nothing() {
         .unwrap()
         .unwrap();
     let mut conn = redis.conn().await;
-    assert_eq!(llen(&mut conn, &client.keys().in_progress(handle.identity())).await, 0);
+    assert_eq!(held(&mut conn, &client.keys().in_progress(handle.identity())).await, 0);
     let duplicates = runs.lock().unwrap().values().filter(|n| **n > 1).count();
     // Only jobs that finished while Redis was down can run twice.
     assert!(duplicates <= 20, "{duplicates} duplicates");
@@ -252,11 +252,15 @@ async fn client_kill_is_survived_and_lost_fetch_replies_are_reconciled() {
         .flatten()
         .collect::<Vec<String>>();
     all_ran(&runs, &jids, Duration::from_secs(20)).await;
-    // A job the server moved onto this process's in-progress list whose
+    // A job the server recorded in this process's in-progress hash whose
     // reply never arrived (as when a connection dies mid-call).
     let orphan = Job::new("Count").jid("0123456789abcdef01234567");
     let _: i64 = conn
-        .lpush(client.keys().in_progress(handle.identity()), orphan.to_json())
+        .hset(
+            client.keys().in_progress(handle.identity()),
+            "planted",
+            orphan.to_json(),
+        )
         .await
         .unwrap();
     // Every normal connection dies: the worker and the client carry on.
@@ -299,5 +303,5 @@ async fn client_kill_is_survived_and_lost_fetch_replies_are_reconciled() {
     .await;
     handle.stop();
     running.await.unwrap().unwrap();
-    assert_eq!(llen(&mut conn, &client.keys().in_progress(handle.identity())).await, 0);
+    assert_eq!(held(&mut conn, &client.keys().in_progress(handle.identity())).await, 0);
 }

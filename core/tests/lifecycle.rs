@@ -111,7 +111,7 @@ async fn stop_past_timeout_requeues(fetch: FetchMode) {
     let mut expected = jids.clone();
     expected.sort();
     assert_eq!(requeued, expected, "both cut-off jobs are back on the queue");
-    assert_eq!(llen(&mut conn, &keys.in_progress(handle.identity())).await, 0);
+    assert_eq!(held(&mut conn, &keys.in_progress(handle.identity())).await, 0);
     let identities: Vec<String> = conn.smembers(keys.in_progress_identities()).await.unwrap();
     assert!(identities.is_empty(), "nothing left for recovery: {identities:?}");
 }

@@ -347,7 +347,7 @@ async fn an_idle_wake_takes_no_more_than_the_free_slots_in_queue_order() {
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let taken = llen(&mut conn, &client.keys().in_progress(&identity)).await;
+    let taken = held(&mut conn, &client.keys().in_progress(&identity)).await;
     assert_eq!(taken, 1, "one free slot, one job taken");
     let order2 = order.clone();
     wait_until("both ran", Duration::from_secs(10), move || {
@@ -358,4 +358,54 @@ async fn an_idle_wake_takes_no_more_than_the_free_slots_in_queue_order() {
     assert_eq!(*order.lock().unwrap(), vec!["first", "second"], "strict order");
     handle.stop();
     running.await.unwrap().unwrap();
+}
+
+/// Orphan recovery reads both shapes of in-progress record: this release's
+/// hash (one field per delivery token) and the list of payloads a process
+/// of an earlier release left behind (a rolling deploy). Identical payloads
+/// are separate entries and both run; garbage is buried with its bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recovery_takes_jobs_from_hash_and_list_records_alike() {
+    let redis = TestRedis::start();
+    let mut config = redis.config();
+    config.set_orphan_threshold(2.0).unwrap();
+    config.set_orphan_check_interval(0.2).unwrap();
+    let client = Client::new(&config).unwrap();
+    let keys = client.keys().clone();
+    let mut conn = redis.conn().await;
+    let twin = cogworker::Job::new("Count").jid("c".repeat(24)).to_json();
+    let old = cogworker::Job::new("Count").jid("d".repeat(24)).to_json();
+    for dead in ["dead:1:hash", "dead:2:list"] {
+        let _: i64 = conn.sadd(keys.in_progress_identities(), dead).await.unwrap();
+        let _: i64 = conn.hset(keys.last_beat(), dead, 1).await.unwrap();
+    }
+    let fields = [("7", twin.as_str()), ("8", twin.as_str()), ("9", "not json")];
+    let _: () = conn
+        .hset_multiple(keys.in_progress("dead:1:hash"), &fields)
+        .await
+        .unwrap();
+    let _: i64 = conn.lpush(keys.in_progress("dead:2:list"), &old).await.unwrap();
+    let (worker, ran) = counting_worker(config, "Count");
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    wait_for_count("the three recovered jobs", &ran, 3, Duration::from_secs(20)).await;
+    let dead = zmembers(&mut conn, &keys.dead()).await;
+    assert_eq!(dead.len(), 1, "the garbage entry is buried");
+    assert!(String::from_utf8_lossy(&dead[0]).contains("not json"));
+    for dead in ["dead:1:hash", "dead:2:list"] {
+        assert_eq!(held(&mut conn, &keys.in_progress(dead)).await, 0);
+    }
+    let c = conn.clone();
+    let key = keys.in_progress_identities();
+    wait_until("both identities forgotten", Duration::from_secs(10), move || {
+        let (mut c, key) = (c.clone(), key.clone());
+        async move {
+            let left: Vec<String> = c.smembers(&key).await.unwrap();
+            !left.iter().any(|i| i.starts_with("dead:"))
+        }
+    })
+    .await;
+    handle.stop();
+    running.await.unwrap().unwrap();
+    assert_eq!(ran.load(std::sync::atomic::Ordering::SeqCst), 3);
 }

@@ -94,7 +94,7 @@ async fn push_and_run(fetch: FetchMode) {
     let mut conn = redis.conn().await;
     let keys = client.keys();
     assert_eq!(llen(&mut conn, &keys.queue("default")).await, 0);
-    assert_eq!(llen(&mut conn, &keys.in_progress(handle.identity())).await, 0);
+    assert_eq!(held(&mut conn, &keys.in_progress(handle.identity())).await, 0);
     let processes: Vec<String> = conn.smembers(keys.processes()).await.unwrap();
     assert!(processes.is_empty(), "presence removed at stop: {processes:?}");
 }

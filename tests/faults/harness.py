@@ -218,7 +218,7 @@ def wait_drained(r: redis.Redis, timeout: float) -> bool:
     while time.monotonic() < deadline:
         try:
             pending = r.llen(f"{NS}:queue:default") + r.zcard(f"{NS}:schedule") + r.zcard(f"{NS}:retry")
-            pending += sum(r.llen(k) for k in r.scan_iter(f"{NS}:in_progress:*"))
+            pending += sum(r.hlen(k) for k in r.scan_iter(f"{NS}:in_progress:*"))
             if pending == 0:
                 return True
         except redis.RedisError:
@@ -268,7 +268,7 @@ def account(r: redis.Redis, tokens: Iterable[str], results: str) -> Account:
     dead = held(r.zrange(f"{NS}:dead", 0, -1))
     in_progress: set[str] = set()
     for key in r.scan_iter(f"{NS}:in_progress:*"):
-        in_progress |= held(r.lrange(key, 0, -1))
+        in_progress |= held(r.hvals(key))
     lost = [
         t for t in tokens if runs[t] == 0 and not ({t} & (queued | scheduled | retrying | dead | in_progress))
     ]
@@ -297,7 +297,7 @@ def chaos(fleet: Fleet, r: redis.Redis, seconds: float, every: float, rng: rando
         time.sleep(every)
         victim = rng.choice(fleet.workers)
         identity = identity_of(r, victim.proc.pid)
-        held = r.llen(f"{NS}:in_progress:{identity}") if identity else fleet.concurrency
+        held = r.hlen(f"{NS}:in_progress:{identity}") if identity else fleet.concurrency
         fleet.kill9(victim)
         kills += 1
         bound += max(held, 0) + 1  # +1: a job fetched in the instant between the count and the kill

@@ -88,6 +88,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     let startup = spawned.elapsed().as_secs_f64();
+    let redis_cpu_before = redis_cpu_secs(&mut conn).await?;
+    let worker_cpu_before = process_cpu_secs(child.id());
     let drain_start = Instant::now();
     loop {
         polls += 1;
@@ -98,6 +100,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let drain_secs = drain_start.elapsed().as_secs_f64();
+    let redis_cpu = redis_cpu_secs(&mut conn).await? - redis_cpu_before;
+    let worker_cpu = process_cpu_secs(child.id()) - worker_cpu_before;
+    let in_commands_usec = command_usec(&mut conn).await?;
     let per_command = command_counts(&mut conn).await?;
     let commands: u64 = per_command.iter().map(|(_, n)| n).sum::<u64>() - polls;
 
@@ -135,6 +140,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     println!("| top commands per drained job | {} |", top.join(", "));
     println!(
+        "| CPU while draining (share of one core) | redis {:.0}%, worker {:.0}%; redis inside scripts {:.1} µs/job |",
+        100.0 * redis_cpu / drain_secs,
+        100.0 * worker_cpu / drain_secs,
+        in_commands_usec as f64 / jobs as f64
+    );
+    println!(
         "| pickup latency p50 / p99 (200 pushes, idle worker) | {:.2} / {:.2} ms |",
         pct(0.5),
         pct(0.99)
@@ -142,6 +153,48 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("| worker startup | {:.3} s |", startup);
     println!("| worker peak RSS | {:.1} MB |", rss_mb);
     Ok(())
+}
+
+/// The server's CPU time so far (user + system), seconds.
+async fn redis_cpu_secs(conn: &mut redis::aio::MultiplexedConnection) -> redis::RedisResult<f64> {
+    let info: String = redis::cmd("INFO").arg("cpu").query_async(conn).await?;
+    Ok(info
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("used_cpu_user:")
+                .or_else(|| l.strip_prefix("used_cpu_sys:"))
+        })
+        .filter_map(|v| v.trim().parse::<f64>().ok())
+        .sum())
+}
+
+/// A process's CPU time so far (user + system), seconds.
+fn process_cpu_secs(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r.split_whitespace().collect())
+        .unwrap_or_default();
+    // utime and stime, fields 14 and 15 of stat(5), in clock ticks.
+    let ticks: f64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i)?.parse::<f64>().ok())
+        .sum();
+    // SAFETY: sysconf reads a constant.
+    ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
+
+/// Microseconds the server spent running scripts since the last reset
+/// (the commands they call included): during the drain, the worker's
+/// whole cost inside Redis, as it sends nothing else per job.
+async fn command_usec(conn: &mut redis::aio::MultiplexedConnection) -> redis::RedisResult<u64> {
+    let info: String = redis::cmd("INFO").arg("commandstats").query_async(conn).await?;
+    Ok(info
+        .lines()
+        .filter(|l| l.starts_with("cmdstat_evalsha:"))
+        .filter_map(|l| l.split(',').find_map(|f| f.strip_prefix("usec=")))
+        .filter_map(|v| v.parse::<u64>().ok())
+        .sum())
 }
 
 async fn reset_stats(conn: &mut redis::aio::MultiplexedConnection) -> redis::RedisResult<()> {

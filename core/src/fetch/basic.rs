@@ -50,6 +50,7 @@ impl BasicFetch {
         };
         match result {
             Ok(Some((key, raw))) => Ok(vec![Fetched {
+                token: None,
                 queue: shared.keys.queue_name(&key).unwrap_or(&key).to_string(),
                 raw,
             }]),

@@ -16,6 +16,8 @@ use crate::shared::Shared;
 pub(crate) struct Fetched {
     pub queue: String,
     pub raw: Vec<u8>,
+    /// Its field in the in-progress hash (reliable fetch).
+    pub token: Option<u64>,
 }
 
 pub(crate) enum Fetcher {

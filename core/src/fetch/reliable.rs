@@ -1,5 +1,5 @@
 //! Reliable fetch: `fetch_reliable.lua` moves a batch of jobs from the
-//! queues onto `NS:in_progress:<identity>` in one round trip, no more than
+//! queues into `NS:in_progress:<identity>` in one round trip, no more than
 //! the free slots, in queue order. When every queue is empty the worker
 //! waits on the namespace's wake channel, not on the queues: a push that
 //! finds a queue empty publishes the queue's name there (`wake.lua`), and
@@ -19,16 +19,18 @@ pub(crate) struct ReliableFetch;
 impl ReliableFetch {
     pub async fn fetch(&mut self, shared: &Shared, max: usize) -> Result<Vec<Fetched>> {
         let order = queue_order(shared.config.queues(), shared.config.strict_order());
+        let first_token = shared.reserve_tokens(max);
         let mut invocation = SCRIPTS.fetch_reliable.prepare_invoke();
         invocation
             .key(shared.keys.paused_queues())
             .key(shared.keys.in_progress(&shared.identity))
-            .arg(max);
+            .arg(max)
+            .arg(first_token);
         for name in &order {
             invocation.key(shared.keys.queue(name)).arg(*name);
         }
         let flat: Vec<Vec<u8>> = invocation.invoke_async(&mut shared.redis.conn()).await?;
-        pairs(flat)
+        pairs(flat, first_token)
     }
 
     /// Every queue was empty: wait for a wake-up (a push onto one of ours),
@@ -43,7 +45,9 @@ impl ReliableFetch {
     }
 }
 
-fn pairs(flat: Vec<Vec<u8>>) -> Result<Vec<Fetched>> {
+/// The script's `{queue, payload, ...}`, the i-th job under token
+/// `first_token + i`.
+fn pairs(flat: Vec<Vec<u8>>, first_token: u64) -> Result<Vec<Fetched>> {
     if flat.len() % 2 != 0 {
         return Err(Error::Script {
             script: "fetch_reliable",
@@ -56,6 +60,7 @@ fn pairs(flat: Vec<Vec<u8>>) -> Result<Vec<Fetched>> {
         out.push(Fetched {
             queue: String::from_utf8_lossy(&queue).into_owned(),
             raw,
+            token: Some(first_token + out.len() as u64),
         });
     }
     Ok(out)

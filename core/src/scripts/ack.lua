@@ -1,7 +1,9 @@
 -- Acknowledge a batch of jobs that ran successfully: take each off the
--- in-progress list, count them, and record them in the capped history.
+-- in-progress hash, count them, and record them in the capped history.
+-- Two commands for the whole batch's in-progress entries (HMGET to see
+-- which are still there, one HDEL), whatever its size.
 --
--- KEYS[1] NS:in_progress:<identity> (list; ignored when ARGV[1] is "0")
+-- KEYS[1] NS:in_progress:<identity> (hash; ignored when ARGV[1] is "0")
 -- KEYS[2] NS:stat:processed
 -- KEYS[3] NS:stat:processed:<yyyy-mm-dd>
 -- KEYS[4] NS:history (list, newest on the left)
@@ -9,7 +11,7 @@
 -- ARGV[1] "1" with reliable fetch (remove from KEYS[1]), "0" with basic fetch
 -- ARGV[2] history cap (entries kept)
 -- ARGV[3] n, the number of jobs acknowledged
--- ARGV[4 .. 3+n]      the payloads exactly as fetched
+-- ARGV[4 .. 3+n]      the jobs' delivery tokens (their fields in KEYS[1])
 -- ARGV[4+n .. 3+2n]   one history entry (JSON) per job, same order
 -- ARGV[4+2n]          m, the number of locks to release
 -- ARGV[5+2n ..]       m pairs {index of the job (1..n), owner jid}, aligned
@@ -33,19 +35,35 @@
 -- written (K = 0 most calls: they are written once a second)
 --
 -- Returns the number of jobs counted as processed. With reliable fetch a
--- payload no longer on the in-progress list (requeued by shutdown or by
--- recovery while it ran) is not counted: its requeued copy will be.
+-- job no longer in progress here (requeued by shutdown or by recovery
+-- while it ran) is not counted: its requeued copy will be.
 local reliable = ARGV[1] == "1"
 local cap = tonumber(ARGV[2])
 local n = tonumber(ARGV[3])
 local counted = 0
 local history = {}
 local kept = {}
-for i = 1, n do
-  local keep = true
-  if reliable then
-    keep = redis.call("LREM", KEYS[1], -1, ARGV[3 + i]) > 0
+local held = {}
+if reliable and n > 0 then
+  -- In chunks, like every unpack here (Lua's stack is bounded).
+  for first = 4, 3 + n, 1000 do
+    local last = math.min(first + 999, 3 + n)
+    local found = redis.call("HMGET", KEYS[1], unpack(ARGV, first, last))
+    local gone = {}
+    for i = first, last do
+      if found[i - first + 1] then
+        gone[#gone + 1] = ARGV[i]
+      else
+        held[i - 3] = false
+      end
+    end
+    if #gone > 0 then
+      redis.call("HDEL", KEYS[1], unpack(gone))
+    end
   end
+end
+for i = 1, n do
+  local keep = held[i] ~= false
   kept[i] = keep
   if keep then
     counted = counted + 1

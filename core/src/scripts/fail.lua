@@ -1,15 +1,16 @@
 -- File a failed (or unparseable) job under retry or dead, or discard it, and
--- take it off the in-progress list in the same atomic step, so the job is
+-- take it off its in-progress key in the same atomic step, so the job is
 -- always in exactly one place: never lost between the two, never in both.
 --
--- KEYS[1] NS:in_progress:<identity> (list; ignored when ARGV[1] is "0")
+-- KEYS[1] NS:in_progress:<identity> (hash, or a list of an earlier release)
 -- KEYS[2] the target set: NS:retry or NS:dead (zset)
 -- KEYS[3] NS:stat:failed
 -- KEYS[4] NS:stat:failed:<yyyy-mm-dd>
 -- KEYS[5] NS:attempts:<jid> (list)
 -- KEYS[6] NS:history (list)
--- ARGV[1]  "1" with reliable fetch, "0" with basic fetch
--- ARGV[2]  the payload exactly as fetched (removed from KEYS[1])
+-- ARGV[1]  the job's entry in KEYS[1]: its field, "*" for a list entry,
+--          "-" for none (basic fetch); see in_progress.lua, prepended
+-- ARGV[2]  the payload exactly as fetched (how a list entry is found)
 -- ARGV[3]  "retry" | "dead" | "discard"
 -- ARGV[4]  score in KEYS[2] (epoch seconds: retry-at or died-at)
 -- ARGV[5]  the payload to file (with retry_count, error fields, ...)
@@ -41,7 +42,7 @@
 --
 -- Returns 1 if filed, 0 if the job was no longer in progress here (shutdown
 -- or recovery already put it back on its queue; that copy will run again).
-if ARGV[1] == "1" and redis.call("LREM", KEYS[1], -1, ARGV[2]) == 0 then
+if not take_in_progress(KEYS[1], ARGV[1], ARGV[2]) then
   return 0
 end
 local mode = ARGV[3]

@@ -1,21 +1,21 @@
--- Put one job from an in-progress list back on its queue, on the end that is
--- popped next, in one atomic step (take off the list + push + re-take its
+-- Put one job in progress back on its queue, on the end that is popped
+-- next, in one atomic step (take off the in-progress key + push + re-take its
 -- periodic run lock). Used by shutdown (own list, no staleness check) and
--- by orphan recovery (a dead process's list), where the owner's staleness
+-- by orphan recovery (a dead process's jobs), where the owner's staleness
 -- is re-checked here against Redis's clock so a process that came back to
--- life keeps its jobs. With basic fetch (ARGV[8] "0") the job is only in
--- memory: it is pushed without touching any list.
+-- life keeps its jobs. With basic fetch (ARGV[8] "-") the job is only in
+-- memory: it is pushed without touching any in-progress key.
 --
 -- The run lock of an `until_executed` periodic job moves with it: extended
 -- if still this job's, taken again if it lapsed, left alone if a newer run
 -- holds it. As two steps, a failure between them left the job queued
 -- without its lock, and the ticker could start the next run beside it.
 --
--- KEYS[1] NS:in_progress:<identity> (list)
+-- KEYS[1] NS:in_progress:<identity> (hash, or a list of an earlier release)
 -- KEYS[2] NS:queues (set)
 -- KEYS[3] NS:queue:<q> (list)
 -- KEYS[4] NS:last_beat (hash)
--- ARGV[1] the payload exactly as it stands on the in-progress list
+-- ARGV[1] the payload exactly as it stands in progress
 -- ARGV[2] queue name
 -- ARGV[3] identity owning KEYS[1]
 -- ARGV[4] orphan threshold in seconds; "0" skips the staleness check
@@ -23,12 +23,13 @@
 -- ARGV[5] "1" to re-take the job's run lock
 -- ARGV[6] the job's jid (the lock's owner)
 -- ARGV[7] run-lock TTL while queued (whole seconds)
--- ARGV[8] "1" to take the payload off KEYS[1] first, "0" (basic fetch) not to
+-- ARGV[8] the job's entry in KEYS[1]: its field, "*" for a list entry, "-"
+--         for none (basic fetch); see in_progress.lua, prepended
 -- ARGV[9] this host's clock (epoch seconds), used only where TIME is refused
 --         (see clock.lua, prepended)
 -- ARGV[10] the wake channel (NS:wake; see wake.lua, prepended)
 --
--- Returns 1 if requeued, 0 if the payload was no longer on the list, -1 if
+-- Returns 1 if requeued, 0 if the job was no longer in progress, -1 if
 -- the owner has beaten within the threshold (nothing changed).
 local threshold = tonumber(ARGV[4])
 if threshold > 0 then
@@ -38,7 +39,7 @@ if threshold > 0 then
     return -1
   end
 end
-if ARGV[8] == "1" and redis.call("LREM", KEYS[1], -1, ARGV[1]) == 0 then
+if not take_in_progress(KEYS[1], ARGV[8], ARGV[1]) then
   return 0
 end
 redis.call("SADD", KEYS[2], ARGV[2])

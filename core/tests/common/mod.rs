@@ -129,6 +129,17 @@ pub async fn llen(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> us
     conn.llen(key).await.unwrap()
 }
 
+/// Jobs held in progress under `key`: a hash (this release) or a list (an
+/// earlier one, as recovery tests plant).
+pub async fn held(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> usize {
+    let kind: String = conn.key_type(key).await.unwrap();
+    match kind.as_str() {
+        "hash" => conn.hlen(key).await.unwrap(),
+        "list" => conn.llen(key).await.unwrap(),
+        _ => 0,
+    }
+}
+
 pub async fn zcard(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> usize {
     conn.zcard(key).await.unwrap()
 }
