@@ -110,16 +110,6 @@ pub(crate) async fn resolve_fetch_mode(shared: &Shared) -> crate::error::Result<
              (a job is lost if its process dies mid-job)"
         );
         shared.set_basic_fetch();
-        return Ok(());
-    }
-    let missing = crate::fetch::commands_missing(shared).await?;
-    if !missing.is_empty() {
-        tracing::warn!(
-            "reliable fetch needs {} but this server does not offer it; falling back to basic fetch \
-             (a job is lost if its process dies mid-job)",
-            missing.join(" and ")
-        );
-        shared.set_basic_fetch();
     }
     Ok(())
 }

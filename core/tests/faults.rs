@@ -1,6 +1,6 @@
 //! Fault injection with real processes and a real Redis: `kill -9` of a
 //! worker mid-job, Redis killed and restarted mid-run, `SCRIPT FLUSH`
-//! mid-run, a server that refuses `LMOVE`. Every job is accounted for.
+//! mid-run, a server without `LMOVE`. Every job is accounted for.
 
 mod common;
 
@@ -203,7 +203,7 @@ async fn script_flush_mid_run_is_survived() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn server_refusing_lmove_falls_back_to_basic_fetch() {
+async fn a_server_without_lmove_still_fetches_reliably() {
     let redis = TestRedis::start_with(&["--rename-command", "LMOVE", "", "--rename-command", "BLMOVE", ""]);
     let config = redis.config();
     let client = Client::new(&config).unwrap();
@@ -220,14 +220,14 @@ async fn server_refusing_lmove_falls_back_to_basic_fetch() {
     all_ran(&runs, &jids, Duration::from_secs(20)).await;
     let api = Api::new(client.clone());
     let api2 = api.clone();
-    wait_until("basic fetch published", Duration::from_secs(5), move || {
+    wait_until("reliable fetch published", Duration::from_secs(5), move || {
         let api = api2.clone();
         async move {
             api.processes()
                 .await
                 .unwrap()
                 .iter()
-                .all(|p| p.info["fetch"] == json!("basic"))
+                .all(|p| p.info["fetch"] == json!("reliable"))
         }
     })
     .await;

@@ -64,30 +64,14 @@ pub(crate) fn queue_order(queues: &[QueueSpec], strict: bool) -> Vec<&str> {
 }
 
 /// Was this error the server refusing the fetch's commands by ACL
-/// (`NOPERM`)? (A server that lacks them, or renamed them away, is found
-/// at startup by [`commands_missing`].) Decided by the error's kind, never
-/// its text.
+/// (`NOPERM`)? Then the worker falls back to basic fetch. (The reliable
+/// fetch uses only commands every server has: `LMPOP` where there is one,
+/// else `RPOP`, and `HSET`.) Decided by the error's kind, never its text.
 pub(crate) fn is_unsupported(e: &crate::error::Error) -> bool {
     matches!(
         e,
         crate::error::Error::Redis(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoPerm)
     )
-}
-
-/// The reliable fetch's commands this server does not have (`COMMAND INFO`
-/// answers nil for a command that is unknown or renamed away).
-pub(crate) async fn commands_missing(shared: &Shared) -> Result<Vec<&'static str>> {
-    const NEEDED: [&str; 1] = ["LMOVE"];
-    let info: Vec<redis::Value> = shared
-        .redis
-        .on_namespace_node(redis::cmd("COMMAND").arg("INFO").arg(&NEEDED[..]))
-        .await?;
-    Ok(NEEDED
-        .iter()
-        .zip(info.iter().chain(std::iter::repeat(&redis::Value::Nil)))
-        .filter(|(_, reply)| matches!(reply, redis::Value::Nil))
-        .map(|(name, _)| *name)
-        .collect())
 }
 
 #[cfg(test)]
