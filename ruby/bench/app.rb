@@ -3,6 +3,13 @@
 # The same no-op job for both systems. A handler only writes a line to the
 # harness's FIFO (BENCH_FIFO): "d" when done, or, for a latency probe, how
 # long the job waited to be picked up. No Redis command, about a microsecond.
+# Pure-Ruby CPU work that holds the GVL throughout.
+def bench_burn(rounds)
+  total = 0
+  rounds.times { |i| total += i * i % 7 }
+  total
+end
+
 module BenchFifo
   @lock = Mutex.new
   def self.write(line)
@@ -30,6 +37,14 @@ when 'cogworker'
   class CwNoop
     include Cogworker::Job
     def perform = BenchFifo.write("d\n")
+  end
+
+  class CwBurn
+    include Cogworker::Job
+    def perform(rounds)
+      bench_burn(rounds)
+      BenchFifo.write("d\n")
+    end
   end
 
   class CwProbe
