@@ -211,3 +211,23 @@ def test_the_worker_stops_cleanly_on_term(site: dict[str, Any]) -> None:
     output = stop_worker(worker)
     assert worker.returncode == 0, output
     assert "shop.tasks.process_order" in output, "it logged the tasks it registered"
+
+
+def test_the_management_command_forks_worker_processes(site: dict[str, Any]) -> None:
+    """``manage.py cogworker -p 2``: Django is set up once, in the parent;
+    each forked child runs tasks (here writing to the database) and TERM
+    stops them all."""
+    from shop.tasks import total
+
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "site_config.settings"}
+    command = [sys.executable, "manage.py", "cogworker", "-c", "1", "-p", "2", "--shutdown-timeout", "5"]
+    worker = start_worker(command, PROJECT, env, site["api"])
+    deadline = time.monotonic() + 30
+    while len(site["api"].processes()) < 2:
+        assert time.monotonic() < deadline, "two worker processes did not register"
+        time.sleep(0.05)
+    results = [total.enqueue([i, i]) for i in range(4)]
+    assert [finished(site, total, r.id).return_value for r in results] == [0, 2, 4, 6]
+    output = stop_worker(worker)
+    assert worker.returncode == 0, output
+    assert "all 2 worker processes stopped" in output, output
