@@ -9,7 +9,8 @@ pub enum FetchMode {
     /// Atomic move into a per-process in-progress list (needs Redis >= 6.2):
     /// a job survives its process dying.
     Reliable,
-    /// `BRPOP`: once popped a job lives only in the process's memory.
+    /// `BLMPOP` (or `BRPOP`): once popped a job lives only in the
+    /// process's memory.
     Basic,
 }
 

@@ -109,6 +109,37 @@ fn per_jid_worker(config: cogworker::Config) -> (Worker, Arc<Mutex<HashMap<Strin
     (worker, runs)
 }
 
+type Runs = Arc<Mutex<HashMap<String, usize>>>;
+
+/// Pushes 50 jobs and runs a worker until each has run; the worker goes on.
+async fn fifty_jobs_run(
+    config: cogworker::Config,
+) -> (
+    Client,
+    cogworker::WorkerHandle,
+    tokio::task::JoinHandle<cogworker::Result<()>>,
+    Runs,
+) {
+    let client = Client::new(&config).unwrap();
+    let jids = push_counts(&client, 50).await;
+    let (worker, runs) = per_jid_worker(config);
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    all_ran(&runs, &jids, Duration::from_secs(20)).await;
+    (client, handle, running, runs)
+}
+
+/// Pushes `n` `Count` jobs in one call; their jids.
+async fn push_counts(client: &Client, n: usize) -> Vec<String> {
+    client
+        .push_bulk((0..n).map(|i| Job::new("Count").args([json!(i)])).collect())
+        .await
+        .unwrap()
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
 async fn all_ran(runs: &Arc<Mutex<HashMap<String, usize>>>, jids: &[String], limit: Duration) {
     let (r, expected) = (runs.clone(), jids.to_vec());
     wait_until(&format!("all {} jobs ran", jids.len()), limit, move || {
@@ -206,18 +237,7 @@ async fn script_flush_mid_run_is_survived() {
 async fn a_server_without_lmove_still_fetches_reliably() {
     let redis = TestRedis::start_with(&["--rename-command", "LMOVE", "", "--rename-command", "BLMOVE", ""]);
     let config = redis.config();
-    let client = Client::new(&config).unwrap();
-    let jids = client
-        .push_bulk((0..50).map(|i| Job::new("Count").args([json!(i)])).collect())
-        .await
-        .unwrap()
-        .into_iter()
-        .flatten()
-        .collect::<Vec<String>>();
-    let (worker, runs) = per_jid_worker(config);
-    let handle = worker.handle();
-    let running = tokio::spawn(worker.run());
-    all_ran(&runs, &jids, Duration::from_secs(20)).await;
+    let (client, handle, running, _) = fifty_jobs_run(config).await;
     let api = Api::new(client.clone());
     let api2 = api.clone();
     wait_until("reliable fetch published", Duration::from_secs(5), move || {
@@ -304,4 +324,18 @@ async fn client_kill_is_survived_and_lost_fetch_replies_are_reconciled() {
     handle.stop();
     running.await.unwrap().unwrap();
     assert_eq!(held(&mut conn, &client.keys().in_progress(handle.identity())).await, 0);
+}
+
+/// Basic fetch takes a batch per `BLMPOP`; a server without it (Redis 6.2)
+/// is served one `BRPOP` per job, and every job runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn basic_fetch_without_blmpop_takes_one_job_per_brpop() {
+    let redis = TestRedis::start_with(&["--rename-command", "BLMPOP", ""]);
+    let mut config = redis.config();
+    config.set_fetch(cogworker::FetchMode::Basic);
+    let (_, handle, running, runs) = fifty_jobs_run(config).await;
+    handle.stop();
+    running.await.unwrap().unwrap();
+    let once = runs.lock().unwrap().values().all(|n| *n == 1);
+    assert!(once, "each job ran exactly once");
 }

@@ -1,8 +1,10 @@
 //! Benchmark (run with `scripts/bench`, a release build): on a private
 //! Redis, prints enqueue rates (one by one, bulk), the drain rate of 20,000
-//! no-op jobs by one worker process at concurrency 10 with reliable fetch,
-//! pickup latency p50/p99 on an idle worker (200 single pushes), the
-//! worker's startup time and peak RSS, and Redis commands per job.
+//! no-op jobs by one worker process at concurrency 10 with reliable fetch
+//! (`--basic`: basic fetch), pickup latency p50/p99 on an idle worker (200
+//! single pushes), the worker's startup time and peak RSS, Redis commands
+//! per job, and the CPU Redis and the worker used while draining (with
+//! Redis's CPU per job, the capacity model of docs/scaling.md).
 //!
 //! `--idle`: what an idle worker costs as its queue count grows (1, 10,
 //! 50, 200 queues): the Redis connections it holds, the commands it sends
@@ -24,6 +26,11 @@ const CONCURRENCY: i64 = 10;
 
 mod idle;
 
+/// `--basic`: the worker uses basic fetch (`BRPOP`, no in-progress record).
+fn basic_fetch() -> bool {
+    std::env::args().any(|a| a == "--basic")
+}
+
 fn arg(name: &str) -> Option<String> {
     std::env::args().skip_while(|a| a != name).nth(1)
 }
@@ -35,7 +42,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         // the per-job lines are paid for as they would be.
         cogworker::logging::init(false);
         let queues = arg("--queues").and_then(|n| n.parse().ok()).unwrap_or(1);
-        return worker(&url, queues).await;
+        return worker(&url, queues, basic_fetch()).await;
     }
     if std::env::args().any(|a| a == "--idle") {
         return idle::run().await;
@@ -74,6 +81,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let spawned = Instant::now();
     let mut child = Command::new(std::env::current_exe()?)
         .args(["--worker", &redis.url()])
+        .args(basic_fetch().then_some("--basic"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()?;
@@ -122,7 +130,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let latencies = stop_and_read_latencies(&mut child)?;
     let pct = |p: f64| percentile_ms(&latencies, p);
 
-    println!("cogworker {} benchmark (release build, private redis, 1 worker process, concurrency {CONCURRENCY}, reliable fetch)", env!("CARGO_PKG_VERSION"));
+    let fetch = if basic_fetch() { "basic" } else { "reliable" };
+    println!("cogworker {} benchmark (release build, private redis, 1 worker process, concurrency {CONCURRENCY}, {fetch} fetch)", env!("CARGO_PKG_VERSION"));
     println!("| metric | value |");
     println!("|---|---|");
     println!("| enqueue 1-by-1 ({singles} jobs) | {:.0} jobs/s |", single_rate);
@@ -144,6 +153,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         100.0 * redis_cpu / drain_secs,
         100.0 * worker_cpu / drain_secs,
         in_commands_usec as f64 / jobs as f64
+    );
+    // The capacity model (docs/scaling.md): Redis's CPU per job, network
+    // and protocol included, and what one Redis core could drain at that.
+    let redis_usec_per_job = 1e6 * redis_cpu / jobs as f64;
+    println!(
+        "| redis CPU per drained job | {redis_usec_per_job:.1} µs (one Redis core: about {:.0} jobs/s) |",
+        1e6 / redis_usec_per_job
     );
     println!(
         "| pickup latency p50 / p99 (200 pushes, idle worker) | {:.2} / {:.2} ms |",
@@ -263,10 +279,13 @@ fn unsafe_kill(pid: u32, signal: i32) {
 
 /// The worker process: `queues` queues (`default` for one, else `q0`..),
 /// concurrency 10; prints the pickup latencies of its `Probe` jobs on exit.
-async fn worker(url: &str, queues: usize) -> Result<(), Box<dyn std::error::Error>> {
+async fn worker(url: &str, queues: usize, basic: bool) -> Result<(), Box<dyn std::error::Error>> {
     let mut config = Config::default();
     config.set_redis_url(url)?;
     config.set_concurrency(CONCURRENCY)?;
+    if basic {
+        config.set_fetch(cogworker::FetchMode::Basic);
+    }
     if queues > 1 {
         config.set_queues(&idle::queue_names(queues))?;
     }

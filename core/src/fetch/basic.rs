@@ -1,7 +1,9 @@
-//! Basic fetch: one `BRPOP` over the queues (weighted random order, or
-//! strict), on a dedicated connection. Once popped, a job exists only in
-//! this process's memory until it is settled, so a crash loses it — the
-//! reason reliable fetch is the default.
+//! Basic fetch: one `BLMPOP` over the queues (weighted random order, or
+//! strict), on a dedicated connection, taking up to the free slots from the
+//! first queue that has jobs (`BRPOP`, one job, where the server has no
+//! `BLMPOP`). Once popped, a job exists only in this process's memory until
+//! it is settled, so a crash loses it — the reason reliable fetch is the
+//! default.
 
 use super::{queue_order, Fetched};
 use crate::connection::BlockingConn;
@@ -10,16 +12,19 @@ use crate::shared::{Lifecycle, Shared};
 use redis::AsyncCommands;
 use std::time::Duration;
 
-/// How long one `BRPOP` blocks.
+/// How long one `BLMPOP` (or `BRPOP`) blocks.
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(2);
 
 #[derive(Default)]
 pub(crate) struct BasicFetch {
     blocking: Option<BlockingConn>,
+    /// Whether the server has `BLMPOP` (Redis 7; asked once, with `COMMAND
+    /// INFO`); without it, one `BRPOP` per job.
+    has_blmpop: Option<bool>,
 }
 
 impl BasicFetch {
-    pub async fn fetch(&mut self, shared: &Shared) -> Result<Vec<Fetched>> {
+    pub async fn fetch(&mut self, shared: &Shared, max: usize) -> Result<Vec<Fetched>> {
         let paused: Vec<String> = shared.redis.conn().smembers(shared.keys.paused_queues()).await?;
         let keys: Vec<String> = queue_order(shared.config.queues(), shared.config.strict_order())
             .into_iter()
@@ -36,8 +41,25 @@ impl BasicFetch {
         let blocking = self.blocking.as_ref().expect("just set");
         let mut conn = blocking.conn.clone();
         let id = blocking.id;
-        let cmd = redis::cmd("BRPOP").arg(&keys).arg(TIMEOUT.as_secs_f64()).clone();
-        let pop = cmd.query_async::<Option<(String, Vec<u8>)>>(&mut conn);
+        if self.has_blmpop.is_none() {
+            let info: Vec<redis::Value> = shared
+                .redis
+                .on_namespace_node(redis::cmd("COMMAND").arg("INFO").arg("BLMPOP"))
+                .await?;
+            let found = matches!(info.first(), Some(v) if *v != redis::Value::Nil);
+            if !found {
+                tracing::info!("the server has no BLMPOP: basic fetch takes one job per BRPOP");
+            }
+            self.has_blmpop = Some(found);
+        }
+        let cmd = if self.has_blmpop == Some(false) {
+            redis::cmd("BRPOP").arg(&keys).arg(TIMEOUT.as_secs_f64()).clone()
+        } else {
+            let mut cmd = redis::cmd("BLMPOP");
+            cmd.arg(TIMEOUT.as_secs_f64()).arg(keys.len()).arg(&keys);
+            cmd.arg("RIGHT").arg("COUNT").arg(max.max(1)).clone()
+        };
+        let pop = cmd.query_async::<redis::Value>(&mut conn);
         tokio::pin!(pop);
         let result = tokio::select! {
             r = &mut pop => r,
@@ -49,16 +71,35 @@ impl BasicFetch {
             }
         };
         match result {
-            Ok(Some((key, raw))) => Ok(vec![Fetched {
-                token: None,
-                queue: shared.keys.queue_name(&key).unwrap_or(&key).to_string(),
-                raw,
-            }]),
-            Ok(None) => Ok(Vec::new()),
+            Ok(reply) => popped(shared, reply),
             Err(e) => {
                 self.blocking = None;
                 Err(e.into())
             }
         }
     }
+}
+
+/// The jobs of a `BLMPOP` reply (`[key, [job, ...]]`) or a `BRPOP` one
+/// (`[key, job]`); nil when the wait timed out.
+fn popped(shared: &Shared, reply: redis::Value) -> Result<Vec<Fetched>> {
+    use redis::{FromRedisValue, RedisError};
+    if reply == redis::Value::Nil {
+        return Ok(Vec::new());
+    }
+    let parse = |e| crate::error::Error::Redis(RedisError::from(e));
+    let (key, jobs): (String, redis::Value) = FromRedisValue::from_redis_value(reply).map_err(parse)?;
+    let jobs: Vec<Vec<u8>> = match jobs {
+        redis::Value::Array(_) => FromRedisValue::from_redis_value(jobs).map_err(parse)?,
+        one => vec![FromRedisValue::from_redis_value(one).map_err(parse)?],
+    };
+    let queue = shared.keys.queue_name(&key).unwrap_or(&key).to_string();
+    Ok(jobs
+        .into_iter()
+        .map(|raw| Fetched {
+            token: None,
+            queue: queue.clone(),
+            raw,
+        })
+        .collect())
 }

@@ -31,12 +31,12 @@ impl Fetcher {
     pub async fn fetch(&mut self, shared: &Shared, max: usize) -> Result<Vec<Fetched>> {
         match self {
             Fetcher::Reliable(f) => f.fetch(shared, max).await,
-            Fetcher::Basic(f) => f.fetch(shared).await,
+            Fetcher::Basic(f) => f.fetch(shared, max).await,
         }
     }
 
     /// The fetch found nothing: wait (interruptibly) before the next one.
-    /// Basic fetch already blocked in its `BRPOP`.
+    /// Basic fetch already blocked in its `BLMPOP`.
     pub async fn wait(&mut self, shared: &Shared) {
         match self {
             Fetcher::Reliable(f) => f.wait(shared).await,
