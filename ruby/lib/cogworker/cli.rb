@@ -120,7 +120,8 @@ module Cogworker
         ready = IO.select([reader], nil, nil, 0.5)
         next unless ready
 
-        reader.read_nonblock(1024, exception: false).to_s.split("\n").each { |sig| handle(runner, sig) }
+        chunk = reader.read_nonblock(1024, exception: false)
+        chunk.split("\n").each { |sig| handle(runner, sig) } if chunk.is_a?(String)
       end
       unless runner.join(5)
         Cogworker.logger.warn('handlers still running past shutdown; their jobs were requeued; exiting')

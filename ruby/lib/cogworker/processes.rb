@@ -36,7 +36,8 @@ module Cogworker
 
         next unless IO.select([reader], nil, nil, wait)
 
-        reader.read_nonblock(1024, exception: false).to_s.split("\n").each { |sig| @supervisor.signal(sig) }
+        chunk = reader.read_nonblock(1024, exception: false)
+        chunk.split("\n").each { |sig| @supervisor.signal(sig) } if chunk.is_a?(String)
       end
     end
 
