@@ -6,6 +6,7 @@ require 'yaml'
 require_relative '../cogworker'
 require_relative 'admin'
 require_relative 'processes'
+require_relative 'signal_pipe'
 
 module Cogworker
   # `cogworker [-e ENV] [-c N] [-r FILE] [-C config.yml] [-L logfile] [-q name[,weight]]...`
@@ -110,19 +111,11 @@ module Cogworker
     # `early_signals`: signals a forked child received before its own traps.
     def run_worker(early_signals = [])
       runner = Runner.new(Cogworker.config)
-      reader, writer = IO.pipe
-      SIGNALS.each do |sig|
-        trap(sig) { writer.write_nonblock("#{sig}\n", exception: false) }
-      end
-      early_signals.each { |sig| writer.write_nonblock("#{sig}\n", exception: false) }
+      signals = SignalPipe.new
+      SIGNALS.each { |sig| trap(sig) { signals.push(sig) } }
+      early_signals.each { |sig| signals.push(sig) }
       runner.start
-      until runner.wait(0)
-        ready = IO.select([reader], nil, nil, 0.5)
-        next unless ready
-
-        chunk = reader.read_nonblock(1024, exception: false)
-        chunk.split("\n").each { |sig| handle(runner, sig) } if chunk.is_a?(String)
-      end
+      signals.wait(0.5).each { |sig| handle(runner, sig) } until runner.wait(0)
       unless runner.join(5)
         Cogworker.logger.warn('handlers still running past shutdown; their jobs were requeued; exiting')
         $stdout.flush

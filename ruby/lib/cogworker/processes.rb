@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative 'signal_pipe'
+
 module Cogworker
   # Multi-process workers (`cogworker -p N`): the app is loaded once, in the
   # parent, which then forks N children that each run an ordinary worker
@@ -22,22 +24,17 @@ module Cogworker
     # Runs until TERM/INT and every child has stopped; the exit status.
     def run
       parent = Process.pid
-      reader, writer = IO.pipe
+      pipe = SignalPipe.new
       # A child inherits these traps until it installs its own: what they
       # catch there is kept for it, never forwarded to its siblings.
       early = []
-      @signals.each do |sig|
-        trap(sig) { Process.pid == parent ? writer.write_nonblock("#{sig}\n", exception: false) : early << sig }
-      end
+      @signals.each { |sig| trap(sig) { Process.pid == parent ? pipe.push(sig) : early << sig } }
       loop do
         spawn, status, wait = @supervisor.poll
-        spawn.each { |index| start(index, parent, early, [reader, writer]) }
+        spawn.each { |index| start(index, parent, early, pipe) }
         return status if status
 
-        next unless IO.select([reader], nil, nil, wait)
-
-        chunk = reader.read_nonblock(1024, exception: false)
-        chunk.split("\n").each { |sig| @supervisor.signal(sig) } if chunk.is_a?(String)
+        pipe.wait(wait).each { |sig| @supervisor.signal(sig) }
       end
     end
 
@@ -54,7 +51,7 @@ module Cogworker
 
     def run_child(index, parent, early, pipe)
       status = 1
-      pipe.each(&:close)
+      pipe.close
       status = if Native.bind_to_parent(parent)
                  @child.call(early)
                else
