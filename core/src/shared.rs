@@ -206,9 +206,8 @@ impl Shared {
             .saturating_sub(self.outstanding.load(Ordering::SeqCst))
     }
 
-    /// A fetched, parsed job becomes a delivery owed to a slot.
-    /// A delivery of `job`; `token` is the one its fetch recorded it under
-    /// (reliable fetch), else a fresh one.
+    /// A fetched, parsed job becomes a delivery owed to a slot, under the
+    /// token its fetch recorded it with (reliable fetch), else a fresh one.
     pub fn new_delivery(self: &Arc<Self>, queue: String, raw: Vec<u8>, job: Job, token: Option<u64>) -> Delivery {
         self.outstanding.fetch_add(1, Ordering::SeqCst);
         let token = token.unwrap_or_else(|| self.reserve_tokens(1));

@@ -36,10 +36,6 @@ impl PySupervisor {
     fn signal(&mut self, name: &str) -> PyResult<()> {
         self.inner.signal(name).map_err(errors::to_py)
     }
-
-    fn pids(&self) -> Vec<i64> {
-        self.inner.pids()
-    }
 }
 
 /// In a forked child: TERM when the parent dies; False if it already has.

@@ -52,7 +52,6 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     supervisor.define_method("started", method!(supervisor::RbSupervisor::started, 2))?;
     supervisor.define_method("fork_failed", method!(supervisor::RbSupervisor::fork_failed, 2))?;
     supervisor.define_method("signal", method!(supervisor::RbSupervisor::signal, 1))?;
-    supervisor.define_method("pids", method!(supervisor::RbSupervisor::pids, 0))?;
 
     let config = native.define_class("Config", ruby.class_object())?;
     config.define_singleton_method("new", function!(config::RbConfig::new, 1))?;

@@ -42,10 +42,6 @@ impl RbSupervisor {
     pub fn signal(ruby: &Ruby, rb_self: &Self, name: String) -> Result<(), Error> {
         rb_self.with(|s| s.signal(&name)).map_err(|e| to_ruby(ruby, e))
     }
-
-    pub fn pids(&self) -> Vec<i64> {
-        self.with(|s| s.pids())
-    }
 }
 
 /// In a forked child: TERM when the parent dies; false if it already has.

@@ -42,11 +42,7 @@ impl BasicFetch {
         let mut conn = blocking.conn.clone();
         let id = blocking.id;
         if self.has_blmpop.is_none() {
-            let info: Vec<redis::Value> = shared
-                .redis
-                .on_namespace_node(redis::cmd("COMMAND").arg("INFO").arg("BLMPOP"))
-                .await?;
-            let found = matches!(info.first(), Some(v) if *v != redis::Value::Nil);
+            let found = super::server_has(shared, "BLMPOP").await?;
             if !found {
                 tracing::info!("the server has no BLMPOP: basic fetch takes one job per BRPOP");
             }

@@ -74,6 +74,16 @@ pub(crate) fn is_unsupported(e: &crate::error::Error) -> bool {
     )
 }
 
+/// Does the server have `command`? (`COMMAND INFO` answers nil for a
+/// command that is unknown or renamed away.)
+pub(crate) async fn server_has(shared: &Shared, command: &str) -> Result<bool> {
+    let info: Vec<redis::Value> = shared
+        .redis
+        .on_namespace_node(redis::cmd("COMMAND").arg("INFO").arg(command))
+        .await?;
+    Ok(matches!(info.first(), Some(reply) if *reply != redis::Value::Nil))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
