@@ -8,12 +8,33 @@ use crate::completion::Completion;
 use crate::config::FetchMode;
 use crate::delivery::Delivery;
 use crate::fetch::{is_unsupported, BasicFetch, Fetched, Fetcher, ReliableFetch};
+use crate::host::slots::HostSlots;
 use crate::job::Job;
 use crate::shared::{sleep_unless, Lifecycle, Shared};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub(crate) async fn run(shared: Arc<Shared>, slots: flume::Sender<Delivery>) {
+/// Where the fetch loop leaves deliveries: the channel Rust processor
+/// tasks take them from, or the host threads' slots.
+#[derive(Clone)]
+pub(crate) enum Handover {
+    Tasks(flume::Sender<Delivery>),
+    Host(Arc<HostSlots>),
+}
+
+impl Handover {
+    /// Hands `delivery` over. With every slot gone (shutdown) it is
+    /// dropped unstarted, which puts it back on its queue.
+    fn send(&self, delivery: Delivery) {
+        let unsent = match self {
+            Handover::Tasks(tasks) => tasks.send(delivery).err().map(|e| e.into_inner()),
+            Handover::Host(host) => host.push(delivery).err(),
+        };
+        drop(unsent);
+    }
+}
+
+pub(crate) async fn run(shared: Arc<Shared>, slots: Handover) {
     let mut fetcher = if shared.is_reliable() {
         Fetcher::Reliable(ReliableFetch)
     } else {
@@ -114,14 +135,12 @@ pub(crate) async fn resolve_fetch_mode(shared: &Shared) -> crate::error::Result<
     Ok(())
 }
 
-fn hand_over(shared: &Arc<Shared>, slots: &flume::Sender<Delivery>, batch: Vec<Fetched>) {
+fn hand_over(shared: &Arc<Shared>, slots: &Handover, batch: Vec<Fetched>) {
     for Fetched { queue, raw, token } in batch {
         match Job::parse(&raw) {
             Ok(mut job) => {
                 job.normalize(crate::job::now());
-                // Every slot gone (shutdown): the delivery comes back and is
-                // dropped unstarted, which puts it back on its queue.
-                let _ = slots.send(shared.new_delivery(queue, raw, job, token));
+                slots.send(shared.new_delivery(queue, raw, job, token));
             }
             Err(reason) => {
                 tracing::warn!("burying an unparseable payload from queue {queue}: {reason}");

@@ -6,11 +6,13 @@ use crate::completion::Completion;
 use crate::config::Config;
 use crate::connection::Redis;
 use crate::delivery::Delivery;
+use crate::dispatcher::Handover;
 use crate::error::Result;
 use crate::events::{self, EventHook, Events, WorkerEvent, EVENT_BACKLOG};
 use crate::handler::{
     AsyncFn, BlockingFn, Failure, Handler, HandlerResult, Middleware, Outcome, Registry, WithRetryIn,
 };
+use crate::host::slots::HostSlots;
 use crate::in_progress::NOT_HELD;
 use crate::job::Job;
 use crate::periodic::{self, Periodic};
@@ -183,7 +185,7 @@ impl WorkerBuilder {
         Ok(Worker {
             shared,
             registry: Arc::new(self.registry),
-            host_slots: self.host_slots,
+            host_slots: self.host_slots.then(HostSlots::new),
             host_classes: self.host_classes,
             slots_tx,
             slots_rx,
@@ -199,7 +201,9 @@ impl WorkerBuilder {
 pub struct Worker {
     shared: Arc<Shared>,
     registry: Arc<Registry>,
-    host_slots: bool,
+    /// Where host threads take deliveries (with
+    /// [`WorkerBuilder::host_slots`]); Rust processors use the channel.
+    host_slots: Option<Arc<HostSlots>>,
     host_classes: Vec<String>,
     slots_tx: flume::Sender<Delivery>,
     slots_rx: flume::Receiver<Delivery>,
@@ -225,6 +229,7 @@ pub enum NextJob {
 pub struct WorkerHandle {
     shared: Arc<Shared>,
     slots: flume::Receiver<Delivery>,
+    host_slots: Option<Arc<HostSlots>>,
 }
 
 impl Worker {
@@ -254,6 +259,7 @@ impl Worker {
         WorkerHandle {
             shared: self.shared.clone(),
             slots: self.slots_rx.clone(),
+            host_slots: self.host_slots.clone(),
         }
     }
 
@@ -285,7 +291,7 @@ impl Worker {
                 .join(", "),
             if config.strict_order() { " (strict)" } else { "" },
         );
-        if !self.host_slots {
+        if self.host_slots.is_none() {
             if self.registry.is_empty() {
                 tracing::warn!("no handlers registered: every job taken will fail");
             } else {
@@ -314,11 +320,14 @@ impl Worker {
         let completer = supervise("completion", &shared, move |s| {
             completion::run(s, completions_rx.clone())
         });
-        let slots_tx = self.slots_tx.clone();
-        let dispatcher = supervise("fetch", &shared, move |s| dispatcher::run(s, slots_tx.clone()));
+        let handover = match &self.host_slots {
+            Some(host) => Handover::Host(host.clone()),
+            None => Handover::Tasks(self.slots_tx.clone()),
+        };
+        let dispatcher = supervise("fetch", &shared, move |s| dispatcher::run(s, handover.clone()));
         drop(self.slots_tx);
         let mut processors = Vec::new();
-        if !self.host_slots {
+        if self.host_slots.is_none() {
             for _ in 0..config.concurrency() {
                 let (registry, slots) = (self.registry.clone(), self.slots_rx.clone());
                 processors.push(supervise("processor", &shared, move |s| {
@@ -330,11 +339,15 @@ impl Worker {
             "started: {} fetch, {} slot(s){}",
             if shared.is_reliable() { "reliable" } else { "basic" },
             config.concurrency(),
-            if self.host_slots { " (host threads)" } else { "" }
+            if self.host_slots.is_some() {
+                " (host threads)"
+            } else {
+                ""
+            }
         );
 
         shared.reached(Lifecycle::Stopping).await;
-        shutdown(&shared, dispatcher, &self.slots_rx).await;
+        shutdown(&shared, dispatcher, &self.slots_rx, self.host_slots.as_deref()).await;
         for task in processors.into_iter().chain(background.drain(..)) {
             task.abort();
         }
@@ -355,7 +368,7 @@ impl Worker {
     /// and still ticks (a worker in another language may run it).
     fn report_periodic(&self) {
         for entry in &self.shared.periodic {
-            let runnable = if self.host_slots {
+            let runnable = if self.host_slots.is_some() {
                 self.host_classes.iter().any(|c| c == entry.class())
             } else {
                 self.registry.get(entry.class()).is_some()
@@ -387,7 +400,12 @@ impl Worker {
 /// Stopping: the fetch loop has been told (lifecycle); wait it out, give
 /// back what never started, wait for running jobs up to the timeout, write
 /// what finished, then put everything unfinished back on its queue.
-async fn shutdown(shared: &Arc<Shared>, dispatcher: JoinHandle<()>, slots: &flume::Receiver<Delivery>) {
+async fn shutdown(
+    shared: &Arc<Shared>,
+    dispatcher: JoinHandle<()>,
+    slots: &flume::Receiver<Delivery>,
+    host_slots: Option<&HostSlots>,
+) {
     let timeout = shared.config.shutdown_timeout();
     tracing::info!(
         "stopping: waiting up to {:.1}s for {} running job(s)",
@@ -401,6 +419,9 @@ async fn shutdown(shared: &Arc<Shared>, dispatcher: JoinHandle<()>, slots: &flum
     // progress, which is requeued below (reliable fetch).
     let mut never_started = Vec::new();
     while let Ok(delivery) = slots.try_recv() {
+        never_started.push(delivery.give_back());
+    }
+    for delivery in host_slots.map(HostSlots::close).unwrap_or_default() {
         never_started.push(delivery.give_back());
     }
 
@@ -545,7 +566,12 @@ impl WorkerHandle {
                 return NextJob::Stopped;
             }
             let left = deadline.saturating_duration_since(Instant::now());
-            match self.slots.recv_timeout(left.min(Duration::from_millis(100))) {
+            let slice = left.min(Duration::from_millis(100));
+            let taken = match &self.host_slots {
+                Some(host) => host.take(slice).ok_or(flume::RecvTimeoutError::Timeout),
+                None => self.slots.recv_timeout(slice),
+            };
+            match taken {
                 Ok(delivery) => {
                     if let Some(delivery) = self.shared.begin(delivery) {
                         return NextJob::Job(delivery);
@@ -558,13 +584,18 @@ impl WorkerHandle {
         }
     }
 
-    /// The next job if one is ready now.
+    /// The next job if one is ready now. (A host thread back from a job
+    /// goes on with the next this way, without sleeping.)
     pub fn try_next_job(&self) -> NextJob {
         loop {
             if self.shared.is_stopping() {
                 return NextJob::Stopped;
             }
-            match self.slots.try_recv() {
+            let taken = match &self.host_slots {
+                Some(host) => host.try_take().ok_or(flume::TryRecvError::Empty),
+                None => self.slots.try_recv(),
+            };
+            match taken {
                 Ok(delivery) => {
                     if let Some(delivery) = self.shared.begin(delivery) {
                         return NextJob::Job(delivery);

@@ -26,6 +26,7 @@ mod delivery;
 mod failure;
 mod push;
 mod session;
+pub(crate) mod slots;
 pub mod supervisor;
 mod value;
 mod wait;
