@@ -9,11 +9,13 @@
 //!
 //! - A thread back from a job takes the next ready one without sleeping.
 //! - An idle thread is woken at once when no thread is running a job, and
-//!   for every delivery while the jobs are long (their threads are not
-//!   back soon: a job that waits on I/O for milliseconds gets its own
-//!   thread, as before).
+//!   for every delivery while the jobs are long (over [`LONG_JOB`]: a job
+//!   that waits on I/O gets its own thread, as before).
 //! - Otherwise a delivery is left [`GRACE`] for a running thread to come
 //!   back for it; past that, an idle thread takes it.
+//! - A thread back from a job while others run rests if the next delivery
+//!   is not due yet: threads woken by a burst (or by a stall) stop taking
+//!   turns at the lock once fewer keep up.
 //!
 //! Which thread is running is kept per OS thread (Python and Ruby threads
 //! are OS threads): a thread that took a job runs it until it asks for the
@@ -29,9 +31,12 @@ use std::time::{Duration, Instant};
 /// is woken for it: the most latency this adds to a job, under load only.
 const GRACE: Duration = Duration::from_millis(1);
 
-/// Jobs that keep their thread longer than this on average are not waited
-/// for: each delivery wakes an idle thread at once.
-const LONG_JOB: Duration = GRACE;
+/// Jobs that take longer than this on average (measured on a thread that
+/// ran alone, so not waiting for the lock) are not waited for: each
+/// delivery wakes an idle thread at once, and no thread rests. Short jobs
+/// of a few tens of microseconds are what make threads take turns at the
+/// lock; a job that waits half a millisecond on I/O is worth a thread.
+const LONG_JOB: Duration = Duration::from_micros(250);
 
 /// Weight of the latest job in the running average of job times.
 const WEIGHT: f64 = 1.0 / 8.0;
@@ -98,13 +103,14 @@ struct State<T> {
     wakes: usize,
     /// An idle thread waits for the first delivery to be due.
     timing: bool,
-    /// Running average of the time a job keeps its thread (s).
+    /// Running average of the time a job keeps its thread (s), measured
+    /// on threads that ran alone.
     job_time: f64,
     closed: bool,
 }
 
 impl<T> State<T> {
-    /// Are threads slow to come back from their jobs (not worth waiting for)?
+    /// Are jobs long (their threads not back soon: not worth waiting for)?
     fn long_jobs(&self) -> bool {
         self.job_time > LONG_JOB.as_secs_f64()
     }
@@ -121,8 +127,12 @@ impl<T> State<T> {
 
     fn came_back(&mut self, job: &Holding) {
         self.running = self.running.saturating_sub(1);
-        let took = job.since.elapsed().as_secs_f64();
-        self.job_time += (took - self.job_time) * WEIGHT;
+        // Only a thread that ran alone measures the job itself: beside
+        // others it also waited for the lock.
+        if self.running == 0 {
+            let took = job.since.elapsed().as_secs_f64();
+            self.job_time += (took - self.job_time) * WEIGHT;
+        }
     }
 }
 
@@ -206,13 +216,22 @@ impl<T: Send + 'static> HostSlots<T> {
         HOLDING.with(|h| *h.borrow_mut() = Some(holding));
     }
 
-    /// The first ready delivery, if any (never waits). Called by a thread
-    /// back from a job, this is how it goes on without sleeping.
+    /// The first ready delivery, if this thread should take it (never
+    /// waits). Called by a thread back from a job, this is how it goes on
+    /// without sleeping. While other threads run and the delivery is not
+    /// yet due for an idle thread, it rests instead (`None`: it will wait
+    /// in [`HostSlots::take`]): those others keep up, or the delivery
+    /// falls due and it is woken again. This sheds the threads a burst
+    /// woke once they would only take turns at the lock.
     pub(crate) fn try_take(self: &Arc<Self>) -> Option<T> {
         let back = self.back();
         let mut state = self.lock();
         if let Some(job) = &back {
             state.came_back(job);
+            let due = state.first_due()?;
+            if state.running > 0 && Instant::now() < due {
+                return None;
+            }
         }
         let (delivery, _) = state.ready.pop_front()?;
         self.hold(&mut state);
@@ -306,6 +325,22 @@ mod tests {
         handle
     }
 
+    /// Another thread takes the first delivery and runs it until
+    /// released; its join gives the job it took.
+    fn another_thread_runs_a_job(
+        slots: &Arc<HostSlots<u32>>,
+    ) -> (std::sync::mpsc::Sender<()>, thread::JoinHandle<Option<u32>>) {
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let other = slots.clone();
+        let running = thread::spawn(move || {
+            let job = other.try_take();
+            released.recv().unwrap();
+            job
+        });
+        wait_until("the other thread runs a job", || slots.lock().running == 1);
+        (release, running)
+    }
+
     #[test]
     fn with_no_thread_running_an_idle_thread_takes_a_delivery_at_once() {
         let slots = HostSlots::with_grace(NEVER);
@@ -354,6 +389,36 @@ mod tests {
         let idle = idle_thread(&slots, Duration::from_secs(10));
         slots.push(3).unwrap();
         assert_eq!(idle.join().unwrap(), Some(3));
+    }
+
+    #[test]
+    fn a_thread_back_while_others_run_rests_until_the_next_falls_due() {
+        let slots = HostSlots::with_grace(NEVER);
+        for job in 1..=3 {
+            slots.push(job).unwrap();
+        }
+        let (release, running) = another_thread_runs_a_job(&slots);
+        assert_eq!(slots.try_take(), Some(2), "a thread not back from a job takes one");
+        assert_eq!(slots.try_take(), None, "back while the other runs, it rests");
+        assert_eq!(slots.lock().ready.len(), 1);
+        release.send(()).unwrap();
+        assert_eq!(running.join().unwrap(), Some(1));
+        assert_eq!(slots.try_take(), Some(3), "alone, it goes on");
+    }
+
+    #[test]
+    fn only_a_thread_that_ran_alone_measures_its_job() {
+        let slots = HostSlots::with_grace(NEVER);
+        slots.push(1).unwrap();
+        slots.push(2).unwrap();
+        let (release, running) = another_thread_runs_a_job(&slots);
+        assert_eq!(slots.try_take(), Some(2));
+        thread::sleep(LONG_JOB * 20); // beside the other: maybe waiting for the lock
+        assert_eq!(slots.try_take(), None);
+        assert_eq!(slots.lock().job_time, 0.0);
+        release.send(()).unwrap();
+        running.join().unwrap(); // back alone: its job counts
+        assert!(slots.lock().long_jobs());
     }
 
     #[test]
