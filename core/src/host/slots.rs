@@ -48,7 +48,7 @@ thread_local! {
 
 /// What a thread's job was taken from, told when the thread is back.
 trait Taken: Send + Sync {
-    fn came_back(&self, job: &Holding);
+    fn came_back(&self, since: Instant);
 }
 
 /// A thread's current job; dropped (the thread exits) it counts as back.
@@ -58,20 +58,17 @@ struct Holding {
 }
 
 impl Holding {
-    /// Is this a job of `slots`? Then the drop does nothing; it is handed
-    /// back to be counted. (Another worker's is dropped here: it hears
-    /// the thread came back.)
-    fn disarm_for<T: Send + 'static>(mut self, slots: &Arc<HostSlots<T>>) -> Option<Holding> {
+    /// Is this a job of `slots`? Then its start, for the caller to count
+    /// it, and the drop does nothing. (Another worker's is dropped here:
+    /// it hears the thread came back.)
+    fn disarm_for<T: Send + 'static>(mut self, slots: &Arc<HostSlots<T>>) -> Option<Instant> {
         let own = self
             .slots
             .as_ref()
             .is_some_and(|weak| std::ptr::addr_eq(weak.as_ptr(), Arc::as_ptr(slots)));
         own.then(|| {
             self.slots = None;
-            Holding {
-                slots: None,
-                since: self.since,
-            }
+            self.since
         })
     }
 }
@@ -79,7 +76,7 @@ impl Holding {
 impl Drop for Holding {
     fn drop(&mut self) {
         if let Some(slots) = self.slots.take().and_then(|weak| weak.upgrade()) {
-            slots.came_back(self);
+            slots.came_back(self.since);
         }
     }
 }
@@ -125,20 +122,20 @@ impl<T> State<T> {
         }
     }
 
-    fn came_back(&mut self, job: &Holding) {
+    fn came_back(&mut self, since: Instant) {
         self.running = self.running.saturating_sub(1);
         // Only a thread that ran alone measures the job itself: beside
         // others it also waited for the lock.
         if self.running == 0 {
-            let took = job.since.elapsed().as_secs_f64();
+            let took = since.elapsed().as_secs_f64();
             self.job_time += (took - self.job_time) * WEIGHT;
         }
     }
 }
 
 impl<T: Send + 'static> Taken for HostSlots<T> {
-    fn came_back(&self, job: &Holding) {
-        self.lock().came_back(job);
+    fn came_back(&self, since: Instant) {
+        self.lock().came_back(since);
     }
 }
 
@@ -198,10 +195,10 @@ impl<T: Send + 'static> HostSlots<T> {
         }
     }
 
-    /// The calling thread's job from here, if it was running one: it is
-    /// back. (Taken before this lock: another worker's job, dropped here,
+    /// When the calling thread's job from here began, if it was running
+    /// one: it is back. (Taken before this lock: another worker's job, dropped here,
     /// takes that worker's lock.)
-    fn back(self: &Arc<Self>) -> Option<Holding> {
+    fn back(self: &Arc<Self>) -> Option<Instant> {
         HOLDING.with(|h| h.borrow_mut().take()).and_then(|h| h.disarm_for(self))
     }
 
@@ -226,8 +223,8 @@ impl<T: Send + 'static> HostSlots<T> {
     pub(crate) fn try_take(self: &Arc<Self>) -> Option<T> {
         let back = self.back();
         let mut state = self.lock();
-        if let Some(job) = &back {
-            state.came_back(job);
+        if let Some(since) = back {
+            state.came_back(since);
             let due = state.first_due()?;
             if state.running > 0 && Instant::now() < due {
                 return None;
@@ -243,8 +240,8 @@ impl<T: Send + 'static> HostSlots<T> {
         let back = self.back();
         let deadline = Instant::now() + timeout;
         let mut state = self.lock();
-        if let Some(job) = &back {
-            state.came_back(job);
+        if let Some(since) = back {
+            state.came_back(since);
         }
         state.idle += 1;
         let mut timing = false;
