@@ -11,12 +11,16 @@ of every locked package, and its sources become empty files. Of the crates
 that stay, a crate without a build script keeps what rustc reads (`src/`,
 the files its manifest names, README and LICENSE files, which docs
 include); one with a build script keeps everything but its tests, benches
-and examples. Each `.cargo-checksum.json` is rewritten to list only the
+and examples. From both go top-level changelogs and the like, and the
+files NOT_COMPILED lists per crate (other targets' sources, generators'
+inputs, test data), which the offline install test would catch if a
+Linux build needed them. Each `.cargo-checksum.json` is rewritten to list only the
 files kept, so cargo's checksum verification still holds for every file.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import shutil
 import subprocess
@@ -26,34 +30,72 @@ from pathlib import Path
 import tomllib
 
 DROPPED_DIRS = ("tests", "benches", "examples")
-# Inside crates that ship every platform's sources: what only targets other
-# than Linux and macOS compile (libc's other operating systems; ring's
-# Windows assembly and prebuilt Windows objects). Paths are globs.
-OTHER_PLATFORMS = {
+# Top-level files of a crate no build reads (a crate's docs include its
+# README, which stays).
+DROPPED_TOP_FILES = (
+    "CHANGELOG*",
+    "CHANGES*",
+    "RELEASES*",
+    "CONTRIBUTING*",
+    "SECURITY*",
+    "Cargo.toml.orig",
+    "Cargo.lock",
+)
+# Files inside crates that stay which no Linux or macOS build of theirs
+# reads: other operating systems' and 32-bit targets' sources, and inputs
+# of the crate's own code generation. Patterns are `fnmatch` patterns on
+# the path in the crate, where `*` also matches `/`.
+NOT_COMPILED = {
     "libc": [
-        "src/fuchsia/**",
-        "src/windows/**",
-        "src/wasi/**",
-        "src/solid/**",
-        "src/teeos/**",
-        "src/vxworks/**",
-        "src/qurt/**",
-        "src/unix/aix/**",
-        "src/unix/cygwin/**",
-        "src/unix/haiku/**",
-        "src/unix/hurd/**",
-        "src/unix/newlib/**",
-        "src/unix/nto/**",
-        "src/unix/nuttx/**",
-        "src/unix/redox/**",
-        "src/unix/solarish/**",
-        "src/unix/bsd/freebsdlike/**",
-        "src/unix/bsd/netbsdlike/**",
-        "src/unix/linux_like/android/**",
-        "src/unix/linux_like/emscripten/**",
-        "src/unix/linux_like/l4re/**",
+        f"src/{path}/*"
+        for path in (
+            "fuchsia",
+            "windows",
+            "wasi",
+            "solid",
+            "teeos",
+            "vxworks",
+            "qurt",
+            "unix/aix",
+            "unix/cygwin",
+            "unix/haiku",
+            "unix/hurd",
+            "unix/newlib",
+            "unix/nto",
+            "unix/nuttx",
+            "unix/redox",
+            "unix/solarish",
+            "unix/bsd/freebsdlike",
+            "unix/bsd/netbsdlike",
+            "unix/linux_like/android",
+            "unix/linux_like/emscripten",
+            "unix/linux_like/l4re",
+            "unix/linux_like/linux/uclibc",
+        )
     ],
-    "ring": ["pregenerated/*-win32n.*", "pregenerated/*-win64.S", "pregenerated/*-nasm.*"],
+    "ring": [
+        # Windows assembly, prebuilt Windows objects, 32-bit x86 and ARM.
+        "pregenerated/*-win32n.*",
+        "pregenerated/*-win64.S",
+        "pregenerated/*-nasm.*",
+        "pregenerated/*-x86-elf.S",
+        "pregenerated/*-linux32.S",
+        # 32-bit and MSVC variants of the fiat headers and ARM32 assembly
+        # (the preprocessor includes one variant per target).
+        "third_party/fiat/*_32.h",
+        "third_party/fiat/*_msvc.h",
+        "crypto/poly1305/poly1305_arm_asm.S",
+        # Test vectors, read only by ring's own tests.
+        "*_test.txt",
+        "*_tests.txt",
+        # The perlasm generators: a build from a package (no `.git`)
+        # assembles the pregenerated files instead.
+        "crypto/*.pl",
+        "crypto/perlasm/*",
+    ],
+    # The IANA sources: only the `filter-by-regex` and `case-insensitive`
+    # features regenerate the tables from them; the others use src/prebuilt.
+    "chrono-tz": ["tz/*"],
 }
 
 
@@ -122,6 +164,8 @@ def stub(crate: Path) -> None:
 
 def kept(path: str, manifest: dict, has_build_script: bool) -> bool:
     top = path.split("/")[0]
+    if top == path and any(fnmatch.fnmatchcase(top, pattern) for pattern in DROPPED_TOP_FILES):
+        return False
     if has_build_script:
         return top not in DROPPED_DIRS
     return (
@@ -131,18 +175,15 @@ def kept(path: str, manifest: dict, has_build_script: bool) -> bool:
     )
 
 
-def other_platforms(crate: Path, name: str) -> set[str]:
-    return {
-        file.relative_to(crate).as_posix()
-        for pattern in OTHER_PLATFORMS.get(name, [])
-        for file in crate.glob(pattern)
-        if file.is_file()
-    }
+def not_compiled(crate: Path, name: str) -> set[str]:
+    patterns = NOT_COMPILED.get(name, [])
+    files = (file.relative_to(crate).as_posix() for file in crate.rglob("*") if file.is_file())
+    return {path for path in files if any(fnmatch.fnmatchcase(path, pattern) for pattern in patterns)}
 
 
 def trim(crate: Path) -> None:
     manifest = tomllib.loads((crate / "Cargo.toml").read_text())
-    unused = other_platforms(crate, manifest["package"]["name"])
+    unused = not_compiled(crate, manifest["package"]["name"])
     build = manifest.get("package", {}).get("build")
     has_build_script = isinstance(build, str) or (build is None and (crate / "build.rs").exists())
     checksum = json.loads((crate / ".cargo-checksum.json").read_text())
