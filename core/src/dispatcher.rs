@@ -6,33 +6,12 @@
 
 use crate::completion::Completion;
 use crate::config::FetchMode;
-use crate::delivery::Delivery;
 use crate::fetch::{is_unsupported, BasicFetch, Fetched, Fetcher, ReliableFetch};
-use crate::host::slots::HostSlots;
+use crate::handover::Handover;
 use crate::job::Job;
 use crate::shared::{sleep_unless, Lifecycle, Shared};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Where the fetch loop leaves deliveries: the channel Rust processor
-/// tasks take them from, or the host threads' slots.
-#[derive(Clone)]
-pub(crate) enum Handover {
-    Tasks(flume::Sender<Delivery>),
-    Host(Arc<HostSlots>),
-}
-
-impl Handover {
-    /// Hands `delivery` over. With every slot gone (shutdown) it is
-    /// dropped unstarted, which puts it back on its queue.
-    fn send(&self, delivery: Delivery) {
-        let unsent = match self {
-            Handover::Tasks(tasks) => tasks.send(delivery).err().map(|e| e.into_inner()),
-            Handover::Host(host) => host.push(delivery).err(),
-        };
-        drop(unsent);
-    }
-}
 
 pub(crate) async fn run(shared: Arc<Shared>, slots: Handover) {
     let mut fetcher = if shared.is_reliable() {

@@ -6,13 +6,12 @@ use crate::completion::Completion;
 use crate::config::Config;
 use crate::connection::Redis;
 use crate::delivery::Delivery;
-use crate::dispatcher::Handover;
 use crate::error::Result;
 use crate::events::{self, EventHook, Events, WorkerEvent, EVENT_BACKLOG};
 use crate::handler::{
     AsyncFn, BlockingFn, Failure, Handler, HandlerResult, Middleware, Outcome, Registry, WithRetryIn,
 };
-use crate::host::slots::HostSlots;
+use crate::handover::{self, Handover, Intake, Taken};
 use crate::in_progress::NOT_HELD;
 use crate::job::Job;
 use crate::periodic::{self, Periodic};
@@ -181,14 +180,13 @@ impl WorkerBuilder {
         shared.client_middleware = self.client_middleware;
         shared.host_client_middleware = self.host_client_middleware && self.host_events;
         let shared = Arc::new(shared);
-        let (slots_tx, slots_rx) = flume::unbounded();
+        let (handover, intake) = handover::pair(self.host_slots);
         Ok(Worker {
             shared,
             registry: Arc::new(self.registry),
-            host_slots: self.host_slots.then(HostSlots::new),
             host_classes: self.host_classes,
-            slots_tx,
-            slots_rx,
+            handover,
+            intake,
             completions_rx,
             events_rx,
             event_hooks: self.event_hooks,
@@ -201,12 +199,11 @@ impl WorkerBuilder {
 pub struct Worker {
     shared: Arc<Shared>,
     registry: Arc<Registry>,
-    /// Where host threads take deliveries (with
-    /// [`WorkerBuilder::host_slots`]); Rust processors use the channel.
-    host_slots: Option<Arc<HostSlots>>,
     host_classes: Vec<String>,
-    slots_tx: flume::Sender<Delivery>,
-    slots_rx: flume::Receiver<Delivery>,
+    /// The fetch loop's end and the slots' end: to Rust processor tasks,
+    /// or to host threads (with [`WorkerBuilder::host_slots`]).
+    handover: Handover,
+    intake: Intake,
     completions_rx: flume::Receiver<Completion>,
     events_rx: Option<flume::Receiver<WorkerEvent>>,
     event_hooks: Vec<EventHook>,
@@ -228,8 +225,7 @@ pub enum NextJob {
 #[derive(Clone)]
 pub struct WorkerHandle {
     shared: Arc<Shared>,
-    slots: flume::Receiver<Delivery>,
-    host_slots: Option<Arc<HostSlots>>,
+    intake: Intake,
 }
 
 impl Worker {
@@ -258,8 +254,7 @@ impl Worker {
     pub fn handle(&self) -> WorkerHandle {
         WorkerHandle {
             shared: self.shared.clone(),
-            slots: self.slots_rx.clone(),
-            host_slots: self.host_slots.clone(),
+            intake: self.intake.clone(),
         }
     }
 
@@ -291,7 +286,7 @@ impl Worker {
                 .join(", "),
             if config.strict_order() { " (strict)" } else { "" },
         );
-        if self.host_slots.is_none() {
+        if !self.intake.is_host() {
             if self.registry.is_empty() {
                 tracing::warn!("no handlers registered: every job taken will fail");
             } else {
@@ -320,16 +315,14 @@ impl Worker {
         let completer = supervise("completion", &shared, move |s| {
             completion::run(s, completions_rx.clone())
         });
-        let handover = match &self.host_slots {
-            Some(host) => Handover::Host(host.clone()),
-            None => Handover::Tasks(self.slots_tx.clone()),
-        };
+        // The fetch loop holds the only sender: when it ends, processors
+        // waiting on the channel see it closed.
+        let handover = self.handover;
         let dispatcher = supervise("fetch", &shared, move |s| dispatcher::run(s, handover.clone()));
-        drop(self.slots_tx);
         let mut processors = Vec::new();
-        if self.host_slots.is_none() {
+        if let Intake::Tasks(slots) = &self.intake {
             for _ in 0..config.concurrency() {
-                let (registry, slots) = (self.registry.clone(), self.slots_rx.clone());
+                let (registry, slots) = (self.registry.clone(), slots.clone());
                 processors.push(supervise("processor", &shared, move |s| {
                     processor::run(s, registry.clone(), slots.clone())
                 }));
@@ -339,15 +332,11 @@ impl Worker {
             "started: {} fetch, {} slot(s){}",
             if shared.is_reliable() { "reliable" } else { "basic" },
             config.concurrency(),
-            if self.host_slots.is_some() {
-                " (host threads)"
-            } else {
-                ""
-            }
+            if self.intake.is_host() { " (host threads)" } else { "" }
         );
 
         shared.reached(Lifecycle::Stopping).await;
-        shutdown(&shared, dispatcher, &self.slots_rx, self.host_slots.as_deref()).await;
+        shutdown(&shared, dispatcher, &self.intake).await;
         for task in processors.into_iter().chain(background.drain(..)) {
             task.abort();
         }
@@ -368,7 +357,7 @@ impl Worker {
     /// and still ticks (a worker in another language may run it).
     fn report_periodic(&self) {
         for entry in &self.shared.periodic {
-            let runnable = if self.host_slots.is_some() {
+            let runnable = if self.intake.is_host() {
                 self.host_classes.iter().any(|c| c == entry.class())
             } else {
                 self.registry.get(entry.class()).is_some()
@@ -400,12 +389,7 @@ impl Worker {
 /// Stopping: the fetch loop has been told (lifecycle); wait it out, give
 /// back what never started, wait for running jobs up to the timeout, write
 /// what finished, then put everything unfinished back on its queue.
-async fn shutdown(
-    shared: &Arc<Shared>,
-    dispatcher: JoinHandle<()>,
-    slots: &flume::Receiver<Delivery>,
-    host_slots: Option<&HostSlots>,
-) {
+async fn shutdown(shared: &Arc<Shared>, dispatcher: JoinHandle<()>, intake: &Intake) {
     let timeout = shared.config.shutdown_timeout();
     tracing::info!(
         "stopping: waiting up to {:.1}s for {} running job(s)",
@@ -417,13 +401,7 @@ async fn shutdown(
     }
     // Taken but never started: they go back (basic fetch) or stay in
     // progress, which is requeued below (reliable fetch).
-    let mut never_started = Vec::new();
-    while let Ok(delivery) = slots.try_recv() {
-        never_started.push(delivery.give_back());
-    }
-    for delivery in host_slots.map(HostSlots::close).unwrap_or_default() {
-        never_started.push(delivery.give_back());
-    }
+    let never_started: Vec<_> = intake.drain().into_iter().map(Delivery::give_back).collect();
 
     let deadline = Instant::now() + timeout;
     while shared.busy_count() > 0 {
@@ -567,19 +545,15 @@ impl WorkerHandle {
             }
             let left = deadline.saturating_duration_since(Instant::now());
             let slice = left.min(Duration::from_millis(100));
-            let taken = match &self.host_slots {
-                Some(host) => host.take(slice).ok_or(flume::RecvTimeoutError::Timeout),
-                None => self.slots.recv_timeout(slice),
-            };
-            match taken {
-                Ok(delivery) => {
+            match self.intake.take(slice) {
+                Taken::Delivery(delivery) => {
                     if let Some(delivery) = self.shared.begin(delivery) {
                         return NextJob::Job(delivery);
                     }
                 }
-                Err(flume::RecvTimeoutError::Disconnected) => return NextJob::Stopped,
-                Err(flume::RecvTimeoutError::Timeout) if left.is_zero() => return NextJob::Idle,
-                Err(flume::RecvTimeoutError::Timeout) => {}
+                Taken::Closed => return NextJob::Stopped,
+                Taken::Empty if left.is_zero() => return NextJob::Idle,
+                Taken::Empty => {}
             }
         }
     }
@@ -591,33 +565,32 @@ impl WorkerHandle {
             if self.shared.is_stopping() {
                 return NextJob::Stopped;
             }
-            let taken = match &self.host_slots {
-                Some(host) => host.try_take().ok_or(flume::TryRecvError::Empty),
-                None => self.slots.try_recv(),
-            };
-            match taken {
-                Ok(delivery) => {
+            match self.intake.try_take() {
+                Taken::Delivery(delivery) => {
                     if let Some(delivery) = self.shared.begin(delivery) {
                         return NextJob::Job(delivery);
                     }
                 }
-                Err(flume::TryRecvError::Empty) => return NextJob::Idle,
-                Err(flume::TryRecvError::Disconnected) => return NextJob::Stopped,
+                Taken::Empty => return NextJob::Idle,
+                Taken::Closed => return NextJob::Stopped,
             }
         }
     }
 
-    /// Waits for the next job without blocking a thread.
+    /// Waits for the next job without blocking a thread. For a worker
+    /// without [`WorkerBuilder::host_slots`]: with them, jobs go to the
+    /// threads calling [`WorkerHandle::next_job`], and this waits until the
+    /// worker stops.
     pub async fn next_job_async(&self) -> NextJob {
         loop {
             tokio::select! {
-                received = self.slots.recv_async() => match received {
-                    Ok(delivery) => {
+                taken = self.intake.take_async() => match taken {
+                    Some(delivery) => {
                         if let Some(delivery) = self.shared.begin(delivery) {
                             return NextJob::Job(delivery);
                         }
                     }
-                    Err(_) => return NextJob::Stopped,
+                    None => return NextJob::Stopped,
                 },
                 _ = self.shared.reached(Lifecycle::Stopping) => return NextJob::Stopped,
             }

@@ -18,6 +18,7 @@ mod error;
 mod events;
 mod fetch;
 mod handler;
+mod handover;
 mod heartbeat;
 pub mod host;
 mod in_progress;
