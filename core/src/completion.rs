@@ -288,7 +288,8 @@ fn log_failure(delivery: &Delivery, failure: &crate::handler::Failure, plan: &Fa
     let job = &delivery.job;
     let first_line = failure.message.lines().next().unwrap_or("");
     let next = match plan.disposition {
-        Disposition::Retry => format!("retry in {:.1}s", plan.score - now()),
+        // A retry due now may already be a hair past: show 0.0, not -0.0.
+        Disposition::Retry => format!("retry in {:.1}s", (plan.score - now()).max(0.0)),
         Disposition::Dead => "out of retries, moved to dead".to_string(),
         Disposition::Discard => "retry disabled, discarded".to_string(),
     };
