@@ -24,6 +24,19 @@ use std::time::{Duration, Instant};
 
 /// Most completions settled per pass (and per `ack.lua` call).
 const BATCH: usize = 500;
+
+/// How long this task rests after a batch while jobs are still running,
+/// so the next settles gather into one acknowledgement. Without it, under
+/// load each settle woke the task on its own: host threads (and processor
+/// tasks) settle one job at a time, and every wake of a parked runtime
+/// thread is a futex call and a context switch. Measured on the 2-core
+/// machine, 50,000 no-op jobs, runs alternating with and without: Ruby
+/// drain median 21.4k vs 17.3k jobs/s (faster in 5 of 5), Python 23.0k vs
+/// 20.3k (3 of 5), Rust unchanged (3 runs), Redis commands per job 2.0 ->
+/// 1.5, pickup latency unchanged. The cost: a job's acknowledgement (and
+/// its result) is written up to this much later while the worker is busy.
+const LINGER: Duration = Duration::from_millis(1);
+
 /// While stopping with reliable fetch, how long a failing write is retried
 /// before giving up (the job then stays on the in-progress list for
 /// recovery).
@@ -89,7 +102,12 @@ pub(crate) async fn run(shared: Arc<Shared>, completions: flume::Receiver<Comple
             }
             _ = tick.tick() => Vec::new(),
         };
+        let settled = batch.len();
         settle(&shared, batch, &mut recorded, &mut metrics).await;
+        // Jobs still running: let their settles gather first (LINGER).
+        if settled > 0 && settled < BATCH && shared.busy_count() > 0 {
+            tokio::time::sleep(LINGER).await;
+        }
     }
     // Every job is settled: write the metrics still held.
     if let Some(last) = metrics.take(true) {
