@@ -13,9 +13,10 @@ the files its manifest names, README and LICENSE files, which docs
 include); one with a build script keeps everything but its tests, benches
 and examples. From both go top-level changelogs and the like, and the
 files NOT_COMPILED lists per crate (other targets' sources, generators'
-inputs, test data), which the offline install test would catch if a
-Linux build needed them. Each `.cargo-checksum.json` is rewritten to list only the
-files kept, so cargo's checksum verification still holds for every file.
+inputs, test data), which the offline install test would catch if a Linux
+build needed them. Each `.cargo-checksum.json` is rewritten to list only
+the files kept, so cargo's checksum verification still holds for every
+file.
 """
 
 from __future__ import annotations
@@ -175,21 +176,21 @@ def kept(path: str, manifest: dict, has_build_script: bool) -> bool:
     )
 
 
-def not_compiled(crate: Path, name: str) -> set[str]:
-    patterns = NOT_COMPILED.get(name, [])
-    files = (file.relative_to(crate).as_posix() for file in crate.rglob("*") if file.is_file())
-    return {path for path in files if any(fnmatch.fnmatchcase(path, pattern) for pattern in patterns)}
+def not_compiled(path: str, patterns: list[str]) -> bool:
+    return any(fnmatch.fnmatchcase(path, pattern) for pattern in patterns)
 
 
 def trim(crate: Path) -> None:
     manifest = tomllib.loads((crate / "Cargo.toml").read_text())
-    unused = not_compiled(crate, manifest["package"]["name"])
+    not_compiled_patterns = NOT_COMPILED.get(manifest["package"]["name"], [])
     build = manifest.get("package", {}).get("build")
     has_build_script = isinstance(build, str) or (build is None and (crate / "build.rs").exists())
     checksum = json.loads((crate / ".cargo-checksum.json").read_text())
     for file in [p for p in crate.rglob("*") if p.is_file()]:
         path = file.relative_to(crate).as_posix()
-        if path != ".cargo-checksum.json" and (path in unused or not kept(path, manifest, has_build_script)):
+        if path != ".cargo-checksum.json" and (
+            not_compiled(path, not_compiled_patterns) or not kept(path, manifest, has_build_script)
+        ):
             file.unlink()
             checksum["files"].pop(path, None)
     (crate / ".cargo-checksum.json").write_text(json.dumps(checksum))

@@ -47,13 +47,13 @@ thread_local! {
 }
 
 /// What a thread's job was taken from, told when the thread is back.
-trait Taken: Send + Sync {
+trait TakenFrom: Send + Sync {
     fn came_back(&self, since: Instant);
 }
 
 /// A thread's current job; dropped (the thread exits) it counts as back.
 struct Holding {
-    slots: Option<Weak<dyn Taken>>,
+    slots: Option<Weak<dyn TakenFrom>>,
     since: Instant,
 }
 
@@ -133,7 +133,7 @@ impl<T> State<T> {
     }
 }
 
-impl<T: Send + 'static> Taken for HostSlots<T> {
+impl<T: Send + 'static> TakenFrom for HostSlots<T> {
     fn came_back(&self, since: Instant) {
         self.lock().came_back(since);
     }
@@ -196,15 +196,15 @@ impl<T: Send + 'static> HostSlots<T> {
     }
 
     /// When the calling thread's job from here began, if it was running
-    /// one: it is back. (Taken before this lock: another worker's job, dropped here,
-    /// takes that worker's lock.)
+    /// one: it is back. (Taken before this lock: another worker's job,
+    /// dropped here, takes that worker's lock.)
     fn back(self: &Arc<Self>) -> Option<Instant> {
         HOLDING.with(|h| h.borrow_mut().take()).and_then(|h| h.disarm_for(self))
     }
 
     fn hold(self: &Arc<Self>, state: &mut State<T>) {
         state.running += 1;
-        let taken: Arc<dyn Taken> = self.clone();
+        let taken: Arc<dyn TakenFrom> = self.clone();
         let holding = Holding {
             slots: Some(Arc::downgrade(&taken)),
             since: Instant::now(),
