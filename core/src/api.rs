@@ -232,12 +232,22 @@ impl Api {
 
     /// Stops every worker taking from `name` (within a second).
     pub async fn pause_queue(&self, name: &str) -> Result<()> {
-        let _: i64 = self.conn().sadd(self.client.keys().paused_queues(), name).await?;
+        let keys = self.client.keys();
+        // Sharded by queue, fetches read the flag on the queue's slot; the
+        // namespace's set is what the dashboard lists. The flag goes first.
+        if keys.is_sharded_by_queue() {
+            let _: i64 = self.conn().sadd(keys.pause_flag(name), name).await?;
+        }
+        let _: i64 = self.conn().sadd(keys.paused_queues(), name).await?;
         Ok(())
     }
     /// Lets workers take from `name` again.
     pub async fn unpause_queue(&self, name: &str) -> Result<()> {
-        let _: i64 = self.conn().srem(self.client.keys().paused_queues(), name).await?;
+        let keys = self.client.keys();
+        if keys.is_sharded_by_queue() {
+            let _: i64 = self.conn().srem(keys.pause_flag(name), name).await?;
+        }
+        let _: i64 = self.conn().srem(keys.paused_queues(), name).await?;
         // Its idle workers wait for a wake-up, not on the queue.
         let _: i64 = self.conn().publish(self.client.keys().wake(), name).await?;
         Ok(())
@@ -422,19 +432,14 @@ impl Api {
         }
         job.remove("at");
         job.set("enqueued_at", float(now()));
-        let keys = self.client.keys();
-        let queue = job.queue_name().to_string();
-        let moved: i64 = SCRIPTS
-            .requeue_due
-            .key(self.set_key(set))
-            .key(keys.queues())
-            .key(keys.queue(&queue))
-            .arg(keys.wake())
-            .arg(&entry.raw[..])
-            .arg(&queue)
-            .arg(job.to_json())
-            .invoke_async(&mut self.conn())
-            .await?;
+        let due = crate::scheduler::Due {
+            raw: entry.raw.clone(),
+            queue: job.queue_name().to_string(),
+            payload: job.to_json(),
+            jid: job.jid_str().to_string(),
+        };
+        let client = &self.client;
+        let moved = crate::scheduler::move_to_queues(client.redis(), client.keys(), &self.set_key(set), &[due]).await?;
         Ok(moved == 1)
     }
     /// Retries every entry of a set now; returns how many moved.

@@ -61,7 +61,7 @@ impl Client {
     pub fn new(config: &Config) -> Result<Self> {
         Ok(Client {
             redis: Redis::new(config)?,
-            keys: Keys::new(config.namespace()),
+            keys: Keys::for_config(config),
             middleware: ClientChain::default(),
         })
     }
@@ -165,9 +165,26 @@ impl Client {
         if immediate.is_empty() && scheduled.is_empty() {
             return Ok(jids);
         }
+        let sharded = self.keys.is_sharded_by_queue();
+        if sharded && !immediate.is_empty() {
+            // Named first, so a queued job is always in a listed queue.
+            let names: Vec<&String> = immediate.keys().collect();
+            let _: i64 = self
+                .retry_once_on_drop(|mut conn| {
+                    let (key, names) = (self.keys.queues(), &names);
+                    async move { redis::AsyncCommands::sadd(&mut conn, key, names).await }
+                })
+                .await?;
+        }
+        // Sharded, each queue is pushed onto its own slot after the rest.
+        let (on_this_slot, immediate_sharded) = if sharded {
+            (BTreeMap::new(), immediate)
+        } else {
+            (immediate, BTreeMap::new())
+        };
         let mut invocation = SCRIPTS.push.prepare_invoke();
         invocation.key(self.keys.queues()).key(self.keys.schedule());
-        for queue in immediate.keys() {
+        for queue in on_this_slot.keys() {
             invocation.key(self.keys.queue(queue));
         }
         for (key, _, _) in &statuses {
@@ -175,10 +192,10 @@ impl Client {
         }
         invocation
             .arg(self.keys.wake())
-            .arg(immediate.len())
+            .arg(on_this_slot.len())
             .arg(scheduled.len())
             .arg(statuses.len());
-        for (queue, payloads) in &immediate {
+        for (queue, payloads) in &on_this_slot {
             invocation.arg(queue).arg(payloads.len()).arg(payloads);
         }
         for (score, payload) in &scheduled {
@@ -189,13 +206,37 @@ impl Client {
         }
         // At worst a push whose reply was lost is pushed twice, which
         // at-least-once delivery allows; a push must never be lost.
-        let _: usize = self
+        if !on_this_slot.is_empty() || !scheduled.is_empty() || !statuses.is_empty() {
+            let _: usize = self
+                .retry_once_on_drop(|mut conn| {
+                    let invocation = &invocation;
+                    async move { invocation.invoke_async(&mut conn).await }
+                })
+                .await?;
+        }
+        if sharded {
+            for (queue, payloads) in &immediate_sharded {
+                self.push_onto_own_slot(queue, payloads).await?;
+            }
+        }
+        Ok(jids)
+    }
+
+    /// Sharded by queue: pushes onto one queue (its own slot; its result
+    /// records and its name were written on the namespace's slot first).
+    /// A push that finds the queue empty wakes idle workers.
+    async fn push_onto_own_slot(&self, queue: &str, payloads: &[String]) -> Result<()> {
+        let key = self.keys.queue(queue);
+        let length: usize = self
             .retry_once_on_drop(|mut conn| {
-                let invocation = &invocation;
-                async move { invocation.invoke_async(&mut conn).await }
+                let key = &key;
+                async move { redis::AsyncCommands::lpush(&mut conn, key, payloads).await }
             })
             .await?;
-        Ok(jids)
+        if length == payloads.len() {
+            let _: i64 = redis::AsyncCommands::publish(&mut self.redis.conn(), self.keys.wake(), queue).await?;
+        }
+        Ok(())
     }
 
     /// Takes the job's unique lock and pushes it, in one script. False for
@@ -209,12 +250,19 @@ impl Client {
         let wait = (run_at.unwrap_or(at) - at).max(0.0).round();
         let ttl = (wait + job.unique_for_secs().unwrap_or(1.0).ceil()) as u64;
         let queue = job.queue_name().to_string();
+        // Sharded by queue, an immediate job goes through the outbox: its
+        // queue is on another slot than its lock (see outbox.rs).
+        let handover = crate::outbox::handover_id(job.jid_str());
         let (target, mode) = match run_at {
             Some(_) => (self.keys.schedule(), "schedule"),
             None => {
                 job.remove("at");
                 job.set("enqueued_at", float(at));
-                (self.keys.queue(&queue), "queue")
+                if self.keys.is_sharded_by_queue() {
+                    (self.keys.outbox(), "outbox")
+                } else {
+                    (self.keys.queue(&queue), "queue")
+                }
             }
         };
         let (record, record_ttl) = match job.result_ttl_secs() {
@@ -235,7 +283,8 @@ impl Client {
             .key(self.keys.result(job.jid_str()))
             .arg(record_ttl)
             .arg(record)
-            .arg(self.keys.wake());
+            .arg(self.keys.wake())
+            .arg(&handover);
         // A retry of a push that did land finds the lock held by this jid
         // and pushes nothing more.
         let pushed: i64 = self
@@ -246,6 +295,8 @@ impl Client {
             .await?;
         if pushed == 0 {
             tracing::debug!("{job} not pushed: a duplicate holds unique lock {digest}");
+        } else if mode == "outbox" {
+            crate::outbox::deliver(&self.redis, &self.keys, &[handover]).await?;
         }
         Ok(pushed == 1)
     }

@@ -17,9 +17,9 @@ use crate::results;
 use crate::retry::{day_of, dead_bounds, history_entry, plan_failure, Disposition, FailurePlan};
 use crate::scripts::SCRIPTS;
 use crate::shared::Shared;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Most completions settled per pass (and per `ack.lua` call).
@@ -192,6 +192,7 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
                         shared,
                         &shared.identity,
                         &entry,
+                        &delivery.queue,
                         &delivery.raw,
                         &delivery.job,
                         &plan,
@@ -221,7 +222,7 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
             Completion::Requeue { token, queue, raw, job } => {
                 let (identity, entry) = (&shared.identity, own_entry(shared, token));
                 persist(shared, "putting a job back on its queue", || async {
-                    crate::recovery::requeue_one(shared, identity, &raw, &job, 0, &entry)
+                    crate::recovery::requeue_one(shared, identity, &raw, &job, 0, &entry, &queue)
                         .await
                         .map(drop)
                 })
@@ -239,6 +240,9 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
             Completion::Flush(reply) => flushes.push(reply),
             Completion::ResultStarted { .. } => {}
         }
+    }
+    if shared.keys.is_sharded_by_queue() && !successes.is_empty() {
+        successes = take_acknowledged(shared, successes).await;
     }
     let busy = BusyChanges::since(shared, recorded, &ended);
     let due = metrics.take(shared.is_stopping());
@@ -384,7 +388,13 @@ async fn ack(
         .key(shared.keys.stat("processed", Some(&today)))
         .key(shared.keys.history())
         .key(shared.keys.workers(&shared.identity))
-        .arg(if shared.is_reliable() { "1" } else { "0" })
+        // Sharded by queue, the jobs were taken off their queues' slots
+        // already (`take_acknowledged`).
+        .arg(if shared.is_reliable() && !shared.keys.is_sharded_by_queue() {
+            "1"
+        } else {
+            "0"
+        })
         .arg(shared.config.history_max())
         .arg(successes.len());
     for (delivery, _) in successes {
@@ -468,15 +478,46 @@ pub(crate) async fn bury_unparseable(
     };
     let failure = crate::handler::Failure::new("cogworker::UnparseablePayload", reason);
     let history = history_entry(&wrapper, at, at, Some(&failure));
-    file(shared, owner, entry, raw, &wrapper, &plan, &history).await
+    file(shared, owner, entry, queue, raw, &wrapper, &plan, &history).await
 }
 
-/// Runs `fail.lua` for one job, taking `entry` (the payload `raw`) off
-/// `owner`'s in-progress key.
+/// Sharded by queue: takes the successes off their queues' in-progress
+/// hashes (on the queues' slots) and keeps those that were still held, for
+/// `ack` to count and record on the namespace's slot. A job no longer held
+/// was put back on its queue while it ran; its copy will run again.
+async fn take_acknowledged(shared: &Shared, successes: Vec<(Delivery, f64)>) -> Vec<(Delivery, f64)> {
+    let deliveries: Vec<(&str, u64)> = successes.iter().map(|(d, _)| (d.queue.as_str(), d.token)).collect();
+    let done = Mutex::new(HashMap::new());
+    persist(shared, "taking finished jobs off in progress", || {
+        crate::in_progress::take_acknowledged(shared, &deliveries, &done)
+    })
+    .await;
+    let taken = crate::in_progress::acknowledged(&deliveries, &done.into_inner().unwrap());
+    successes
+        .into_iter()
+        .filter(|(delivery, _)| taken.contains(&delivery.token))
+        .collect()
+}
+
+/// How long a filed failure's marker (sharded by queue) outlives a crash
+/// between filing the job and taking its in-progress entry off: recovery
+/// must see it (normally it is deleted at once).
+const FILED_MARKER_TTL_SECS: u64 = 7 * 86_400;
+
+/// Runs `fail.lua` for one job, taking `entry` (the payload `raw`, taken
+/// from `queue`) off `owner`'s in-progress key.
+///
+/// Sharded by queue the entry is on the queue's slot, the retry and dead
+/// sets on the namespace's: the job is filed first, with a marker, then its
+/// entry is taken off, then the marker is deleted. Each step is safe to
+/// repeat (`persist` retries the whole), and recovery takes an entry whose
+/// marker it finds off instead of putting it back on its queue.
+#[allow(clippy::too_many_arguments)]
 async fn file(
     shared: &Shared,
     owner: &str,
     entry: &str,
+    queue: &str,
     raw: &[u8],
     job: &Job,
     plan: &FailurePlan,
@@ -490,7 +531,25 @@ async fn file(
     };
     let (dead_max, dead_min_score) = dead_bounds(&shared.config, at);
     let locks = JobLocks::of(job, &shared.keys);
+    let sharded = shared.keys.is_sharded_by_queue() && entry != NOT_HELD;
+    let held_at = shared.keys.in_progress_from(owner, queue);
+    let filed_marker = shared.keys.filed(owner, entry);
+    if sharded {
+        let held: bool = redis::AsyncCommands::hexists(&mut shared.redis.conn(), &held_at, entry).await?;
+        if !held {
+            // Put back on its queue by shutdown or recovery (that copy
+            // runs again), or this is a repeat and all is done.
+            return Ok(());
+        }
+    }
+    // Sharded, fail.lua takes nothing off (its in-progress key is this
+    // empty one on the namespace's slot).
     let in_progress = shared.keys.in_progress(owner);
+    let (entry_here, marker_ttl) = if sharded {
+        (NOT_HELD, FILED_MARKER_TTL_SECS)
+    } else {
+        (entry, 0)
+    };
     let run_lock_ttl = locks::retry_ttl(&shared.config, plan.score - at);
     let unique_ttl = locks::unique_retry_ttl(job, plan.score - at);
     let jid = job.jid_str();
@@ -510,7 +569,7 @@ async fn file(
         .key(shared.keys.stat("failed", Some(&today)))
         .key(shared.keys.attempts(job.jid_str()))
         .key(shared.keys.history())
-        .arg(entry)
+        .arg(entry_here)
         .arg(raw)
         .arg(plan.disposition.as_str())
         .arg(plan.score)
@@ -533,8 +592,15 @@ async fn file(
         .arg(result_ttl)
         .arg(record)
         .arg(if final_status { "1" } else { "0" })
+        .key(&filed_marker)
+        .arg(marker_ttl)
         .invoke_async(&mut shared.redis.conn())
         .await?;
+    if sharded {
+        let mut conn = shared.redis.conn();
+        let _: i64 = redis::AsyncCommands::hdel(&mut conn, &held_at, entry).await?;
+        let _: i64 = redis::AsyncCommands::del(&mut conn, &filed_marker).await?;
+    }
     Ok(())
 }
 

@@ -112,6 +112,7 @@ pub struct Config {
     queues: Vec<QueueSpec>,
     strict_order: bool,
     fetch: FetchMode,
+    shard_by_queue: bool,
     fetch_idle_max_interval: f64,
     orphan_threshold: f64,
     orphan_check_interval: f64,
@@ -145,6 +146,7 @@ impl Default for Config {
             }],
             strict_order: false,
             fetch: FetchMode::Reliable,
+            shard_by_queue: false,
             fetch_idle_max_interval: 1.0,
             orphan_threshold: 300.0,
             orphan_check_interval: 60.0,
@@ -246,6 +248,15 @@ impl Config {
         self.queues = queues;
         self.strict_order = true;
         Ok(self)
+    }
+    /// Give each queue's keys (the queue, the jobs taken from it and in
+    /// progress, its pause flag) a hash tag of their own, `{ns:<queue>}`,
+    /// so that on Redis Cluster different queues live on different masters
+    /// (docs/scaling.md). Every client and worker of a namespace must agree.
+    /// Needs reliable fetch. Off by default: every key on the namespace's slot.
+    pub fn set_shard_by_queue(&mut self, on: bool) -> &mut Self {
+        self.shard_by_queue = on;
+        self
     }
     /// Reliable (default) or basic fetch.
     pub fn set_fetch(&mut self, mode: FetchMode) -> &mut Self {
@@ -352,6 +363,10 @@ impl Config {
     pub fn fetch(&self) -> FetchMode {
         self.fetch
     }
+    /// Do queues have hash tags of their own (see [`Config::set_shard_by_queue`])?
+    pub fn shard_by_queue(&self) -> bool {
+        self.shard_by_queue
+    }
     /// Longest block of one idle wait.
     pub fn fetch_idle_max_interval(&self) -> Duration {
         Duration::from_secs_f64(self.fetch_idle_max_interval)
@@ -405,10 +420,18 @@ impl Config {
         self.dead_timeout
     }
     /// Checks how the settings fit together (each setter checked its own
-    /// value): `orphan_threshold` must outlast two missed heartbeats, or a
+    /// value): `shard_by_queue` needs reliable fetch; `orphan_threshold` must outlast two missed heartbeats, or a
     /// live process that is late once is taken for dead and its running
     /// jobs are run a second time by another. The error names both settings.
     pub fn validate(&self) -> Result<()> {
+        if self.shard_by_queue && self.fetch == FetchMode::Basic {
+            return Err(Error::config(
+                "fetch",
+                "basic",
+                "shard_by_queue needs reliable fetch (basic fetch blocks on all the queues in one command, \
+                 which a cluster refuses across slots)",
+            ));
+        }
         let least = 2.0 * self.heartbeat_interval + ORPHAN_MARGIN_SECS;
         if self.orphan_threshold < least {
             return Err(Error::config(

@@ -65,6 +65,12 @@ async fn warn_about_eviction(shared: &Shared) {
 
 async fn resolve_and_beat(shared: &Shared) -> Result<()> {
     resolve_fetch_mode(shared).await?;
+    if shared.keys.is_sharded_by_queue() {
+        // Recovery looks for a dead process's jobs in the listed queues'
+        // slots: list ours before anything is taken from them.
+        let names: Vec<&str> = shared.config.queues().iter().map(|q| q.name.as_str()).collect();
+        let _: i64 = redis::AsyncCommands::sadd(&mut shared.redis.conn(), shared.keys.queues(), names).await?;
+    }
     beat(shared).await
 }
 
@@ -212,6 +218,12 @@ fn apply_signal(shared: &Shared, command: &str) {
 /// nothing is left in progress). Returns the jobs left in progress.
 pub(crate) async fn unregister(shared: &Shared) -> Result<i64> {
     let identity = &shared.identity;
+    // Sharded by queue, what is left is on the queues' slots.
+    let left_elsewhere = if shared.keys.is_sharded_by_queue() && shared.is_reliable() {
+        crate::in_progress::count_held(shared, identity).await?
+    } else {
+        0
+    };
     let left: i64 = SCRIPTS
         .unregister
         .key(shared.keys.processes())
@@ -221,6 +233,7 @@ pub(crate) async fn unregister(shared: &Shared) -> Result<i64> {
         .key(shared.keys.last_beat())
         .key(shared.keys.in_progress(identity))
         .arg(identity)
+        .arg(left_elsewhere)
         .invoke_async(&mut shared.redis.conn())
         .await?;
     Ok(left)

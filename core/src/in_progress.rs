@@ -9,13 +9,28 @@
 //! recovery still reads those. The scripts that take one job off name it
 //! by its *entry* (`in_progress.lua`): the field, [`LIST_ENTRY`], or
 //! [`NOT_HELD`].
+//!
+//! Sharded by queue, a process has one such hash per queue, on the queue's
+//! slot (`{NS:<q>}:in_progress:<identity>`), and a held job is found by its
+//! queue and its entry.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Mutex;
 
 use redis::AsyncCommands;
 
 use crate::error::Result;
+use crate::scripts::SCRIPTS;
 use crate::shared::Shared;
+
+/// A job a process holds in progress.
+pub(crate) struct Held {
+    /// The queue whose in-progress hash holds it (sharded by queue), or ""
+    /// (one hash for all queues).
+    pub queue: String,
+    pub entry: String,
+    pub raw: Vec<u8>,
+}
 
 /// A job recorded nowhere (basic fetch: it exists only in memory).
 pub(crate) const NOT_HELD: &str = "-";
@@ -31,9 +46,96 @@ pub(crate) fn own_entry(shared: &Shared, token: u64) -> String {
     }
 }
 
-/// Every job `identity` holds, as `(entry, payload)`, oldest first.
-pub(crate) async fn held_by(shared: &Shared, identity: &str) -> Result<Vec<(String, Vec<u8>)>> {
-    let key = shared.keys.in_progress(identity);
+/// Every job `identity` holds, oldest first (per queue, sharded by queue).
+pub(crate) async fn held_by(shared: &Shared, identity: &str) -> Result<Vec<Held>> {
+    if !shared.keys.is_sharded_by_queue() {
+        let held = held_in(shared, &shared.keys.in_progress(identity)).await?;
+        return Ok(held
+            .into_iter()
+            .map(|(entry, raw)| Held {
+                queue: String::new(),
+                entry,
+                raw,
+            })
+            .collect());
+    }
+    let mut held = Vec::new();
+    for queue in queues_that_may_hold(shared).await? {
+        for (entry, raw) in held_in(shared, &shared.keys.in_progress_from(identity, &queue)).await? {
+            held.push(Held {
+                queue: queue.clone(),
+                entry,
+                raw,
+            });
+        }
+    }
+    Ok(held)
+}
+
+/// Sharded by queue: the queues whose in-progress hashes a process may
+/// have, i.e. every queue listed (a worker lists its queues when it starts)
+/// and this process's own.
+pub(crate) async fn queues_that_may_hold(shared: &Shared) -> Result<BTreeSet<String>> {
+    let listed: Vec<String> = shared.redis.conn().smembers(shared.keys.queues()).await?;
+    let own = shared.config.queues().iter().map(|q| q.name.clone());
+    Ok(listed.into_iter().chain(own).collect())
+}
+
+/// Sharded by queue: how many jobs `identity` holds in the queues' hashes.
+pub(crate) async fn count_held(shared: &Shared, identity: &str) -> Result<u64> {
+    let mut count = 0;
+    for queue in queues_that_may_hold(shared).await? {
+        let n: u64 = shared
+            .redis
+            .conn()
+            .hlen(shared.keys.in_progress_from(identity, &queue))
+            .await?;
+        count += n;
+    }
+    Ok(count)
+}
+
+/// Sharded by queue: takes this process's acknowledged deliveries
+/// (`(queue, token)`) off their queues' in-progress hashes, one script per
+/// queue. `done` records each queue's answer (the tokens no longer held),
+/// so a retry after a partial failure repeats only the queues left.
+pub(crate) async fn take_acknowledged(
+    shared: &Shared,
+    deliveries: &[(&str, u64)],
+    done: &Mutex<HashMap<String, Vec<u64>>>,
+) -> redis::RedisResult<()> {
+    let mut by_queue: HashMap<&str, Vec<u64>> = HashMap::new();
+    for (queue, token) in deliveries {
+        by_queue.entry(queue).or_default().push(*token);
+    }
+    for (queue, tokens) in by_queue {
+        if done.lock().unwrap().contains_key(queue) {
+            continue;
+        }
+        let missing: Vec<u64> = SCRIPTS
+            .take_held
+            .key(shared.keys.in_progress_from(&shared.identity, queue))
+            .arg(&tokens)
+            .invoke_async(&mut shared.redis.conn())
+            .await?;
+        done.lock().unwrap().insert(queue.to_string(), missing);
+    }
+    Ok(())
+}
+
+/// Of `deliveries`, the tokens [`take_acknowledged`] took off: their
+/// queue's script ran and they were still held.
+pub(crate) fn acknowledged(deliveries: &[(&str, u64)], done: &HashMap<String, Vec<u64>>) -> HashSet<u64> {
+    deliveries
+        .iter()
+        .filter(|(queue, token)| done.get(*queue).is_some_and(|missing| !missing.contains(token)))
+        .map(|(_, token)| *token)
+        .collect()
+}
+
+/// The entries of one in-progress key, as `(entry, payload)`, oldest first.
+async fn held_in(shared: &Shared, key: &str) -> Result<Vec<(String, Vec<u8>)>> {
+    let key = key.to_string();
     let mut conn = shared.redis.conn();
     let kind: String = conn.key_type(&key).await?;
     Ok(match kind.as_str() {

@@ -1,24 +1,61 @@
 //! Every Redis key cogworker uses, built in this one module (docs/internals.md, "Key layout").
 //! Nothing else formats a key. With a hash-tagged namespace such as
 //! `{cogworker}` every key lands in one Redis Cluster slot.
+//!
+//! With `shard_by_queue`, the keys a job touches while it is queued and
+//! running (its queue, the in-progress hashes of that queue, the queue's
+//! pause flag) carry a hash tag of their queue's own, `{cogworker:<queue>}`,
+//! so a cluster spreads queues over its masters; everything else stays on
+//! the namespace's slot.
 
 /// Key builder for one namespace.
 #[derive(Clone, Debug)]
 pub struct Keys {
     ns: String,
+    /// The namespace without braces, for the per-queue hash tags; `None`
+    /// when queue keys share the namespace's slot.
+    shard_by_queue: Option<String>,
 }
 
 impl Keys {
-    /// The keys of `namespace`.
+    /// The keys of `namespace`, every one on the namespace's slot.
     pub fn new(namespace: &str) -> Self {
         Keys {
             ns: namespace.to_string(),
+            shard_by_queue: None,
+        }
+    }
+
+    /// The keys of `namespace`, each queue's on a slot of its own.
+    pub fn sharded_by_queue(namespace: &str) -> Self {
+        Keys {
+            ns: namespace.to_string(),
+            shard_by_queue: Some(namespace.replace(['{', '}'], "")),
+        }
+    }
+
+    /// The keys `config` uses.
+    pub fn for_config(config: &crate::config::Config) -> Self {
+        if config.shard_by_queue() {
+            Keys::sharded_by_queue(config.namespace())
+        } else {
+            Keys::new(config.namespace())
         }
     }
 
     /// The namespace.
     pub fn namespace(&self) -> &str {
         &self.ns
+    }
+
+    /// Do queues have hash tags of their own?
+    pub fn is_sharded_by_queue(&self) -> bool {
+        self.shard_by_queue.is_some()
+    }
+
+    /// The prefix of one queue's keys when sharded: `{ns:<queue>}`.
+    fn queue_slot(&self, inner: &str, queue: &str) -> String {
+        format!("{{{inner}:{queue}}}")
     }
 
     fn key(&self, suffix: &str) -> String {
@@ -31,11 +68,62 @@ impl Keys {
     }
     /// List of job payloads for one queue (push left, take right).
     pub fn queue(&self, name: &str) -> String {
-        format!("{}:queue:{}", self.ns, name)
+        match &self.shard_by_queue {
+            Some(inner) => format!("{}:queue", self.queue_slot(inner, name)),
+            None => format!("{}:queue:{}", self.ns, name),
+        }
     }
     /// The queue name back from a queue key, if it is one of ours.
     pub fn queue_name<'a>(&self, key: &'a str) -> Option<&'a str> {
-        key.strip_prefix(&self.ns)?.strip_prefix(":queue:")
+        match &self.shard_by_queue {
+            Some(inner) => key
+                .strip_prefix('{')?
+                .strip_prefix(inner.as_str())?
+                .strip_prefix(':')?
+                .strip_suffix("}:queue"),
+            None => key.strip_prefix(&self.ns)?.strip_prefix(":queue:"),
+        }
+    }
+    /// The set a fetch from queue `name` reads to see whether it is paused:
+    /// the namespace's set of paused queues, or when sharded, a set on the
+    /// queue's own slot holding just its name (the namespace's set is then
+    /// the list the dashboard shows; pausing writes both).
+    pub fn pause_flag(&self, name: &str) -> String {
+        match &self.shard_by_queue {
+            Some(inner) => format!("{}:paused", self.queue_slot(inner, name)),
+            None => self.paused_queues(),
+        }
+    }
+    /// The hash of the jobs `identity` took from queue `name` and has not
+    /// settled: the process's one in-progress hash, or when sharded, one
+    /// per queue on the queue's slot.
+    pub fn in_progress_from(&self, identity: &str, name: &str) -> String {
+        match &self.shard_by_queue {
+            Some(inner) => format!("{}:in_progress:{}", self.queue_slot(inner, name), identity),
+            None => self.in_progress(identity),
+        }
+    }
+    /// Sharded by queue: the marker that one hand-over onto queue `name`
+    /// (`id`, see [`Keys::outbox`]) has landed, so a repeat of it pushes
+    /// nothing.
+    pub fn landed(&self, name: &str, id: &str) -> String {
+        match &self.shard_by_queue {
+            Some(inner) => format!("{}:landed:{}", self.queue_slot(inner, name), id),
+            None => format!("{}:landed:{}", self.ns, id),
+        }
+    }
+    /// Sharded by queue: hash of jobs taken off the schedule, retry or dead
+    /// set, or claimed by a periodic tick, and not yet pushed onto their
+    /// queue (which lives on another slot). Field: a hand-over id; value:
+    /// queue name, a newline, the payload.
+    pub fn outbox(&self) -> String {
+        self.key("outbox")
+    }
+    /// Sharded by queue: the marker that a failed job of `identity`'s
+    /// delivery `token` has been filed (retry, dead), so recovery does not
+    /// put its in-progress entry back on the queue.
+    pub fn filed(&self, identity: &str, token: &str) -> String {
+        format!("{}:filed:{}:{}", self.ns, identity, token)
     }
     /// Sorted set of jobs to run later (score: run-at).
     pub fn schedule(&self) -> String {
@@ -152,5 +240,22 @@ mod tests {
             "{cogworker}:stat:processed:2026-01-02"
         );
         assert_eq!(k.in_progress("h:1:ab"), "{cogworker}:in_progress:h:1:ab");
+        assert_eq!(k.in_progress_from("h:1:ab", "q"), "{cogworker}:in_progress:h:1:ab");
+        assert_eq!(k.pause_flag("q"), "{cogworker}:paused_queues");
+    }
+
+    #[test]
+    fn sharded_queue_keys_carry_their_queues_hash_tag() {
+        let k = Keys::sharded_by_queue("{cogworker}");
+        assert_eq!(k.queue("default"), "{cogworker:default}:queue");
+        assert_eq!(k.queue_name("{cogworker:a:b}:queue"), Some("a:b"));
+        assert_eq!(k.queue_name("{cogworker}:queue:a"), None);
+        assert_eq!(k.in_progress_from("h:1", "mail"), "{cogworker:mail}:in_progress:h:1");
+        assert_eq!(k.pause_flag("mail"), "{cogworker:mail}:paused");
+        assert_eq!(k.landed("mail", "j-1"), "{cogworker:mail}:landed:j-1");
+        // Everything else stays on the namespace's slot.
+        assert_eq!(k.retry(), "{cogworker}:retry");
+        assert_eq!(k.in_progress("h:1"), "{cogworker}:in_progress:h:1");
+        assert_eq!(k.outbox(), "{cogworker}:outbox");
     }
 }

@@ -450,7 +450,7 @@ async fn requeue_unfinished(shared: &Shared, never_started: Vec<Vec<u8>>) -> Res
     for raw in &payloads {
         match Job::parse(raw) {
             Ok(job) => {
-                recovery::requeue_one(shared, &shared.identity, raw, &job, 0, NOT_HELD).await?;
+                recovery::requeue_one(shared, &shared.identity, raw, &job, 0, NOT_HELD, "").await?;
             }
             Err(reason) => {
                 completion::bury_unparseable(shared, &shared.identity, NOT_HELD, "", raw, &reason).await?;

@@ -28,6 +28,7 @@ mod launcher;
 mod locks;
 pub mod logging;
 mod metrics;
+mod outbox;
 mod periodic;
 mod processor;
 mod recovery;

@@ -1,11 +1,14 @@
 //! Moves due entries of `schedule` and `retry` onto their queues, every few
 //! seconds (jittered per process so a fleet does not poll in step). Claim
 //! and push happen in one script (`requeue_due.lua`); the payload pushed is
-//! rebuilt here with `enqueued_at` re-stamped. An entry that cannot be
+//! rebuilt here with `enqueued_at` re-stamped. (Sharded by queue, claim and
+//! push are a hand-over through the outbox: see outbox.rs.) An entry that cannot be
 //! requeued (not JSON, no queue) is left where it is, never removed.
 
+use crate::connection::Redis;
 use crate::error::Result;
 use crate::job::{float, now, Job};
+use crate::keys::Keys;
 use crate::scripts::SCRIPTS;
 use crate::shared::{jittered, sleep_unless, Lifecycle, Shared};
 use redis::AsyncCommands;
@@ -45,21 +48,18 @@ pub(crate) async fn enqueue_due(shared: &Shared, set: &str, reported: &mut HashS
             return Ok(moved);
         }
         let page_len = entries.len() as isize;
-        let mut invocation = SCRIPTS.requeue_due.prepare_invoke();
-        invocation.key(set).key(shared.keys.queues()).arg(shared.keys.wake());
-        let mut batch = 0;
+        let mut due = Vec::new();
         for raw in entries {
             match requeueable(&raw) {
                 Some(mut job) => {
                     job.remove("at");
                     job.set("enqueued_at", float(at));
-                    let queue = job.queue_name().to_string();
-                    invocation
-                        .key(shared.keys.queue(&queue))
-                        .arg(&raw[..])
-                        .arg(&queue)
-                        .arg(job.to_json());
-                    batch += 1;
+                    due.push(Due {
+                        queue: job.queue_name().to_string(),
+                        payload: job.to_json(),
+                        jid: job.jid_str().to_string(),
+                        raw,
+                    });
                 }
                 None => {
                     skipped += 1;
@@ -72,14 +72,55 @@ pub(crate) async fn enqueue_due(shared: &Shared, set: &str, reported: &mut HashS
                 }
             }
         }
-        if batch > 0 {
-            let n: usize = invocation.invoke_async(&mut conn).await?;
-            moved += n;
-        }
+        moved += move_to_queues(&shared.redis, &shared.keys, set, &due).await?;
         if page_len < PAGE {
             return Ok(moved);
         }
     }
+}
+
+/// An entry of a sorted set to put on its queue.
+pub(crate) struct Due {
+    /// The entry as stored.
+    pub raw: Vec<u8>,
+    pub queue: String,
+    /// What to push (`enqueued_at` re-stamped).
+    pub payload: String,
+    pub jid: String,
+}
+
+/// Claims each entry of `set` and pushes it onto its queue; returns how
+/// many moved (one another process claimed first is skipped). One script
+/// (`requeue_due.lua`), or sharded by queue, where the queues are on other
+/// slots, a hand-over through the outbox (see outbox.rs).
+pub(crate) async fn move_to_queues(redis: &Redis, keys: &Keys, set: &str, due: &[Due]) -> Result<usize> {
+    if due.is_empty() {
+        return Ok(0);
+    }
+    if keys.is_sharded_by_queue() {
+        let mut invocation = SCRIPTS.claim_to_outbox.prepare_invoke();
+        invocation.key(set).key(keys.queues()).key(keys.outbox());
+        for entry in due {
+            invocation
+                .arg(&entry.raw[..])
+                .arg(&entry.queue)
+                .arg(&entry.payload)
+                .arg(crate::outbox::handover_id(&entry.jid));
+        }
+        let claimed: Vec<String> = invocation.invoke_async(&mut redis.conn()).await?;
+        crate::outbox::deliver(redis, keys, &claimed).await?;
+        return Ok(claimed.len());
+    }
+    let mut invocation = SCRIPTS.requeue_due.prepare_invoke();
+    invocation.key(set).key(keys.queues()).arg(keys.wake());
+    for entry in due {
+        invocation
+            .key(keys.queue(&entry.queue))
+            .arg(&entry.raw[..])
+            .arg(&entry.queue)
+            .arg(&entry.payload);
+    }
+    Ok(invocation.invoke_async(&mut redis.conn()).await?)
 }
 
 /// The job an entry would requeue as: a JSON object with a class and a

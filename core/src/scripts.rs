@@ -22,6 +22,9 @@ pub(crate) struct Scripts {
     pub push_unique: Script,
     pub kill: Script,
     pub signal: Script,
+    pub claim_to_outbox: Script,
+    pub push_once: Script,
+    pub take_held: Script,
 }
 
 /// A script that reads the time, with the clock (`scripts/clock.lua`)
@@ -40,17 +43,13 @@ macro_rules! with_wake {
     };
 }
 
-/// A script that writes job metrics, with `record_metrics`
-/// (`scripts/metrics.lua`) prepended.
-macro_rules! with_metrics {
-    ($path:literal) => {
-        concat!(include_str!("scripts/metrics.lua"), include_str!($path))
-    };
-}
-
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     fetch_reliable: Script::new(include_str!("scripts/fetch_reliable.lua")),
-    ack: Script::new(with_metrics!("scripts/ack.lua")),
+    ack: Script::new(concat!(
+        include_str!("scripts/take_fields.lua"),
+        include_str!("scripts/metrics.lua"),
+        include_str!("scripts/ack.lua")
+    )),
     fail: Script::new(concat!(
         include_str!("scripts/in_progress.lua"),
         include_str!("scripts/fail.lua")
@@ -71,4 +70,10 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     push_unique: Script::new(with_wake!("scripts/push_unique.lua")),
     kill: Script::new(include_str!("scripts/kill.lua")),
     signal: Script::new(include_str!("scripts/signal.lua")),
+    claim_to_outbox: Script::new(include_str!("scripts/claim_to_outbox.lua")),
+    push_once: Script::new(with_wake!("scripts/push_once.lua")),
+    take_held: Script::new(concat!(
+        include_str!("scripts/take_fields.lua"),
+        include_str!("scripts/take_held.lua")
+    )),
 });

@@ -80,6 +80,18 @@ pub const SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "shard_by_queue",
+        help: "give each queue's keys a hash tag of their own, so on Redis Cluster queues spread over the masters (every client and worker of the namespace must agree; reliable fetch only)",
+        apply: |c, name, v| match v {
+            HostValue::Bool(on) => {
+                c.set_shard_by_queue(*on);
+                Ok(())
+            }
+            other => Err(Error::config(name, other, "must be true or false")),
+        },
+        read: |c| HostValue::Bool(c.shard_by_queue()),
+    },
+    Setting {
         name: "fetch_idle_max_interval",
         help: "longest an idle worker waits for a wake-up before looking at its queues again (a job pushed without one, e.g. by a raw LPUSH, waits at most this long), in seconds",
         apply: |c, name, v| c.set_fetch_idle_max_interval(seconds(name, v)?).map(drop),

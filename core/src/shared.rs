@@ -109,7 +109,7 @@ impl Shared {
             &job::new_jid()[..8]
         );
         Shared {
-            keys: Keys::new(config.namespace()),
+            keys: Keys::for_config(&config),
             reliable: AtomicBool::new(config.fetch() == FetchMode::Reliable),
             config,
             redis,

@@ -8,6 +8,7 @@ mod common;
 use cogworker::{Api, Client, Failure, Job, JobSet, Periodic, Retry, Worker};
 use common::cluster::{Cluster, NS};
 use common::*;
+use redis::AsyncCommands;
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -20,32 +21,7 @@ async fn push_run_retry_schedule_unique_and_periodic_on_a_cluster() {
     let client = Client::new(&config).unwrap();
     let api = Api::new(client.clone());
 
-    let ran = Arc::new(AtomicUsize::new(0));
-    let (count, flaky) = (ran.clone(), Arc::new(AtomicUsize::new(0)));
-    let flaky_count = flaky.clone();
-    let worker = Worker::builder(config.clone())
-        .register("Count", move |_job| {
-            let count = count.clone();
-            async move {
-                count.fetch_add(1, Ordering::SeqCst);
-                Ok(())
-            }
-        })
-        .register("Flaky", move |_job| {
-            let flaky = flaky_count.clone();
-            async move {
-                if flaky.fetch_add(1, Ordering::SeqCst) == 0 {
-                    Err(Failure::new("E", "first attempt fails"))
-                } else {
-                    Ok(())
-                }
-            }
-        })
-        .retry_in("Flaky", |_count, _job| Some(0.5))
-        .register("Dies", |_job| async { Err(Failure::new("E", "always")) })
-        .periodic(Periodic::new("* * * * * *", "Tick").unwrap().queue("ticks").unwrap())
-        .build()
-        .unwrap();
+    let (worker, ran, flaky, _never) = scenario_worker(config.clone());
     let handle = worker.handle();
     let running = tokio::spawn(worker.run());
 
@@ -75,29 +51,7 @@ async fn push_run_retry_schedule_unique_and_periodic_on_a_cluster() {
         None
     );
 
-    let r = ran.clone();
-    wait_until(
-        "all Count jobs ran (incl. the scheduled one)",
-        Duration::from_secs(20),
-        move || {
-            let r = r.clone();
-            async move { r.load(Ordering::SeqCst) == 203 }
-        },
-    )
-    .await;
-    let f = flaky.clone();
-    wait_until("Flaky succeeded on its retry", Duration::from_secs(20), move || {
-        let f = f.clone();
-        async move { f.load(Ordering::SeqCst) == 2 }
-    })
-    .await;
-    let a = api.clone();
-    wait_until("Dies is dead and ticks fired", Duration::from_secs(20), move || {
-        let a = a.clone();
-        async move { a.set_size(JobSet::Dead).await.unwrap() == 1 && a.queue("ticks").await.unwrap().size >= 2 }
-    })
-    .await;
-    assert!(api.unique_locks(10).await.unwrap().is_empty(), "released after the run");
+    scenario_outcomes(&api, &ran, &flaky, 203).await;
 
     // Orphan recovery: a dead process's in-progress list goes back.
     let mut owner = cluster.owner().await;
@@ -135,4 +89,202 @@ async fn a_namespace_without_a_hash_tag_is_refused_at_start() {
     assert!(err.contains("namespace") && err.contains("{cogworker}"), "{err}");
     let err = Worker::builder(config).build().err().expect("refused").to_string();
     assert!(err.contains("hash tag"), "{err}");
+}
+
+/// `shard_by_queue`: three queues on the three masters (their keys, seen
+/// on each master's own connection), and the core scenarios across them:
+/// pushes (single, bulk over all three, scheduled, unique), retry and dead
+/// (a failure filed on the namespace's slot from a queue's), a periodic
+/// tick, pause, orphan recovery from a queue's slot, and the two crash
+/// points of the hand-overs between slots: a job left in the outbox is
+/// pushed once, and a failure filed but not yet taken off in progress is
+/// taken off, not run again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_by_queue_three_queues_live_on_three_masters() {
+    let cluster = Cluster::start();
+    let queues = cluster.queue_per_master().await;
+    let mut config = cluster.config();
+    config.set_shard_by_queue(true).set_queues(&queues).unwrap();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+
+    // Paused, pushed to: each queue's jobs wait on its own master.
+    for q in &queues {
+        api.pause_queue(q).await.unwrap();
+    }
+    let bulk = client
+        .push_bulk(
+            (0..30)
+                .map(|i| Job::new("Count").args([json!(i)]).queue(&queues[i % 3]))
+                .collect(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(bulk.len(), 30);
+    for (node, q) in cluster.nodes.iter().zip(&queues) {
+        let mut conn = node.conn().await;
+        assert_eq!(llen(&mut conn, &format!("{{cogworker:{q}}}:queue")).await, 10, "{q}");
+    }
+
+    let (worker, ran, flaky, never) = scenario_worker(config.clone());
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    for q in &queues {
+        api.unpause_queue(q).await.unwrap();
+    }
+
+    client.push(Job::new("Count").queue(&queues[0])).await.unwrap().unwrap();
+    client
+        .push(Job::new("Count").queue(&queues[1]).delay(1.0))
+        .await
+        .unwrap()
+        .unwrap();
+    client.push(Job::new("Flaky").queue(&queues[1])).await.unwrap().unwrap();
+    client
+        .push(Job::new("Dies").queue(&queues[2]).retry(Retry::Max(0)))
+        .await
+        .unwrap()
+        .unwrap();
+    let unique = || Job::new("Count").args([json!("u")]).queue(&queues[2]).unique_for(60.0);
+    assert!(client.push(unique()).await.unwrap().is_some());
+    assert_eq!(client.push(unique()).await.unwrap(), None);
+
+    // The 30 + 3 Count jobs.
+    scenario_outcomes(&api, &ran, &flaky, 33).await;
+    // Dead -> its queue (a hand-over from the namespace's slot), and dead again.
+    let failed = api.stats().await.unwrap().failed;
+    assert_eq!(api.retry_all(JobSet::Dead).await.unwrap(), 1);
+    let a = api.clone();
+    wait_until(
+        "Dies ran from dead and died again",
+        Duration::from_secs(20),
+        move || {
+            let a = a.clone();
+            async move { a.stats().await.unwrap().failed == failed + 1 && a.set_size(JobSet::Dead).await.unwrap() == 1 }
+        },
+    )
+    .await;
+
+    // Orphan recovery: a dead process's job on queue 1's slot goes back.
+    let mut owner = cluster.owner().await;
+    let mut q1_node = cluster.nodes[1].conn().await;
+    let orphan = Job::new("Count").jid("a".repeat(24)).queue(&queues[1]).to_json();
+    let _: () = q1_node
+        .hset(format!("{{cogworker:{}}}:in_progress:ghost", queues[1]), "7", &orphan)
+        .await
+        .unwrap();
+    // Crash points: a failure filed (its marker set) before its entry was
+    // taken off in progress; a hand-over left in the outbox.
+    let filed = Job::new("Never").jid("b".repeat(24)).queue(&queues[0]).to_json();
+    let mut q0_node = cluster.nodes[0].conn().await;
+    let _: () = q0_node
+        .hset(format!("{{cogworker:{}}}:in_progress:ghost", queues[0]), "8", &filed)
+        .await
+        .unwrap();
+    let handed = Job::new("Count").jid("c".repeat(24)).queue(&queues[2]).to_json();
+    let _: () = redis::pipe()
+        .set(format!("{NS}:filed:ghost:8"), 1)
+        .hset(format!("{NS}:outbox"), "cccc-1", format!("{}\n{handed}", queues[2]))
+        .sadd(format!("{NS}:in_progress_identities"), "ghost")
+        .hset(format!("{NS}:last_beat"), "ghost", 1)
+        .query_async(&mut owner)
+        .await
+        .unwrap();
+    let a = api.clone();
+    let r = ran.clone();
+    wait_until(
+        "the orphan and the handed-over job ran, the ghost is forgotten",
+        Duration::from_secs(20),
+        move || {
+            let (a, r) = (a.clone(), r.clone());
+            let mut owner = owner.clone();
+            async move {
+                let ghosts: Vec<String> = owner.smembers(format!("{NS}:in_progress_identities")).await.unwrap();
+                r.load(Ordering::SeqCst) == 35 && !ghosts.contains(&"ghost".to_string()) && a.stats().await.is_ok()
+            }
+        },
+    )
+    .await;
+    let mut owner = cluster.owner().await;
+    let marker: bool = owner.exists(format!("{NS}:filed:ghost:8")).await.unwrap();
+    let outbox: usize = owner.hlen(format!("{NS}:outbox")).await.unwrap();
+    assert!(!marker && outbox == 0, "marker {marker}, outbox {outbox}");
+    assert_eq!(
+        held(&mut q0_node, &format!("{{cogworker:{}}}:in_progress:ghost", queues[0])).await,
+        0
+    );
+
+    handle.stop();
+    tokio::time::timeout(Duration::from_secs(20), running)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(never.load(Ordering::SeqCst), 0, "the filed job did not run again");
+    assert_eq!(ran.load(Ordering::SeqCst), 35, "the handed-over job ran once");
+    // 35 Count runs and Flaky's successful retry.
+    assert_eq!(api.stats().await.unwrap().processed, 36);
+}
+
+/// The worker of the scenarios: `Count` counts its runs, `Flaky` fails its
+/// first attempt (retry in 0.5 s), `Dies` always fails, `Never` counts runs
+/// that must not happen; a periodic `Tick` every second onto queue `ticks`,
+/// which it does not serve. Returns it with the three counters.
+fn scenario_worker(config: cogworker::Config) -> (Worker, Arc<AtomicUsize>, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+    let counter = || Arc::new(AtomicUsize::new(0));
+    let (ran, flaky, never) = (counter(), counter(), counter());
+    let counting = |counter: &Arc<AtomicUsize>| {
+        let counter = counter.clone();
+        move |_job| {
+            let counter = counter.clone();
+            async move {
+                counter.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+        }
+    };
+    let flaky_count = flaky.clone();
+    let worker = Worker::builder(config)
+        .register("Count", counting(&ran))
+        .register("Never", counting(&never))
+        .register("Flaky", move |_job| {
+            let flaky = flaky_count.clone();
+            async move {
+                if flaky.fetch_add(1, Ordering::SeqCst) == 0 {
+                    Err(Failure::new("E", "first attempt fails"))
+                } else {
+                    Ok(())
+                }
+            }
+        })
+        .retry_in("Flaky", |_count, _job| Some(0.5))
+        .register("Dies", |_job| async { Err(Failure::new("E", "always")) })
+        .periodic(Periodic::new("* * * * * *", "Tick").unwrap().queue("ticks").unwrap())
+        .build()
+        .unwrap();
+    (worker, ran, flaky, never)
+}
+
+/// Waits for the scenarios' outcomes: `count` Count runs, Flaky's success
+/// on its retry, Dies in dead, two ticks queued; and no unique lock left.
+async fn scenario_outcomes(api: &Api, ran: &Arc<AtomicUsize>, flaky: &Arc<AtomicUsize>, count: usize) {
+    let r = ran.clone();
+    wait_until("every Count job ran", Duration::from_secs(20), move || {
+        let r = r.clone();
+        async move { r.load(Ordering::SeqCst) == count }
+    })
+    .await;
+    let f = flaky.clone();
+    wait_until("Flaky succeeded on its retry", Duration::from_secs(20), move || {
+        let f = f.clone();
+        async move { f.load(Ordering::SeqCst) == 2 }
+    })
+    .await;
+    let a = api.clone();
+    wait_until("Dies is dead and ticks fired", Duration::from_secs(20), move || {
+        let a = a.clone();
+        async move { a.set_size(JobSet::Dead).await.unwrap() == 1 && a.queue("ticks").await.unwrap().size >= 2 }
+    })
+    .await;
+    assert!(api.unique_locks(10).await.unwrap().is_empty(), "released after the run");
 }

@@ -11,6 +11,9 @@
 //! per second (as `MONITOR` shows them) and those executed inside its
 //! scripts, and pickup latency p50/p99 of pushes to random queues of its.
 //!
+//! `--cluster`: three queues on a three-master cluster, all on one master
+//! vs `shard_by_queue` (see cluster.rs).
+//!
 //! The worker runs in a child process (this binary with `--worker`), so
 //! its RSS is its own.
 
@@ -24,6 +27,7 @@ use std::time::{Duration, Instant};
 
 const CONCURRENCY: i64 = 10;
 
+mod cluster;
 mod idle;
 
 /// `--basic`: the worker uses basic fetch (`BRPOP`, no in-progress record).
@@ -46,6 +50,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if std::env::args().any(|a| a == "--idle") {
         return idle::run().await;
+    }
+    if let Some(url) = arg("--cluster-worker") {
+        cogworker::logging::init(false);
+        let queues = std::env::args()
+            .skip_while(|a| a != "--cluster-worker")
+            .nth(2)
+            .unwrap_or_default();
+        let sharded = std::env::args().any(|a| a == "--sharded");
+        return cluster::worker(&url, &queues, sharded).await;
+    }
+    if std::env::args().any(|a| a == "--cluster") {
+        return cluster::run().await;
     }
     let jobs: usize = arg("--jobs").and_then(|n| n.parse().ok()).unwrap_or(20_000);
     let singles: usize = arg("--singles").and_then(|n| n.parse().ok()).unwrap_or(5_000);

@@ -8,6 +8,10 @@
 //! the same connections and sends the same commands however many queues it
 //! serves: one fetch per `fetch_idle_max_interval` as a fallback, for a
 //! lost message or a producer that does not publish (a raw `LPUSH`).
+//!
+//! Sharded by queue, each queue and its in-progress hash live on a slot of
+//! their own, so the script runs once per queue, in order, until the batch
+//! is full: an idle poll then costs one script per queue.
 
 use super::{queue_order, Fetched};
 use crate::error::{Error, Result};
@@ -19,6 +23,9 @@ pub(crate) struct ReliableFetch;
 impl ReliableFetch {
     pub async fn fetch(&mut self, shared: &Shared, max: usize) -> Result<Vec<Fetched>> {
         let order = queue_order(shared.config.queues(), shared.config.strict_order());
+        if shared.keys.is_sharded_by_queue() {
+            return fetch_queue_by_queue(shared, &order, max).await;
+        }
         let first_token = shared.reserve_tokens(max);
         let mut invocation = SCRIPTS.fetch_reliable.prepare_invoke();
         invocation
@@ -43,6 +50,31 @@ impl ReliableFetch {
             _ = shared.reached(Lifecycle::Quiet) => {}
         }
     }
+}
+
+/// Sharded by queue: one script per queue, in `order`, until `max` jobs
+/// are taken.
+async fn fetch_queue_by_queue(shared: &Shared, order: &[&str], max: usize) -> Result<Vec<Fetched>> {
+    let mut taken = Vec::new();
+    for name in order {
+        let wanted = max - taken.len();
+        if wanted == 0 {
+            break;
+        }
+        let first_token = shared.reserve_tokens(wanted);
+        let flat: Vec<Vec<u8>> = SCRIPTS
+            .fetch_reliable
+            .key(shared.keys.pause_flag(name))
+            .key(shared.keys.in_progress_from(&shared.identity, name))
+            .key(shared.keys.queue(name))
+            .arg(wanted)
+            .arg(first_token)
+            .arg(*name)
+            .invoke_async(&mut shared.redis.conn())
+            .await?;
+        taken.extend(pairs(flat, first_token)?);
+    }
+    Ok(taken)
 }
 
 /// The script's `{queue, payload, ...}`, the i-th job under token

@@ -199,6 +199,14 @@ async fn claim(shared: &Shared, entry: &Entry, slot: i64, now: f64) -> crate::Re
     };
     let last_slot_key = shared.keys.periodic_last_slot(&entry.pjid);
     let until_executed = definition.is_until_executed();
+    // Sharded by queue, the job goes through the outbox (its queue is on
+    // another slot than the claim; see outbox.rs).
+    let sharded = shared.keys.is_sharded_by_queue();
+    let handover = if sharded {
+        crate::outbox::handover_id(job.jid_str())
+    } else {
+        String::new()
+    };
     let (status, _previous): (i64, String) = SCRIPTS
         .periodic_claim
         .key(if until_executed {
@@ -208,7 +216,11 @@ async fn claim(shared: &Shared, entry: &Entry, slot: i64, now: f64) -> crate::Re
         })
         .key(&last_slot_key)
         .key(shared.keys.queues())
-        .key(shared.keys.queue(definition.queue_name()))
+        .key(if sharded {
+            shared.keys.outbox()
+        } else {
+            shared.keys.queue(definition.queue_name())
+        })
         .arg(slot)
         .arg(if until_executed { "1" } else { "0" })
         .arg(job.jid_str())
@@ -217,8 +229,12 @@ async fn claim(shared: &Shared, entry: &Entry, slot: i64, now: f64) -> crate::Re
         .arg(job.to_json())
         .arg(now.floor() as i64 - NEW_ENTRY_GRACE_SECS)
         .arg(shared.keys.wake())
+        .arg(&handover)
         .invoke_async(&mut shared.redis.conn())
         .await?;
+    if status == 1 && sharded {
+        crate::outbox::deliver(&shared.redis, &shared.keys, &[handover]).await?;
+    }
     match status {
         1 => tracing::info!(
             "periodic {} ({}) fired for slot {}: {}",

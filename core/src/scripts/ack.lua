@@ -45,21 +45,8 @@ local history = {}
 local kept = {}
 local held = {}
 if reliable and n > 0 then
-  -- In chunks, like every unpack here (Lua's stack is bounded).
-  for first = 4, 3 + n, 1000 do
-    local last = math.min(first + 999, 3 + n)
-    local found = redis.call("HMGET", KEYS[1], unpack(ARGV, first, last))
-    local gone = {}
-    for i = first, last do
-      if found[i - first + 1] then
-        gone[#gone + 1] = ARGV[i]
-      else
-        held[i - 3] = false
-      end
-    end
-    if #gone > 0 then
-      redis.call("HDEL", KEYS[1], unpack(gone))
-    end
+  for _, i in ipairs(take_fields(KEYS[1], 4, 3 + n)) do
+    held[i - 3] = false
   end
 end
 for i = 1, n do

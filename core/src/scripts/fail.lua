@@ -36,13 +36,23 @@
 -- ARGV[18] the result record JSON (status retrying, dead or failed)
 -- ARGV[19] "1" if that status is final (a token goes on KEYS[10])
 --
+-- KEYS[11] sharded by queue: NS:filed:<identity>:<token>, the marker that
+--          this failure is filed (its in-progress entry is on the queue's
+--          slot, taken off after this script; see completion.rs). Ignored
+--          when ARGV[20] is "0" or absent.
+-- ARGV[20] the marker's TTL (whole seconds), "0" for none
+--
 -- Locks: a retried job keeps them, each extended over the delay, so no
 -- duplicate gets in while it waits; a dead or discarded job releases them.
 -- Only ever the owner's lock.
 --
 -- Returns 1 if filed, 0 if the job was no longer in progress here (shutdown
--- or recovery already put it back on its queue; that copy will run again).
+-- or recovery already put it back on its queue; that copy will run again)
+-- or its marker says it is filed already (a repeat).
 if not take_in_progress(KEYS[1], ARGV[1], ARGV[2]) then
+  return 0
+end
+if (ARGV[20] or "0") ~= "0" and not redis.call("SET", KEYS[11], "1", "NX", "EX", ARGV[20]) then
   return 0
 end
 local mode = ARGV[3]

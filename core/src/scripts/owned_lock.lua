@@ -5,14 +5,20 @@
 -- since passed to a newer one.
 --
 -- KEYS[1..n] the lock keys
--- ARGV[1]    "expire" | "delete"
+-- ARGV[1]    "expire" | "delete" | "retake" (expire if still the owner's,
+--            or take it again for the owner if it lapsed: a job put back
+--            on its queue keeps its periodic run lock)
 -- ARGV[2]    TTL for "expire" (whole seconds; ignored for "delete")
 -- ARGV[3..]  the owner jid of each key, aligned with KEYS
 --
 -- Returns the number of locks changed.
 local changed = 0
 for i = 1, #KEYS do
-  if redis.call("GET", KEYS[i]) == ARGV[2 + i] then
+  local owner = redis.call("GET", KEYS[i])
+  if ARGV[1] == "retake" and not owner then
+    redis.call("SET", KEYS[i], ARGV[2 + i], "EX", ARGV[2])
+    changed = changed + 1
+  elseif owner == ARGV[2 + i] then
     if ARGV[1] == "delete" then
       redis.call("DEL", KEYS[i])
     else

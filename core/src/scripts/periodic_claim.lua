@@ -6,7 +6,8 @@
 -- KEYS[1] NS:periodic:running:<pjid> (run lock; any key when ARGV[2] is "0")
 -- KEYS[2] NS:periodic:last_slot:<pjid> (string: the last slot claimed)
 -- KEYS[3] NS:queues (set)
--- KEYS[4] NS:queue:<q> (list)
+-- KEYS[4] NS:queue:<q> (list), or sharded by queue NS:outbox (hash; the
+--         queue is on another slot: see outbox.rs)
 -- ARGV[1] the slot (epoch seconds, integer)
 -- ARGV[2] "1" for an `until_executed` entry, else "0"
 -- ARGV[3] jid of the job to push
@@ -17,6 +18,8 @@
 --         recorded as seen but not fired (a new entry does not fire a slot
 --         that passed before it existed)
 -- ARGV[8] the wake channel (NS:wake; see wake.lua, prepended)
+-- ARGV[9] sharded by queue: the hand-over id the job is written to KEYS[4]
+--         under; absent or "" to push onto KEYS[4]
 --
 -- Returns {status, previous last_slot or ""}: status 1 = claimed and
 -- pushed; 0 = the slot was already claimed (or predates a new entry);
@@ -37,11 +40,17 @@ if ARGV[2] == "1" and redis.call("EXISTS", KEYS[1]) == 1 then
   return {-1, previous or ""}
 end
 -- Fail before writing anything if the push would fail.
+local handover = ARGV[9] or ""
+local want = handover == "" and "list" or "hash"
 local kind = redis.call("TYPE", KEYS[4])["ok"]
-if kind ~= "list" and kind ~= "none" then
-  return redis.error_reply("WRONGTYPE " .. KEYS[4] .. " is a " .. kind .. ", not a queue")
+if kind ~= want and kind ~= "none" then
+  return redis.error_reply("WRONGTYPE " .. KEYS[4] .. " is a " .. kind .. ", not a " .. want)
 end
-wake_if_was_empty(ARGV[8], ARGV[5], redis.call("LPUSH", KEYS[4], ARGV[6]), 1)
+if handover == "" then
+  wake_if_was_empty(ARGV[8], ARGV[5], redis.call("LPUSH", KEYS[4], ARGV[6]), 1)
+else
+  redis.call("HSET", KEYS[4], handover, ARGV[5] .. "\n" .. ARGV[6])
+end
 redis.call("SADD", KEYS[3], ARGV[5])
 redis.call("SET", KEYS[2], ARGV[1])
 if ARGV[2] == "1" then

@@ -3,10 +3,12 @@
 --
 -- KEYS[1] NS:unique:<digest> (string)
 -- KEYS[2] NS:queues (set)
--- KEYS[3] NS:queue:<q> (list) for an immediate job, NS:schedule (zset) for a future one
+-- KEYS[3] NS:queue:<q> (list) for an immediate job, NS:schedule (zset) for a
+--         future one, NS:outbox (hash) for an immediate job sharded by queue
+--         (its queue is on another slot: see outbox.rs)
 -- ARGV[1] jid
 -- ARGV[2] lock TTL (whole seconds)
--- ARGV[3] "queue" | "schedule"
+-- ARGV[3] "queue" | "schedule" | "outbox"
 -- ARGV[4] queue name
 -- ARGV[5] the job payload
 -- ARGV[6] run-at score (epoch seconds; "schedule" only)
@@ -14,6 +16,7 @@
 -- ARGV[7] result record TTL (whole seconds), "0" for a job without result_ttl
 -- ARGV[8] the result record (status queued or scheduled)
 -- ARGV[9] the wake channel (NS:wake; see wake.lua, prepended)
+-- ARGV[10] the hand-over id ("outbox" only)
 --
 -- Returns 1 if pushed (or already pushed under this jid), 0 if another job
 -- with the same digest holds the lock.
@@ -25,7 +28,7 @@ elseif owner then
   return 0
 end
 -- Fail before writing anything if the push would fail.
-local want = ARGV[3] == "schedule" and "zset" or "list"
+local want = ({ schedule = "zset", queue = "list", outbox = "hash" })[ARGV[3]]
 local kind = redis.call("TYPE", KEYS[3])["ok"]
 if kind ~= want and kind ~= "none" then
   return redis.error_reply("WRONGTYPE " .. KEYS[3] .. " is a " .. kind .. ", not a " .. want)
@@ -33,6 +36,9 @@ end
 redis.call("SET", KEYS[1], ARGV[1], "EX", ARGV[2])
 if ARGV[3] == "schedule" then
   redis.call("ZADD", KEYS[3], ARGV[6], ARGV[5])
+elseif ARGV[3] == "outbox" then
+  redis.call("SADD", KEYS[2], ARGV[4])
+  redis.call("HSET", KEYS[3], ARGV[10], ARGV[4] .. "\n" .. ARGV[5])
 else
   redis.call("SADD", KEYS[2], ARGV[4])
   wake_if_was_empty(ARGV[9], ARGV[4], redis.call("LPUSH", KEYS[3], ARGV[5]), 1)

@@ -28,6 +28,8 @@
 -- ARGV[9] this host's clock (epoch seconds), used only where TIME is refused
 --         (see clock.lua, prepended)
 -- ARGV[10] the wake channel (NS:wake; see wake.lua, prepended)
+-- ARGV[11] "0" not to add the queue's name to KEYS[2] (sharded by queue,
+--          where KEYS[2] is on the namespace's slot and the caller adds it)
 --
 -- Returns 1 if requeued, 0 if the job was no longer in progress, -1 if
 -- the owner has beaten within the threshold (nothing changed).
@@ -42,7 +44,9 @@ end
 if not take_in_progress(KEYS[1], ARGV[8], ARGV[1]) then
   return 0
 end
-redis.call("SADD", KEYS[2], ARGV[2])
+if ARGV[11] ~= "0" then
+  redis.call("SADD", KEYS[2], ARGV[2])
+end
 wake_if_was_empty(ARGV[10], ARGV[2], redis.call("RPUSH", KEYS[3], ARGV[1]), 1)
 if ARGV[5] == "1" then
   local owner = redis.call("GET", KEYS[5])

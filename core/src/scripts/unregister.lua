@@ -9,6 +9,8 @@
 -- KEYS[5] NS:last_beat (hash)
 -- KEYS[6] NS:in_progress:<identity> (hash, or a list of an earlier release)
 -- ARGV[1] identity
+-- ARGV[2] jobs left in progress elsewhere (sharded by queue: on the queues'
+--         slots, counted by the caller), "0" otherwise
 --
 -- Returns the number of jobs left in progress.
 redis.call("SREM", KEYS[1], ARGV[1])
@@ -20,6 +22,7 @@ if kind == "hash" then
 elseif kind == "list" then
   left = redis.call("LLEN", KEYS[6])
 end
+left = left + tonumber(ARGV[2] or "0")
 if left == 0 then
   redis.call("SREM", KEYS[4], ARGV[1])
   redis.call("HDEL", KEYS[5], ARGV[1])

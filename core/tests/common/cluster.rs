@@ -89,4 +89,25 @@ impl Cluster {
         }
         panic!("no node owns the namespace slot");
     }
+
+    /// Sharded by queue: one queue name per master, `names[i]` on node `i`
+    /// (found by asking each node for the queue's key: the others answer
+    /// MOVED).
+    pub async fn queue_per_master(&self) -> Vec<String> {
+        let mut names = vec![String::new(); self.nodes.len()];
+        for i in 0.. {
+            let name = format!("q{i}");
+            for (n, node) in self.nodes.iter().enumerate() {
+                let owns: redis::RedisResult<i64> = node.conn().await.llen(format!("{{cogworker:{name}}}:queue")).await;
+                if owns.is_ok() && names[n].is_empty() {
+                    names[n] = name.clone();
+                }
+            }
+            if names.iter().all(|n| !n.is_empty()) {
+                return names;
+            }
+            assert!(i < 1000, "no queue name for some master");
+        }
+        unreachable!()
+    }
 }

@@ -1,0 +1,95 @@
+//! Hand-overs to queues on other slots (`shard_by_queue`). Jobs leave the
+//! schedule, retry and dead sets, a periodic tick, or a unique push on the
+//! namespace's slot; their queue lives on a slot of its own, which no
+//! script can write in the same step. So a hand-over is two steps, each
+//! atomic on its slot, and safe to repeat:
+//!
+//! 1. a script on the namespace's slot claims the job (`ZREM`, the unique
+//!    lock, the periodic slot) and writes it to `NS:outbox` under a new
+//!    hand-over id (`claim_to_outbox.lua`, `push_unique.lua`,
+//!    `periodic_claim.lua`);
+//! 2. [`deliver`] pushes it onto its queue with `push_once.lua`, which sets
+//!    a marker per id on the queue's slot first, then deletes the entry.
+//!
+//! A crash between the two leaves the entry in the outbox, where every
+//! process's recovery pass ([`deliver_all`]) finds it and repeats step 2;
+//! the marker makes a repeat (or two processes delivering at once) push
+//! nothing more. So a handed-over job is never lost and never pushed twice
+//! while its marker lives ([`LANDED_TTL_SECS`], far longer than the
+//! recovery interval).
+
+use std::collections::BTreeMap;
+
+use redis::AsyncCommands;
+
+use crate::connection::Redis;
+use crate::error::Result;
+use crate::keys::Keys;
+use crate::scripts::SCRIPTS;
+
+/// How long a delivered hand-over's marker is kept: a repeat of it within
+/// this time pushes nothing.
+pub(crate) const LANDED_TTL_SECS: u64 = 3600;
+
+/// A new hand-over id for the job `jid` (unique per hand-over: one job is
+/// handed over again on each retry).
+pub(crate) fn handover_id(jid: &str) -> String {
+    format!("{jid}-{:016x}", rand::random::<u64>())
+}
+
+/// Pushes the outbox entries `ids` onto their queues and deletes them.
+/// Returns the jobs pushed (an entry already delivered counts none).
+pub(crate) async fn deliver(redis: &Redis, keys: &Keys, ids: &[String]) -> Result<usize> {
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    let values: Vec<Option<Vec<u8>>> = redis::cmd("HMGET")
+        .arg(keys.outbox())
+        .arg(ids)
+        .query_async(&mut redis.conn())
+        .await?;
+    let entries = ids
+        .iter()
+        .zip(values)
+        .filter_map(|(id, value)| Some((id.clone(), value?)))
+        .collect();
+    deliver_entries(redis, keys, entries).await
+}
+
+/// Delivers every entry of the outbox: the hand-overs a crash interrupted
+/// (and any in flight, harmlessly).
+pub(crate) async fn deliver_all(redis: &Redis, keys: &Keys) -> Result<usize> {
+    let entries: Vec<(String, Vec<u8>)> = redis.conn().hgetall(keys.outbox()).await?;
+    deliver_entries(redis, keys, entries).await
+}
+
+async fn deliver_entries(redis: &Redis, keys: &Keys, entries: Vec<(String, Vec<u8>)>) -> Result<usize> {
+    // Per queue: (ids, payloads).
+    let mut by_queue: BTreeMap<String, (Vec<String>, Vec<Vec<u8>>)> = BTreeMap::new();
+    for (id, value) in entries {
+        let Some(split) = value.iter().position(|&b| b == b'\n') else {
+            tracing::error!("outbox entry {id} has no queue name (left in place)");
+            continue;
+        };
+        let queue = String::from_utf8_lossy(&value[..split]).into_owned();
+        let slot = by_queue.entry(queue).or_default();
+        slot.0.push(id);
+        slot.1.push(value[split + 1..].to_vec());
+    }
+    let mut pushed = 0;
+    for (queue, (ids, payloads)) in by_queue {
+        let mut invocation = SCRIPTS.push_once.prepare_invoke();
+        invocation.key(keys.queue(&queue));
+        for id in &ids {
+            invocation.key(keys.landed(&queue, id));
+        }
+        invocation.arg(keys.wake()).arg(&queue).arg(LANDED_TTL_SECS);
+        for payload in &payloads {
+            invocation.arg(&payload[..]);
+        }
+        let n: usize = invocation.invoke_async(&mut redis.conn()).await?;
+        pushed += n;
+        let _: i64 = redis.conn().hdel(keys.outbox(), &ids).await?;
+    }
+    Ok(pushed)
+}

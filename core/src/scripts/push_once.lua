@@ -1,0 +1,27 @@
+-- Sharded by queue: push jobs handed over from the namespace's slot (the
+-- outbox, see outbox.rs) onto their queue, each at most once. A hand-over
+-- is repeated until its outbox entry is gone (by the process that made it,
+-- or by any process's recovery pass after a crash), so each push first
+-- sets its marker: a repeat finds the marker and pushes nothing.
+--
+-- KEYS[1]   {NS:<q>}:queue (list)
+-- KEYS[2..] {NS:<q>}:landed:<hand-over id>, one per payload
+-- ARGV[1]   the wake channel (NS:wake; see wake.lua, prepended)
+-- ARGV[2]   queue name
+-- ARGV[3]   marker TTL (whole seconds)
+-- ARGV[4..] the payloads, aligned with KEYS[2..]
+--
+-- Returns the number of jobs pushed (repeats are not counted).
+-- Fail before writing anything (a marker without its job would lose it).
+local kind = redis.call("TYPE", KEYS[1])["ok"]
+if kind ~= "list" and kind ~= "none" then
+  return redis.error_reply("WRONGTYPE " .. KEYS[1] .. " is a " .. kind .. ", not a queue")
+end
+local pushed = 0
+for i = 2, #KEYS do
+  if redis.call("SET", KEYS[i], "1", "NX", "EX", ARGV[3]) then
+    pushed = pushed + 1
+    wake_if_was_empty(ARGV[1], ARGV[2], redis.call("LPUSH", KEYS[1], ARGV[2 + i]), 1)
+  end
+end
+return pushed
