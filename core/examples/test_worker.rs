@@ -3,12 +3,14 @@
 //! - `Record`: appends its jid to `<ns>:test:ran` (one entry per execution);
 //! - `Sleep [seconds]`: sleeps (times TEST_SLEEP_SCALE), then records like `Record`;
 //! - `Fail`: always fails;
-//! - `Account token [millis]`: sleeps `millis`, then appends `token` to the
-//!   file `TEST_RESULTS_FILE` (the fault suite's record of executions);
+//! - `Account token [millis] [fail_once]`: sleeps `millis`, then appends
+//!   `token` to the file `TEST_RESULTS_FILE` (the fault suite's record of
+//!   executions); with `fail_once`, the first attempt anywhere (the one that
+//!   creates `<token>` in `TEST_FAIL_DIR`) fails instead; retried in 0.2 s;
 //! - `Overlap [seconds]`: appends `start <jid> <pid>` to `<ns>:test:events`,
 //!   sleeps, then appends `end <jid> <pid>` (for the periodic overlap test).
 //!
-//! `TEST_PERIODIC` holds a JSON array of periodic entries to tick for, and
+//! `TEST_SHARD_BY_QUEUE=1` sets `shard_by_queue`. `TEST_PERIODIC` holds a JSON array of periodic entries to tick for, and
 //! `TEST_CATCH_UP` (`latest` | `all`) the catch-up mode.
 //!
 //! Settings come from the environment (TEST_* variables below).
@@ -37,6 +39,20 @@ fn account(token: &str) -> std::io::Result<()> {
     file.write_all(format!("{token}\n").as_bytes())
 }
 
+/// `fail_once` jobs: does this attempt fail? Only the first, in any process:
+/// the one that creates the token's file (`O_EXCL`).
+fn first_attempt(token: &str) -> bool {
+    let Ok(dir) = std::env::var("TEST_FAIL_DIR") else {
+        return false;
+    };
+    let path = std::path::Path::new(&dir).join(token);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .is_ok()
+}
+
 #[tokio::main]
 async fn main() -> cogworker::Result<()> {
     cogworker::logging::init(false);
@@ -50,6 +66,7 @@ async fn main() -> cogworker::Result<()> {
     config.set_scheduler_poll_interval(0.2)?;
     config.set_shutdown_timeout(env_f64("TEST_SHUTDOWN_TIMEOUT", 5.0))?;
     config.set_fetch_idle_max_interval(0.5)?;
+    config.set_shard_by_queue(std::env::var("TEST_SHARD_BY_QUEUE").as_deref() == Ok("1"));
     if std::env::var("TEST_FETCH").as_deref() == Ok("basic") {
         config.set_fetch(FetchMode::Basic);
     }
@@ -89,8 +106,12 @@ async fn main() -> cogworker::Result<()> {
             let millis = args.get(1).and_then(|v| v.as_u64()).unwrap_or(0);
             tokio::time::sleep(Duration::from_millis(millis)).await;
             let token = args.first().and_then(|v| v.as_str()).unwrap_or("").to_string();
+            if args.get(2).and_then(|v| v.as_bool()) == Some(true) && first_attempt(&token) {
+                return Err(Failure::new("FailOnce", "the first attempt fails"));
+            }
             account(&token).map_err(|e| Failure::new("IoError", e.to_string()))
         })
+        .retry_in("Account", |_count, _job| Some(0.2))
         .register("Overlap", move |job| {
             let (mut conn, ns) = (r3.clone(), ns3.clone());
             async move {

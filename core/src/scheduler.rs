@@ -21,12 +21,25 @@ const PAGE: isize = 100;
 pub(crate) async fn run(shared: Arc<Shared>) {
     // Entries already reported as unrequeueable, so each is logged once.
     let mut reported = HashSet::new();
+    // Sharded by queue: a pass failed after claiming entries into the
+    // outbox, perhaps before pushing them; the next pass delivers the
+    // outbox first rather than leaving them to the recovery pass.
+    let mut undelivered = false;
     loop {
+        if undelivered {
+            match crate::outbox::deliver_all(&shared.redis, &shared.keys).await {
+                Ok(_) => undelivered = false,
+                Err(e) => tracing::error!("delivering the outbox failed (will retry): {e}"),
+            }
+        }
         for set in [shared.keys.schedule(), shared.keys.retry()] {
             match enqueue_due(&shared, &set, &mut reported).await {
                 Ok(moved) if moved > 0 => tracing::debug!("moved {moved} due job(s) from {set}"),
                 Ok(_) => {}
-                Err(e) => tracing::error!("scheduler pass over {set} failed (will retry): {e}"),
+                Err(e) => {
+                    undelivered = shared.keys.is_sharded_by_queue();
+                    tracing::error!("scheduler pass over {set} failed (will retry): {e}");
+                }
             }
         }
         let pause = jittered(shared.config.scheduler_poll_interval(), 0.5);

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 
 import pytest
 from conftest import FAST, RedisServer, wait_for
@@ -65,6 +67,19 @@ def cluster():
             n.close()
 
 
+@contextlib.contextmanager
+def running_worker() -> Iterator[cogworker.Worker]:
+    """A worker with the configured settings, stopped on the way out."""
+    worker = cogworker.Worker()
+    worker.start()
+    try:
+        yield worker
+    finally:
+        worker.stop()
+        assert worker.wait(15)
+        worker.join()
+
+
 def test_push_and_run_on_a_cluster(cluster):
     _settings.reset()
     try:
@@ -74,14 +89,42 @@ def test_push_and_run_on_a_cluster(cluster):
         RAN.clear()
         for i in range(20):
             assert record.enqueue(i) is not None
-        worker = cogworker.Worker()
-        worker.start()
-        try:
+        with running_worker():
             wait_for("all twenty ran", lambda: sorted(RAN) == list(range(20)))
             wait_for("all acknowledged", lambda: cogworker.Api().stats()["processed"] == 20)
-        finally:
-            worker.stop()
-            assert worker.wait(15)
-            worker.join()
+    finally:
+        _settings.reset()
+
+
+FLAKY: list[int] = []
+
+
+@cogworker.job(name="Cluster.FailsOnce", retry_in=lambda count, error: 0.2)
+def fails_once(value: int) -> None:
+    FLAKY.append(value)
+    if FLAKY.count(value) == 1:
+        raise RuntimeError("the first attempt fails")
+
+
+def test_shard_by_queue_spreads_queues_and_runs_their_jobs(cluster):
+    """With ``shard_by_queue`` each queue's keys carry their own hash tag:
+    jobs on two queues run, a scheduled one and a retried one cross from the
+    namespace's slot to their queue's."""
+    _settings.reset()
+    try:
+        settings = {"shard_by_queue": True, "queues": ["mail", "billing"], **FAST}
+        cogworker.configure(redis_url=cluster, namespace="{cogworker}", **settings)
+        RAN.clear()
+        FLAKY.clear()
+        for i in range(10):
+            assert record.options(queue="mail" if i % 2 else "billing").enqueue(i) is not None
+        assert record.options(queue="mail").enqueue_in(0.3, 10) is not None
+        assert fails_once.options(queue="billing").enqueue(1) is not None
+        with running_worker():
+            wait_for("all eleven ran", lambda: sorted(RAN) == list(range(11)))
+            wait_for("the failed job ran again", lambda: FLAKY == [1, 1])
+            wait_for("all acknowledged", lambda: cogworker.Api().stats()["processed"] == 12)
+            queues = {q["name"] for q in cogworker.Api().queues()}
+            assert {"mail", "billing"} <= queues
     finally:
         _settings.reset()

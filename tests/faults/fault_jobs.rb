@@ -1,7 +1,9 @@
 # frozen_string_literal: true
 
-# The Ruby worker of the fault suite: `Account(token, millis)` sleeps, then
-# appends `token` to TEST_RESULTS_FILE (one line per execution).
+# The Ruby worker of the fault suite: `Account(token, millis, fail_once)`
+# sleeps, then appends `token` to TEST_RESULTS_FILE (one line per
+# execution); with `fail_once`, the first attempt anywhere (the one that
+# creates the token's file in TEST_FAIL_DIR) fails instead, retried in 0.2 s.
 Cogworker.configure do |c|
   c.orphan_threshold = Float(ENV.fetch('TEST_ORPHAN_THRESHOLD', '300'))
   c.orphan_check_interval = Float(ENV.fetch('TEST_ORPHAN_CHECK', '0.5'))
@@ -9,13 +11,30 @@ Cogworker.configure do |c|
   c.scheduler_poll_interval = 0.2
   c.fetch_idle_max_interval = 0.5
   c.shutdown_timeout = 5.0
+  c.shard_by_queue = ENV['TEST_SHARD_BY_QUEUE'] == '1'
 end
 
 class Account
   include Cogworker::Job
 
-  def perform(token, millis = 0)
+  cogworker_retry_in { |_count, _error| 0.2 }
+
+  def perform(token, millis = 0, fail_once = false)
     sleep(millis / 1000.0)
+    raise 'the first attempt fails' if fail_once && first_attempt?(token)
+
     File.open(ENV.fetch('TEST_RESULTS_FILE'), 'a') { |f| f.write("#{token}\n") }
+  end
+
+  private
+
+  def first_attempt?(token)
+    dir = ENV.fetch('TEST_FAIL_DIR', nil)
+    return false unless dir
+
+    File.open(File.join(dir, token), File::WRONLY | File::CREAT | File::EXCL).close
+    true
+  rescue Errno::EEXIST
+    false
   end
 end

@@ -1,5 +1,7 @@
-"""The Python worker of the fault suite: `Account(token, millis)` sleeps, then
-appends `token` to TEST_RESULTS_FILE (one line per execution)."""
+"""The Python worker of the fault suite: `Account(token, millis, fail_once)`
+sleeps, then appends `token` to TEST_RESULTS_FILE (one line per execution);
+with `fail_once`, the first attempt anywhere (the one that creates the
+token's file in TEST_FAIL_DIR) fails instead, retried in 0.2 s."""
 
 from __future__ import annotations
 
@@ -15,11 +17,25 @@ cogworker.configure(
     scheduler_poll_interval=0.2,
     fetch_idle_max_interval=0.5,
     shutdown_timeout=5.0,
+    shard_by_queue=os.environ.get("TEST_SHARD_BY_QUEUE") == "1",
 )
 
 
-@cogworker.job(name="Account")
-def account(token: str, millis: int = 0) -> None:
+def _first_attempt(token: str) -> bool:
+    fail_dir = os.environ.get("TEST_FAIL_DIR")
+    if not fail_dir:
+        return False
+    try:
+        os.close(os.open(os.path.join(fail_dir, token), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
+
+
+@cogworker.job(name="Account", retry_in=lambda count, error: 0.2)
+def account(token: str, millis: int = 0, fail_once: bool = False) -> None:
     time.sleep(millis / 1000)
+    if fail_once and _first_attempt(token):
+        raise RuntimeError("the first attempt fails")
     with open(os.environ["TEST_RESULTS_FILE"], "a", encoding="utf-8") as f:
         f.write(f"{token}\n")

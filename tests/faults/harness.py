@@ -203,13 +203,56 @@ def identity_of(r: redis.Redis, pid: int) -> str | None:
     return None
 
 
-def push_jobs(url: str, count: int, millis: int, batch: int = 1000) -> list[str]:
-    """`count` jobs with unique tokens, pushed in bulk."""
-    client = cogworker.Client(redis_url=url)
+def _client(url: str, sharded: bool) -> cogworker.Client:
+    """A client of `url`, with `shard_by_queue` if `sharded`."""
+    cogworker.configure(shard_by_queue=sharded)
+    try:
+        return cogworker.Client(redis_url=url)
+    finally:
+        cogworker.configure(shard_by_queue=False)
+
+
+def push_jobs(url: str, count: int, millis: int, batch: int = 1000, sharded: bool = False) -> list[str]:
+    """`count` jobs with unique tokens, pushed in bulk (`sharded`: with
+    `shard_by_queue`)."""
+    client = _client(url, sharded)
     tokens = [f"t{i:07d}" for i in range(count)]
     for start in range(0, count, batch):
         client.enqueue_many("Account", [(t, millis) for t in tokens[start : start + batch]])
     return tokens
+
+
+def push_mixed_jobs(url: str, count: int, millis: int) -> list[str]:
+    """`count` jobs sharded by queue: every fifth fails its first attempt
+    (retried in 0.2 s: a failure filed from a queue's slot, then a hand-over
+    back), every seventh is scheduled 0.5-3 s ahead (a hand-over from the
+    schedule), the rest plain; pushed one by one, so the workers run them
+    while they arrive."""
+    client = _client(url, sharded=True)
+    tokens = [f"t{i:07d}" for i in range(count)]
+    for i, token in enumerate(tokens):
+        fail_once = i % 5 == 0
+        if i % 7 == 0:
+            client.enqueue_in(0.5 + (i % 11) / 4, "Account", token, millis, fail_once)
+        else:
+            client.enqueue("Account", token, millis, fail_once)
+    return tokens
+
+
+# Where jobs wait, in both key layouts (sharded by queue, the queue and its
+# in-progress hashes carry the tag {NS:<queue>}; hand-overs in the outbox).
+QUEUE_KEYS = (f"{NS}:queue:default", f"{{{NS}:default}}:queue")
+IN_PROGRESS_PATTERNS = (f"{NS}:in_progress:*", f"{{{NS}:*}}:in_progress:*")
+
+
+def in_progress_keys(r: redis.Redis) -> list[bytes]:
+    return [key for pattern in IN_PROGRESS_PATTERNS for key in r.scan_iter(pattern)]
+
+
+def pending(r: redis.Redis) -> int:
+    """Jobs queued, scheduled, retrying, handed over or in progress."""
+    waiting = sum(r.llen(k) for k in QUEUE_KEYS) + r.zcard(f"{NS}:schedule") + r.zcard(f"{NS}:retry")
+    return waiting + sum(r.hlen(k) for k in in_progress_keys(r)) + r.hlen(f"{NS}:outbox")
 
 
 def wait_drained(r: redis.Redis, timeout: float) -> bool:
@@ -217,9 +260,7 @@ def wait_drained(r: redis.Redis, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            pending = r.llen(f"{NS}:queue:default") + r.zcard(f"{NS}:schedule") + r.zcard(f"{NS}:retry")
-            pending += sum(r.hlen(k) for k in r.scan_iter(f"{NS}:in_progress:*"))
-            if pending == 0:
+            if pending(r) == 0:
                 return True
         except redis.RedisError:
             pass
@@ -262,12 +303,14 @@ def account(r: redis.Redis, tokens: Iterable[str], results: str) -> Account:
                 found.add(args[0])
         return found
 
-    queued = held(r.lrange(f"{NS}:queue:default", 0, -1))
+    queued = set().union(*(held(r.lrange(k, 0, -1)) for k in QUEUE_KEYS))
+    # A hand-over's value is the queue's name, a newline, the payload.
+    queued |= held(value.split(b"\n", 1)[-1] for value in r.hvals(f"{NS}:outbox"))
     scheduled = held(r.zrange(f"{NS}:schedule", 0, -1))
     retrying = held(r.zrange(f"{NS}:retry", 0, -1))
     dead = held(r.zrange(f"{NS}:dead", 0, -1))
     in_progress: set[str] = set()
-    for key in r.scan_iter(f"{NS}:in_progress:*"):
+    for key in in_progress_keys(r):
         in_progress |= held(r.hvals(key))
     lost = [
         t for t in tokens if runs[t] == 0 and not ({t} & (queued | scheduled | retrying | dead | in_progress))
@@ -297,7 +340,11 @@ def chaos(fleet: Fleet, r: redis.Redis, seconds: float, every: float, rng: rando
         time.sleep(every)
         victim = rng.choice(fleet.workers)
         identity = identity_of(r, victim.proc.pid)
-        held = r.hlen(f"{NS}:in_progress:{identity}") if identity else fleet.concurrency
+        held = (
+            r.hlen(f"{NS}:in_progress:{identity}") + r.hlen(f"{{{NS}:default}}:in_progress:{identity}")
+            if identity
+            else fleet.concurrency
+        )
         fleet.kill9(victim)
         kills += 1
         bound += max(held, 0) + 1  # +1: a job fetched in the instant between the count and the kill

@@ -24,7 +24,9 @@ from harness import (
     Redis,
     account,
     chaos,
+    pending,
     push_jobs,
+    push_mixed_jobs,
     report,
     wait_drained,
     wait_registered,
@@ -89,6 +91,35 @@ def test_kill_9_chaos_across_three_languages(paths):
         acc, _ = finish(fleet, r, tokens, results, "kill -9 chaos", kills=kills, duplicate_bound=bound)
         assert kills >= 3
         assert acc.extra_runs <= bound, (acc.extra_runs, bound)
+
+
+def test_kill_9_chaos_sharded_by_queue_with_retries_and_schedule(paths, tmp_path):
+    """The chaos above with `shard_by_queue`, and jobs that cross between
+    the queue's slot and the namespace's while processes die: a fifth fail
+    their first attempt (filed into retry from the queue's slot, then handed
+    back through the outbox), a seventh are scheduled (handed over from the
+    schedule). Nothing lost; duplicates within the killed processes' bound."""
+    results, logdir = paths
+    fail_dir = tmp_path / "failed"
+    fail_dir.mkdir()
+    with Redis() as server:
+        r = server.client()
+        env = {"TEST_ORPHAN_THRESHOLD": "3", "TEST_SHARD_BY_QUEUE": "1", "TEST_FAIL_DIR": str(fail_dir)}
+        fleet = Fleet(server.url, results, logdir, env=env)
+        three_languages(fleet, r)
+        tokens = push_mixed_jobs(server.url, JOBS, millis=5 if SOAK else 50)
+        kills, bound = 0, 0
+        rng = random.Random(11)
+        deadline = time.monotonic() + DRAIN_LIMIT
+        while pending(r) > 0 and time.monotonic() < deadline:
+            k, b = chaos(fleet, r, seconds=10, every=2, rng=rng)
+            kills, bound = kills + k, bound + b
+        name = "kill -9 chaos, shard_by_queue, retries + schedule"
+        acc, _ = finish(fleet, r, tokens, results, name, kills=kills, duplicate_bound=bound)
+        assert kills >= 3
+        assert acc.dead == 0
+        assert acc.extra_runs <= bound, (acc.extra_runs, bound)
+        assert len(list(fail_dir.iterdir())) == len(range(0, JOBS, 5)), "every fail_once job failed once"
 
 
 def test_redis_restarted_twice_with_aof(paths):
