@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import random
+import threading
 import time
 
 import pytest
@@ -107,13 +108,20 @@ def test_kill_9_chaos_sharded_by_queue_with_retries_and_schedule(paths, tmp_path
         env = {"TEST_ORPHAN_THRESHOLD": "3", "TEST_SHARD_BY_QUEUE": "1", "TEST_FAIL_DIR": str(fail_dir)}
         fleet = Fleet(server.url, results, logdir, env=env)
         three_languages(fleet, r)
-        tokens = push_mixed_jobs(server.url, JOBS, millis=5 if SOAK else 50)
+        # Pushed while the processes are killed, so kills meet every path.
+        pushed: list[list[str]] = []
+        pusher = threading.Thread(
+            target=lambda: pushed.append(push_mixed_jobs(server.url, JOBS, millis=5 if SOAK else 50))
+        )
+        pusher.start()
         kills, bound = 0, 0
         rng = random.Random(11)
         deadline = time.monotonic() + DRAIN_LIMIT
-        while pending(r) > 0 and time.monotonic() < deadline:
+        while (pusher.is_alive() or pending(r) > 0) and time.monotonic() < deadline:
             k, b = chaos(fleet, r, seconds=10, every=2, rng=rng)
             kills, bound = kills + k, bound + b
+        pusher.join()
+        tokens = pushed[0]
         name = "kill -9 chaos, shard_by_queue, retries + schedule"
         acc, _ = finish(fleet, r, tokens, results, name, kills=kills, duplicate_bound=bound)
         assert kills >= 3
