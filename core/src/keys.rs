@@ -53,9 +53,10 @@ impl Keys {
         self.shard_by_queue.is_some()
     }
 
-    /// The prefix of one queue's keys when sharded: `{ns:<queue>}`.
-    fn queue_slot(&self, inner: &str, queue: &str) -> String {
-        format!("{{{inner}:{queue}}}")
+    /// Sharded by queue, the prefix of one queue's keys: `{ns:<queue>}`.
+    fn queue_slot(&self, queue: &str) -> Option<String> {
+        let inner = self.shard_by_queue.as_ref()?;
+        Some(format!("{{{inner}:{queue}}}"))
     }
 
     fn key(&self, suffix: &str) -> String {
@@ -68,8 +69,8 @@ impl Keys {
     }
     /// List of job payloads for one queue (push left, take right).
     pub fn queue(&self, name: &str) -> String {
-        match &self.shard_by_queue {
-            Some(inner) => format!("{}:queue", self.queue_slot(inner, name)),
+        match self.queue_slot(name) {
+            Some(slot) => format!("{slot}:queue"),
             None => format!("{}:queue:{}", self.ns, name),
         }
     }
@@ -89,8 +90,8 @@ impl Keys {
     /// queue's own slot holding just its name (the namespace's set is then
     /// the list the dashboard shows; pausing writes both).
     pub fn pause_flag(&self, name: &str) -> String {
-        match &self.shard_by_queue {
-            Some(inner) => format!("{}:paused", self.queue_slot(inner, name)),
+        match self.queue_slot(name) {
+            Some(slot) => format!("{slot}:paused"),
             None => self.paused_queues(),
         }
     }
@@ -98,8 +99,8 @@ impl Keys {
     /// settled: the process's one in-progress hash, or when sharded, one
     /// per queue on the queue's slot.
     pub fn in_progress_from(&self, identity: &str, name: &str) -> String {
-        match &self.shard_by_queue {
-            Some(inner) => format!("{}:in_progress:{}", self.queue_slot(inner, name), identity),
+        match self.queue_slot(name) {
+            Some(slot) => format!("{slot}:in_progress:{identity}"),
             None => self.in_progress(identity),
         }
     }
@@ -107,8 +108,8 @@ impl Keys {
     /// (`id`, see [`Keys::outbox`]) has landed, so a repeat of it pushes
     /// nothing.
     pub fn landed(&self, name: &str, id: &str) -> String {
-        match &self.shard_by_queue {
-            Some(inner) => format!("{}:landed:{}", self.queue_slot(inner, name), id),
+        match self.queue_slot(name) {
+            Some(slot) => format!("{slot}:landed:{id}"),
             None => format!("{}:landed:{}", self.ns, id),
         }
     }

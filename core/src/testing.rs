@@ -215,3 +215,62 @@ impl Drop for RedisServer {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// Joins started cluster nodes ([`RedisServer::cluster_node`], listening on
+/// `ports`) into one Redis Cluster with `redis-cli --cluster create`, no
+/// replicas, and waits up to 30 s until every node reports
+/// `cluster_state:ok`.
+pub fn join_cluster(ports: &[u16]) -> Result<()> {
+    let mut create = Command::new("redis-cli");
+    create.args(["--cluster", "create"]);
+    create.args(ports.iter().map(|port| format!("127.0.0.1:{port}")));
+    let status = create
+        .args(["--cluster-replicas", "0", "--cluster-yes"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| failed(format!("cannot run redis-cli: {e}")))?;
+    if !status.success() {
+        return Err(failed(format!("redis-cli --cluster create failed ({status})")));
+    }
+    let node_ok = |port: &u16| {
+        redis::Client::open(format!("redis://127.0.0.1:{port}/0"))
+            .and_then(|client| client.get_connection())
+            .and_then(|mut conn| redis::cmd("CLUSTER").arg("INFO").query::<String>(&mut conn))
+            .is_ok_and(|info| info.contains("cluster_state:ok"))
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ports.iter().all(node_ok) {
+        if Instant::now() > deadline {
+            return Err(failed("the cluster did not become ok within 30 s".to_string()));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(())
+}
+
+/// With `shard_by_queue`: one queue name per node of a cluster (`q0`, `q1`,
+/// ...), `names[i]` the first whose keys live on the node listening on
+/// `ports[i]` (asked for the queue's key, the other nodes answer MOVED).
+pub fn queue_per_node(ports: &[u16], namespace: &str) -> Result<Vec<String>> {
+    let keys = crate::keys::Keys::sharded_by_queue(namespace);
+    let mut conns = Vec::new();
+    for port in ports {
+        let client = redis::Client::open(format!("redis://127.0.0.1:{port}/0"))?;
+        conns.push(client.get_connection()?);
+    }
+    let mut names = vec![String::new(); ports.len()];
+    for i in 0..1000 {
+        let name = format!("q{i}");
+        for (n, conn) in conns.iter_mut().enumerate() {
+            let owns = redis::cmd("LLEN").arg(keys.queue(&name)).query::<i64>(conn).is_ok();
+            if owns && names[n].is_empty() {
+                names[n] = name.clone();
+            }
+        }
+        if names.iter().all(|n| !n.is_empty()) {
+            return Ok(names);
+        }
+    }
+    Err(failed("no queue name among q0..q999 for some node".to_string()))
+}

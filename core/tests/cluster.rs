@@ -102,7 +102,7 @@ async fn a_namespace_without_a_hash_tag_is_refused_at_start() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sharded_by_queue_three_queues_live_on_three_masters() {
     let cluster = Cluster::start();
-    let queues = cluster.queue_per_master().await;
+    let queues = cluster.queue_per_master();
     let mut config = cluster.config();
     config.set_shard_by_queue(true).set_queues(&queues).unwrap();
     let client = Client::new(&config).unwrap();

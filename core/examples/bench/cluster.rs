@@ -20,7 +20,8 @@ pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let nodes: Vec<cogworker::testing::RedisServer> = (0..3)
         .map(|_| cogworker::testing::RedisServer::cluster_node())
         .collect::<Result<_, _>>()?;
-    join(&nodes)?;
+    let ports: Vec<u16> = nodes.iter().map(|n| n.port()).collect();
+    cogworker::testing::join_cluster(&ports)?;
     let url = format!(
         "redis+cluster://{}",
         nodes
@@ -37,7 +38,7 @@ pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
                 .await?,
         );
     }
-    let queues = queue_per_master(&mut conns).await?;
+    let queues = cogworker::testing::queue_per_node(&ports, NAMESPACE)?;
     println!(
         "cogworker {} on a 3-master Redis Cluster (release build, loopback, {} worker process(es) x concurrency {CONCURRENCY}, reliable fetch, {jobs} no-op jobs over queues {})",
         env!("CARGO_PKG_VERSION"),
@@ -131,62 +132,6 @@ pub async fn worker(url: &str, queues: &str, sharded: bool) -> Result<(), Box<dy
     worker.handle().install_signal_handlers()?;
     worker.run().await?;
     Ok(())
-}
-
-fn join(nodes: &[cogworker::testing::RedisServer]) -> Result<(), Box<dyn std::error::Error>> {
-    let mut create = Command::new("redis-cli");
-    create.args(["--cluster", "create"]);
-    for node in nodes {
-        create.arg(format!("127.0.0.1:{}", node.port()));
-    }
-    let status = create
-        .args(["--cluster-replicas", "0", "--cluster-yes"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()?;
-    if !status.success() {
-        return Err("redis-cli --cluster create failed".into());
-    }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let ok = nodes.iter().all(|node| {
-            redis::Client::open(node.url())
-                .and_then(|c| c.get_connection())
-                .and_then(|mut c| redis::cmd("CLUSTER").arg("INFO").query::<String>(&mut c))
-                .is_ok_and(|info| info.contains("cluster_state:ok"))
-        });
-        if ok {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            return Err("the cluster did not become ok".into());
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// One queue name per master (`names[i]` on master `i`), the namespace's
-/// slot not among them: the others answer MOVED for a key.
-async fn queue_per_master(
-    conns: &mut [redis::aio::MultiplexedConnection],
-) -> Result<Vec<String>, Box<dyn std::error::Error>> {
-    let mut names = vec![String::new(); conns.len()];
-    for i in 0..1000 {
-        let name = format!("q{i}");
-        for (n, conn) in conns.iter_mut().enumerate() {
-            let owns: redis::RedisResult<i64> = redis::cmd("LLEN")
-                .arg(format!("{{cogworker:{name}}}:queue"))
-                .query_async(conn)
-                .await;
-            if owns.is_ok() && names[n].is_empty() {
-                names[n] = name.clone();
-            }
-        }
-        if names.iter().all(|n| !n.is_empty()) {
-            return Ok(names);
-        }
-    }
-    Err("no queue name for some master".into())
 }
 
 /// Commands a node executed since the last reset (inside scripts too),

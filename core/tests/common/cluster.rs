@@ -4,8 +4,6 @@
 use super::{TestConfig, TestRedis};
 use cogworker::Config;
 use redis::AsyncCommands;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 pub const NS: &str = "{cogworker}";
 
@@ -28,37 +26,13 @@ impl Cluster {
     /// Joins `nodes` (started cluster-enabled) into a cluster whose URL has
     /// `scheme`; their plain ports serve the setup.
     pub fn join(nodes: Vec<TestRedis>, scheme: &str) -> Cluster {
-        let mut create = Command::new("redis-cli");
-        create.arg("--cluster").arg("create");
-        for node in &nodes {
-            create.arg(format!("127.0.0.1:{}", node.port));
-        }
-        let status = create
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(status.success(), "redis-cli --cluster create failed");
-        let cluster = Cluster {
+        let ports: Vec<u16> = nodes.iter().map(|node| node.port).collect();
+        cogworker::testing::join_cluster(&ports).expect("the cluster forms");
+        Cluster {
             nodes,
             scheme: scheme.to_string(),
             client_ports: Vec::new(),
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !cluster.ready() {
-            assert!(Instant::now() < deadline, "the cluster did not become ok");
-            std::thread::sleep(Duration::from_millis(100));
         }
-        cluster
-    }
-
-    fn ready(&self) -> bool {
-        self.nodes.iter().all(|node| {
-            let mut conn = node.sync_conn();
-            let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut conn).unwrap_or_default();
-            info.contains("cluster_state:ok")
-        })
     }
 
     pub fn url(&self) -> String {
@@ -90,24 +64,9 @@ impl Cluster {
         panic!("no node owns the namespace slot");
     }
 
-    /// Sharded by queue: one queue name per master, `names[i]` on node `i`
-    /// (found by asking each node for the queue's key: the others answer
-    /// MOVED).
-    pub async fn queue_per_master(&self) -> Vec<String> {
-        let mut names = vec![String::new(); self.nodes.len()];
-        for i in 0.. {
-            let name = format!("q{i}");
-            for (n, node) in self.nodes.iter().enumerate() {
-                let owns: redis::RedisResult<i64> = node.conn().await.llen(format!("{{cogworker:{name}}}:queue")).await;
-                if owns.is_ok() && names[n].is_empty() {
-                    names[n] = name.clone();
-                }
-            }
-            if names.iter().all(|n| !n.is_empty()) {
-                return names;
-            }
-            assert!(i < 1000, "no queue name for some master");
-        }
-        unreachable!()
+    /// Sharded by queue: one queue name per master, `names[i]` on node `i`.
+    pub fn queue_per_master(&self) -> Vec<String> {
+        let ports: Vec<u16> = self.nodes.iter().map(|node| node.port).collect();
+        cogworker::testing::queue_per_node(&ports, NS).expect("a queue name per master")
     }
 }
