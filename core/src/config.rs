@@ -113,6 +113,7 @@ pub struct Config {
     strict_order: bool,
     fetch: FetchMode,
     shard_by_queue: bool,
+    prefetch: bool,
     fetch_idle_max_interval: f64,
     orphan_threshold: f64,
     orphan_check_interval: f64,
@@ -147,6 +148,7 @@ impl Default for Config {
             strict_order: false,
             fetch: FetchMode::Reliable,
             shard_by_queue: false,
+            prefetch: true,
             fetch_idle_max_interval: 1.0,
             orphan_threshold: 300.0,
             orphan_check_interval: 60.0,
@@ -258,6 +260,17 @@ impl Config {
         self.shard_by_queue = on;
         self
     }
+    /// Let a worker hold more jobs than it runs while its jobs are short
+    /// (on by default; reliable fetch only): up to `concurrency` more, taken
+    /// in the same fetches, while its jobs average under a millisecond, so
+    /// a slot back from a job finds the next one waiting instead of waiting
+    /// a round trip to Redis for it. Off: never more than `concurrency`
+    /// (the choice for a queue where a rare long job must not hold short
+    /// ones back from other workers). See docs/configuration.md.
+    pub fn set_prefetch(&mut self, on: bool) -> &mut Self {
+        self.prefetch = on;
+        self
+    }
     /// Reliable (default) or basic fetch.
     pub fn set_fetch(&mut self, mode: FetchMode) -> &mut Self {
         self.fetch = mode;
@@ -366,6 +379,10 @@ impl Config {
     /// Do queues have hash tags of their own (see [`Config::set_shard_by_queue`])?
     pub fn shard_by_queue(&self) -> bool {
         self.shard_by_queue
+    }
+    /// May a worker hold more jobs than it runs (see [`Config::set_prefetch`])?
+    pub fn prefetch(&self) -> bool {
+        self.prefetch
     }
     /// Longest block of one idle wait.
     pub fn fetch_idle_max_interval(&self) -> Duration {

@@ -1,5 +1,6 @@
 //! The fetch loop: whenever slots are free, take that many jobs (one round
-//! trip for the batch), hand them to slots, and when the queues are empty
+//! trip for the batch; with short jobs read ahead, once half of those are
+//! free, see [`Shared::prefetch`]), hand them to slots, and when the queues are empty
 //! wait for the next push. Stops taking work as soon as the process is
 //! quiet; a fetch already under way is finished and its jobs handed over,
 //! never dropped.
@@ -32,7 +33,7 @@ pub(crate) async fn run(shared: Arc<Shared>, slots: Handover) {
             reconcile = !reconcile_in_progress(&shared).await;
         }
         let free = shared.free_slots();
-        if free == 0 {
+        if free < shared.refill_at() {
             tokio::select! {
                 _ = shared.capacity_freed.notified() => {}
                 _ = shared.reached(Lifecycle::Quiet) => {}

@@ -92,6 +92,18 @@ pub const SETTINGS: &[Setting] = &[
         read: |c| HostValue::Bool(c.shard_by_queue()),
     },
     Setting {
+        name: "prefetch",
+        help: "while jobs average under a millisecond, a worker holds up to concurrency more jobs than it runs, so its slots never wait on Redis between jobs (reliable fetch only); false: never more than concurrency",
+        apply: |c, name, v| match v {
+            HostValue::Bool(on) => {
+                c.set_prefetch(*on);
+                Ok(())
+            }
+            other => Err(Error::config(name, other, "must be true or false")),
+        },
+        read: |c| HostValue::Bool(c.prefetch()),
+    },
+    Setting {
         name: "fetch_idle_max_interval",
         help: "longest an idle worker waits for a wake-up before looking at its queues again (a job pushed without one, e.g. by a raw LPUSH, waits at most this long), in seconds",
         apply: |c, name, v| c.set_fetch_idle_max_interval(seconds(name, v)?).map(drop),

@@ -56,6 +56,21 @@ impl BusyEntry {
     }
 }
 
+/// How much work (seconds, at the average job time) the jobs read ahead
+/// may add up to ([`Shared::prefetch`]): what a job read ahead waits for
+/// its slot at most, about, where a host runs its jobs one at a time.
+const READ_AHEAD_WORK_SECS: f64 = 0.002;
+
+/// At most this many times `concurrency` jobs are read ahead.
+const READ_AHEAD_PER_SLOT: usize = 3;
+
+/// What the average job time starts at: a little too long to read any job
+/// ahead, until a few jobs have shown themselves short.
+const UNMEASURED_JOB_TIME: f64 = 1.25 * READ_AHEAD_WORK_SECS;
+
+/// Weight of the latest job in the running average of job times.
+const JOB_TIME_WEIGHT: f64 = 1.0 / 8.0;
+
 pub(crate) struct Shared {
     pub config: Config,
     pub keys: Keys,
@@ -67,6 +82,9 @@ pub(crate) struct Shared {
     busy: Mutex<HashMap<u64, BusyEntry>>,
     next_token: AtomicU64,
     outstanding: AtomicUsize,
+    /// Running average of how long a job keeps its slot (seconds, as
+    /// `f64` bits): decides whether the fetch reads ahead ([`Shared::prefetch`]).
+    job_time: AtomicU64,
     /// Deliveries moved off their thread slot to a host's event loop.
     detached: AtomicUsize,
     pub capacity_freed: Notify,
@@ -119,6 +137,7 @@ impl Shared {
             busy: Mutex::new(HashMap::new()),
             next_token: AtomicU64::new(1),
             outstanding: AtomicUsize::new(0),
+            job_time: AtomicU64::new(UNMEASURED_JOB_TIME.to_bits()),
             detached: AtomicUsize::new(0),
             capacity_freed: Notify::new(),
             queue_woken: Notify::new(),
@@ -200,10 +219,45 @@ impl Shared {
         }
     }
 
+    /// How many more jobs the fetch may take now: the slots, plus the
+    /// jobs it may read ahead ([`Shared::prefetch`]), less those taken and
+    /// not yet settled.
     pub fn free_slots(&self) -> usize {
-        self.config
-            .concurrency()
-            .saturating_sub(self.outstanding.load(Ordering::SeqCst))
+        (self.config.concurrency() + self.prefetch()).saturating_sub(self.outstanding.load(Ordering::SeqCst))
+    }
+
+    /// How many jobs beyond `concurrency` this process may hold, taken and
+    /// waiting for a slot (with reliable fetch and `prefetch` on): as many
+    /// as add up to [`READ_AHEAD_WORK_SECS`] at the average job time, at
+    /// most [`READ_AHEAD_PER_SLOT`] per slot; none once jobs average 2 ms.
+    /// A slot back from a short job then finds the next one waiting instead
+    /// of waiting for the fetch's round trip, which for no-op jobs cost
+    /// about a third of the drain rate (docs/scaling.md). A job read ahead
+    /// is in progress (recovered if the process dies) and given back at
+    /// shutdown like any job no slot began; as it waits a couple of
+    /// milliseconds at most, idle workers elsewhere miss little.
+    pub fn prefetch(&self) -> usize {
+        if !self.config.prefetch() || !self.is_reliable() {
+            return 0;
+        }
+        let average = f64::from_bits(self.job_time.load(Ordering::Relaxed));
+        let worth = (READ_AHEAD_WORK_SECS / average.max(1e-9)).floor();
+        (worth.min((READ_AHEAD_PER_SLOT * self.config.concurrency()) as f64)) as usize
+    }
+
+    /// The free slots worth a fetch: one, or with jobs read ahead, a third
+    /// of those, so the fetch takes batches while the jobs waiting keep
+    /// the slots busy (a fetch per job freed would cost a round trip each,
+    /// and from a host thread a thread switch to wake the fetch).
+    pub fn refill_at(&self) -> usize {
+        (self.prefetch() / 3).max(1)
+    }
+
+    /// A job kept its slot `secs`: the running average moves.
+    fn note_job_time(&self, secs: f64) {
+        let average = f64::from_bits(self.job_time.load(Ordering::Relaxed));
+        let moved = average + (secs.max(0.0) - average) * JOB_TIME_WEIGHT;
+        self.job_time.store(moved.to_bits(), Ordering::Relaxed);
     }
 
     /// A fetched, parsed job becomes a delivery owed to a slot, under the
@@ -272,6 +326,9 @@ impl Shared {
     pub(crate) fn finish(&self, delivery: Delivery, outcome: Outcome) {
         let (token, detached) = (delivery.token, delivery.detached);
         let finished_at = job::now();
+        if delivery.started && !detached {
+            self.note_job_time(finished_at - delivery.started_at);
+        }
         // The outcome is queued before the slot is freed: shutdown waits for
         // free slots, then flushes, so it never requeues a job whose
         // success is still on its way.
@@ -329,9 +386,14 @@ impl Shared {
     }
 
     /// A delivery that will never run here (given back at shutdown).
+    /// The fetch is woken once enough slots are free for a batch (each
+    /// wake-up from a host thread costs a thread switch), and for every
+    /// slot freed once the process is quiet (shutdown waits for them).
     pub fn release_slot(&self) {
         self.outstanding.fetch_sub(1, Ordering::SeqCst);
-        self.capacity_freed.notify_one();
+        if self.free_slots() >= self.refill_at() || self.is_quiet() {
+            self.capacity_freed.notify_one();
+        }
     }
 
     pub fn busy_snapshot(&self) -> Vec<(u64, BusyEntry)> {

@@ -14,6 +14,9 @@
 //! `--cluster`: three queues on a three-master cluster, all on one master
 //! vs `shard_by_queue` (see cluster.rs).
 //!
+//! `--hosts`: the Rust, Ruby and Python workers drain the same jobs with the
+//! same handlers, in alternating rounds (see hosts.rs).
+//!
 //! The worker runs in a child process (this binary with `--worker`), so
 //! its RSS is its own.
 
@@ -28,6 +31,7 @@ use std::time::{Duration, Instant};
 const CONCURRENCY: i64 = 10;
 
 mod cluster;
+mod hosts;
 mod idle;
 
 /// `--basic`: the worker uses basic fetch (`BRPOP`, no in-progress record).
@@ -63,15 +67,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if std::env::args().any(|a| a == "--cluster") {
         return cluster::run().await;
     }
+    if std::env::args().any(|a| a == "--hosts") {
+        return hosts::run().await;
+    }
     let jobs: usize = arg("--jobs").and_then(|n| n.parse().ok()).unwrap_or(20_000);
     let singles: usize = arg("--singles").and_then(|n| n.parse().ok()).unwrap_or(5_000);
-    let redis = cogworker::testing::RedisServer::start(&[])?;
-    let mut config = Config::default();
-    config.set_redis_url(&redis.url())?;
-    let client = Client::new(&config)?;
-    let mut conn = redis::Client::open(redis.url())?
-        .get_multiplexed_async_connection()
-        .await?;
+    let (redis, client, mut conn) = private_redis().await?;
 
     // Enqueue one by one.
     let started = Instant::now();
@@ -131,17 +132,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let commands: u64 = per_command.iter().map(|(_, n)| n).sum::<u64>() - polls;
 
     // Pickup latency on the now idle worker.
-    let mut rng_wait = 3u64;
-    for _ in 0..200 {
-        client.push(Job::new("Probe").args([json!(cogworker::now())])).await?;
-        rng_wait = (rng_wait * 7 + 3) % 11;
-        tokio::time::sleep(Duration::from_millis(5 + rng_wait)).await;
-    }
-    let settle = Instant::now();
-    while conn.get::<_, Option<u64>>(&processed_key).await?.unwrap_or(0) < (jobs + 200) as u64 {
-        assert!(settle.elapsed() < Duration::from_secs(10), "probes not processed");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    probe_pickup(&client, &mut conn, jobs).await?;
     let rss_mb = peak_rss_mb(child.id());
     let latencies = stop_and_read_latencies(&mut child)?;
     let pct = |p: f64| percentile_ms(&latencies, p);
@@ -184,6 +175,50 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("| worker startup | {:.3} s |", startup);
     println!("| worker peak RSS | {:.1} MB |", rss_mb);
+    Ok(())
+}
+
+/// A private redis-server, a client of it, and a plain connection.
+pub(crate) async fn private_redis() -> Result<
+    (
+        cogworker::testing::RedisServer,
+        Client,
+        redis::aio::MultiplexedConnection,
+    ),
+    Box<dyn std::error::Error>,
+> {
+    let redis = cogworker::testing::RedisServer::start(&[])?;
+    let mut config = Config::default();
+    config.set_redis_url(&redis.url())?;
+    let client = Client::new(&config)?;
+    let conn = redis::Client::open(redis.url())?
+        .get_multiplexed_async_connection()
+        .await?;
+    Ok((redis, client, conn))
+}
+
+/// Pushes 200 `Probe` jobs one at a time, 5–15 ms apart, to a worker that
+/// processed `before` jobs, and waits until it has run them (the worker
+/// notes each one's pickup latency).
+pub(crate) async fn probe_pickup(
+    client: &Client,
+    conn: &mut redis::aio::MultiplexedConnection,
+    before: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let processed = client.keys().stat("processed", None);
+    let mut wait = 3u64;
+    for _ in 0..200 {
+        client.push(Job::new("Probe").args([json!(cogworker::now())])).await?;
+        wait = (wait * 7 + 3) % 11;
+        tokio::time::sleep(Duration::from_millis(5 + wait)).await;
+    }
+    let settle = Instant::now();
+    while conn.get::<_, Option<u64>>(&processed).await?.unwrap_or(0) < (before + 200) as u64 {
+        if settle.elapsed() > Duration::from_secs(10) {
+            return Err("the probes were not processed within 10 s".into());
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     Ok(())
 }
 
@@ -299,6 +334,7 @@ async fn worker(url: &str, queues: usize, basic: bool) -> Result<(), Box<dyn std
     let mut config = Config::default();
     config.set_redis_url(url)?;
     config.set_concurrency(CONCURRENCY)?;
+    config.set_prefetch(std::env::var("BENCH_PREFETCH").as_deref() != Ok("0"));
     if basic {
         config.set_fetch(cogworker::FetchMode::Basic);
     }
