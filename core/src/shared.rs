@@ -232,7 +232,7 @@ impl Shared {
     /// most [`READ_AHEAD_PER_SLOT`] per slot; none once jobs average 2 ms.
     /// A slot back from a short job then finds the next one waiting instead
     /// of waiting for the fetch's round trip, which for no-op jobs cost
-    /// about a third of the drain rate (docs/scaling.md). A job read ahead
+    /// half the drain rate (`bench --hosts`, docs/benchmarks.md). A job read ahead
     /// is in progress (recovered if the process dies) and given back at
     /// shutdown like any job no slot began; as it waits a couple of
     /// milliseconds at most, idle workers elsewhere miss little.

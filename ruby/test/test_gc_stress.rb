@@ -24,8 +24,8 @@ class TestGCStress < Minitest::Test
         job = worker.next_job(0.2)
         next unless job.is_a?(Cogworker::Native::Delivery)
 
-        class_name, jid, _queue, _retries, args_json = job.info
-        taken << [class_name, jid, JSON.parse(args_json)]
+        class_name, jid, _queue, _retries, args, _wants_result = job.info
+        taken << [class_name, jid, args]
         if taken.size.odd?
           job.complete
         else
@@ -34,7 +34,8 @@ class TestGCStress < Minitest::Test
         job.abandon('settled already: no-op')
       end
       assert_equal jids.sort, taken.map { |t| t[1] }.sort
-      assert(taken.all? { |t| t[2][2] == 2**70 })
+      # The arguments exactly as JSON.parse makes them from the payload.
+      taken.each { |t| assert_equal [t[2][0], 'ü' * t[2][0], 2**70, { 'k' => [nil, true, 1.5] }], t[2] }
       assert_raises(Cogworker::ConfigError) { Cogworker::Native::Config.new({ 'concurrency' => 0 }) }
       assert_raises(Cogworker::InvalidArgument) { client.push_many('EchoJob', [[Object.new]], {}) }
       assert_equal 'default', JSON.parse(api.call('queues', [])).first['name']

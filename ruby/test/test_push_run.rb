@@ -5,13 +5,19 @@ require_relative 'test_helper'
 class TestPushRun < Minitest::Test
   include CogworkerTest
 
-  ARGS = ['héllo ✓ 🚀', 2**70, -(2**65), { 'nested' => [1, nil, { 'x' => true }], 'f' => 1.5 }, nil, [], ''].freeze
+  ARGS = ['héllo ✓ 🚀', 2**70, -(2**65), { 'nested' => [1, nil, { 'x' => true }], 'f' => 1.5 }, nil, [], '',
+          1.0, 1e20, 0.1, 2**63, -(2**63), false, { 'ключ' => {}, 'b' => 'z', 'a' => 'y' }].freeze
 
   def test_perform_async_runs_with_exact_args
     start_runner(concurrency: 4)
     jid = EchoJob.perform_async(*ARGS)
     assert_equal 24, jid.size
     wait_for('ran') { Jobs.seen.include?(ARGS) }
+    # Value for value, class for class (1.0 a Float, 2**63 an Integer) and
+    # the hash's keys in their order, as JSON.parse gives them.
+    seen = Jobs.seen.find { |args| args == ARGS }
+    assert_equal ARGS.map(&:class), seen.map(&:class)
+    assert_equal ARGS.last.keys, seen.last.keys
   end
 
   def test_client_push_by_class_name_bulk_and_options

@@ -1,5 +1,6 @@
 //! Ruby values to the core's `HostValue`, type for type; what is allowed
-//! where is the core's to decide.
+//! where is the core's to decide. And JSON values to Ruby's, as
+//! `JSON.parse` makes them (a job's arguments).
 
 use crate::errors::to_ruby;
 use cogworker::host::HostValue;
@@ -35,6 +36,57 @@ pub fn value(ruby: &Ruby, v: Value) -> HostValue {
             shown: v.inspect(),
         }
     }
+}
+
+/// `v` as `JSON.parse` would give it: Hash with String keys (in order),
+/// Array, String (UTF-8), Integer of any size, Float, true, false, nil.
+/// (Each value goes straight into its parent, which the stack holds, so GC
+/// never sees one unreachable.)
+pub fn from_json(ruby: &Ruby, v: &serde_json::Value) -> Value {
+    use serde_json::Value as J;
+    match v {
+        J::Null => ruby.qnil().as_value(),
+        J::Bool(b) => {
+            if *b {
+                ruby.qtrue().as_value()
+            } else {
+                ruby.qfalse().as_value()
+            }
+        }
+        J::Number(n) => number(ruby, n),
+        J::String(s) => ruby.str_new(s).as_value(),
+        J::Array(items) => {
+            let array = ruby.ary_new_capa(items.len());
+            for item in items {
+                let _ = array.push(from_json(ruby, item));
+            }
+            array.as_value()
+        }
+        J::Object(map) => {
+            let hash = ruby.hash_new();
+            for (key, item) in map {
+                let _ = hash.aset(ruby.str_new(key), from_json(ruby, item));
+            }
+            hash.as_value()
+        }
+    }
+}
+
+/// A JSON number as its text says: Integer (of any size) without a
+/// fraction or exponent, else Float.
+fn number(ruby: &Ruby, n: &serde_json::Number) -> Value {
+    if let Some(i) = n.as_i64() {
+        return ruby.integer_from_i64(i).as_value();
+    }
+    let text = n.to_string();
+    if text.contains(['.', 'e', 'E']) {
+        let f = text.parse::<f64>().unwrap_or(f64::NAN);
+        return ruby.float_from_f64(f).as_value();
+    }
+    // Past 64 bits: Ruby parses the digits (a Bignum).
+    ruby.str_new(&text)
+        .funcall("to_i", ())
+        .unwrap_or_else(|_| ruby.qnil().as_value())
 }
 
 /// A setting or push option: a Symbol is its name as text.

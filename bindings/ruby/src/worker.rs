@@ -15,15 +15,27 @@ use magnus::{prelude::*, Error, RString, Ruby, Value};
 pub struct RbDelivery(HostDelivery);
 
 impl RbDelivery {
-    /// `[class_name, jid, queue, retry_count, args_json]`.
-    pub fn info(ruby: &Ruby, rb_self: &Self) -> (RString, RString, RString, u32, RString) {
+    /// `[class_name, jid, queue, retry_count, args, wants_result]`: `args`
+    /// as `JSON.parse` would make them (nil once settled).
+    pub fn info(ruby: &Ruby, rb_self: &Self) -> (RString, RString, RString, u32, Value, bool) {
         let info = &rb_self.0.info;
+        let args = rb_self
+            .0
+            .with_args(|args| {
+                let array = ruby.ary_new_capa(args.len());
+                for arg in args {
+                    let _ = array.push(convert::from_json(ruby, arg));
+                }
+                array.as_value()
+            })
+            .unwrap_or_else(|| ruby.qnil().as_value());
         (
             ruby.str_new(&info.class),
             ruby.str_new(&info.jid),
             ruby.str_new(&info.queue),
             info.retry_count,
-            ruby.str_new(&info.args_json),
+            args,
+            info.wants_result,
         )
     }
 

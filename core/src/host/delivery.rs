@@ -36,6 +36,13 @@ impl HostDelivery {
         inner.as_ref().map(|delivery| delivery.job().to_json())
     }
 
+    /// `f` of the job's arguments, for a host to convert them to its own
+    /// values without a JSON round trip; `None` once settled.
+    pub fn with_args<R>(&self, f: impl FnOnce(&[serde_json::Value]) -> R) -> Option<R> {
+        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        inner.as_ref().map(|delivery| f(delivery.job().args_slice()))
+    }
+
     /// Moves it to the host's event loop (see [`Delivery::detach`]);
     /// nothing once settled.
     pub fn detach(&self) {

@@ -125,13 +125,13 @@ module Cogworker
     end
 
     def perform(delivery)
-      class_name, jid, queue, retry_count, args_json = delivery.info
+      class_name, jid, queue, retry_count, args, wants_result = delivery.info
       klass = @handlers.fetch(class_name)
       instance = klass.new
       instance.jid = jid if instance.respond_to?(:jid=)
       Thread.current[:cogworker_job] = { jid: jid, class: class_name }
       value = if @hooks.server_middleware.empty? && !Tracing.enabled?
-                instance.perform(*JSON.parse(args_json))
+                instance.perform(*args)
               else
                 job = JSON.parse(delivery.payload_json)
                 Tracing.consuming(job) do
@@ -140,17 +140,21 @@ module Cogworker
               end
       # A job with result_ttl keeps what perform returned; a value JSON
       # cannot hold raises InvalidArgument (unsettled), failing the job below.
-      delivery.wants_result ? delivery.complete_with(value) : delivery.complete
+      wants_result ? delivery.complete_with(value) : delivery.complete
+      settled = true
     rescue Exception => e # rubocop:disable Lint/RescueException -- every way a job ends is recorded
       report_error(e, delivery, job, queue)
       fail_job(delivery, retry_delay(retry_count, klass, e), e)
+      settled = true
       if e.is_a?(SystemExit)
         Cogworker.logger.warn("exit called by #{class_name} jid=#{jid}: stopping the worker gracefully")
         stop
       end
     ensure
       Thread.current[:cogworker_job] = nil
-      delivery.abandon('the Ruby thread running it ended without settling it (killed?)') # no-op once settled
+      # Killed mid-job (or the failure could not be recorded): the engine
+      # files it. (A no-op once settled; skipped when known to be.)
+      delivery.abandon('the Ruby thread running it ended without settling it (killed?)') unless settled
     end
 
     def report_error(error, delivery, job, queue)
