@@ -230,8 +230,13 @@ async fn garbage_payloads_are_buried_with_their_bytes_while_valid_jobs_flow() {
             .push_bulk((0..20).map(|_| Job::new("Ok")).collect())
             .await
             .unwrap();
+        // A raw push, then the wake-up a producer of ours would publish:
+        // an idle worker picks up a push that publishes none only at its
+        // fallback poll (30 s in these tests), and with prefetch the fetch
+        // after the bulk's wake-up may already have emptied the queue.
         let _: i64 = conn.lpush(&queue, &raw[..]).await.unwrap();
         let _: i64 = conn.sadd(client.keys().queues(), "default").await.unwrap();
+        let _: i64 = conn.publish(client.keys().wake(), "default").await.unwrap();
         assert!(i < garbage.len());
     }
     wait_set(&api, JobSet::Dead, garbage.len() as u64).await;
