@@ -211,15 +211,16 @@ def run_web(args: argparse.Namespace) -> int:
         getattr(args, "insecure_no_auth", False),
         metrics_only,
     )
-    where = f"cogworker metrics: {server.url}metrics" if metrics_only else f"cogworker web: {server.url}"
-    print(where, flush=True)
 
     def stop(signum: int, _frame: Any) -> None:
         logger.info("%s received: stopping", signal.Signals(signum).name)
         server.stop()
 
+    # Before the address is printed: whoever reads it may stop us at once.
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    where = f"cogworker metrics: {server.url}metrics" if metrics_only else f"cogworker web: {server.url}"
+    print(where, flush=True)
     while not server.wait(0.5):
         pass
     return 0

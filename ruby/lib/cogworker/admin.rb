@@ -53,10 +53,11 @@ module Cogworker
       Native.init_logging(false)
       server = Native::WebServer.new(config.native, options[:host], options[:port], options[:auth],
                                      options[:allowed_hosts], options[:insecure_no_auth], metrics_only)
-      @out.puts(metrics_only ? "cogworker metrics: #{server.url}metrics" : "cogworker web: #{server.url}")
-      @out.flush
+      # Trapped before the address is printed: whoever reads it may stop us at once.
       stopping = false
       %w[TERM INT].each { |sig| trap(sig) { stopping = true } }
+      @out.puts(metrics_only ? "cogworker metrics: #{server.url}metrics" : "cogworker web: #{server.url}")
+      @out.flush
       until server.wait(0.2)
         server.stop if stopping
       end
