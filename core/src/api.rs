@@ -11,6 +11,7 @@ use crate::scripts::SCRIPTS;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::HashSet;
 
 /// One of the sorted sets of jobs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -442,24 +443,40 @@ impl Api {
         let moved = crate::scheduler::move_to_queues(client.redis(), client.keys(), &self.set_key(set), &[due]).await?;
         Ok(moved == 1)
     }
-    /// Retries every entry of a set now; returns how many moved.
+    /// Retries every entry of a set now; returns how many moved. Each job
+    /// there when it is called moves once: one that runs and lands in the
+    /// set again meanwhile (a dead job that fails at once) is not retried a
+    /// second time. A `ZSCAN` returns every entry present throughout, and
+    /// the jids moved so far are skipped.
     pub async fn retry_all(&self, set: JobSet) -> Result<usize> {
+        let key = self.set_key(set);
+        let mut moved_jids: HashSet<String> = HashSet::new();
         let mut moved = 0;
+        let mut cursor: u64 = 0;
         loop {
-            let page = self.set_page(set, 0, 100).await?;
-            if page.is_empty() {
-                return Ok(moved);
-            }
-            let mut progressed = false;
-            for entry in &page {
-                if self.retry_now(set, entry).await? {
+            let (next, page): (u64, Vec<(Vec<u8>, f64)>) = redis::cmd("ZSCAN")
+                .arg(&key)
+                .arg(cursor)
+                .arg("COUNT")
+                .arg(100)
+                .query_async(&mut self.conn())
+                .await?;
+            for (raw, score) in page {
+                let jid = Job::parse(&raw)
+                    .map(|job| job.jid_str().to_string())
+                    .unwrap_or_default();
+                if moved_jids.contains(&jid) {
+                    continue;
+                }
+                if self.retry_now(set, &SetEntry { score, raw }).await? {
                     moved += 1;
-                    progressed = true;
+                    moved_jids.insert(jid);
                 }
             }
-            if !progressed {
+            if next == 0 {
                 return Ok(moved);
             }
+            cursor = next;
         }
     }
     /// Moves an entry of the schedule or retry set to dead (atomically).

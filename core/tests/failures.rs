@@ -22,6 +22,15 @@ async fn set_jobs(api: &Api, set: JobSet) -> Vec<Job> {
         .collect()
 }
 
+async fn wait_failures(api: &Api, n: u64) {
+    let api = api.clone();
+    wait_until(&format!("{n} failures"), Duration::from_secs(20), move || {
+        let api = api.clone();
+        async move { api.stats().await.unwrap().failed == n }
+    })
+    .await;
+}
+
 async fn wait_set(api: &Api, set: JobSet, n: u64) {
     let api = api.clone();
     wait_until(&format!("{n} in {set:?}"), Duration::from_secs(20), move || {
@@ -271,13 +280,17 @@ async fn garbage_payloads_are_buried_with_their_bytes_while_valid_jobs_flow() {
     running.await.unwrap().unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dead_set_is_capped() {
-    let redis = TestRedis::start();
-    let mut config = redis.config();
-    config.set_dead_max_jobs(3).unwrap();
+/// A running worker whose `Boom` always fails, and `count` `Boom` jobs
+/// without retries pushed to it.
+async fn start_booms(
+    config: cogworker::Config,
+    count: usize,
+) -> (
+    Api,
+    cogworker::WorkerHandle,
+    tokio::task::JoinHandle<cogworker::Result<()>>,
+) {
     let client = Client::new(&config).unwrap();
-    let api = Api::new(client.clone());
     let worker = Worker::builder(config)
         .register("Boom", |_job| async { Err(Failure::new("Boom", "x")) })
         .build()
@@ -285,16 +298,40 @@ async fn dead_set_is_capped() {
     let handle = worker.handle();
     let running = tokio::spawn(worker.run());
     client
-        .push_bulk((0..6).map(|_| Job::new("Boom").retry(Retry::Max(0))).collect())
+        .push_bulk((0..count).map(|_| Job::new("Boom").retry(Retry::Max(0))).collect())
         .await
         .unwrap();
-    let api2 = api.clone();
-    wait_until("6 failures", Duration::from_secs(10), move || {
-        let api = api2.clone();
-        async move { api.stats().await.unwrap().failed == 6 }
-    })
-    .await;
+    (Api::new(client), handle, running)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_set_is_capped() {
+    let redis = TestRedis::start();
+    let mut config = redis.config();
+    config.set_dead_max_jobs(3).unwrap();
+    let (api, handle, running) = start_booms(config, 6).await;
+    wait_failures(&api, 6).await;
     assert_eq!(api.set_size(JobSet::Dead).await.unwrap(), 3);
+    handle.stop();
+    running.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_all_moves_each_dead_job_once_though_it_dies_again_at_once() {
+    let redis = TestRedis::start();
+    // More than one ZSCAN page (a set of over 128 entries is scanned in
+    // steps), while the worker runs each retried job into dead at once.
+    let jobs = 300;
+    let (api, handle, running) = start_booms(redis.config(), jobs).await;
+    wait_failures(&api, jobs as u64).await;
+    assert_eq!(api.retry_all(JobSet::Dead).await.unwrap(), jobs);
+    wait_failures(&api, 2 * jobs as u64).await;
+    let dead = set_jobs(&api, JobSet::Dead).await;
+    assert_eq!(dead.len(), jobs, "each job once in dead");
+    assert!(
+        dead.iter().all(|job| job.get("retry_count") == Some(&json!(2))),
+        "each failed twice: once before retry_all, once after"
+    );
     handle.stop();
     running.await.unwrap().unwrap();
 }
