@@ -276,7 +276,8 @@ impl Config {
         self.fetch = mode;
         self
     }
-    /// Longest block of one idle wait for a job.
+    /// Longest block of one idle wait for a job. With `shard_by_queue` the
+    /// poll after such a wait reads one queue, the next in turn each time.
     pub fn set_fetch_idle_max_interval(&mut self, seconds: f64) -> Result<&mut Self> {
         self.fetch_idle_max_interval = positive("fetch_idle_max_interval", seconds)?;
         Ok(self)

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 pub(crate) async fn run(shared: Arc<Shared>, slots: Handover) {
     let mut fetcher = if shared.is_reliable() {
-        Fetcher::Reliable(ReliableFetch)
+        Fetcher::Reliable(ReliableFetch::default())
     } else {
         Fetcher::Basic(BasicFetch::default())
     };

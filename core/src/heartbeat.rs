@@ -153,13 +153,13 @@ pub(crate) async fn listen_for_signals(shared: Arc<Shared>) {
             Ok(mut pubsub) => match pubsub.subscribe(&[&channel, &wake]).await {
                 Ok(()) => {
                     take_queued_signals(&shared).await;
-                    shared.queue_woken.notify_one();
+                    shared.wakeups.every_queue();
                     let mut messages = pubsub.on_message();
                     while let Some(message) = messages.next().await {
                         let text: String = message.get_payload().unwrap_or_default();
                         if message.get_channel_name() == wake {
                             if shared.config.queues().iter().any(|q| q.name == text) {
-                                shared.queue_woken.notify_one();
+                                shared.wakeups.queue(&text);
                             }
                             continue;
                         }

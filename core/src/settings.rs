@@ -105,7 +105,7 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "fetch_idle_max_interval",
-        help: "longest an idle worker waits for a wake-up before looking at its queues again (a job pushed without one, e.g. by a raw LPUSH, waits at most this long), in seconds",
+        help: "longest an idle worker waits for a wake-up before looking at its queues again (a job pushed without one, e.g. by a raw LPUSH, waits at most this long; with shard_by_queue each such look reads one queue, in turn), in seconds",
         apply: |c, name, v| c.set_fetch_idle_max_interval(seconds(name, v)?).map(drop),
         read: |c| HostValue::Float(c.fetch_idle_max_interval().as_secs_f64()),
     },

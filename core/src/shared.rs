@@ -10,6 +10,7 @@ use crate::config::{Config, FetchMode};
 use crate::connection::Redis;
 use crate::delivery::{self, Delivery};
 use crate::events::{Events, WorkerEvent};
+use crate::fetch::Wakeups;
 use crate::handler::{Failure, Outcome};
 use crate::job::{self, Job};
 use crate::keys::Keys;
@@ -90,7 +91,7 @@ pub(crate) struct Shared {
     pub capacity_freed: Notify,
     /// A push found one of this process's queues empty (a message on the
     /// wake channel), or the channel was (re)subscribed: fetch again.
-    pub queue_woken: Notify,
+    pub wakeups: Wakeups,
     pub completions: flume::Sender<Completion>,
     /// Set once the first orphan-recovery pass has completed.
     pub recovered_once: AtomicBool,
@@ -140,7 +141,7 @@ impl Shared {
             job_time: AtomicU64::new(UNMEASURED_JOB_TIME.to_bits()),
             detached: AtomicUsize::new(0),
             capacity_freed: Notify::new(),
-            queue_woken: Notify::new(),
+            wakeups: Wakeups::default(),
             completions,
             recovered_once: AtomicBool::new(false),
             periodic,

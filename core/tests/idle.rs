@@ -2,7 +2,8 @@
 //! namespace's wake channel, not on each queue. A push that finds a queue
 //! empty publishes its name (and only then); the worker picks the job up at
 //! once, however many queues it serves; a job pushed without a wake-up (a
-//! raw `LPUSH`) is still found by the fallback poll.
+//! raw `LPUSH`) is still found by the fallback poll, which, sharded by
+//! queue, reads one queue per poll.
 
 mod common;
 
@@ -150,6 +151,80 @@ async fn a_server_without_lmpop_still_fetches_reliably_job_by_job() {
     assert!(processes
         .iter()
         .all(|p| p.info["fetch"] == serde_json::json!("reliable")));
+    handle.stop();
+    running.await.unwrap().unwrap();
+}
+
+/// The server's count of script calls (`EVALSHA`, `EVAL`) so far.
+async fn script_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
+    let info: String = redis::cmd("INFO").arg("commandstats").query_async(conn).await.unwrap();
+    info.lines()
+        .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
+        .filter_map(|l| l.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_by_queue_a_fetch_reads_the_named_queue_and_the_poll_one_more() {
+    let redis = TestRedis::start();
+    let mut config = redis.config();
+    config.set_shard_by_queue(true).set_queues(&queue_names(20)).unwrap();
+    // 20 polls a second: reading all 20 queues each time would be 400 scripts.
+    config.set_fetch_idle_max_interval(0.05).unwrap();
+    let client = Client::new(&config).unwrap();
+    let (worker, ran) = counting_worker(config, "Count");
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    let mut conn = redis.conn().await;
+    wait_registered(&Api::new(client.clone())).await;
+    // Past startup (recovery, the first beat) before counting.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let before = script_calls(&mut conn).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let idle = script_calls(&mut conn).await - before;
+    assert!(idle <= 60, "one queue per poll (about 20 scripts in 1 s), got {idle}");
+
+    // As a producer that knows nothing of the wake channel pushes: the
+    // turn reaches the queue within 20 polls.
+    for (n, queue) in ["q13", "q2"].into_iter().enumerate() {
+        let _: i64 = conn
+            .lpush(
+                client.keys().queue(queue),
+                format!(r#"{{"class":"Count","args":[],"jid":"raw{n}"}}"#),
+            )
+            .await
+            .unwrap();
+        wait_for_count(
+            &format!("the raw job on {queue} ran"),
+            &ran,
+            n + 1,
+            Duration::from_secs(5),
+        )
+        .await;
+    }
+    // A push of ours names its queue: the fetch reads that queue, not all
+    // 20 (which would be 20 scripts per job, and 20 more after it).
+    let before = script_calls(&mut conn).await;
+    let started = Instant::now();
+    for (n, queue) in ["q19", "q4", "q11", "q19", "q0"].into_iter().enumerate() {
+        client.push(Job::new("Count").queue(queue)).await.unwrap();
+        wait_for_count(
+            &format!("the job pushed on {queue} ran"),
+            &ran,
+            n + 3,
+            Duration::from_secs(5),
+        )
+        .await;
+    }
+    let spent = script_calls(&mut conn).await - before;
+    // Per job: its push, the fetch, the acknowledgement's two; and the
+    // polls that fell meanwhile.
+    let polls = (started.elapsed().as_secs_f64() * 20.0).ceil() as u64 + 2;
+    assert!(
+        spent <= 5 * 6 + polls,
+        "{spent} scripts for 5 jobs, {polls} of them polls at most"
+    );
     handle.stop();
     running.await.unwrap().unwrap();
 }

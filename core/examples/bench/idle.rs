@@ -6,6 +6,7 @@
 //! to a random queue of its, with pauses between them. Then the cost of a
 //! wake-up reaching many idle processes: 10 worker processes on one queue,
 //! 100 jobs pushed one at a time 20 ms apart, every command counted.
+//! With `--sharded`, the worker and the pushes use `shard_by_queue`.
 
 use cogworker::{Client, Config, Job};
 use redis::AsyncCommands;
@@ -45,8 +46,9 @@ pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
         rows.push(measure(&redis.url(), redis.port(), queues).await?);
     }
     println!(
-        "cogworker {} idle cost (release build, private redis, 1 worker process, concurrency 10, reliable fetch, {}s watched per row)",
+        "cogworker {} idle cost (release build, private redis, 1 worker process, concurrency 10, reliable fetch{}, {}s watched per row)",
         env!("CARGO_PKG_VERSION"),
+        if super::sharded() { ", shard_by_queue" } else { "" },
         WATCH.as_secs()
     );
     println!("| queues | connections (pub/sub) | commands sent/s idle | executed in scripts/s | pickup p50 / p99 |");
@@ -79,13 +81,14 @@ async fn herd(url: &str, port: u16) -> Result<(u64, u64), Box<dyn std::error::Er
     let mut conn = redis::Client::open(url)?.get_multiplexed_async_connection().await?;
     let _: () = redis::cmd("FLUSHALL").query_async(&mut conn).await?;
     let mut config = Config::default();
-    config.set_redis_url(url)?;
+    config.set_redis_url(url)?.set_shard_by_queue(super::sharded());
     let client = Client::new(&config)?;
     let mut children = Vec::new();
     for _ in 0..HERD_PROCESSES {
         children.push(
             Command::new(std::env::current_exe()?)
                 .args(["--worker", url])
+                .args(super::sharded().then_some("--sharded"))
                 .stdout(Stdio::piped())
                 .stderr(Stdio::null())
                 .spawn()?,
@@ -116,10 +119,11 @@ async fn measure(url: &str, port: u16, queues: usize) -> Result<Row, Box<dyn std
     let mut conn = redis::Client::open(url)?.get_multiplexed_async_connection().await?;
     let _: () = redis::cmd("FLUSHALL").query_async(&mut conn).await?;
     let mut config = Config::default();
-    config.set_redis_url(url)?;
+    config.set_redis_url(url)?.set_shard_by_queue(super::sharded());
     let client = Client::new(&config)?;
     let mut child = Command::new(std::env::current_exe()?)
         .args(["--worker", url, "--queues", &queues.to_string()])
+        .args(super::sharded().then_some("--sharded"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()?;

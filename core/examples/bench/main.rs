@@ -10,6 +10,7 @@
 //! 50, 200 queues): the Redis connections it holds, the commands it sends
 //! per second (as `MONITOR` shows them) and those executed inside its
 //! scripts, and pickup latency p50/p99 of pushes to random queues of its.
+//! `--idle --sharded`: the same with `shard_by_queue`.
 //!
 //! `--cluster`: three queues on a three-master cluster, all on one master
 //! vs `shard_by_queue` (see cluster.rs).
@@ -39,6 +40,11 @@ fn basic_fetch() -> bool {
     std::env::args().any(|a| a == "--basic")
 }
 
+/// `--sharded`: the queues have hash tags of their own (`shard_by_queue`).
+fn sharded() -> bool {
+    std::env::args().any(|a| a == "--sharded")
+}
+
 fn arg(name: &str) -> Option<String> {
     std::env::args().skip_while(|a| a != name).nth(1)
 }
@@ -61,8 +67,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .skip_while(|a| a != "--cluster-worker")
             .nth(2)
             .unwrap_or_default();
-        let sharded = std::env::args().any(|a| a == "--sharded");
-        return cluster::worker(&url, &queues, sharded).await;
+        return cluster::worker(&url, &queues, sharded()).await;
     }
     if std::env::args().any(|a| a == "--cluster") {
         return cluster::run().await;
@@ -335,6 +340,7 @@ async fn worker(url: &str, queues: usize, basic: bool) -> Result<(), Box<dyn std
     config.set_redis_url(url)?;
     config.set_concurrency(CONCURRENCY)?;
     config.set_prefetch(std::env::var("BENCH_PREFETCH").as_deref() != Ok("0"));
+    config.set_shard_by_queue(sharded());
     if basic {
         config.set_fetch(cogworker::FetchMode::Basic);
     }

@@ -9,22 +9,43 @@
 //! serves: one fetch per `fetch_idle_max_interval` as a fallback, for a
 //! lost message or a producer that does not publish (a raw `LPUSH`).
 //!
-//! Sharded by queue, each queue and its in-progress hash live on a slot of
-//! their own, so the script runs once per queue, in order, until the batch
-//! is full: an idle poll then costs one script per queue.
+//! Sharded by queue, the script runs once per queue, on the queues that
+//! may hold jobs (see `sharded.rs`).
 
+use super::sharded::{fetch_queue_by_queue, QueueReads};
 use super::{queue_order, Fetched};
 use crate::error::{Error, Result};
 use crate::scripts::SCRIPTS;
 use crate::shared::{Lifecycle, Shared};
 
-pub(crate) struct ReliableFetch;
+#[derive(Default)]
+pub(crate) struct ReliableFetch {
+    /// The last wait ran out without a wake-up: the next fetch polls.
+    ran_out: bool,
+    /// Sharded by queue: which queues a fetch reads.
+    sharded: QueueReads,
+}
 
 impl ReliableFetch {
     pub async fn fetch(&mut self, shared: &Shared, max: usize) -> Result<Vec<Fetched>> {
-        let order = queue_order(shared.config.queues(), shared.config.strict_order());
+        let queues = shared.config.queues();
+        let order = queue_order(queues, shared.config.strict_order());
         if shared.keys.is_sharded_by_queue() {
-            return fetch_queue_by_queue(shared, &order, max).await;
+            let poll = std::mem::take(&mut self.ran_out);
+            let read = self.sharded.choose(order, queues, shared.wakeups.take(), poll);
+            if read.is_empty() {
+                return Ok(Vec::new());
+            }
+            return match fetch_queue_by_queue(shared, &read, max).await {
+                Ok((taken, left)) => {
+                    self.sharded.record(&read, &left);
+                    Ok(taken)
+                }
+                Err(e) => {
+                    self.sharded.forget();
+                    Err(e)
+                }
+            };
         }
         let first_token = shared.reserve_tokens(max);
         let mut invocation = SCRIPTS.fetch_reliable.prepare_invoke();
@@ -44,42 +65,17 @@ impl ReliableFetch {
     /// at most `fetch_idle_max_interval`, or until the process is quiet.
     /// The next fetch takes what fits.
     pub async fn wait(&mut self, shared: &Shared) {
-        tokio::select! {
-            _ = shared.queue_woken.notified() => {}
-            _ = tokio::time::sleep(shared.config.fetch_idle_max_interval()) => {}
-            _ = shared.reached(Lifecycle::Quiet) => {}
-        }
+        self.ran_out = tokio::select! {
+            _ = shared.wakeups.notified() => false,
+            _ = tokio::time::sleep(shared.config.fetch_idle_max_interval()) => true,
+            _ = shared.reached(Lifecycle::Quiet) => false,
+        };
     }
-}
-
-/// Sharded by queue: one script per queue, in `order`, until `max` jobs
-/// are taken.
-async fn fetch_queue_by_queue(shared: &Shared, order: &[&str], max: usize) -> Result<Vec<Fetched>> {
-    let mut taken = Vec::new();
-    for name in order {
-        let wanted = max - taken.len();
-        if wanted == 0 {
-            break;
-        }
-        let first_token = shared.reserve_tokens(wanted);
-        let flat: Vec<Vec<u8>> = SCRIPTS
-            .fetch_reliable
-            .key(shared.keys.pause_flag(name))
-            .key(shared.keys.in_progress_from(&shared.identity, name))
-            .key(shared.keys.queue(name))
-            .arg(wanted)
-            .arg(first_token)
-            .arg(*name)
-            .invoke_async(&mut shared.redis.conn())
-            .await?;
-        taken.extend(pairs(flat, first_token)?);
-    }
-    Ok(taken)
 }
 
 /// The script's `{queue, payload, ...}`, the i-th job under token
 /// `first_token + i`.
-fn pairs(flat: Vec<Vec<u8>>, first_token: u64) -> Result<Vec<Fetched>> {
+pub(super) fn pairs(flat: Vec<Vec<u8>>, first_token: u64) -> Result<Vec<Fetched>> {
     if flat.len() % 2 != 0 {
         return Err(Error::Script {
             script: "fetch_reliable",
