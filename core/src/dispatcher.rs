@@ -8,13 +8,14 @@
 use crate::completion::Completion;
 use crate::config::FetchMode;
 use crate::fetch::{is_unsupported, BasicFetch, Fetched, Fetcher, ReliableFetch};
-use crate::handover::Handover;
+use crate::handover::{Handover, Intake};
 use crate::job::Job;
+use crate::read_ahead;
 use crate::shared::{sleep_unless, Lifecycle, Shared};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub(crate) async fn run(shared: Arc<Shared>, slots: Handover) {
+pub(crate) async fn run(shared: Arc<Shared>, slots: Handover, waiting: Intake) {
     let mut fetcher = if shared.is_reliable() {
         Fetcher::Reliable(ReliableFetch::default())
     } else {
@@ -25,6 +26,10 @@ pub(crate) async fn run(shared: Arc<Shared>, slots: Handover) {
     // lost or timed out mid-call): the server may have moved jobs onto our
     // in-progress list whose reply never arrived.
     let mut reconcile = false;
+    // Jobs finished here when the last fetch was made: a fetch reads ahead
+    // only if one finished since (the slots are turning over), so a worker
+    // whose slots all hang on long jobs takes no more than it took.
+    let mut finished_at_fetch = None;
     loop {
         if shared.is_quiet() {
             break;
@@ -32,16 +37,22 @@ pub(crate) async fn run(shared: Arc<Shared>, slots: Handover) {
         if reconcile && shared.is_idle() {
             reconcile = !reconcile_in_progress(&shared).await;
         }
-        let free = shared.free_slots();
+        let finished = shared.read_ahead.finished();
+        let free = shared.free_slots(finished_at_fetch != Some(finished));
         if free < shared.refill_at() {
             tokio::select! {
                 _ = shared.capacity_freed.notified() => {}
                 _ = shared.reached(Lifecycle::Quiet) => {}
+                _ = stalled(&shared) => give_back_read_ahead(&shared, &waiting),
             }
             continue;
         }
+        finished_at_fetch = Some(finished);
         match fetcher.fetch(&shared, free).await {
-            Ok(batch) if batch.is_empty() => fetcher.wait(&shared).await,
+            Ok(batch) if batch.is_empty() => tokio::select! {
+                _ = fetcher.wait(&shared) => {}
+                _ = stalled(&shared) => give_back_read_ahead(&shared, &waiting),
+            },
             Ok(batch) => {
                 backoff = Duration::from_millis(100);
                 hand_over(&shared, &slots, batch);
@@ -64,6 +75,39 @@ pub(crate) async fn run(shared: Arc<Shared>, slots: Handover) {
         }
     }
     tracing::debug!("fetch loop stopped");
+}
+
+/// Returns once jobs wait here for a slot and no job has finished for
+/// [`read_ahead::STALL`]: every slot hangs on something long. Never, while
+/// no job waits.
+async fn stalled(shared: &Shared) {
+    // Nothing is fetched while the caller waits, so what waits here can
+    // only shrink: once nothing does, there is nothing to watch.
+    while shared.holds_read_ahead() {
+        let finished = shared.read_ahead.finished();
+        tokio::time::sleep(read_ahead::STALL).await;
+        if shared.holds_read_ahead() && shared.read_ahead.finished() == finished {
+            return;
+        }
+    }
+    std::future::pending().await
+}
+
+/// Every slot is busy and none finished a job for [`read_ahead::STALL`]:
+/// the jobs waiting for a slot go back to their queues, on the end taken
+/// next (dropped unstarted, see [`Shared::abandon`]), for other workers;
+/// nothing more is read ahead until a job finishes here.
+fn give_back_read_ahead(shared: &Shared, waiting: &Intake) {
+    shared.read_ahead.pause();
+    let given = waiting.take_waiting();
+    if !given.is_empty() {
+        tracing::info!(
+            "every slot busy for {:?}: giving {} job(s) read ahead back to their queues",
+            read_ahead::STALL,
+            given.len()
+        );
+    }
+    drop(given);
 }
 
 /// With no job outstanding here, everything on our in-progress list is a

@@ -94,6 +94,15 @@ impl Intake {
         }
     }
 
+    /// Every delivery no slot has taken yet, taken back while the slots
+    /// keep running.
+    pub(crate) fn take_waiting(&self) -> Vec<Delivery> {
+        match self {
+            Intake::Tasks(rx) => rx.try_iter().collect(),
+            Intake::Host(host) => host.take_waiting(),
+        }
+    }
+
     /// At shutdown: every delivery no slot has taken yet. Host threads
     /// still waiting are woken and find nothing more.
     pub(crate) fn drain(&self) -> Vec<Delivery> {

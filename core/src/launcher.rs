@@ -317,8 +317,10 @@ impl Worker {
         });
         // The fetch loop holds the only sender: when it ends, processors
         // waiting on the channel see it closed.
-        let handover = self.handover;
-        let dispatcher = supervise("fetch", &shared, move |s| dispatcher::run(s, handover.clone()));
+        let (handover, waiting) = (self.handover, self.intake.clone());
+        let dispatcher = supervise("fetch", &shared, move |s| {
+            dispatcher::run(s, handover.clone(), waiting.clone())
+        });
         let mut processors = Vec::new();
         if let Intake::Tasks(slots) = &self.intake {
             for _ in 0..config.concurrency() {
@@ -516,6 +518,11 @@ impl WorkerHandle {
         }
     }
 
+    /// How many jobs this process holds now: those running and those read
+    /// ahead, waiting for a slot (`prefetch`).
+    pub fn held(&self) -> usize {
+        self.shared.held()
+    }
     /// The jobs running now.
     pub fn busy(&self) -> Vec<BusyEntry> {
         self.shared.busy_snapshot().into_iter().map(|(_, e)| e).collect()

@@ -31,6 +31,7 @@ mod metrics;
 mod outbox;
 mod periodic;
 mod processor;
+mod read_ahead;
 mod recovery;
 mod redis_url;
 mod results;

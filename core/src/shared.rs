@@ -15,6 +15,7 @@ use crate::handler::{Failure, Outcome};
 use crate::job::{self, Job};
 use crate::keys::Keys;
 use crate::periodic::Periodic;
+use crate::read_ahead::ReadAhead;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -57,21 +58,6 @@ impl BusyEntry {
     }
 }
 
-/// How much work (seconds, at the average job time) the jobs read ahead
-/// may add up to ([`Shared::prefetch`]): what a job read ahead waits for
-/// its slot at most, about, where a host runs its jobs one at a time.
-const READ_AHEAD_WORK_SECS: f64 = 0.002;
-
-/// At most this many times `concurrency` jobs are read ahead.
-const READ_AHEAD_PER_SLOT: usize = 3;
-
-/// What the average job time starts at: a little too long to read any job
-/// ahead, until a few jobs have shown themselves short.
-const UNMEASURED_JOB_TIME: f64 = 1.25 * READ_AHEAD_WORK_SECS;
-
-/// Weight of the latest job in the running average of job times.
-const JOB_TIME_WEIGHT: f64 = 1.0 / 8.0;
-
 pub(crate) struct Shared {
     pub config: Config,
     pub keys: Keys,
@@ -83,9 +69,8 @@ pub(crate) struct Shared {
     busy: Mutex<HashMap<u64, BusyEntry>>,
     next_token: AtomicU64,
     outstanding: AtomicUsize,
-    /// Running average of how long a job keeps its slot (seconds, as
-    /// `f64` bits): decides whether the fetch reads ahead ([`Shared::prefetch`]).
-    job_time: AtomicU64,
+    /// How many jobs may be held beyond the slots ([`Shared::prefetch`]).
+    pub read_ahead: ReadAhead,
     /// Deliveries moved off their thread slot to a host's event loop.
     detached: AtomicUsize,
     pub capacity_freed: Notify,
@@ -138,7 +123,7 @@ impl Shared {
             busy: Mutex::new(HashMap::new()),
             next_token: AtomicU64::new(1),
             outstanding: AtomicUsize::new(0),
-            job_time: AtomicU64::new(UNMEASURED_JOB_TIME.to_bits()),
+            read_ahead: ReadAhead::default(),
             detached: AtomicUsize::new(0),
             capacity_freed: Notify::new(),
             wakeups: Wakeups::default(),
@@ -220,30 +205,34 @@ impl Shared {
         }
     }
 
-    /// How many more jobs the fetch may take now: the slots, plus the
-    /// jobs it may read ahead ([`Shared::prefetch`]), less those taken and
-    /// not yet settled.
-    pub fn free_slots(&self) -> usize {
-        (self.config.concurrency() + self.prefetch()).saturating_sub(self.outstanding.load(Ordering::SeqCst))
+    /// How many more jobs the fetch may take now: the slots, plus, when
+    /// `read_ahead`, the jobs it may read ahead ([`Shared::prefetch`]),
+    /// less those taken and not yet settled.
+    pub fn free_slots(&self, read_ahead: bool) -> usize {
+        let room = self.config.concurrency() + if read_ahead { self.prefetch() } else { 0 };
+        room.saturating_sub(self.outstanding.load(Ordering::SeqCst))
     }
 
     /// How many jobs beyond `concurrency` this process may hold, taken and
-    /// waiting for a slot (with reliable fetch and `prefetch` on): as many
-    /// as add up to [`READ_AHEAD_WORK_SECS`] at the average job time, at
-    /// most [`READ_AHEAD_PER_SLOT`] per slot; none once jobs average 2 ms.
-    /// A slot back from a short job then finds the next one waiting instead
-    /// of waiting for the fetch's round trip, which for no-op jobs cost
-    /// half the drain rate (`bench --hosts`, docs/benchmarks.md). A job read ahead
-    /// is in progress (recovered if the process dies) and given back at
-    /// shutdown like any job no slot began; as it waits a couple of
-    /// milliseconds at most, idle workers elsewhere miss little.
+    /// waiting for a slot (with reliable fetch and `prefetch` on; see
+    /// [`crate::read_ahead`]). A job read ahead is in progress (recovered
+    /// if the process dies) and given back at shutdown like any job no
+    /// slot began.
     pub fn prefetch(&self) -> usize {
         if !self.config.prefetch() || !self.is_reliable() {
             return 0;
         }
-        let average = f64::from_bits(self.job_time.load(Ordering::Relaxed));
-        let worth = (READ_AHEAD_WORK_SECS / average.max(1e-9)).floor();
-        (worth.min((READ_AHEAD_PER_SLOT * self.config.concurrency()) as f64)) as usize
+        self.read_ahead.allowance(self.config.concurrency())
+    }
+
+    /// Jobs taken and not yet settled (running, or waiting for a slot).
+    pub fn held(&self) -> usize {
+        self.outstanding.load(Ordering::SeqCst)
+    }
+
+    /// Are jobs waiting here for a slot (more taken than slots)?
+    pub fn holds_read_ahead(&self) -> bool {
+        self.held() > self.config.concurrency()
     }
 
     /// The free slots worth a fetch: one, or with jobs read ahead, a third
@@ -252,13 +241,6 @@ impl Shared {
     /// and from a host thread a thread switch to wake the fetch).
     pub fn refill_at(&self) -> usize {
         (self.prefetch() / 3).max(1)
-    }
-
-    /// A job kept its slot `secs`: the running average moves.
-    fn note_job_time(&self, secs: f64) {
-        let average = f64::from_bits(self.job_time.load(Ordering::Relaxed));
-        let moved = average + (secs.max(0.0) - average) * JOB_TIME_WEIGHT;
-        self.job_time.store(moved.to_bits(), Ordering::Relaxed);
     }
 
     /// A fetched, parsed job becomes a delivery owed to a slot, under the
@@ -328,7 +310,7 @@ impl Shared {
         let (token, detached) = (delivery.token, delivery.detached);
         let finished_at = job::now();
         if delivery.started && !detached {
-            self.note_job_time(finished_at - delivery.started_at);
+            self.read_ahead.job_finished(finished_at - delivery.started_at);
         }
         // The outcome is queued before the slot is freed: shutdown waits for
         // free slots, then flushes, so it never requeues a job whose
@@ -392,7 +374,7 @@ impl Shared {
     /// slot freed once the process is quiet (shutdown waits for them).
     pub fn release_slot(&self) {
         self.outstanding.fetch_sub(1, Ordering::SeqCst);
-        if self.free_slots() >= self.refill_at() || self.is_quiet() {
+        if self.free_slots(true) >= self.refill_at() || self.is_quiet() {
             self.capacity_freed.notify_one();
         }
     }

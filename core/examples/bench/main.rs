@@ -18,6 +18,9 @@
 //! `--hosts`: the Rust, Ruby and Python workers drain the same jobs with the
 //! same handlers, in alternating rounds (see hosts.rs).
 //!
+//! `--mixed`: short jobs among bursts of long ones, two workers, prefetch
+//! on and off: the short jobs' pickup latency (see mixed.rs).
+//!
 //! The worker runs in a child process (this binary with `--worker`), so
 //! its RSS is its own.
 
@@ -34,6 +37,7 @@ const CONCURRENCY: i64 = 10;
 mod cluster;
 mod hosts;
 mod idle;
+mod mixed;
 
 /// `--basic`: the worker uses basic fetch (`BRPOP`, no in-progress record).
 fn basic_fetch() -> bool {
@@ -71,6 +75,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if std::env::args().any(|a| a == "--cluster") {
         return cluster::run().await;
+    }
+    if std::env::args().any(|a| a == "--mixed") {
+        return mixed::run().await;
     }
     if std::env::args().any(|a| a == "--hosts") {
         return hosts::run().await;
@@ -351,6 +358,13 @@ async fn worker(url: &str, queues: usize, basic: bool) -> Result<(), Box<dyn std
     let sink = latencies.clone();
     let worker = Worker::builder(config)
         .register("Noop", |_job| async { Ok(()) })
+        .register("Sleep", |job| {
+            let ms = job.args_slice().first().and_then(|v| v.as_u64()).unwrap_or(0);
+            async move {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                Ok(())
+            }
+        })
         .register("Probe", move |job| {
             let picked_up = cogworker::now();
             let pushed = job.args_slice()[0].as_f64().unwrap_or(picked_up);

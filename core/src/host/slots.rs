@@ -287,6 +287,12 @@ impl<T: Send + 'static> HostSlots<T> {
         taken
     }
 
+    /// Every delivery no thread has taken yet, taken back (the slots stay
+    /// open).
+    pub(crate) fn take_waiting(&self) -> Vec<T> {
+        self.lock().ready.drain(..).map(|(delivery, _)| delivery).collect()
+    }
+
     /// No more deliveries: every waiting thread is woken, and what was
     /// never taken is handed back.
     pub(crate) fn close(&self) -> Vec<T> {
