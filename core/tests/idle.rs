@@ -157,11 +157,7 @@ async fn a_server_without_lmpop_still_fetches_reliably_job_by_job() {
 
 /// The server's count of script calls (`EVALSHA`, `EVAL`) so far.
 async fn script_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
-    let info: String = redis::cmd("INFO").arg("commandstats").query_async(conn).await.unwrap();
-    info.lines()
-        .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
-        .filter_map(|l| l.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok())
-        .sum()
+    command_calls(conn, &["evalsha", "eval"]).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

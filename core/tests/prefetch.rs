@@ -55,9 +55,9 @@ struct Run {
 }
 
 /// A worker at concurrency 2 that first ran `quick` no-op jobs, then
-/// `slow` jobs of 5 ms, then was given 10 jobs that block; returns once 2
-/// of them run.
-async fn start(prefetch: bool, quick: usize, slow: usize) -> Run {
+/// `slow` jobs of 5 ms, then was given `lead` no-op jobs followed by 12
+/// jobs that block, in one push; returns once 2 of those run.
+async fn start(prefetch: bool, quick: usize, slow: usize, lead: usize) -> Run {
     let redis = TestRedis::start();
     let mut config = redis.config();
     config.set_concurrency(CONCURRENCY as i64).unwrap();
@@ -83,10 +83,9 @@ async fn start(prefetch: bool, quick: usize, slow: usize) -> Run {
         })
         .await;
     }
-    client
-        .push_bulk((0..GATED).map(|i| Job::new("Gate").args([json!(i)])).collect())
-        .await
-        .unwrap();
+    let leading = (0..lead).map(|i| Job::new("Quick").args([json!(i)]));
+    let gated = (0..GATED).map(|i| Job::new("Gate").args([json!(i)]));
+    client.push_bulk(leading.chain(gated).collect()).await.unwrap();
     let h = handle.clone();
     wait_until("both slots busy", Duration::from_secs(10), move || {
         let h = h.clone();
@@ -131,6 +130,13 @@ impl Run {
             "holds {held}, expected {least}..={most}"
         );
         assert_eq!(held + queued, GATED, "held {held} + queued {queued}");
+    }
+
+    /// Jobs put back on the queue so far: each is one `RPUSH` (inside
+    /// `requeue_in_progress.lua`), which nothing else runs here before the
+    /// stop (no job fails or keeps a result).
+    async fn given_back(&self) -> u64 {
+        command_calls(&mut self.redis.conn().await, &["rpush"]).await
     }
 
     /// Stops the worker (the blocked jobs outlast the shutdown timeout):
@@ -179,27 +185,37 @@ async fn short_jobs_are_read_ahead_while_the_slots_keep_finishing_them() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_read_ahead_go_back_to_the_queue_when_every_slot_is_stuck() {
-    // After 20 no-op jobs the average job time is microseconds: with both
-    // slots stuck on jobs that never end, what the fetch took beyond them
-    // goes back within the stall time, and nothing more is taken.
-    let run = start(true, 20, 0).await;
+    // After 20 no-op jobs the average job time is microseconds. The first
+    // fetch after the push (from idle: no job finished since the last one)
+    // takes the two leading no-op jobs; once they finish, the next reads
+    // ahead among the jobs that never end. With both slots stuck on them,
+    // what it took beyond them goes back within the stall time, and
+    // nothing more is taken.
+    let run = start(true, 20, 0, CONCURRENCY).await;
     run.holds(CONCURRENCY, CONCURRENCY).await;
-    run.stop_and_check_nothing_lost(20).await;
+    let given_back = run.given_back().await;
+    assert!(
+        (1..=READ_AHEAD as u64).contains(&given_back),
+        "{given_back} jobs read ahead given back, expected 1..={READ_AHEAD}"
+    );
+    run.stop_and_check_nothing_lost(20 + CONCURRENCY).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fresh_worker_reads_nothing_ahead() {
     // No job has finished: jobs count as long until some have shown
     // themselves short.
-    let run = start(true, 0, 0).await;
+    let run = start(true, 0, 0, 0).await;
     run.holds(CONCURRENCY, CONCURRENCY).await;
+    assert_eq!(run.given_back().await, 0, "nothing was read ahead to give back");
     run.stop_and_check_nothing_lost(0).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prefetch_off_holds_no_more_than_concurrency() {
-    let run = start(false, 20, 0).await;
+    let run = start(false, 20, 0, 0).await;
     run.holds(CONCURRENCY, CONCURRENCY).await;
+    assert_eq!(run.given_back().await, 0, "nothing was read ahead to give back");
     run.stop_and_check_nothing_lost(20).await;
 }
 
@@ -207,7 +223,8 @@ async fn prefetch_off_holds_no_more_than_concurrency() {
 async fn long_jobs_stop_the_read_ahead() {
     // Short jobs, then ten of 5 ms: the average climbs past 2 ms, and the
     // worker again holds no more than it runs.
-    let run = start(true, 20, 10).await;
+    let run = start(true, 20, 10, 0).await;
     run.holds(CONCURRENCY, CONCURRENCY).await;
+    assert_eq!(run.given_back().await, 0, "nothing was read ahead to give back");
     run.stop_and_check_nothing_lost(30).await;
 }

@@ -140,6 +140,19 @@ pub async fn held(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> us
     }
 }
 
+/// How many times the server has run `commands` so far (summed; inside
+/// scripts too), from `INFO commandstats`.
+pub async fn command_calls(conn: &mut redis::aio::MultiplexedConnection, commands: &[&str]) -> u64 {
+    let info: String = redis::cmd("INFO").arg("commandstats").query_async(conn).await.unwrap();
+    info.lines()
+        .filter_map(|l| {
+            let (name, stats) = l.strip_prefix("cmdstat_")?.split_once(':')?;
+            commands.contains(&name).then_some(stats)
+        })
+        .filter_map(|stats| stats.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok())
+        .sum()
+}
+
 pub async fn zcard(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> usize {
     conn.zcard(key).await.unwrap()
 }
