@@ -51,8 +51,6 @@ pub struct DeliveryInfo {
     pub queue: String,
     /// Failures so far.
     pub retry_count: u32,
-    /// The job's `args` as JSON text.
-    pub args_json: String,
     /// It keeps its outcome (`result_ttl`): the host passes the handler's
     /// value to `complete_with`.
     pub wants_result: bool,
@@ -92,7 +90,6 @@ impl Delivery {
             jid: self.job.jid_str().to_string(),
             queue: self.queue.clone(),
             retry_count: self.job.retry_count(),
-            args_json: serde_json::to_string(self.job.args_slice()).unwrap_or_else(|_| "[]".into()),
             wants_result: self.wants_result(),
         }
     }

@@ -17,46 +17,60 @@ const IDLE: u8 = 1;
 const STOPPED: u8 = 2;
 
 #[pyclass(name = "Delivery", module = "cogworker._core")]
-pub struct PyDelivery(HostDelivery);
+pub struct PyDelivery {
+    delivery: HostDelivery,
+    /// The job's `args` as JSON text (Python's `json.loads` makes its
+    /// values), read when the slot takes it.
+    args_json: String,
+}
+
+impl PyDelivery {
+    fn new(delivery: HostDelivery) -> Self {
+        let args_json = delivery
+            .with_args(|args| serde_json::to_string(args).unwrap_or_else(|_| "[]".into()))
+            .unwrap_or_else(|| "[]".into());
+        PyDelivery { delivery, args_json }
+    }
+}
 
 #[pymethods]
 impl PyDelivery {
     /// `(class_name, jid, queue, retry_count, args_json)`.
     #[getter]
     fn info(&self) -> (&str, &str, &str, u32, &str) {
-        let info = &self.0.info;
-        (&info.class, &info.jid, &info.queue, info.retry_count, &info.args_json)
+        let info = &self.delivery.info;
+        (&info.class, &info.jid, &info.queue, info.retry_count, &self.args_json)
     }
 
     /// The whole job as JSON text (every field, for middleware); None once
     /// settled.
     #[getter]
     fn payload_json(&self) -> Option<String> {
-        self.0.payload_json()
+        self.delivery.payload_json()
     }
 
     /// It goes on as a coroutine on the host's event loop: its thread slot
     /// is freed for another job at once.
     fn detach(&self) {
-        self.0.detach();
+        self.delivery.detach();
     }
 
     /// Does the job keep its result (`result_ttl`)? Then call
     /// `complete_with(value)`.
     #[getter]
     fn wants_result(&self) -> bool {
-        self.0.wants_result()
+        self.delivery.wants_result()
     }
 
     /// The job succeeded and returned `value`, kept as its result. Raises
     /// (without settling) if JSON cannot hold the value.
     fn complete_with(&self, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.0.complete_with(&convert::value(value)).map_err(to_py)
+        self.delivery.complete_with(&convert::value(value)).map_err(to_py)
     }
 
     /// The job succeeded.
     fn complete(&self) -> PyResult<()> {
-        self.0.complete().map_err(to_py)
+        self.delivery.complete().map_err(to_py)
     }
 
     /// The job failed. Each piece may be None (reading it raised);
@@ -69,7 +83,7 @@ impl PyDelivery {
         retry_in: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let [class, message, backtrace, retry] = [error_class, message, backtrace, retry_in].map(convert::value);
-        self.0
+        self.delivery
             .fail(HostFailure::from_values(class, message, backtrace, retry))
             .map_err(to_py)
     }
@@ -77,13 +91,13 @@ impl PyDelivery {
     /// The handler ended without an outcome (`how` says how); nothing once
     /// settled.
     fn abandon(&self, how: &str) {
-        self.0.abandon(how);
+        self.delivery.abandon(how);
     }
 }
 
 fn state(next: NextJob) -> (u8, Option<PyDelivery>) {
     match next {
-        NextJob::Job(delivery) => (JOB, Some(PyDelivery(HostDelivery::new(delivery)))),
+        NextJob::Job(delivery) => (JOB, Some(PyDelivery::new(HostDelivery::new(delivery)))),
         NextJob::Idle => (IDLE, None),
         NextJob::Stopped => (STOPPED, None),
     }

@@ -55,13 +55,7 @@ pub fn from_json(ruby: &Ruby, v: &serde_json::Value) -> Value {
         }
         J::Number(n) => number(ruby, n),
         J::String(s) => ruby.str_new(s).as_value(),
-        J::Array(items) => {
-            let array = ruby.ary_new_capa(items.len());
-            for item in items {
-                let _ = array.push(from_json(ruby, item));
-            }
-            array.as_value()
-        }
+        J::Array(items) => array_from_json(ruby, items),
         J::Object(map) => {
             let hash = ruby.hash_new();
             for (key, item) in map {
@@ -70,6 +64,15 @@ pub fn from_json(ruby: &Ruby, v: &serde_json::Value) -> Value {
             hash.as_value()
         }
     }
+}
+
+/// `items` as a Ruby Array of what [`from_json`] makes of each.
+pub fn array_from_json(ruby: &Ruby, items: &[serde_json::Value]) -> Value {
+    let array = ruby.ary_new_capa(items.len());
+    for item in items {
+        let _ = array.push(from_json(ruby, item));
+    }
+    array.as_value()
 }
 
 /// A JSON number as its text says: Integer (of any size) without a

@@ -21,13 +21,7 @@ impl RbDelivery {
         let info = &rb_self.0.info;
         let args = rb_self
             .0
-            .with_args(|args| {
-                let array = ruby.ary_new_capa(args.len());
-                for arg in args {
-                    let _ = array.push(convert::from_json(ruby, arg));
-                }
-                array.as_value()
-            })
+            .with_args(|args| convert::array_from_json(ruby, args))
             .unwrap_or_else(|| ruby.qnil().as_value());
         (
             ruby.str_new(&info.class),
