@@ -13,7 +13,6 @@ use redis::AsyncCommands;
 use serde_json::json;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const QUEUE_COUNTS: [usize; 4] = [1, 10, 50, 200];
@@ -83,22 +82,8 @@ async fn herd(url: &str, port: u16) -> Result<(u64, u64), Box<dyn std::error::Er
     let mut config = Config::default();
     config.set_redis_url(url)?.set_shard_by_queue(super::sharded());
     let client = Client::new(&config)?;
-    let mut children = Vec::new();
-    for _ in 0..HERD_PROCESSES {
-        children.push(
-            Command::new(std::env::current_exe()?)
-                .args(["--worker", url])
-                .args(super::sharded().then_some("--sharded"))
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()?,
-        );
-    }
-    let started = Instant::now();
-    while conn.scard::<_, usize>(client.keys().processes()).await? < HERD_PROCESSES {
-        assert!(started.elapsed() < Duration::from_secs(20), "the workers did not start");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let sharding: Vec<&str> = super::sharded().then_some("--sharded").into_iter().collect();
+    let children = super::start_workers(url, HERD_PROCESSES, &sharding, &[], &client, &mut conn).await?;
     tokio::time::sleep(Duration::from_secs(3)).await;
     // Watched from another thread while the jobs trickle in.
     let span = HERD_GAP * HERD_JOBS as u32 + Duration::from_millis(500);
@@ -121,17 +106,10 @@ async fn measure(url: &str, port: u16, queues: usize) -> Result<Row, Box<dyn std
     let mut config = Config::default();
     config.set_redis_url(url)?.set_shard_by_queue(super::sharded());
     let client = Client::new(&config)?;
-    let mut child = Command::new(std::env::current_exe()?)
-        .args(["--worker", url, "--queues", &queues.to_string()])
-        .args(super::sharded().then_some("--sharded"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()?;
-    let started = Instant::now();
-    while conn.scard::<_, u64>(client.keys().processes()).await? == 0 {
-        assert!(started.elapsed() < Duration::from_secs(20), "the worker did not start");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let count = queues.to_string();
+    let mut args = vec!["--queues", count.as_str()];
+    args.extend(super::sharded().then_some("--sharded"));
+    let mut worker = super::start_workers(url, 1, &args, &[], &client, &mut conn).await?;
     // Past startup (recovery, first beats) before counting.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let own_id: i64 = redis::cmd("CLIENT").arg("ID").query_async(&mut conn).await?;
@@ -166,7 +144,7 @@ async fn measure(url: &str, port: u16, queues: usize) -> Result<Row, Box<dyn std
         assert!(settle.elapsed() < Duration::from_secs(10), "probes not processed");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let latencies = super::stop_and_read_latencies(&mut child)?;
+    let latencies = super::stop_and_read_latencies(&mut worker[0])?;
     let secs = WATCH.as_secs_f64();
     Ok(Row {
         queues,

@@ -209,6 +209,37 @@ pub(crate) async fn private_redis() -> Result<
     Ok((redis, client, conn))
 }
 
+/// Starts `count` worker processes (this binary with `--worker url`, then
+/// `args`, with `env` set; their stdout piped for
+/// [`stop_and_read_latencies`]) and waits until all have registered.
+pub(crate) async fn start_workers(
+    url: &str,
+    count: usize,
+    args: &[&str],
+    env: &[(&str, &str)],
+    client: &Client,
+    conn: &mut redis::aio::MultiplexedConnection,
+) -> Result<Vec<std::process::Child>, Box<dyn std::error::Error>> {
+    let mut children = Vec::new();
+    for _ in 0..count {
+        children.push(
+            Command::new(std::env::current_exe()?)
+                .args(["--worker", url])
+                .args(args)
+                .envs(env.iter().copied())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()?,
+        );
+    }
+    let started = Instant::now();
+    while conn.scard::<_, usize>(client.keys().processes()).await? < count {
+        assert!(started.elapsed() < Duration::from_secs(20), "the workers did not start");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    Ok(children)
+}
+
 /// Pushes 200 `Probe` jobs one at a time, 5–15 ms apart, to a worker that
 /// processed `before` jobs, and waits until it has run them (the worker
 /// notes each one's pickup latency).

@@ -10,10 +10,9 @@
 use cogworker::Job;
 use redis::AsyncCommands;
 use serde_json::json;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{percentile_ms, private_redis, stop_and_read_latencies};
+use super::{percentile_ms, private_redis, start_workers, stop_and_read_latencies};
 
 const WORKERS: usize = 2;
 const RUN: Duration = Duration::from_secs(10);
@@ -52,22 +51,8 @@ pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// One run: the short jobs' pickup latencies (seconds), both workers'.
 async fn measure(prefetch: bool) -> Result<Vec<f64>, Box<dyn std::error::Error>> {
     let (redis, client, mut conn) = private_redis().await?;
-    let mut children = Vec::new();
-    for _ in 0..WORKERS {
-        children.push(
-            Command::new(std::env::current_exe()?)
-                .args(["--worker", &redis.url()])
-                .env("BENCH_PREFETCH", if prefetch { "1" } else { "0" })
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()?,
-        );
-    }
-    let started = Instant::now();
-    while conn.scard::<_, usize>(client.keys().processes()).await? < WORKERS {
-        assert!(started.elapsed() < Duration::from_secs(20), "the workers did not start");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let prefetch_env = [("BENCH_PREFETCH", if prefetch { "1" } else { "0" })];
+    let children = start_workers(&redis.url(), WORKERS, &[], &prefetch_env, &client, &mut conn).await?;
     tokio::time::sleep(Duration::from_secs(1)).await;
 
     let (mut pushed, mut next_burst) = (0usize, Instant::now());
