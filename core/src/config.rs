@@ -261,12 +261,12 @@ impl Config {
         self
     }
     /// Let a worker hold more jobs than it runs while its jobs are short
-    /// (on by default; reliable fetch only): up to `concurrency` more, taken
-    /// in the same fetches, while its jobs average under a millisecond, so
-    /// a slot back from a job finds the next one waiting instead of waiting
-    /// a round trip to Redis for it. Off: never more than `concurrency`
-    /// (the choice for a queue where a rare long job must not hold short
-    /// ones back from other workers). See docs/configuration.md.
+    /// (on by default; reliable fetch only): as many as add up to 2 ms of
+    /// work at the average job time, at most 3 × `concurrency`, taken in
+    /// the same fetches, so a slot back from a job finds the next one
+    /// waiting instead of waiting a round trip to Redis for it. A worker
+    /// whose slots all hang on long jobs takes no more and gives back what
+    /// waits. Off: never more than `concurrency`. See docs/configuration.md.
     pub fn set_prefetch(&mut self, on: bool) -> &mut Self {
         self.prefetch = on;
         self

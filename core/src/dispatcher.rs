@@ -1,6 +1,6 @@
 //! The fetch loop: whenever slots are free, take that many jobs (one round
-//! trip for the batch; with short jobs read ahead, once half of those are
-//! free, see [`Shared::prefetch`]), hand them to slots, and when the queues are empty
+//! trip for the batch; with short jobs read ahead, once a third of those
+//! are free, see [`Shared::prefetch`]), hand them to slots, and when the queues are empty
 //! wait for the next push. Stops taking work as soon as the process is
 //! quiet; a fetch already under way is finished and its jobs handed over,
 //! never dropped.

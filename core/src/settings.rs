@@ -93,7 +93,7 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "prefetch",
-        help: "while jobs average under a millisecond, a worker holds up to concurrency more jobs than it runs, so its slots never wait on Redis between jobs (reliable fetch only); false: never more than concurrency",
+        help: "while jobs are short, a worker holds more jobs than it runs (as many as add up to 2 ms of work at the average job time, at most 3 x concurrency), so its slots never wait on Redis between jobs; one whose slots all hang on long jobs gives back what waits (reliable fetch only); false: never more than concurrency",
         apply: |c, name, v| match v {
             HostValue::Bool(on) => {
                 c.set_prefetch(*on);
