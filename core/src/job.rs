@@ -14,6 +14,13 @@ pub const RAW_PAYLOAD_LIMIT: usize = 100_000;
 pub const UNPARSEABLE_CLASS: &str = "(unparseable)";
 /// `retry: true` means this many retries.
 pub const DEFAULT_MAX_RETRIES: u32 = 25;
+/// Deepest nesting of lists and maps in one argument or result (`[[1]]`
+/// nests 2 deep). Ruby's `JSON.generate` refuses past 100 by default; the
+/// whole job (object, `args`, argument) stays within serde_json's parse
+/// limit of 128, so what a push accepts every worker can read.
+pub const MAX_NESTING: usize = 100;
+/// Longest `jid`, in characters.
+pub const JID_MAX_LEN: usize = 64;
 
 /// A job payload. Build one with [`Job::new`] and the builder methods, or
 /// take one apart with the accessors.
@@ -129,10 +136,10 @@ impl Job {
             Some(_) => return Err("`class` is not a non-empty string".into()),
             None => return Err("no `class` field".into()),
         }
-        if let Some(args) = fields.get("args") {
-            if !args.is_array() {
-                return Err(format!("`args` is {}, not an array", type_name(args)));
-            }
+        match fields.get("args") {
+            Some(Value::Array(args)) => check_nesting(args).map_err(|(field, reason)| format!("`{field}` {reason}"))?,
+            Some(args) => return Err(format!("`args` is {}, not an array", type_name(args))),
+            None => {}
         }
         Ok(Job { fields })
     }
@@ -170,7 +177,9 @@ impl Job {
             None => {
                 self.fields.insert("args".into(), Value::Array(Vec::new()));
             }
-            Some(Value::Array(_)) => {}
+            Some(Value::Array(args)) => {
+                check_nesting(args).map_err(|(field, reason)| Error::invalid_job(field, reason))?
+            }
             Some(v) => return Err(bad("args", v, "must be an array")),
         }
         match self.fields.get("queue") {
@@ -192,8 +201,8 @@ impl Job {
         }
         match self.fields.get("jid") {
             None => {}
-            Some(Value::String(j)) if !j.is_empty() && j.len() <= 64 => {}
-            Some(v) => return Err(bad("jid", v, "must be a non-empty string of at most 64 characters")),
+            Some(Value::String(j)) if valid_jid(j) => {}
+            Some(v) => return Err(bad("jid", v, JID_RULE)),
         }
         if let Some(at) = self.fields.get("at") {
             if !at.as_f64().is_some_and(f64::is_finite) {
@@ -394,6 +403,51 @@ pub(crate) fn float(seconds: f64) -> Value {
     serde_json::Number::from_f64(rounded).map_or(Value::Null, Value::Number)
 }
 
+/// What a jid may be: what a log line, a Redis key and a URL can carry as
+/// it is (hex, UUIDs, ULIDs, `order-42:refund`).
+const JID_RULE: &str = "must be 1 to 64 characters, each a letter, digit, '-', '_', '.' or ':'";
+
+/// Does `jid` follow [`JID_RULE`]?
+pub fn valid_jid(jid: &str) -> bool {
+    (1..=JID_MAX_LEN).contains(&jid.len())
+        && jid
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
+}
+
+/// How deep lists and maps nest in `value` (a scalar 0, `[]` 1, `[[1]]`
+/// 2), counted without recursion and without looking past `limit + 1`.
+pub fn nesting(value: &Value, limit: usize) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(value, 0)];
+    while let Some((value, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        deepest = deepest.max(depth + 1);
+        if deepest > limit {
+            break;
+        }
+        stack.extend(children.map(|child| (child, depth + 1)));
+    }
+    deepest
+}
+
+/// Why an argument is too deep: its field and the reason.
+fn check_nesting(args: &[Value]) -> std::result::Result<(), (String, String)> {
+    match args.iter().position(|arg| nesting(arg, MAX_NESTING) > MAX_NESTING) {
+        Some(i) => Err((format!("args[{i}]"), too_deep())),
+        None => Ok(()),
+    }
+}
+
+/// The one wording of [`MAX_NESTING`] in errors.
+pub fn too_deep() -> String {
+    format!("nests lists and maps deeper than {MAX_NESTING} levels (a value that contains itself?)")
+}
+
 /// Valid UTF-8 (invalid bytes replaced), at most `limit` characters.
 pub fn safe_string(text: impl AsRef<[u8]>, limit: usize) -> String {
     let text = String::from_utf8_lossy(text.as_ref());
@@ -480,6 +534,45 @@ mod tests {
             assert!(err.contains(field), "{err}");
         }
         assert!(Job::from_value(json!([1])).is_err());
+    }
+
+    fn nested(depth: usize) -> Value {
+        (1..depth).fold(json!([]), |inner, _| json!([inner]))
+    }
+
+    #[test]
+    fn one_nesting_limit_at_push_and_at_parse() {
+        assert_eq!(nesting(&json!(1), MAX_NESTING), 0);
+        assert_eq!(nesting(&json!({"a": [[1], 2]}), MAX_NESTING), 3);
+        assert_eq!(nesting(&nested(MAX_NESTING), MAX_NESTING), MAX_NESTING);
+        let push = |depth| Job::from_value(json!({"class": "A", "args": [1, nested(depth)]}));
+        assert!(push(MAX_NESTING).is_ok());
+        let err = push(MAX_NESTING + 1).unwrap_err();
+        assert_eq!(err.field(), Some("args[1]"));
+        assert!(err.to_string().contains("deeper than 100 levels"), "{err}");
+        let parse = |depth| Job::parse(json!({"class": "A", "args": [nested(depth)]}).to_string().as_bytes());
+        assert!(parse(MAX_NESTING).is_ok());
+        let reason = parse(MAX_NESTING + 1).unwrap_err();
+        assert!(
+            reason.contains("`args[0]` nests lists and maps deeper than 100 levels"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn a_jid_is_what_a_log_line_and_a_key_carry_as_it_is() {
+        for jid in [
+            "0123456789abcdef01234567",
+            "3f2a9c1e-8b7d-4e21-9a0b-1c2d3e4f5a6b",
+            "order-42:refund_1.2",
+        ] {
+            assert!(Job::from_value(json!({"class": "A", "jid": jid})).is_ok(), "{jid}");
+        }
+        let too_long = "a".repeat(JID_MAX_LEN + 1);
+        for jid in ["", "a\nINFO forged", "\u{1b}[31mred", "a b", "a\"b", too_long.as_str()] {
+            let err = Job::from_value(json!({"class": "A", "jid": jid})).unwrap_err();
+            assert_eq!(err.field(), Some("jid"), "{jid:?}");
+        }
     }
 
     #[test]

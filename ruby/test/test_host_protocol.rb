@@ -75,6 +75,23 @@ class TestHostProtocol < Minitest::Test
     assert_equal '0', @redis.cli('DBSIZE')
   end
 
+  # One nesting limit, the core's, in every language: a cyclic or deep
+  # value is refused at push naming it, never a SystemStackError.
+  def test_values_nested_past_the_limit_or_cyclic_are_refused_naming_them
+    cyclic = []
+    cyclic << cyclic
+    cyclic_hash = {}
+    cyclic_hash['self'] = cyclic_hash
+    deep = ->(depth) { (depth - 1).times.reduce([]) { |inner, _| [inner] } }
+    [cyclic, cyclic_hash, deep.call(101), deep.call(100_000)].each do |arg|
+      error = assert_raises(Cogworker::InvalidArgument) { EchoJob.perform_async(1, arg) }
+      assert_equal 'args[1]', error.field
+      assert_includes error.message, 'deeper than 100 levels'
+    end
+    assert_equal '0', @redis.cli('DBSIZE')
+    assert EchoJob.perform_async(deep.call(100))
+  end
+
   def test_an_interrupt_while_a_push_waits_on_redis_ends_it_without_spinning
     silent = TCPServer.new('127.0.0.1', 0) # accepts, never answers
     script = <<~RUBY

@@ -1,13 +1,23 @@
 //! Python values to the core's `HostValue`, type for type; what is allowed
 //! where is the core's to decide.
 
-use cogworker::host::HostValue;
+use cogworker::host::{HostValue, MAX_NESTING};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 pub fn value(v: &Bound<'_, PyAny>) -> HostValue {
-    let items = |v: &Bound<'_, PyAny>| v.try_iter().map(|it| it.flatten().map(|i| value(&i)).collect());
-    if v.is_none() {
+    nested_value(v, 0)
+}
+
+/// `v` inside `depth` lists and maps: past the core's limit it is not
+/// descended into (a list that contains itself would never end).
+fn nested_value(v: &Bound<'_, PyAny>, depth: usize) -> HostValue {
+    let inner = |v: &Bound<'_, PyAny>| nested_value(v, depth + 1);
+    let items = |v: &Bound<'_, PyAny>| v.try_iter().map(|it| it.flatten().map(|i| inner(&i)).collect());
+    let container = v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() || v.is_instance_of::<PyDict>();
+    if container && depth >= MAX_NESTING {
+        HostValue::TooDeep
+    } else if v.is_none() {
         HostValue::Null
     } else if let Ok(b) = v.cast::<PyBool>() {
         HostValue::Bool(b.is_true())
@@ -24,7 +34,7 @@ pub fn value(v: &Bound<'_, PyAny>) -> HostValue {
     } else if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
         items(v).map_or_else(|_| other(v), HostValue::List)
     } else if let Ok(dict) = v.cast::<PyDict>() {
-        HostValue::Map(dict.iter().map(|(k, v)| (value(&k), value(&v))).collect())
+        HostValue::Map(dict.iter().map(|(k, v)| (inner(&k), inner(&v))).collect())
     } else {
         other(v)
     }

@@ -3,11 +3,20 @@
 //! `JSON.parse` makes them (a job's arguments).
 
 use crate::errors::to_ruby;
-use cogworker::host::HostValue;
+use cogworker::host::{HostValue, MAX_NESTING};
 use magnus::{value::ReprValue, Error, Float, Integer, RArray, RHash, RString, Ruby, Symbol, Value};
 
 pub fn value(ruby: &Ruby, v: Value) -> HostValue {
-    if v.is_nil() {
+    nested_value(ruby, v, 0)
+}
+
+/// `v` inside `depth` Arrays and Hashes: past the core's limit it is not
+/// descended into (an Array that contains itself would never end).
+fn nested_value(ruby: &Ruby, v: Value, depth: usize) -> HostValue {
+    let container = RArray::from_value(v).is_some() || RHash::from_value(v).is_some();
+    if container && depth >= MAX_NESTING {
+        HostValue::TooDeep
+    } else if v.is_nil() {
         HostValue::Null
     } else if v.is_kind_of(ruby.class_true_class()) || v.is_kind_of(ruby.class_false_class()) {
         HostValue::Bool(v.to_bool())
@@ -21,11 +30,16 @@ pub fn value(ruby: &Ruby, v: Value) -> HostValue {
         s.to_string()
             .map_or_else(|_| HostValue::InvalidText(v.inspect()), HostValue::Text)
     } else if let Some(array) = RArray::from_value(v) {
-        HostValue::List(array.into_iter().map(|item| value(ruby, item)).collect())
+        HostValue::List(
+            array
+                .into_iter()
+                .map(|item| nested_value(ruby, item, depth + 1))
+                .collect(),
+        )
     } else if let Some(hash) = RHash::from_value(v) {
         let mut pairs = Vec::new();
         let _ = hash.foreach(|key: Value, item: Value| {
-            pairs.push((value(ruby, key), value(ruby, item)));
+            pairs.push((nested_value(ruby, key, depth + 1), nested_value(ruby, item, depth + 1)));
             Ok(magnus::r_hash::ForEach::Continue)
         });
         HostValue::Map(pairs)

@@ -32,6 +32,7 @@ mod value;
 mod wait;
 mod worker;
 
+pub use crate::job::MAX_NESTING;
 pub use delivery::HostDelivery;
 pub use failure::{HostFailure, RetryHint};
 pub use push::{payload_job, prepared_json, PushRequest};

@@ -28,6 +28,9 @@ pub enum HostValue {
     List(Vec<HostValue>),
     /// A map (Python dict, Ruby Hash), keys in order.
     Map(Vec<(HostValue, HostValue)>),
+    /// Lists and maps went on nesting past [`MAX_NESTING`](crate::job::MAX_NESTING): a binding stops
+    /// converting there (a value that contains itself never ends).
+    TooDeep,
     /// A value of any other type: its type's name and how the host shows it.
     Other {
         /// `object`, `Set`, `Symbol`, ...
@@ -51,6 +54,7 @@ impl std::fmt::Display for HostValue {
             HostValue::Float(x) => write!(f, "{x:?}"),
             HostValue::Text(s) | HostValue::InvalidText(s) => write!(f, "{s:?}"),
             HostValue::Other { shown, .. } => write!(f, "{shown}"),
+            HostValue::TooDeep => write!(f, "…"),
             HostValue::List(items) => list(f, items.iter().map(ToString::to_string).collect(), "[", "]"),
             HostValue::Map(pairs) => list(f, pairs.iter().map(|(k, v)| format!("{k}: {v}")).collect(), "{", "}"),
         }
@@ -63,8 +67,13 @@ const JSON_TYPES: &str = "strings, whole numbers, finite floats, booleans, null 
 
 impl HostValue {
     /// As JSON, or an error naming where (`path`, e.g. `args[1].key`) the
-    /// first value JSON cannot hold is.
+    /// first value JSON cannot hold is. A value nested past [`MAX_NESTING`](crate::job::MAX_NESTING)
+    /// is named by `path` itself (its own path would be 100 steps long).
     pub fn to_json(&self, path: &str) -> Result<Value> {
+        self.json_within(path, path)
+    }
+
+    fn json_within(&self, path: &str, root: &str) -> Result<Value> {
         let bad = |reason: String| Error::invalid_argument(path, self, reason);
         Ok(match self {
             HostValue::Null => Value::Null,
@@ -82,7 +91,7 @@ impl HostValue {
                 let items = items
                     .iter()
                     .enumerate()
-                    .map(|(i, item)| item.to_json(&format!("{path}[{i}]")));
+                    .map(|(i, item)| item.json_within(&format!("{path}[{i}]"), root));
                 Value::Array(items.collect::<Result<_>>()?)
             }
             HostValue::Map(pairs) => {
@@ -91,13 +100,14 @@ impl HostValue {
                     let HostValue::Text(key) = key else {
                         return Err(bad(format!("map keys must be strings, not {}", key.type_name())));
                     };
-                    object.insert(key.clone(), value.to_json(&format!("{path}.{key}"))?);
+                    object.insert(key.clone(), value.json_within(&format!("{path}.{key}"), root)?);
                 }
                 Value::Object(object)
             }
             HostValue::Other { type_name, .. } => {
                 return Err(bad(format!("a {type_name} is not JSON data ({JSON_TYPES})")))
             }
+            HostValue::TooDeep => return Err(Error::invalid_argument(root, self, crate::job::too_deep())),
         })
     }
 
@@ -117,7 +127,7 @@ impl HostValue {
             HostValue::Int(_) | HostValue::BigInt(_) => "whole number",
             HostValue::Float(_) => "float",
             HostValue::Text(_) | HostValue::InvalidText(_) => "string",
-            HostValue::List(_) => "list",
+            HostValue::List(_) | HostValue::TooDeep => "list",
             HostValue::Map(_) => "map",
             HostValue::Other { type_name, .. } => type_name,
         }
@@ -160,5 +170,13 @@ mod tests {
             let err = value.to_json("args").unwrap_err();
             assert_eq!(err.field(), Some(field), "{err}");
         }
+    }
+
+    #[test]
+    fn a_value_nested_past_the_limit_is_named_by_its_root() {
+        let deep = (0..3).fold(HostValue::TooDeep, |inner, _| HostValue::List(vec![inner]));
+        let err = HostValue::Map(vec![(text("k"), deep)]).to_json("result").unwrap_err();
+        assert_eq!(err.field(), Some("result"));
+        assert!(err.to_string().contains("deeper than 100 levels"), "{err}");
     }
 }
