@@ -106,6 +106,8 @@ pub(crate) async fn beat(shared: &Shared) -> Result<()> {
         "version": env!("CARGO_PKG_VERSION"),
         "started_at": shared.started_at,
         "periodic": shared.periodic.iter().map(|p| p.summary()).collect::<Vec<_>>(),
+        // Lines lost to a closed log pipe: the one place they still show.
+        "log_lines_dropped": crate::logging::dropped_lines(),
     });
     let identity = &shared.identity;
     let mut invocation = SCRIPTS.heartbeat.prepare_invoke();

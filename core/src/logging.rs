@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::RwLock;
 use tracing::field::{Field, Visit};
 use tracing::{Event, Subscriber};
@@ -16,6 +16,36 @@ use tracing_subscriber::registry::LookupSpan;
 
 static IDENTITY: RwLock<String> = RwLock::new(String::new());
 static JSON: AtomicBool = AtomicBool::new(false);
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// Log lines that could not be written (the reader of stderr went away:
+/// `cogworker worker | head`) and were dropped.
+pub fn dropped_lines() -> u64 {
+    DROPPED.load(Ordering::Relaxed)
+}
+
+/// Writes `line` to stderr in one call; a failed write drops the line and
+/// counts it. Logging must never take the engine down: a panic here (what
+/// `eprintln!` does on a closed pipe) would stop the thread that logged,
+/// mid-job, and leave a worker TERM cannot stop.
+fn write_line(line: &[u8]) {
+    if std::io::stderr().lock().write_all(line).is_err() {
+        DROPPED.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The subscriber's writer: each entry through [`write_line`].
+struct Stderr;
+
+impl std::io::Write for Stderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        write_line(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
 
 pub(crate) fn set_identity(identity: &str) {
     *IDENTITY.write().unwrap_or_else(|p| p.into_inner()) = identity.to_string();
@@ -31,7 +61,10 @@ pub fn init(json: bool) {
         .add_directive("cogworker::trace=off".parse().expect("a valid directive"));
     let installed = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| Stderr)
+        // Its own report of a failed write is an `eprintln!`, which panics
+        // on the same closed pipe.
+        .log_internal_errors(false)
         .event_format(LineFormat { json })
         .try_init();
     if installed.is_ok() {
@@ -139,8 +172,7 @@ pub fn host_line(level: &str, thread: &str, message: &str, fields: &[(String, St
         "TRACE" => "TRACE",
         _ => "INFO",
     };
-    let line = render(JSON.load(Ordering::Relaxed), level, thread, message, fields);
-    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    write_line(render(JSON.load(Ordering::Relaxed), level, thread, message, fields).as_bytes());
 }
 
 #[cfg(test)]

@@ -126,3 +126,28 @@ def test_tstp_quiets_and_ttin_dumps_busy_jobs_and_stacks(configured, results) ->
         proc.send_signal(signal.SIGTERM)
         assert exit_code(proc) == 0
     assert configured.cli("LLEN", "cogworker:queue:default") == "(integer) 1"
+
+
+def test_a_worker_whose_log_pipe_closed_runs_jobs_and_stops_on_term(configured, results) -> None:
+    """``cogworker worker tasks 2>&1 | head``: once the reader is gone every
+    log line fails to write; the worker goes on and TERM still stops it,
+    giving back the job it was running."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cogworker", "worker", "tasks", "-c", "2", "--shutdown-timeout", "0.5"],
+        env=worker_env(configured, TEST_RESULTS_FILE=results, TEST_WORKER_PROCESS="1"),
+        cwd=HERE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    assert proc.stdout is not None
+    proc.stdout.readline()
+    proc.stdout.close()
+    client = cogworker.Client()
+    client.enqueue_many("tasks.echo", [(i,) for i in range(20)])
+    wait_for("20 ran", lambda: len(lines(results)) == 20)
+    jid = client.enqueue("tasks.sleeper", 30, "piped")
+    wait_for("the long job started", lambda: "('start', 'piped')" in lines(results))
+    proc.send_signal(signal.SIGTERM)
+    assert exit_code(proc) == 0
+    queued = configured.cli_raw("LRANGE", "cogworker:queue:default", "0", "-1")
+    assert jid in queued, "the cut-off job is back on its queue"

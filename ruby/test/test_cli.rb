@@ -49,6 +49,27 @@ class TestCLI < Minitest::Test
     assert_includes @redis.cli('LRANGE', 'cogworker:queue:default', '0', '-1'), jid
   end
 
+  # `cogworker -r jobs.rb 2>&1 | head`: once the reader is gone every log
+  # line fails to write; the worker goes on and TERM still stops it,
+  # giving back the job it was running.
+  def test_a_worker_whose_log_pipe_closed_runs_jobs_and_stops_on_term
+    env = { 'COGWORKER_REDIS_URL' => @redis.url, 'TEST_RESULTS_FILE' => @results, 'TEST_WORKER_PROCESS' => '1' }
+    File.write(File.join(@tmp, 'cogworker.yml'), "shutdown_timeout: 0.5\n")
+    reader, writer = IO.pipe
+    pid = spawn_child(env, 'ruby', EXE, '-r', JOBS, '-c', '2', '-C', File.join(@tmp, 'cogworker.yml'),
+                      out: writer, err: writer)
+    writer.close
+    reader.gets
+    reader.close
+    Cogworker::Client.new.push_bulk('EchoJob', (1..20).map { |i| [i] })
+    wait_for('20 ran') { lines.size == 20 }
+    jid = SleeperJob.perform_async(30, 'piped')
+    wait_for('the long job started') { lines.include?('[:start, "piped"]') }
+    Process.kill('TERM', pid)
+    assert exit_status(pid).success?
+    assert_includes @redis.cli('LRANGE', 'cogworker:queue:default', '0', '-1'), jid
+  end
+
   # A fresh process whose ten slot threads all find a job at once wraps ten
   # first deliveries together (that once deadlocked it, in the lookup of the
   # Delivery class).
