@@ -30,6 +30,7 @@ pub mod logging;
 mod metrics;
 mod outbox;
 mod periodic;
+mod printable;
 mod processor;
 mod read_ahead;
 mod recovery;

@@ -4,6 +4,7 @@
 //! `logging`, Ruby `Logger`) are written through [`host_line`] in the same
 //! format, so a process prints one format, not two.
 
+use crate::printable::{needs_escaping, shown, shown_lines};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -139,14 +140,31 @@ fn render(json: bool, level: &str, thread: &str, message: &str, extra: &[(String
         }
         return format!("{object}\n");
     }
-    let mut line = format!("{time} {level:<5} pid={pid} {identity} [{thread}] {message}");
+    // Every text that came from a job, a pusher or the host is escaped: a
+    // newline in a jid must not start a forged entry, an ESC must not
+    // reach the terminal. A backtrace keeps its lines, each indented, so
+    // only an entry starts at the line's beginning.
+    let safe = |text: &str| -> String {
+        if needs_escaping(text) {
+            shown(text)
+        } else {
+            text.to_string()
+        }
+    };
+    let mut line = format!(
+        "{time} {level:<5} pid={pid} {identity} [{}] {}",
+        safe(thread),
+        safe(message)
+    );
     let mut trailing = String::new();
     for (k, v) in extra {
         if k == "backtrace" || k == "exception" {
-            trailing.push('\n');
-            trailing.push_str(v);
+            for backtrace_line in shown_lines(v).lines() {
+                trailing.push_str("\n  ");
+                trailing.push_str(backtrace_line);
+            }
         } else {
-            let _ = write!(line, " {k}={v}");
+            let _ = write!(line, " {k}={}", safe(v));
         }
     }
     line.push_str(&trailing);
@@ -187,7 +205,7 @@ mod tests {
         ];
         let text = render(false, "WARN", "slot-1", "it broke", &extra);
         assert!(
-            text.contains(" WARN  pid=") && text.contains("[slot-1] it broke jid=abc\nTraceback\n  boom\n"),
+            text.contains(" WARN  pid=") && text.contains("[slot-1] it broke jid=abc\n  Traceback\n    boom\n"),
             "{text}"
         );
         let json: serde_json::Value =
@@ -197,5 +215,31 @@ mod tests {
             (Some("WARN"), Some("abc"), Some("slot-1"))
         );
         assert_eq!(json["exception"], "Traceback\n  boom");
+    }
+
+    #[test]
+    fn a_jid_class_or_message_cannot_forge_a_line_or_send_escapes() {
+        let forged = "x\n2026-01-01T00:00:00.000Z INFO  pid=1 w [p] done class=Fake\u{1b}[2J\u{202e}";
+        let extra = vec![
+            ("jid".to_string(), forged.to_string()),
+            ("exception".to_string(), format!("Traceback\n  {forged}")),
+        ];
+        let text = render(false, "INFO", "slot\n1", forged, &extra);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines.iter().skip(1).all(|line| line.starts_with("  ")),
+            "only the entry starts a line; its backtrace is indented: {text}"
+        );
+        assert!(lines[0].contains("[slot\\u{a}1] x\\u{a}2026-01-01"), "{text}");
+        assert!(lines[0].contains("Fake\\u{1b}[2J\\u{202e} jid=x\\u{a}2026"), "{text}");
+        assert_eq!(lines[1], "  Traceback", "{text}");
+        assert_eq!(
+            lines[2..],
+            [
+                "    x",
+                "  2026-01-01T00:00:00.000Z INFO  pid=1 w [p] done class=Fake\\u{1b}[2J\\u{202e}"
+            ]
+        );
+        assert!(!text.contains('\u{1b}') && !text.contains('\u{202e}'), "{text}");
     }
 }

@@ -4,6 +4,7 @@
 use crate::api::{Api, JobSet};
 use crate::error::{Error, Result};
 use crate::job::now;
+use crate::printable::shown;
 use crate::retry::day_of;
 use std::fmt::Write as _;
 
@@ -176,37 +177,4 @@ pub async fn run(api: &Api, command: &str, arg: Option<&str>) -> Result<String> 
         _ => unreachable!("every command in COMMANDS is handled"),
     }
     Ok(out)
-}
-
-/// `text` safe to print on a terminal: control characters (ESC and the
-/// other C0/C1 codes) and bidirectional overrides are shown as `\u{..}`
-/// escapes, so a queue name or a job's class from Redis cannot move the
-/// cursor, recolour the screen or reorder what is shown.
-pub(crate) fn shown(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        let bidi = matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-        if c.is_control() || bidi {
-            let _ = write!(out, "\\u{{{:x}}}", c as u32);
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::shown;
-
-    #[test]
-    fn terminal_escapes_from_redis_are_shown_not_sent() {
-        assert_eq!(shown("mail"), "mail");
-        assert_eq!(
-            shown("q\u{1b}[2J\u{1b}]0;pwned\u{7}"),
-            "q\\u{1b}[2J\\u{1b}]0;pwned\\u{7}"
-        );
-        assert_eq!(shown("a\u{9b}31m\u{202e}b\nc"), "a\\u{9b}31m\\u{202e}b\\u{a}c");
-        assert_eq!(shown("ünïcode ✓"), "ünïcode ✓");
-    }
 }
