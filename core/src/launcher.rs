@@ -435,6 +435,8 @@ async fn shutdown(shared: &Arc<Shared>, dispatcher: JoinHandle<()>, intake: &Int
         }
     }
 
+    // From here a job that ends is not settled: it is going back.
+    shared.give_back_running();
     match requeue_unfinished(shared, never_started).await {
         Ok(0) => {}
         Ok(n) => tracing::warn!("requeued {n} job(s) unfinished at shutdown"),
@@ -504,6 +506,13 @@ impl WorkerHandle {
     /// Whether the shutdown sequence has begun.
     pub fn is_stopping(&self) -> bool {
         self.shared.is_stopping()
+    }
+    /// How many jobs were still running when shutdown's timeout ran out and
+    /// it put them back on their queues (`None` before it got there). Their
+    /// handlers must not run on in this process: a host exits at once when
+    /// this is above 0, and an outcome reported now is not recorded.
+    pub fn given_back(&self) -> Option<usize> {
+        self.shared.given_back()
     }
     /// The host's client middleware's answer for the periodic job `jid`
     /// (a [`WorkerEvent::ClientMiddleware`]): the job to push as JSON, or

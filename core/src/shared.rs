@@ -80,6 +80,10 @@ pub(crate) struct Shared {
     pub completions: flume::Sender<Completion>,
     /// Set once the first orphan-recovery pass has completed.
     pub recovered_once: AtomicBool,
+    /// Set by shutdown just before it requeues what is unfinished: how many
+    /// jobs were still running then. Their outcomes are not this process's
+    /// to write any more ([`Shared::finish`] drops them).
+    given_back: std::sync::OnceLock<usize>,
     /// The periodic entries this process ticks for.
     pub periodic: Vec<Periodic>,
     /// The handler names this process runs (the allow-list): a job of any
@@ -129,6 +133,7 @@ impl Shared {
             wakeups: Wakeups::default(),
             completions,
             recovered_once: AtomicBool::new(false),
+            given_back: std::sync::OnceLock::new(),
             periodic,
             handlers,
             events,
@@ -167,6 +172,15 @@ impl Shared {
     }
     pub fn is_quiet(&self) -> bool {
         self.lifecycle() >= Lifecycle::Quiet
+    }
+    /// Shutdown gives back the jobs still running: from now on their
+    /// outcomes are dropped. Returns how many were running.
+    pub(crate) fn give_back_running(&self) -> usize {
+        *self.given_back.get_or_init(|| self.busy_count())
+    }
+    /// [`Shared::give_back_running`]'s count, once shutdown has done it.
+    pub fn given_back(&self) -> Option<usize> {
+        self.given_back.get().copied()
     }
     pub fn is_stopping(&self) -> bool {
         self.lifecycle() >= Lifecycle::Stopping
@@ -308,6 +322,17 @@ impl Shared {
     /// to be written to Redis. (Called by [`Delivery::settle`].)
     pub(crate) fn finish(&self, delivery: Delivery, outcome: Outcome) {
         let (token, detached) = (delivery.token, delivery.detached);
+        if self.given_back().is_some() {
+            // Shutdown has put it back on its queue: it runs again, once,
+            // elsewhere; this run's outcome must not count as well.
+            tracing::warn!(
+                jid = delivery.job.jid_str(),
+                class = delivery.job.display_class(),
+                "ended after shutdown gave it back; its outcome is not recorded (it runs again)"
+            );
+            self.busy.lock().unwrap().remove(&token);
+            return self.release(detached);
+        }
         let finished_at = job::now();
         if delivery.started && !detached {
             self.read_ahead.job_finished(finished_at - delivery.started_at);

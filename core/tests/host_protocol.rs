@@ -158,6 +158,45 @@ async fn a_delivery_abandoned_while_stopping_is_requeued_by_shutdown() {
     assert_eq!(Api::new(client).stats().await.unwrap().failed, 0, "not a failure");
 }
 
+/// A handler still running when the shutdown timeout runs out: its job
+/// goes back to the queue, and what the handler reports afterwards is not
+/// recorded (no success counted, no result, no `done` line): the job runs
+/// again, once, elsewhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_settled_after_shutdown_gave_it_back_is_not_recorded() {
+    let redis = TestRedis::start();
+    let mut config = redis.config();
+    config.set_shutdown_timeout(0.2).unwrap();
+    let client = Client::new(&config).unwrap();
+    let worker = host_worker(config, &["Host"]);
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    client
+        .push(Job::new("Host").jid("b".repeat(24)).result_ttl(60.0))
+        .await
+        .unwrap();
+    let h = handle.clone();
+    let delivery = tokio::task::spawn_blocking(move || loop {
+        if let NextJob::Job(d) = h.next_job(Duration::from_millis(100)) {
+            return d;
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(handle.given_back(), None);
+    handle.stop();
+    running.await.unwrap().unwrap();
+    assert_eq!(handle.given_back(), Some(1));
+    delivery.complete_with(serde_json::json!("late"));
+    let mut conn = redis.conn().await;
+    let queued = queue_contents(&mut conn, &client.keys().queue("default")).await;
+    assert_eq!(queued.len(), 1, "back on its queue");
+    let api = Api::new(client);
+    assert_eq!(api.stats().await.unwrap().processed, 0, "not counted");
+    let record = api.result(&"b".repeat(24)).await.unwrap().unwrap();
+    assert_ne!(record["status"], "succeeded", "no result kept: {record}");
+}
+
 async fn queue_contents(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> Vec<Vec<u8>> {
     use redis::AsyncCommands;
     conn.lrange(key, 0, -1).await.unwrap()

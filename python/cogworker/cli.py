@@ -186,8 +186,16 @@ def serve(settings: dict[str, Any], signals_ready: Callable[[], Any] | None = No
     # The main thread waits in short slices so signal handlers run promptly.
     while not worker.wait(0.5):
         pass
-    if not worker.join(timeout=5.0):
-        logger.warning("handlers still running past shutdown; their jobs were requeued; exiting")
+    given_back = worker.given_back
+    if given_back:
+        # Their jobs are back on the queue: a handler left to run on here
+        # would finish the job a second time. The shutdown hooks still run.
+        logger.warning(
+            "%d job(s) still running at the shutdown timeout went back to their queues; "
+            "exiting now so they do not also finish here",
+            given_back,
+        )
+    if not worker.join(timeout=5.0, slots=not given_back) or given_back:
         logging.shutdown()
         sys.stdout.flush()
         sys.stderr.flush()

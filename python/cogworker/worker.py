@@ -134,12 +134,22 @@ class Worker:
             return True
         return self._native.wait(timeout)
 
-    def join(self, timeout: float = 5.0) -> bool:
-        """After ``wait``: joins the slot threads, all against one deadline;
-        False if some are stuck in a handler (their jobs were already put
-        back on their queues)."""
+    @property
+    def given_back(self) -> int:
+        """After ``wait``: how many jobs were still running when the shutdown
+        timeout ran out and went back to their queues. Their handlers are
+        not stopped (Python cannot stop a thread) and what they return is no
+        longer recorded; a process that exits now keeps them from finishing
+        here as well as in the next worker."""
+        return int(self._native.given_back)
+
+    def join(self, timeout: float = 5.0, slots: bool = True) -> bool:
+        """After ``wait``: joins the slot threads (unless ``slots`` is
+        False: they run handlers whose jobs were given back) and the
+        events thread, all against one deadline; False if some slot is
+        stuck in a handler."""
         deadline = time.monotonic() + timeout
-        for thread in self._threads:
+        for thread in self._threads if slots else ():
             thread.join(max(0.0, deadline - time.monotonic()))
         if self._events_thread is not None:
             # The shutdown hooks run there; give them the rest of the time.

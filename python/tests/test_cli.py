@@ -151,3 +151,29 @@ def test_a_worker_whose_log_pipe_closed_runs_jobs_and_stops_on_term(configured, 
     assert exit_code(proc) == 0
     queued = configured.cli_raw("LRANGE", "cogworker:queue:default", "0", "-1")
     assert jid in queued, "the cut-off job is back on its queue"
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_jobs_given_back_at_shutdown_do_not_also_finish_in_the_stopping_process(
+    configured, results, processes
+) -> None:
+    """Past ``shutdown_timeout`` the running jobs go back to their queue and
+    the process exits at once: their handlers do not run on to the end
+    there (they run again, once, in the next worker)."""
+    proc = start_worker(configured, results, "-c", "4", "-p", str(processes), "--shutdown-timeout", "1")
+    tags = [f"t{i}" for i in range(4 * processes)]
+    cogworker.Client().enqueue_many("tasks.sleeper", [(3, tag) for tag in tags])
+    wait_for("all started", lambda: all(f"('start', '{tag}')" in lines(results) for tag in tags))
+    proc.send_signal(signal.SIGTERM)
+    assert exit_code(proc) == 0
+    assert not any("slept" in line for line in lines(results)), lines(results)
+    assert cogworker.Api().stats()["processed"] == 0
+    again = start_worker(configured, results, "-c", str(4 * processes))
+    try:
+        wait_for("all ran again", lambda: sum("slept" in line for line in lines(results)) == len(tags))
+    finally:
+        again.send_signal(signal.SIGTERM)
+        assert exit_code(again) == 0
+    slept = sorted(line for line in lines(results) if "slept" in line)
+    assert slept == sorted(f"('slept', '{tag}')" for tag in tags)
+    assert cogworker.Api().stats()["processed"] == len(tags)

@@ -70,6 +70,27 @@ class TestCLI < Minitest::Test
     assert_includes @redis.cli('LRANGE', 'cogworker:queue:default', '0', '-1'), jid
   end
 
+  # Past shutdown_timeout the running jobs go back to their queue and the
+  # process exits at once: their handlers do not run on to the end there
+  # (they run again, once, in the next worker).
+  def test_jobs_given_back_at_shutdown_do_not_also_finish_in_the_stopping_process
+    File.write(File.join(@tmp, 'cogworker.yml'), "shutdown_timeout: 1\n")
+    pid = spawn_worker('-c', '4', '-C', File.join(@tmp, 'cogworker.yml'))
+    tags = %w[t0 t1 t2 t3]
+    Cogworker::Client.new.push_bulk('SleeperJob', tags.map { |tag| [3, tag] })
+    wait_for('all four started') { tags.all? { |tag| lines.include?("[:start, \"#{tag}\"]") } }
+    Process.kill('TERM', pid)
+    assert exit_status(pid).success?
+    assert_empty lines.grep(/slept/), 'none finished in the stopping process'
+    assert_equal 0, Cogworker::Api.new.stats['processed']
+    again = spawn_worker('-c', '4')
+    wait_for('all four ran again') { lines.grep(/slept/).size == 4 }
+    Process.kill('TERM', again)
+    assert exit_status(again).success?
+    assert_equal(tags.map { |tag| "[:slept, \"#{tag}\"]" }, lines.grep(/slept/).sort)
+    assert_equal 4, Cogworker::Api.new.stats['processed']
+  end
+
   # A fresh process whose ten slot threads all find a job at once wraps ten
   # first deliveries together (that once deadlocked it, in the lookup of the
   # Delivery class).

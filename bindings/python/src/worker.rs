@@ -166,6 +166,12 @@ impl PyWorker {
         self.0.stop();
     }
 
+    /// Running jobs shutdown put back on their queues (exit at once then).
+    #[getter]
+    fn given_back(&self) -> usize {
+        self.0.given_back()
+    }
+
     #[getter]
     fn identity(&self) -> &str {
         self.0.identity()

@@ -86,6 +86,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     worker.define_method("stop", method!(worker::RbWorker::stop, 0))?;
     worker.define_method("identity", method!(worker::RbWorker::identity, 0))?;
     worker.define_method("lifecycle", method!(worker::RbWorker::lifecycle, 0))?;
+    worker.define_method("given_back", method!(worker::RbWorker::given_back, 0))?;
     worker.define_method("busy_json", method!(worker::RbWorker::busy_json, 0))?;
 
     let api = native.define_class("Api", ruby.class_object())?;

@@ -151,6 +151,9 @@ impl RbWorker {
     pub fn stop(&self) {
         self.0.stop();
     }
+    pub fn given_back(&self) -> usize {
+        self.0.given_back()
+    }
     pub fn identity(&self) -> String {
         self.0.identity().to_string()
     }

@@ -151,6 +151,13 @@ impl HostWorker {
         self.handle.stop();
     }
 
+    /// How many running jobs shutdown put back on their queues (0 before
+    /// it got there): above 0, the host exits at once instead of letting
+    /// their handlers run on (see [`crate::WorkerHandle::given_back`]).
+    pub fn given_back(&self) -> usize {
+        self.handle.given_back().unwrap_or(0)
+    }
+
     /// This process's identity (`host:pid:random`).
     pub fn identity(&self) -> &str {
         self.handle.identity()

@@ -116,8 +116,14 @@ module Cogworker
       early_signals.each { |sig| signals.push(sig) }
       runner.start
       signals.wait(0.5).each { |sig| handle(runner, sig) } until runner.wait(0)
-      unless runner.join(5)
-        Cogworker.logger.warn('handlers still running past shutdown; their jobs were requeued; exiting')
+      given_back = runner.given_back
+      if given_back.positive?
+        # Their jobs are back on the queue: a handler left to run on here
+        # would finish the job a second time. The shutdown hooks still run.
+        Cogworker.logger.warn("#{given_back} job(s) still running at the shutdown timeout went back to their " \
+                              'queues; exiting now so they do not also finish here')
+      end
+      if !runner.join(5, slots: given_back.zero?) || given_back.positive?
         $stdout.flush
         $stderr.flush
         exit!(0)

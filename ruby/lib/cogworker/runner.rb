@@ -35,6 +35,11 @@ module Cogworker
     def lifecycle = @native.lifecycle
     def quiet = @native.quiet
     def stop = @native.stop
+    # After `wait`: how many jobs were still running when the shutdown
+    # timeout ran out and went back to their queues. What their handlers
+    # return is no longer recorded; a process that exits now keeps them
+    # from finishing here as well as in the next worker.
+    def given_back = @native.given_back
     def busy = JSON.parse(@native.busy_json)
 
     # Starts the engine and the slot threads.
@@ -53,10 +58,12 @@ module Cogworker
     def wait(timeout) = @native.wait(timeout.to_f)
 
     # After `wait`: false if threads are still stuck in a handler (their jobs
-    # were already put back on their queues). One deadline for all threads.
-    def join(timeout = 5)
+    # were already put back on their queues). One deadline for all threads;
+    # `slots: false` joins only the events thread (the slots run handlers
+    # whose jobs were given back).
+    def join(timeout = 5, slots: true)
       deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
-      threads = @threads_lock.synchronize { @threads.dup }
+      threads = slots ? @threads_lock.synchronize { @threads.dup } : []
       threads.each { |t| t.join([deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC), 0].max) }
       # The shutdown hooks run there; give them the rest of the time.
       @events_thread&.join([deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC), 0].max)
