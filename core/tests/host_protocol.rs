@@ -140,14 +140,7 @@ async fn a_delivery_abandoned_while_stopping_is_requeued_by_shutdown() {
     let handle = worker.handle();
     let running = tokio::spawn(worker.run());
     client.push(Job::new("Host").jid("a".repeat(24))).await.unwrap();
-    let h = handle.clone();
-    let delivery = tokio::task::spawn_blocking(move || loop {
-        if let NextJob::Job(d) = h.next_job(Duration::from_millis(100)) {
-            return d;
-        }
-    })
-    .await
-    .unwrap();
+    let delivery = take_one(&handle).await;
     handle.stop();
     delivery.abandon("the thread running it was killed at exit");
     running.await.unwrap().unwrap();
@@ -175,14 +168,7 @@ async fn a_delivery_settled_after_shutdown_gave_it_back_is_not_recorded() {
         .push(Job::new("Host").jid("b".repeat(24)).result_ttl(60.0))
         .await
         .unwrap();
-    let h = handle.clone();
-    let delivery = tokio::task::spawn_blocking(move || loop {
-        if let NextJob::Job(d) = h.next_job(Duration::from_millis(100)) {
-            return d;
-        }
-    })
-    .await
-    .unwrap();
+    let delivery = take_one(&handle).await;
     assert_eq!(handle.given_back(), None);
     handle.stop();
     running.await.unwrap().unwrap();
@@ -195,6 +181,18 @@ async fn a_delivery_settled_after_shutdown_gave_it_back_is_not_recorded() {
     assert_eq!(api.stats().await.unwrap().processed, 0, "not counted");
     let record = api.result(&"b".repeat(24)).await.unwrap().unwrap();
     assert_ne!(record["status"], "succeeded", "no result kept: {record}");
+}
+
+/// The next delivery, taken as a host thread takes it.
+async fn take_one(handle: &cogworker::WorkerHandle) -> cogworker::Delivery {
+    let h = handle.clone();
+    tokio::task::spawn_blocking(move || loop {
+        if let NextJob::Job(d) = h.next_job(Duration::from_millis(100)) {
+            return d;
+        }
+    })
+    .await
+    .unwrap()
 }
 
 async fn queue_contents(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> Vec<Vec<u8>> {
