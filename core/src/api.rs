@@ -324,6 +324,32 @@ impl Api {
     pub async fn search_set_from(&self, set: JobSet, text: &str, from: u64, limit: usize) -> Result<SetSearch> {
         check_search_text("text", text)?;
         let needle = text.to_ascii_lowercase();
+        self.search_newest(set, from, limit, |job| {
+            job.jid_str() == text
+                || job.class().to_ascii_lowercase().contains(&needle)
+                || job.display_class().to_ascii_lowercase().contains(&needle)
+        })
+        .await
+    }
+
+    /// The job `jid` among the newest [`SEARCH_SCAN_MAX`] entries of `set`
+    /// (one bounded step: what a web page may make Redis do; an app that
+    /// must look through a whole set uses [`Api::find_in_set`]).
+    pub async fn find_recent_in_set(&self, set: JobSet, jid: &str) -> Result<Option<SetEntry>> {
+        check_search_text("jid", jid)?;
+        let step = self.search_newest(set, 0, 1, |job| job.jid_str() == jid).await?;
+        Ok(step.found.into_iter().next())
+    }
+
+    /// One bounded step through `set` from rank `from`, newest first: up to
+    /// `limit` entries whose job `matches`.
+    async fn search_newest(
+        &self,
+        set: JobSet,
+        from: u64,
+        limit: usize,
+        matches: impl Fn(&Job) -> bool,
+    ) -> Result<SetSearch> {
         let started = std::time::Instant::now();
         let mut found = Vec::new();
         let mut at = from;
@@ -333,12 +359,7 @@ impl Api {
             let page = self.set_page(set, start, SEARCH_PAGE).await?;
             let read = page.len() as u64;
             for (index, entry) in page.into_iter().enumerate() {
-                let matches = entry.job().is_some_and(|job| {
-                    job.jid_str() == text
-                        || job.class().to_ascii_lowercase().contains(&needle)
-                        || job.display_class().to_ascii_lowercase().contains(&needle)
-                });
-                if matches {
+                if entry.job().is_some_and(|job| matches(&job)) {
                     found.push(entry);
                     if found.len() >= limit {
                         return Ok(SetSearch {

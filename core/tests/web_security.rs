@@ -363,3 +363,59 @@ async fn a_jid_lookup_is_bounded_too() {
         .to_string();
     assert!(err.contains("jid") && err.contains("longer than"), "{err}");
 }
+
+/// A jid in the search box or a job link without its score cannot make
+/// Redis scan a whole set: a foreign page with `<img>` tags pointing at
+/// them once kept Redis scanning 1 M entries for minutes (GETs need no
+/// token). Both read at most the newest `SEARCH_SCAN_MAX` entries, by rank.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jid_lookup_reads_a_bounded_part_of_a_large_set() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let mut conn = redis.conn().await;
+    let size = cogworker::SEARCH_SCAN_MAX * 3;
+    let mut pipe = redis::pipe();
+    for i in 0..size {
+        let job = Job::new("Hay").jid(format!("{i:024x}"));
+        pipe.zadd(format!("{NS}:dead"), job.to_json(), i).ignore();
+    }
+    let _: () = pipe.query_async(&mut conn).await.unwrap();
+    let app = router(&config, &WebOptions::default()).unwrap();
+    let absent = "ffffffffffffffffffffffff";
+    let oldest = format!("{:024x}", 0);
+    let newest = format!("{:024x}", size - 1);
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+
+    let search = get(&app, &format!("/sets/dead?q={absent}")).await;
+    assert_eq!(search.status, StatusCode::OK);
+    assert!(
+        search.body.contains("search further"),
+        "a bounded step: {}",
+        search.body
+    );
+    let found = get(&app, &format!("/sets/dead?q={newest}")).await;
+    assert!(found.body.contains(&newest), "{}", found.body);
+    let unscored = get(&app, &format!("/sets/dead/job/{oldest}")).await;
+    assert_eq!(
+        unscored.status,
+        StatusCode::NOT_FOUND,
+        "past the bound: {}",
+        unscored.body
+    );
+    assert!(
+        unscored.body.contains("newest"),
+        "says where it looked: {}",
+        unscored.body
+    );
+    let recent = get(&app, &format!("/sets/dead/job/{newest}")).await;
+    assert_eq!(recent.status, StatusCode::OK);
+    assert_eq!(
+        command_calls(&mut conn, &["zscan", "sscan", "scan"]).await,
+        0,
+        "no scan of the set"
+    );
+}

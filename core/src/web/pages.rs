@@ -341,10 +341,9 @@ pub(crate) async fn set(
     let search = params.get("q").map(|q| q.trim()).filter(|q| !q.is_empty());
     let total = state.api.set_size(set).await?;
     let from: u64 = params.get("from").and_then(|f| f.parse().ok()).unwrap_or(0);
+    // A jid is searched like a class (bounded, newest first), never by a
+    // scan of the whole set: any page can make a browser send this GET.
     let (entries, next): (Vec<SetEntry>, Option<u64>) = match search {
-        Some(q) if q.len() == 24 && q.chars().all(|c| c.is_ascii_hexdigit()) => {
-            (state.api.find_in_set(set, q).await?.into_iter().collect(), None)
-        }
         Some(q) => {
             let step = state.api.search_set_from(set, q, from, PAGE_SIZE as usize).await?;
             (step.found, step.next)
@@ -418,12 +417,15 @@ pub(crate) async fn job(
     let set = set_of(&name)?;
     let entry = match params.get("score").and_then(|s| s.parse::<f64>().ok()) {
         Some(score) => state.api.entry_at(set, score, &jid).await?,
-        None => state.api.find_in_set(set, &jid).await?,
+        None => state.api.find_recent_in_set(set, &jid).await?,
     };
     let Some(entry) = entry else {
         return Err(WebError(
             StatusCode::NOT_FOUND,
-            format!("job {jid} is no longer in {name}"),
+            format!(
+                "job {jid} is no longer in {name}, or not among its newest {} entries (search the set's page further)",
+                crate::api::SEARCH_SCAN_MAX
+            ),
         ));
     };
     let job = entry.job();
