@@ -341,8 +341,16 @@ async fn a_hundred_thousand_dead_jobs_page_and_search_quickly() {
         path = format!("/sets/dead?q=NoSuchClass&from={from}");
     }
     assert!(!steps.is_empty() && *steps.last().unwrap() < 100_000, "{steps:?}");
-    let by_jid = get(&app, &format!("/sets/dead?q={:024x}", 12_345)).await;
-    assert!(by_jid.body.contains("[12345]"), "found by jid");
+    // A jid is searched the same way: an old one is found a step further.
+    let jid = format!("{:024x}", 12_345);
+    let first = get(&app, &format!("/sets/dead?q={jid}")).await;
+    assert!(
+        first.body.contains("0 matching") && first.body.contains("search further"),
+        "{}",
+        first.body
+    );
+    let further = get(&app, &format!("/sets/dead?q={jid}&from={}", cogworker::SEARCH_SCAN_MAX)).await;
+    assert!(further.body.contains("[12345]"), "found by jid a step further");
     eprintln!("100,000 dead: page 2000 in {paged:?}, class search in {searched:?}");
     assert!(paged < Duration::from_secs(1), "paging took {paged:?}");
 }
@@ -436,20 +444,48 @@ async fn the_metrics_pages_and_the_prometheus_exposition() {
     assert!(text.contains("cogworker_queue_size{queue=\"mail\"} 2"), "{text}");
     assert!(text.contains("cogworker_dead_jobs 3"), "{text}");
 
-    // `cogworker metrics`: /metrics alone, whatever Host a scraper sends.
+    // `cogworker metrics`: /metrics alone, to the Host names it serves (a
+    // DNS-rebinding page would read class and queue names), with the
+    // dashboard's headers.
+    let request = |path: &str, host: &str| {
+        Request::get(path)
+            .header(header::HOST, host)
+            .body(Body::empty())
+            .unwrap()
+    };
     let only = WebOptions {
         metrics_only: true,
         ..Default::default()
     };
-    let scraper = app(&redis, &only);
-    let request = |path: &str| {
-        Request::get(path)
-            .header(header::HOST, "10.1.2.3:9191")
-            .body(Body::empty())
-            .unwrap()
-    };
-    assert_eq!(send(&scraper, request("/metrics")).await.status, StatusCode::OK);
-    assert_eq!(send(&scraper, request("/")).await.status, StatusCode::NOT_FOUND);
+    let local = app(&redis, &only);
+    let scraped = send(&local, request("/metrics", "127.0.0.1:7890")).await;
+    assert_eq!(scraped.status, StatusCode::OK);
+    assert_eq!(scraped.headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+    assert!(scraped.headers.contains_key(header::CONTENT_SECURITY_POLICY));
+    let foreign = send(&local, request("/metrics", "evil.example:7890")).await;
+    assert_eq!(foreign.status, StatusCode::FORBIDDEN);
+    assert!(!foreign.body.contains("mail"), "{}", foreign.body);
+    let mut named = only.clone();
+    named.set_allowed_hosts(&["10.1.2.3:9191"]).unwrap();
+    let scraper = app(&redis, &named);
+    assert_eq!(
+        send(&scraper, request("/metrics", "10.1.2.3:9191")).await.status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        send(&scraper, request("/", "10.1.2.3:9191")).await.status,
+        StatusCode::NOT_FOUND
+    );
+    // Open to other machines only with credentials, or when told.
+    let mut open = only.clone();
+    open.set_bind("0.0.0.0", 0).unwrap();
+    let refused = cogworker::web::bind(&redis.config(), &open)
+        .await
+        .err()
+        .expect("refused");
+    assert!(refused.to_string().contains("--auth"), "{refused}");
+    open.insecure_no_auth = true;
+    assert!(cogworker::web::bind(&redis.config(), &open).await.is_ok());
     handle.stop();
     running.await.unwrap().unwrap();
 }

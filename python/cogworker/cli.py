@@ -41,28 +41,27 @@ def _parser() -> argparse.ArgumentParser:
     )
     connection.add_argument("--namespace", help="key prefix (default cogworker)")
     web = sub.add_parser("web", parents=[connection], help="serve the dashboard")
-    web.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    web.add_argument("--port", type=int, default=7890, help="port (default 7890)")
-    web.add_argument("--auth", metavar="USER:PASSWORD", help="require basic auth (or COGWORKER_WEB_AUTH)")
-    web.add_argument(
-        "--allowed-host",
-        action="append",
-        default=[],
-        metavar="HOST[:PORT]",
-        help="a Host name to serve besides localhost (a proxy's, a DNS name); repeatable "
-        "(or COGWORKER_WEB_ALLOWED_HOSTS, comma-separated)",
-    )
-    web.add_argument(
-        "--insecure-no-auth",
-        action="store_true",
-        help="serve on a non-loopback --host without --auth (refused otherwise)",
-    )
     metrics = sub.add_parser(
         "metrics", parents=[connection], help="serve Prometheus' /metrics alone (no dashboard)"
     )
-    metrics.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    metrics.add_argument("--port", type=int, default=None, help="port (default 9191)")
-    metrics.add_argument("--auth", metavar="USER:PASSWORD", help="require basic auth (or COGWORKER_WEB_AUTH)")
+    # The same rules for both: what /metrics shows names every class and queue.
+    for server, port in ((web, "7890"), (metrics, "9191")):
+        server.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+        server.add_argument("--port", type=int, default=None, help=f"port (default {port})")
+        server.add_argument("--auth", metavar="USER:PASSWORD", help="require basic auth (or COGWORKER_WEB_AUTH)")
+        server.add_argument(
+            "--allowed-host",
+            action="append",
+            default=[],
+            metavar="HOST[:PORT]",
+            help="a Host name to serve besides localhost (a proxy's, a DNS name); repeatable "
+            "(or COGWORKER_WEB_ALLOWED_HOSTS, comma-separated)",
+        )
+        server.add_argument(
+            "--insecure-no-auth",
+            action="store_true",
+            help="serve on a non-loopback --host without --auth (refused otherwise)",
+        )
     for name, arg, help_text in _core.admin_commands():
         admin = sub.add_parser(name, parents=[connection], help=help_text)
         if arg is not None:
@@ -215,8 +214,8 @@ def run_web(args: argparse.Namespace) -> int:
         args.host,
         args.port,
         args.auth,
-        getattr(args, "allowed_host", None),
-        getattr(args, "insecure_no_auth", False),
+        args.allowed_host,
+        args.insecure_no_auth,
         metrics_only,
     )
 

@@ -12,6 +12,7 @@ import time
 import urllib.error
 import urllib.request
 
+import pytest
 from conftest import HERE, RedisServer, worker_env
 from test_cli import exit_code
 
@@ -68,8 +69,9 @@ def test_web_refuses_a_bad_port_or_auth(redis_server: RedisServer):
     assert taken.returncode == 2 and "web.bind" in taken.stderr
 
 
-def test_web_refuses_an_open_address_without_credentials(redis_server: RedisServer):
-    refused = cli(redis_server, "web", "--host", "0.0.0.0", "--port", "0")
+@pytest.mark.parametrize("command", ["web", "metrics"])
+def test_web_refuses_an_open_address_without_credentials(redis_server: RedisServer, command: str):
+    refused = cli(redis_server, command, "--host", "0.0.0.0", "--port", "0")
     assert refused.returncode == 2, refused.stderr
     assert "--auth" in refused.stderr and "--insecure-no-auth" in refused.stderr, refused.stderr
 

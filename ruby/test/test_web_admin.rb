@@ -36,12 +36,15 @@ class TestWebAdmin < Minitest::Test
     out&.close
   end
 
-  def test_metrics_serves_prometheus_text_alone_on_any_address
+  def test_metrics_serves_prometheus_text_alone_to_the_hosts_it_knows
     start_runner(concurrency: 1)
     refute_nil Cogworker::Client.push('EchoJob', ['x'])
+    _, err, status = cli('metrics', '--host', '0.0.0.0', '--port', '0')
+    assert_equal 2, status.exitstatus, 'an open address needs --auth'
+    assert_match(/--auth/, err)
     out, writer = IO.pipe
     pid = spawn_child({ 'COGWORKER_REDIS_URL' => @redis.url }, 'ruby', EXE, 'metrics', '--host', '0.0.0.0',
-                      '--port', '0', out: writer, err: File::NULL)
+                      '--port', '0', '--insecure-no-auth', out: writer, err: File::NULL)
     writer.close
     url = out.gets.to_s[%r{http://\S+/metrics}]
     refute_nil url, 'it prints where it serves'
@@ -49,7 +52,10 @@ class TestWebAdmin < Minitest::Test
     wait_for('the job counted') { Net::HTTP.get(uri).include?('cogworker_jobs_processed_total{queue="default",class="EchoJob"} 1') }
     response = Net::HTTP.get_response(uri)
     assert_equal 'text/plain; version=0.0.4; charset=utf-8', response['content-type']
+    assert_equal 'nosniff', response['x-content-type-options']
     assert_equal '404', Net::HTTP.get_response(URI(uri.to_s.sub('/metrics', '/'))).code, 'no dashboard'
+    foreign = Net::HTTP.start(uri.host, uri.port) { |http| http.get('/metrics', 'Host' => "evil.example:#{uri.port}") }
+    assert_equal '403', foreign.code
     Process.kill('TERM', pid)
     assert exit_status(pid).success?
   end

@@ -167,9 +167,8 @@ impl WebOptions {
     /// Refuses an address other machines can reach without credentials,
     /// unless `insecure_no_auth` says so.
     fn check_exposure(&self) -> Result<()> {
-        // Metrics alone change nothing and show no job data: open to a
-        // Prometheus on another machine, as exporters are.
-        if self.bind.ip().is_loopback() || self.credentials.is_some() || self.insecure_no_auth || self.metrics_only {
+        // Metrics too: they name every class and queue.
+        if self.bind.ip().is_loopback() || self.credentials.is_some() || self.insecure_no_auth {
             return Ok(());
         }
         Err(Error::config(
@@ -213,7 +212,10 @@ fn build_router(config: &Config, options: &WebOptions, bound: SocketAddr) -> Res
     if options.metrics_only {
         return Ok(Router::new()
             .route("/metrics", get(prometheus::metrics))
-            .layer(axum::middleware::from_fn_with_state(state.clone(), security::auth_only))
+            .layer(axum::middleware::from_fn_with_state(
+                state.clone(),
+                security::metrics_guard,
+            ))
             .with_state(state));
     }
     let app = Router::new()

@@ -105,19 +105,40 @@ impl CsrfKey {
     }
 }
 
-/// `cogworker metrics`: basic auth when credentials are set, nothing else
-/// (no pages, no actions, no cookies).
-pub(crate) async fn auth_only(
+/// `cogworker metrics`: the dashboard's `Host` allow-list and basic auth
+/// (class and queue names are what a rebinding page would read), its
+/// headers; no cookies (no pages, no actions).
+pub(crate) async fn metrics_guard(
     axum::extract::State(state): axum::extract::State<State>,
     request: Request,
     next: Next,
 ) -> Response {
+    if let Some(refused) = refuse_foreign_host(&state, &request) {
+        return refused;
+    }
     if let Some((user, password)) = &state.credentials {
         if !authorized(request.headers(), user, password) {
             return unauthorized();
         }
     }
-    next.run(request).await
+    with_headers(next.run(request).await)
+}
+
+/// Is this us? Checked first, before anything can be read or changed (a
+/// 403, not a 421: a browser retries a 421 on a new connection, doubling
+/// every refused request).
+fn refuse_foreign_host(state: &State, request: &Request) -> Option<Response> {
+    let host = request_host(request);
+    if host.as_deref().is_some_and(|h| state.hosts.allows(h)) {
+        return None;
+    }
+    let body = format!(
+        "this server does not serve the host {:?}: if that is its real name (a proxy, or \
+         a name in DNS), add it with --allowed-host {} or COGWORKER_WEB_ALLOWED_HOSTS",
+        host.as_deref().unwrap_or("(none)"),
+        host.as_deref().unwrap_or("NAME"),
+    );
+    Some(with_headers((StatusCode::FORBIDDEN, body).into_response()))
 }
 
 fn unauthorized() -> Response {
@@ -134,18 +155,8 @@ pub(crate) async fn guard(
     mut request: Request,
     next: Next,
 ) -> Response {
-    // First, before anything can be read or changed: is this us? (403,
-    // not 421: a browser retries a 421 on a new connection, doubling
-    // every refused request.)
-    let host = request_host(&request);
-    if !host.as_deref().is_some_and(|h| state.hosts.allows(h)) {
-        let body = format!(
-            "this dashboard does not serve the host {:?}: if that is its real name (a proxy, or \
-             a name in DNS), add it with --allowed-host {} or COGWORKER_WEB_ALLOWED_HOSTS",
-            host.as_deref().unwrap_or("(none)"),
-            host.as_deref().unwrap_or("NAME"),
-        );
-        return with_headers((StatusCode::FORBIDDEN, body).into_response());
+    if let Some(refused) = refuse_foreign_host(&state, &request) {
+        return refused;
     }
     if let Some((user, password)) = &state.credentials {
         if !authorized(request.headers(), user, password) {

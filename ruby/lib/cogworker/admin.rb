@@ -37,8 +37,6 @@ module Cogworker
           o.on('--host HOST', 'address to bind (default 127.0.0.1)') { |v| options[:host] = v }
           o.on('--port PORT', Integer, "port (default #{command == 'web' ? 7890 : 9191})") { |v| options[:port] = v }
           o.on('--auth USER:PASSWORD', 'require basic auth (or COGWORKER_WEB_AUTH)') { |v| options[:auth] = v }
-        end
-        if command == 'web'
           o.on('--allowed-host HOST[:PORT]',
                'a Host name to serve besides localhost; repeatable (or COGWORKER_WEB_ALLOWED_HOSTS)') do |v|
             options[:allowed_hosts] << v
