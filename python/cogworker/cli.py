@@ -48,7 +48,9 @@ def _parser() -> argparse.ArgumentParser:
     for server, port in ((web, "7890"), (metrics, "9191")):
         server.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
         server.add_argument("--port", type=int, default=None, help=f"port (default {port})")
-        server.add_argument("--auth", metavar="USER:PASSWORD", help="require basic auth (or COGWORKER_WEB_AUTH)")
+        server.add_argument(
+            "--auth", metavar="USER:PASSWORD", help="require basic auth (or COGWORKER_WEB_AUTH)"
+        )
         server.add_argument(
             "--allowed-host",
             action="append",
