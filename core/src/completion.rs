@@ -160,13 +160,16 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
         {
             ended.insert(delivery.token);
             let (job, failed) = (&delivery.job, matches!(outcome, Outcome::Failure(_)));
-            metrics.batch.record(
-                job.display_class(),
-                job.queue_name(),
-                delivery.started_at,
-                *finished_at,
-                failed,
-            );
+            // A class this process has no handler for is whatever a pusher
+            // wrote: one label for all of them.
+            let class = if shared.runs(job.class()) {
+                job.display_class()
+            } else {
+                crate::metrics::UNKNOWN_CLASS
+            };
+            metrics
+                .batch
+                .record(class, job.queue_name(), delivery.started_at, *finished_at, failed);
         }
         match completion {
             Completion::Done {

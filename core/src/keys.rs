@@ -206,6 +206,11 @@ impl Keys {
     pub fn metrics_minute(&self, minute: u64) -> String {
         format!("{}:metrics:{}", self.ns, minute)
     }
+    /// Set of the class names the metrics hashes keep (at most
+    /// [`crate::metrics::MAX_CLASSES`]; later ones count as `(other)`).
+    pub fn metrics_classes(&self) -> String {
+        self.key("metrics:classes")
+    }
     /// The all-time per-queue-and-class metrics.
     pub fn metrics_total(&self) -> String {
         self.key("metrics:total")

@@ -60,7 +60,10 @@ pub use handler::{ErrorHook, Failure, Handler, HandlerResult, Middleware, Next, 
 pub use job::{new_jid, now, safe_string, unique_digest, Job, Retry, UNPARSEABLE_CLASS};
 pub use keys::Keys;
 pub use launcher::{NextJob, Worker, WorkerBuilder, WorkerHandle};
-pub use metrics::{ClassMetrics, MinuteMetrics, TotalMetrics, BUCKETS_SECS};
+pub use metrics::{
+    ClassMetrics, MinuteMetrics, TotalMetrics, BUCKETS_SECS, MAX_CLASSES as METRICS_MAX_CLASSES, OTHER_CLASSES,
+    UNKNOWN_CLASS,
+};
 pub use periodic::Periodic;
 pub use redis_url::redact_url;
 pub use retry::default_backoff;

@@ -32,6 +32,15 @@ pub const BUCKETS_SECS: [f64; 16] = [
 pub const SLOTS: usize = BUCKETS_SECS.len() + 1;
 /// How long a minute's metrics are kept.
 pub const MINUTE_TTL_SECS: u64 = 72 * 3600;
+/// The most distinct classes the metrics keep, fleet-wide and for good
+/// (`NS:metrics:classes`); executions of classes past it count under
+/// [`OTHER_CLASSES`]. Anyone who can push names classes: this bounds what
+/// they can make the metrics hashes and `/metrics` hold.
+pub const MAX_CLASSES: usize = 1000;
+/// The label of the classes past [`MAX_CLASSES`].
+pub const OTHER_CLASSES: &str = "(other)";
+/// The label of executions of a class no handler in the process runs.
+pub const UNKNOWN_CLASS: &str = "(unknown)";
 
 /// The histogram slot a run of `secs` falls in.
 pub fn slot(secs: f64) -> usize {
@@ -76,19 +85,27 @@ impl MetricsBatch {
     pub fn append_to(&self, invocation: &mut redis::ScriptInvocation<'_>, keys: &Keys) {
         let sections = self.minutes.len() + usize::from(!self.totals.is_empty());
         invocation.arg(sections);
+        if sections == 0 {
+            return;
+        }
+        invocation.arg(MAX_CLASSES);
         for (minute, fields) in &self.minutes {
             invocation.key(keys.metrics_minute(*minute));
-            append_fields(invocation, MINUTE_TTL_SECS, fields);
+            append_fields(invocation, MINUTE_TTL_SECS, false, fields);
         }
         if !self.totals.is_empty() {
             invocation.key(keys.metrics_total());
-            append_fields(invocation, 0, &self.totals);
+            append_fields(invocation, 0, true, &self.totals);
         }
+        invocation.key(keys.metrics_classes());
     }
 }
 
-fn append_fields(invocation: &mut redis::ScriptInvocation<'_>, ttl: u64, fields: &HashMap<String, i64>) {
-    invocation.arg(ttl).arg(fields.len());
+fn append_fields(invocation: &mut redis::ScriptInvocation<'_>, ttl: u64, queued: bool, fields: &HashMap<String, i64>) {
+    invocation
+        .arg(ttl)
+        .arg(if queued { "1" } else { "0" })
+        .arg(fields.len());
     for (field, increment) in fields {
         invocation.arg(field).arg(*increment);
     }

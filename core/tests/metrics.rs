@@ -87,3 +87,63 @@ async fn each_execution_is_counted_by_class_with_its_run_time() {
     handle.stop();
     running.await.unwrap().unwrap();
 }
+
+/// Anyone who can push can name any class: a class no handler here runs
+/// is counted under one label, and the classes the metrics hashes keep are
+/// capped (20,000 pushed names once left 60,000 never-expiring fields and
+/// a 34 MB `/metrics`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_classes_share_one_label_and_distinct_classes_are_capped() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    let known = cogworker::METRICS_MAX_CLASSES + 20;
+    let mut builder = Worker::builder(config);
+    for i in 0..known {
+        builder = builder.register(&format!("Known{i}"), |_job| async { Ok(()) });
+    }
+    let worker = builder.build().unwrap();
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    let mut jobs: Vec<Job> = (0..known).map(|i| Job::new(format!("Known{i}"))).collect();
+    jobs.extend((0..50).map(|i| Job::new(format!("Pushed{i}")).retry(Retry::Max(0))));
+    client.push_bulk(jobs).await.unwrap();
+    let a = api.clone();
+    let expected = (known + 50) as u64;
+    wait_until("every execution counted", Duration::from_secs(30), move || {
+        let a = a.clone();
+        async move {
+            a.class_metrics(5)
+                .await
+                .unwrap()
+                .iter()
+                .map(|c| c.processed)
+                .sum::<u64>()
+                == expected
+        }
+    })
+    .await;
+    let classes = api.class_metrics(5).await.unwrap();
+    assert_eq!(
+        classes.len(),
+        cogworker::METRICS_MAX_CLASSES + 2,
+        "the cap, (other) and (unknown)"
+    );
+    assert!(!classes.iter().any(|c| c.class.starts_with("Pushed")));
+    let unknown = classes
+        .iter()
+        .find(|c| c.class == "(unknown)")
+        .expect("one label for unknown classes");
+    assert_eq!((unknown.processed, unknown.failed), (50, 50));
+    let other = classes
+        .iter()
+        .find(|c| c.class == "(other)")
+        .expect("classes past the cap");
+    assert!(other.processed >= 20, "{other:?}");
+    let totals = api.metric_totals().await.unwrap();
+    assert_eq!(totals.len(), cogworker::METRICS_MAX_CLASSES + 2, "one queue");
+    assert_eq!(totals.iter().map(|t| t.metrics.processed).sum::<u64>(), expected);
+    handle.stop();
+    running.await.unwrap().unwrap();
+}
