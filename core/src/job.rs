@@ -21,6 +21,9 @@ pub const DEFAULT_MAX_RETRIES: u32 = 25;
 pub const MAX_NESTING: usize = 100;
 /// Longest `jid`, in characters.
 pub const JID_MAX_LEN: usize = 64;
+/// Longest `class` a push takes, in characters: it is a handler's name,
+/// and a dashboard link carries it.
+pub const CLASS_MAX_LEN: usize = 256;
 
 /// A job payload. Build one with [`Job::new`] and the builder methods, or
 /// take one apart with the accessors.
@@ -169,7 +172,13 @@ impl Job {
     pub fn validate(&mut self) -> Result<()> {
         let bad = |field: &str, value: &Value, reason: &str| Error::invalid_value(field, value, reason);
         match self.fields.get("class") {
-            Some(Value::String(c)) if !c.trim().is_empty() => {}
+            Some(Value::String(c)) if !c.trim().is_empty() && c.chars().count() <= CLASS_MAX_LEN => {}
+            Some(Value::String(c)) if !c.trim().is_empty() => {
+                return Err(Error::invalid_job(
+                    "class",
+                    format!("must be at most {CLASS_MAX_LEN} characters, not {}", c.chars().count()),
+                ))
+            }
             Some(v) => return Err(bad("class", v, "must be a non-empty string")),
             None => return Err(Error::invalid_job("class", "is required")),
         }

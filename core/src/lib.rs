@@ -57,7 +57,7 @@ pub use delivery::{Delivery, DeliveryInfo, HANDLER_ABORTED, UNKNOWN_HANDLER};
 pub use error::{Error, Result};
 pub use events::{EventHook, WorkerEvent, EVENT_BACKLOG};
 pub use handler::{ErrorHook, Failure, Handler, HandlerResult, Middleware, Next, Outcome};
-pub use job::{new_jid, now, safe_string, unique_digest, Job, Retry, UNPARSEABLE_CLASS};
+pub use job::{new_jid, now, safe_string, unique_digest, Job, Retry, CLASS_MAX_LEN, UNPARSEABLE_CLASS};
 pub use keys::Keys;
 pub use launcher::{NextJob, Worker, WorkerBuilder, WorkerHandle};
 pub use metrics::{

@@ -11,7 +11,7 @@ mod web_common;
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use cogworker::web::{bind, router, WebOptions};
-use cogworker::{Api, Client, Config, Job, JobSet};
+use cogworker::{Api, Client, Config, Job, JobSet, Worker};
 use common::*;
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -418,4 +418,78 @@ async fn a_jid_lookup_reads_a_bounded_part_of_a_large_set() {
         0,
         "no scan of the set"
     );
+}
+
+/// The smaller holes: a set cleared with `DEL` blocked Redis for half a
+/// second at 1 M entries; a cookie planted by a server on another local
+/// port (cookies ignore ports) made every form fail; bidi overrides in a
+/// class name reordered the Metrics pages; a 100 kB class name made a link
+/// that answered 414.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clears_unlink_a_planted_cookie_does_not_block_forms_and_class_names_are_shown_safely() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    let mut conn = redis.conn().await;
+    let app = router(&config, &WebOptions::default()).unwrap();
+
+    // A planted cookie beside the dashboard's own: the valid one is used.
+    client.push(Job::new("Mail").queue("mail")).await.unwrap();
+    let session = Session::open(&app).await;
+    let both = format!(
+        "cogworker_csrf=0123456789abcdef0123456789abcdef; cogworker_csrf={}",
+        session.token
+    );
+    let form = format!("csrf={}", session.token);
+    let headers = [
+        ("host", HOST),
+        ("origin", "http://127.0.0.1:7890"),
+        ("cookie", both.as_str()),
+        ("content-type", "application/x-www-form-urlencoded"),
+    ];
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let cleared = send(&app, request("POST", "/queues/mail/clear", &headers, form)).await;
+    assert!(cleared.status.is_redirection(), "{} {}", cleared.status, cleared.body);
+    assert_eq!(api.queue("mail").await.unwrap().size, 0);
+    for i in 0..3 {
+        let job = Job::new("Gone").jid(format!("{i:024x}"));
+        let _: () = redis::AsyncCommands::zadd(&mut conn, format!("{NS}:dead"), job.to_json(), i)
+            .await
+            .unwrap();
+    }
+    assert_eq!(api.clear_set(JobSet::Dead).await.unwrap(), 3);
+    assert_eq!(
+        command_calls(&mut conn, &["del"]).await,
+        0,
+        "never DEL of a whole queue or set"
+    );
+    assert_eq!(command_calls(&mut conn, &["unlink"]).await, 2);
+
+    // Class names as a pusher wrote them, on the Metrics pages.
+    let worker = Worker::builder(config.clone())
+        .register("Safe\u{202e}Job", |_job| async { Ok(()) })
+        .build()
+        .unwrap();
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    client.push(Job::new("Safe\u{202e}Job")).await.unwrap();
+    let long = "L".repeat(cogworker::CLASS_MAX_LEN + 1);
+    let refused = client.push(Job::new(long.as_str())).await.unwrap_err();
+    assert_eq!(refused.field(), Some("class"), "{refused}");
+    let a = api.clone();
+    wait_until("the job is counted", Duration::from_secs(10), move || {
+        let a = a.clone();
+        async move { !a.class_metrics(5).await.unwrap().is_empty() }
+    })
+    .await;
+    let classes = get(&app, "/classes").await;
+    assert!(!classes.body.contains('\u{202e}'), "{}", classes.body);
+    assert!(classes.body.contains("Safe\\u{202e}Job"), "{}", classes.body);
+    handle.stop();
+    running.await.unwrap().unwrap();
 }

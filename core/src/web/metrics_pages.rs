@@ -7,6 +7,7 @@ use super::pages::{layout, PageResult};
 use super::security::CsrfToken;
 use super::State;
 use crate::metrics::{ClassMetrics, BUCKETS_SECS};
+use crate::printable::shown;
 use axum::extract::{Extension, Query};
 use maud::{html, Markup};
 use std::collections::HashMap;
@@ -73,7 +74,13 @@ pub(crate) async fn classes(
                 tbody {
                     @for class in &ranked {
                         tr {
-                            td { a href=(format!("/class?{}", query(&[("name", &class.class), ("minutes", &minutes.to_string())]))) { (class.class) } }
+                            td {
+                                // As a pusher wrote it: escaped, and linked
+                                // only while a URL can carry it.
+                                @if class.class.chars().count() <= crate::job::CLASS_MAX_LEN {
+                                    a href=(format!("/class?{}", query(&[("name", &class.class), ("minutes", &minutes.to_string())]))) { (shown(&class.class)) }
+                                } @else { (shown(&class.class)) }
+                            }
                             td.num { (class.processed) }
                             td.num { (class.failed) }
                             td.num { (format!("{:.1} %", 100.0 * class.failed as f64 / class.processed.max(1) as f64)) }
@@ -94,8 +101,11 @@ pub(crate) async fn class(
     Query(params): Query<HashMap<String, String>>,
 ) -> PageResult {
     let minutes = span(&params);
-    let name = params.get("name").cloned().unwrap_or_default();
-    let (total, series) = state.api.class_metrics_series(&name, minutes).await?;
+    let class = params.get("name").cloned().unwrap_or_default();
+    let (total, series) = state.api.class_metrics_series(&class, minutes).await?;
+    // Shown as a pusher wrote it, but with bidi overrides and control
+    // characters as escapes: they would reorder the page around them.
+    let name = shown(&class);
     let labels = thinned(
         series
             .iter()
@@ -138,7 +148,7 @@ pub(crate) async fn class(
     );
     let body = html! {
         p { a href=(format!("/classes?minutes={minutes}")) { "← all classes" } }
-        (span_links("/class", Some(&name), minutes))
+        (span_links("/class", Some(&class), minutes))
         (summary(&total))
         h2 { "Executions per minute" }
         (per_minute)

@@ -165,7 +165,7 @@ pub(crate) async fn guard(
     }
     let https = is_https(&request);
     let cookie_name = if https { CSRF_COOKIE_HTTPS } else { CSRF_COOKIE };
-    let existing = cookie(request.headers(), cookie_name).filter(|t| state.csrf.verify(t));
+    let existing = valid_cookie(request.headers(), cookie_name, &state.csrf);
     if request.method() == Method::POST {
         if !same_origin(request.headers(), &state.hosts) {
             return with_headers((StatusCode::FORBIDDEN, "cross-origin request refused").into_response());
@@ -269,14 +269,17 @@ fn same_origin(headers: &HeaderMap, hosts: &HostAllowList) -> bool {
     }
 }
 
-fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+/// The first cookie `name` that `key` signed: a browser sends every cookie
+/// of that name (cookies ignore ports: a server on another local port may
+/// have set one), and a planted one must not hide ours.
+fn valid_cookie(headers: &HeaderMap, name: &str, key: &CsrfKey) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, _)| *key == name)
+        .find(|(cookie, value)| *cookie == name && key.verify(value))
         .map(|(_, value)| value.to_string())
 }
 
