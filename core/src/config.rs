@@ -173,10 +173,35 @@ fn positive(field: &'static str, value: f64) -> Result<f64> {
     }
 }
 
+/// Names a file holding the Redis URL.
+pub const REDIS_URL_FILE_ENV: &str = "COGWORKER_REDIS_URL_FILE";
+
+/// The secret in the file the environment variable `var` names (trimmed),
+/// if it names one; an unreadable file is an error naming `field`.
+pub fn secret_file(field: &'static str, var: &str) -> Result<Option<String>> {
+    let Some(path) = std::env::var_os(var).filter(|p| !p.is_empty()) else {
+        return Ok(None);
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(Some(text.trim().to_string())),
+        Err(e) => Err(Error::config(
+            field,
+            format!("{var}={}", std::path::Path::new(&path).display()),
+            format!("cannot be read: {e}"),
+        )),
+    }
+}
+
 impl Config {
-    /// Defaults, with `redis_url` from `COGWORKER_REDIS_URL`, then `REDIS_URL`.
+    /// Defaults, with `redis_url` from the file `COGWORKER_REDIS_URL_FILE`
+    /// names (a secret kept out of the environment and the command line),
+    /// else `COGWORKER_REDIS_URL`, then `REDIS_URL`.
     pub fn from_env() -> Result<Self> {
         let mut config = Config::default();
+        if let Some(url) = secret_file("redis_url", REDIS_URL_FILE_ENV)? {
+            config.set_redis_url(&url)?;
+            return Ok(config);
+        }
         for var in ["COGWORKER_REDIS_URL", "REDIS_URL"] {
             if let Ok(url) = std::env::var(var) {
                 if !url.is_empty() {

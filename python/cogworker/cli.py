@@ -246,6 +246,10 @@ def run_admin(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     setup_logging(getattr(args, "json_logs", False), getattr(args, "verbose", False))
+    for flag in ("--redis-url", "--auth"):
+        value = getattr(args, flag[2:].replace("-", "_"), None)
+        if value:
+            _core.warn_secret_on_command_line(flag, value)
     try:
         if args.command == "worker":
             return run_worker(args)

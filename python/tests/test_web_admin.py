@@ -153,3 +153,27 @@ def test_locate_finds_the_set_a_job_waits_in(redis_server: RedisServer) -> None:
     assert api.locate(later)["set"] == "scheduled"
     assert api.locate(later)["job"]["args"] == [1]
     assert api.locate(client.enqueue("Some.Job", 2)) is None, "on a queue, in no set"
+
+
+def test_a_password_on_the_command_line_is_warned_of_and_files_keep_it_off(
+    redis_server: RedisServer, tmp_path
+):
+    with_password = redis_server.url.replace("redis://", "redis://:pw@")
+    warned = cli(redis_server, "queues", "--redis-url", with_password)
+    assert "--redis-url puts a password on the command line" in warned.stderr, warned.stderr
+    assert "COGWORKER_REDIS_URL_FILE" in warned.stderr
+    quiet = cli(redis_server, "queues", "--redis-url", redis_server.url)
+    assert quiet.returncode == 0 and "command line" not in quiet.stderr, quiet.stderr
+    url_file = tmp_path / "redis_url"
+    url_file.write_text(redis_server.url + "\n")
+    env = {**worker_env(redis_server), "COGWORKER_REDIS_URL": "redis://127.0.0.1:1/0"}
+    env["COGWORKER_REDIS_URL_FILE"] = str(url_file)
+    from_file = subprocess.run(
+        [sys.executable, "-m", "cogworker", "stats"],
+        env=env,
+        cwd=HERE,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert from_file.returncode == 0, from_file.stderr

@@ -60,6 +60,15 @@ class TestWebAdmin < Minitest::Test
     assert exit_status(pid).success?
   end
 
+  def test_a_password_on_the_command_line_is_warned_of
+    _, err, status = cli('queues', '--redis-url', @redis.url.sub('redis://', 'redis://:pw@'))
+    assert_includes err, '--redis-url puts a password on the command line'
+    assert_includes err, 'COGWORKER_REDIS_URL_FILE'
+    _, err, status = cli('queues', '--redis-url', @redis.url)
+    assert status.success?, err
+    refute_includes err, 'command line'
+  end
+
   def test_web_refuses_an_open_address_without_credentials_unless_told
     _, err, status = cli('web', '--host', '0.0.0.0', '--port', '0')
     assert_equal 2, status.exitstatus, err

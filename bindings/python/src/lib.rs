@@ -37,6 +37,13 @@ fn log_line(level: &str, thread: &str, message: &str, fields: Vec<(String, Strin
     cogworker::logging::host_line(level, thread, message, &fields);
 }
 
+/// Logs a warning if `value`, given as `flag` on the command line, holds
+/// a password (`ps` shows it to every user).
+#[pyfunction]
+fn warn_secret_on_command_line(flag: &str, value: &str) {
+    cogworker::host::warn_secret_on_command_line(flag, value);
+}
+
 /// A new 24-hex-character job id.
 #[pyfunction]
 fn new_jid() -> String {
@@ -71,6 +78,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(init_logging, m)?)?;
     m.add_function(wrap_pyfunction!(log_line, m)?)?;
+    m.add_function(wrap_pyfunction!(warn_secret_on_command_line, m)?)?;
     m.add_function(wrap_pyfunction!(new_jid, m)?)?;
     m.add_function(wrap_pyfunction!(periodic_id, m)?)?;
     m.add_function(wrap_pyfunction!(settings, m)?)?;

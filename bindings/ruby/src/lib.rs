@@ -27,6 +27,12 @@ fn log_line(level: String, thread: String, message: String, fields: Vec<(String,
     cogworker::logging::host_line(&level, &thread, &message, &fields);
 }
 
+/// Logs a warning if `value`, given as `flag` on the command line, holds
+/// a password (`ps` shows it to every user).
+fn warn_secret_on_command_line(flag: String, value: String) {
+    cogworker::host::warn_secret_on_command_line(&flag, &value);
+}
+
 #[magnus::init(name = "cogworker_ext")]
 fn init(ruby: &Ruby) -> Result<(), Error> {
     let native = ruby.define_module("Cogworker")?.define_module("Native")?;
@@ -37,6 +43,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     )?;
     native.define_module_function("init_logging", function!(cogworker::logging::init, 1))?;
     native.define_module_function("log_line", function!(log_line, 4))?;
+    native.define_module_function("warn_secret_on_command_line", function!(warn_secret_on_command_line, 2))?;
     native.define_module_function("periodic_id", function!(periodic_id, 1))?;
     native.define_module_function("settings", function!(config::settings, 0))?;
     native.define_module_function("prepare_job", function!(client::prepare_job, 3))?;

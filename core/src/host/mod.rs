@@ -22,6 +22,7 @@
 
 pub mod admin;
 pub mod api;
+mod cli;
 mod delivery;
 mod failure;
 mod push;
@@ -33,6 +34,7 @@ mod wait;
 mod worker;
 
 pub use crate::job::MAX_NESTING;
+pub use cli::{secret_on_command_line, warn_secret_on_command_line};
 pub use delivery::HostDelivery;
 pub use failure::{HostFailure, RetryHint};
 pub use push::{payload_job, prepared_json, PushRequest};

@@ -73,8 +73,9 @@ impl Default for WebOptions {
 }
 
 /// `cogworker web`'s command line, as each CLI parses it; what is not
-/// given comes from the environment (`COGWORKER_WEB_AUTH`,
-/// `COGWORKER_WEB_ALLOWED_HOSTS`, comma-separated).
+/// given comes from the environment (the file `COGWORKER_WEB_AUTH_FILE`
+/// names, else `COGWORKER_WEB_AUTH`; `COGWORKER_WEB_ALLOWED_HOSTS`,
+/// comma-separated).
 #[derive(Clone, Debug, Default)]
 pub struct WebArgs {
     /// `--host` (default `127.0.0.1`).
@@ -95,6 +96,7 @@ pub struct WebArgs {
 pub const METRICS_PORT: u16 = 9191;
 
 pub(crate) const AUTH_ENV: &str = "COGWORKER_WEB_AUTH";
+pub(crate) const AUTH_FILE_ENV: &str = "COGWORKER_WEB_AUTH_FILE";
 pub(crate) const ALLOWED_HOSTS_ENV: &str = "COGWORKER_WEB_ALLOWED_HOSTS";
 
 impl WebOptions {
@@ -125,7 +127,8 @@ impl WebOptions {
         )?;
         options.metrics_only = args.metrics_only;
         let env_auth = std::env::var(AUTH_ENV).ok().filter(|a| !a.is_empty());
-        if let Some(auth) = args.auth.clone().or(env_auth) {
+        let file_auth = crate::config::secret_file("web.auth", AUTH_FILE_ENV)?;
+        if let Some(auth) = args.auth.clone().or(file_auth).or(env_auth) {
             options.set_credentials(&auth)?;
         }
         let env_hosts = std::env::var(ALLOWED_HOSTS_ENV).unwrap_or_default();

@@ -18,6 +18,8 @@ module Cogworker
     def run(argv)
       command = argv.shift
       options = parse(command, argv)
+      Native.init_logging(false)
+      warn_secrets(options)
       config = Cogworker.config.merge(redis_url: options[:redis_url], namespace: options[:namespace])
       return web(config, options, metrics_only: command == 'metrics') if %w[web metrics].include?(command)
 
@@ -47,8 +49,13 @@ module Cogworker
       options
     end
 
+    def warn_secrets(options)
+      { '--redis-url' => options[:redis_url], '--auth' => options[:auth] }.each do |flag, value|
+        Native.warn_secret_on_command_line(flag, value) if value
+      end
+    end
+
     def web(config, options, metrics_only:)
-      Native.init_logging(false)
       server = Native::WebServer.new(config.native, options[:host], options[:port], options[:auth],
                                      options[:allowed_hosts], options[:insecure_no_auth], metrics_only)
       # Trapped before the address is printed: whoever reads it may stop us at once.

@@ -63,6 +63,7 @@ module Cogworker
       ENV_VARS.each { |k| ENV[k] = options[:environment] }
       redirect_logfile(options[:logfile]) if options[:logfile]
       Native.init_logging(options[:json_logs] ? true : false)
+      Native.warn_secret_on_command_line('--redis-url', options[:redis_url]) if options[:redis_url]
       file_settings = self.class.load_config_file(options[:config], options[:environment])
       settings = file_settings.merge(
         { concurrency: options[:concurrency], redis_url: options[:redis_url],
