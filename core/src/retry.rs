@@ -98,17 +98,30 @@ pub(crate) fn plan_failure(job: &Job, failure: &Failure, now: f64, worker: &str)
 /// A failure's `error_class`, `error_message` and `error_backtrace` (none
 /// when empty) as stored: valid UTF-8, each within its bound.
 fn error_fields(failure: &Failure) -> (Value, Value, Option<Value>) {
-    let backtrace: Vec<Value> = failure
-        .backtrace
-        .iter()
-        .take(BACKTRACE_LIMIT)
-        .map(|line| Value::String(safe_string(line, BACKTRACE_LINE_LIMIT)))
-        .collect();
+    let backtrace = kept_backtrace(&failure.backtrace);
     (
         Value::String(safe_string(&failure.class, 500)),
         Value::String(safe_string(&failure.message, ERROR_MESSAGE_LIMIT)),
         (!backtrace.is_empty()).then_some(Value::Array(backtrace)),
     )
+}
+
+/// At most [`BACKTRACE_LIMIT`] lines, each bounded: a longer backtrace
+/// keeps its first and last lines with one saying how many were left out
+/// between them. Both ends matter: Python prints the innermost frame and
+/// the exception last, Ruby and Rust first.
+fn kept_backtrace(lines: &[String]) -> Vec<Value> {
+    let line = |text: &String| Value::String(safe_string(text, BACKTRACE_LINE_LIMIT));
+    if lines.len() <= BACKTRACE_LIMIT {
+        return lines.iter().map(line).collect();
+    }
+    let tail = (BACKTRACE_LIMIT - 1) / 2;
+    let head = BACKTRACE_LIMIT - 1 - tail;
+    let omitted = lines.len() - head - tail;
+    let mut kept: Vec<Value> = lines[..head].iter().map(line).collect();
+    kept.push(Value::String(format!("... {omitted} lines omitted ...")));
+    kept.extend(lines[lines.len() - tail..].iter().map(line));
+    kept
 }
 
 /// One entry of the capped History list; a failed run's with its error's
@@ -193,6 +206,29 @@ mod tests {
             filed.get("error_backtrace").unwrap().as_array().unwrap().len(),
             BACKTRACE_LIMIT
         );
+    }
+
+    /// Python prints the innermost frame and the exception last, Ruby
+    /// first: a long backtrace keeps both ends, with a line saying what
+    /// was left out between them.
+    #[test]
+    fn a_long_backtrace_keeps_its_first_and_last_lines() {
+        let lines: Vec<String> = (0..500).map(|i| format!("frame {i}")).collect();
+        let failure = Failure::new("E", "m").with_backtrace(lines);
+        let (_, _, backtrace) = error_fields(&failure);
+        let kept: Vec<&str> = backtrace
+            .as_ref()
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(kept.len(), BACKTRACE_LIMIT);
+        assert_eq!((kept[0], kept[BACKTRACE_LIMIT - 1]), ("frame 0", "frame 499"));
+        assert!(kept.contains(&"... 301 lines omitted ..."), "{kept:?}");
+        let short = Failure::new("E", "m").with_backtrace(vec!["a".into(), "b".into()]);
+        assert_eq!(error_fields(&short).2.unwrap(), serde_json::json!(["a", "b"]));
     }
 
     #[test]

@@ -107,6 +107,7 @@ def test_a_failing_task_is_failed_with_its_error(site: dict[str, Any]) -> None:
         result.return_value  # noqa: B018 - Django raises for a failed task
     assert [error.exception_class for error in result.errors] == [ValueError]
     assert "no stock" in result.errors[0].traceback and "shop/tasks.py" in result.errors[0].traceback
+    assert result.errors[0].traceback.endswith("ValueError: no stock\n"), "as traceback.format_exception ends"
     # Not retried (Django Tasks has no retries); kept in dead, retryable
     # from the dashboard, under the task's name.
     dead = site["api"].entries("dead")
@@ -204,6 +205,24 @@ def test_what_the_backend_refuses(site: dict[str, Any]) -> None:
         CogworkerBackend("x", {"OPTIONS": {"retry": -1}})
     with pytest.raises(TypeError):
         send_email.enqueue(object())  # not JSON
+
+
+def test_a_result_whose_class_is_not_a_task_is_refused_as_the_reference_does(
+    site: dict[str, Any],
+) -> None:
+    """A jid whose job is not a Django task (another language's, a plain
+    function's) is a SuspiciousOperation naming it, as Django's database
+    backend and django-rq raise."""
+    from django.core.exceptions import SuspiciousOperation
+    from shop.tasks import send_email
+
+    client = site["client"]
+    for class_name in ("subprocess.check_output", "Billing::Charge"):
+        jid = client.enqueue(class_name, "exit", result_ttl=600, queue="nowhere-runs-this")
+        expected = f"Task {jid} does not point to a Task ({class_name})"
+        with pytest.raises(SuspiciousOperation) as raised:
+            send_email.get_result(jid)
+        assert str(raised.value) == expected
 
 
 def test_the_worker_stops_cleanly_on_term(site: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ import datetime
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import SuspiciousOperation
 from django.utils.module_loading import import_string
 
 from . import _compat
@@ -47,13 +48,16 @@ def split_args(class_name: str, job_args: Any) -> tuple[list[Any], dict[str, Any
 
 
 def task_for(class_name: str, result_id: str) -> Any:
-    """The Task a job's class names, or TaskResultDoesNotExist."""
+    """The Task a job's class names. A job that is not a Django task (a
+    plain function's, another language's) is a SuspiciousOperation, as
+    Django's database backend and django-rq raise."""
+    not_a_task = SuspiciousOperation(f"Task {result_id} does not point to a Task ({class_name})")
     try:
         task = import_string(class_name)
     except ImportError as error:
-        raise _compat.TaskResultDoesNotExist(f"{result_id}: cannot import task {class_name!r}") from error
+        raise not_a_task from error
     if not isinstance(task, _compat.Task):
-        raise _compat.TaskResultDoesNotExist(f"{result_id}: {class_name!r} is not a Django task")
+        raise not_a_task
     return task
 
 
@@ -107,11 +111,11 @@ def from_record(record: dict[str, Any], attempts: list[dict[str, Any]]) -> Any:
     if record.get("error_class"):
         # The last failure, with its whole traceback (only the last one's is
         # kept), in place of its attempt's entry (or alone, if the attempts
-        # list expired).
+        # list expired); ending in a newline, as format_exception's does.
+        lines = record.get("error_backtrace") or [f"{record['error_class']}: {record.get('error_message')}"]
         last = _compat.TaskError(
             exception_class_path=error_path(str(record["error_class"])),
-            traceback="\n".join(record.get("error_backtrace") or [])
-            or f"{record['error_class']}: {record.get('error_message')}",
+            traceback="".join(f"{line}\n" for line in lines),
         )
         errors = [*errors[:-1], last]
     worker_ids = [str(attempt.get("worker") or "") for attempt in attempts]
