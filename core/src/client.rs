@@ -108,7 +108,12 @@ impl Client {
     }
 
     async fn write_jobs(&self, jobs: Vec<Job>) -> Result<Vec<Option<String>>> {
-        let at = now();
+        // Due times are compared with the fleet's clock (Redis's): a time
+        // this host's clock made (`now()`, a delay, an `at` computed from
+        // it) is moved onto it, so a skewed host schedules nothing early
+        // or late.
+        let offset = crate::clock::offset(&self.redis).await?;
+        let at = now() + offset;
         let mut jids = Vec::with_capacity(jobs.len());
         let mut immediate: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut scheduled: Vec<(f64, String)> = Vec::new();
@@ -134,6 +139,9 @@ impl Client {
                 };
                 job = changed;
                 job.prepare_for_push(at).map_err(in_bulk)?;
+            }
+            if let Some(run_at) = job.run_at() {
+                job.set("at", float(run_at + offset));
             }
             jids.push(Some(job.jid_str().to_string()));
             // Unique jobs write theirs in their own script.

@@ -34,6 +34,28 @@ pub(crate) async fn now(redis: &Redis) -> Result<f64> {
     Ok(crate::job::now())
 }
 
+/// How long a measured [`offset`] is used before it is measured again.
+const OFFSET_FOR: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The fleet's clock minus this host's, in seconds: what to add to a time
+/// this host's clock gave to make it a time on the fleet's clock. Measured
+/// with one `TIME` a minute per connection, so a push or a failure costs
+/// no round trip for it. 0 where `TIME` is refused (the host's clock is
+/// the fleet's then).
+pub(crate) async fn offset(redis: &Redis) -> Result<f64> {
+    if let Some((offset, at)) = *redis.clock_offset.lock().unwrap() {
+        if at.elapsed() < OFFSET_FOR {
+            return Ok(offset);
+        }
+    }
+    let before = crate::job::now();
+    let fleet = now(redis).await?;
+    // The server read its clock somewhere in the round trip: its middle.
+    let offset = fleet - (before + crate::job::now()) / 2.0;
+    *redis.clock_offset.lock().unwrap() = Some((offset, std::time::Instant::now()));
+    Ok(offset)
+}
+
 /// The host's time, the fallback a script uses where `TIME` is refused.
 pub(crate) fn fallback() -> f64 {
     crate::job::now()

@@ -185,7 +185,10 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
                 outcome: Outcome::Failure(failure),
                 finished_at,
             } => {
-                let mut plan = plan_failure(&delivery.job, &failure, finished_at, &shared.identity);
+                // The retry's due time on the fleet's clock: a host whose
+                // clock is behind would file it already due.
+                let offset = crate::clock::offset(&shared.redis).await.unwrap_or(0.0);
+                let mut plan = plan_failure(&delivery.job, &failure, finished_at + offset, &shared.identity);
                 plan.started_at = delivery.started_at;
                 let history = history_entry(&delivery.job, delivery.started_at, finished_at, Some(&failure));
                 log_failure(&delivery, &failure, &plan, finished_at);

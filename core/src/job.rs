@@ -401,10 +401,15 @@ pub fn new_jid() -> String {
 
 /// Epoch seconds as a float.
 pub fn now() -> f64 {
-    std::time::SystemTime::now()
+    let host = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
+        .map_or(0.0, |d| d.as_secs_f64());
+    host + f64::from_bits(HOST_CLOCK_SKEW.load(std::sync::atomic::Ordering::Relaxed))
 }
+
+/// Seconds added to the host's clock: 0, except where a test plays a host
+/// whose clock is off (`cogworker::testing::skew_host_clock`).
+pub(crate) static HOST_CLOCK_SKEW: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// A float timestamp with millisecond precision (no `1e9`-style output).
 pub(crate) fn float(seconds: f64) -> Value {

@@ -274,3 +274,10 @@ pub fn queue_per_node(ports: &[u16], namespace: &str) -> Result<Vec<String>> {
     }
     Err(failed("no queue name among q0..q999 for some node".to_string()))
 }
+
+/// Plays a host whose clock is `seconds` off (0 sets it right): the clock
+/// cogworker reads in this process, for tests that show a skewed host
+/// still makes due times on the fleet's clock.
+pub fn skew_host_clock(seconds: f64) {
+    crate::job::HOST_CLOCK_SKEW.store(seconds.to_bits(), std::sync::atomic::Ordering::Relaxed);
+}

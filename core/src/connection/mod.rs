@@ -45,6 +45,9 @@ pub struct Redis {
     backend: Arc<Backend>,
     /// Set once this server refused `TIME` (see `clock.rs`).
     pub(crate) time_refused: Arc<std::sync::atomic::AtomicBool>,
+    /// The server's clock minus the host's, and when it was measured (see
+    /// `clock::offset`).
+    pub(crate) clock_offset: Arc<std::sync::Mutex<Option<(f64, std::time::Instant)>>>,
 }
 
 enum Backend {
@@ -140,6 +143,7 @@ impl Redis {
         Ok(Redis {
             backend: Arc::new(backend),
             time_refused: Arc::default(),
+            clock_offset: Arc::default(),
         })
     }
 
