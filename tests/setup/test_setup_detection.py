@@ -16,6 +16,7 @@ EVERYTHING = [
     "ruby-minitest",
     "ruby-activejob",
     "ruby-railties",
+    "ruby-actionmailer",
     "chromium",
     "npm",
     "prometheus",

@@ -107,6 +107,36 @@ class TestActiveJob < Minitest::Test
     assert_empty lines, 'neither NotAJob nor GreetJob was instantiated'
   end
 
+  def test_a_mailer_delivers_later_through_actionmailers_own_job
+    ShopMailer.receipt('b@example.com').deliver_later
+    wait_for('the mail went out') { lines == ['mailed receipt b@example.com'] }
+  end
+
+  # ActionMailer's delivery job calls `mailer.public_send(method, *args)`:
+  # a raw payload naming Kernel and system once ran a shell command. Only
+  # jobs the app defines run, framework ones only as the app uses them
+  # (a delivery only for one of its mailers' actions), others only if
+  # allowed by name.
+  def test_framework_and_outside_job_classes_are_not_gadgets
+    marker = File.join(Dir.mktmpdir, 'pwned')
+    mail = lambda do |job_class, mailer, method|
+      arguments = [mailer, method, 'deliver_now', { 'args' => ["touch #{marker}"], '_aj_ruby2_keywords' => ['args'] }]
+      { 'class' => WRAPPER, 'retry' => 0,
+        'args' => [{ 'job_class' => job_class, 'arguments' => arguments, 'job_id' => SecureRandom.uuid }] }
+    end
+    Cogworker::Client.new.push_payloads(
+      [mail.call('ActionMailer::MailDeliveryJob', 'Kernel', 'system'),
+       mail.call('ActionMailer::DeliveryJob', 'Kernel', 'system'),
+       mail.call('ActionMailer::MailDeliveryJob', 'ShopMailer', 'instance_eval'),
+       mail.call('ShopDeliveryJob', 'Kernel', 'system'),
+       { 'class' => WRAPPER, 'retry' => 0, 'args' => [{ 'job_class' => 'OutsideJob', 'arguments' => ['x'] }] }]
+    )
+    wait_for('all five refused') { @api.set_size('dead') == 5 }
+    assert_equal ['Cogworker::UnknownJobClass'] * 5, @api.entries('dead').map { |e| e['job']['error_class'] }
+    refute File.exist?(marker), 'no shell command ran'
+    assert_empty lines
+  end
+
   def test_enqueue_all_pushes_in_one_call
     adapter = ActiveJob::Base.queue_adapter
     assert_instance_of ActiveJob::QueueAdapters::CogworkerAdapter, adapter

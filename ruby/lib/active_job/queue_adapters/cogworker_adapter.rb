@@ -57,21 +57,91 @@ module ActiveJob
         jids
       end
 
+      # Job classes defined outside the app (a gem's) that the wrapper runs:
+      # the framework's own, while the app has loaded that framework, and
+      # any the app names with CogworkerAdapter.allow_job_class.
+      FRAMEWORK_JOBS = %w[
+        ActionMailer::MailDeliveryJob ActionMailer::DeliveryJob ActionMailer::Parameterized::DeliveryJob
+        ActiveStorage::AnalyzeJob ActiveStorage::MirrorJob ActiveStorage::PurgeJob ActiveStorage::TransformJob
+        ActiveStorage::PreviewImageJob ActionMailbox::IncinerationJob ActionMailbox::RoutingJob
+        ActiveRecord::DestroyAssociationAsyncJob
+      ].freeze
+      MAIL_DELIVERIES = %w[deliver_now deliver_now!].freeze
+
+      @allowed = FRAMEWORK_JOBS.dup
+
+      class << self
+        # Lets the wrapper run `name`, an ActiveJob class defined outside the
+        # app's directory (a gem's: `allow_job_class 'Turbo::Streams::BroadcastJob'`).
+        def allow_job_class(name)
+          @allowed |= [name.to_s]
+        end
+
+        # Where the app's own code is: Rails.root, else the working directory.
+        def app_root
+          root = defined?(::Rails) && ::Rails.respond_to?(:root) && ::Rails.root
+          File.expand_path((root || Dir.pwd).to_s)
+        end
+
+        # May the wrapper run `job_data`? Anyone who can write to Redis
+        # chooses it, so not any ActiveJob::Base subclass will do: ActionMailer's
+        # delivery job calls `mailer.public_send(method, *args)`, and with
+        # Kernel and system it ran a shell command. A job runs if the app
+        # defines its class (its source under the app's root, outside
+        # vendor/), or it is allowed by name; a mail delivery only for one
+        # of the app's mailers and one of its actions.
+        def runnable?(klass, job_data)
+          return false unless klass.is_a?(Class) && klass < ActiveJob::Base
+          return mail_delivery?(job_data['arguments']) if delivery_job?(klass)
+
+          @allowed.include?(klass.name) || defined_in_app?(klass)
+        end
+
+        private
+
+        # ActionMailer's delivery jobs, and an app's subclass of one
+        # (`config.action_mailer.delivery_job`).
+        def delivery_job?(klass)
+          %w[MailDeliveryJob DeliveryJob Parameterized::DeliveryJob].any? do |name|
+            defined?(::ActionMailer) && ::ActionMailer.const_defined?(name) && klass <= ::ActionMailer.const_get(name)
+          end
+        end
+
+        def defined_in_app?(klass)
+          file, = Object.const_source_location(klass.name)
+          root = "#{app_root}/"
+          !file.nil? && file.start_with?(root) && !file.delete_prefix(root).start_with?('vendor/')
+        rescue NameError
+          false
+        end
+
+        def mail_delivery?(arguments)
+          mailer_name, method, delivery = Array(arguments).first(3).map(&:to_s)
+          mailer = Object.const_get(mailer_name) if mailer_name.match?(/\A[A-Z][\w:]*\z/)
+          mailer.is_a?(Class) && defined?(::ActionMailer::Base) && mailer < ::ActionMailer::Base &&
+            mailer.action_methods.include?(method) && MAIL_DELIVERIES.include?(delivery)
+        rescue NameError
+          false
+        end
+      end
+
       # The one cogworker job class ActiveJob jobs run through: registered
       # like any Cogworker::Job, so the allow-list admits ActiveJob classes
-      # through it, and only subclasses of ActiveJob::Base.
+      # through it, and only those CogworkerAdapter.runnable? admits.
       class JobWrapper
         include Cogworker::Job
 
         def perform(job_data)
           job_class = job_data['job_class'].to_s
           klass = begin
-            Object.const_get(job_class)
+            Object.const_get(job_class) if job_class.match?(/\A[A-Z][\w:]*\z/)
           rescue NameError
             nil
           end
-          unless klass.is_a?(Class) && klass < ActiveJob::Base
-            raise Cogworker::UnknownJobClass, "#{job_class.inspect} is not an ActiveJob class"
+          unless CogworkerAdapter.runnable?(klass, job_data)
+            raise Cogworker::UnknownJobClass,
+                  "#{job_class.inspect} is not an ActiveJob class this app runs (see docs/security.md: " \
+                  'CogworkerAdapter.allow_job_class)'
           end
 
           ActiveJob::Base.execute(job_data.merge('provider_job_id' => jid))

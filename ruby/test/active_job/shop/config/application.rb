@@ -4,6 +4,7 @@
 # on cogworker: the one setting an app changes is the queue adapter.
 require 'rails'
 require 'active_job/railtie'
+require 'action_mailer/railtie'
 require 'cogworker'
 
 module Shop
@@ -13,5 +14,6 @@ module Shop
     config.secret_key_base = 'test-only'
     config.logger = Logger.new($stderr, level: :warn)
     config.active_job.queue_adapter = :cogworker
+    config.action_mailer.delivery_method = :logged
   end
 end
