@@ -28,10 +28,24 @@ module Cogworker
       end
 
       # Runs the block (booting an app), registering as soon as
-      # ActiveSupport has appeared.
+      # ActiveSupport has appeared; once the app is loaded, the adapter (and
+      # with it the one handler ActiveJob jobs run through) is loaded
+      # whenever ActiveJob is. The load hook alone is not enough: in
+      # development (eager_load false) nothing loads ActiveJob::Base at
+      # boot, so `on_load(:active_job)` never fires in a worker and every
+      # ActiveJob job failed as an unknown handler.
       def while_booting
-        return yield if install
+        if install
+          yield
+        else
+          watch_for_active_support { yield }
+        end
+        require ADAPTER if defined?(::ActiveJob)
+      end
 
+      private
+
+      def watch_for_active_support
         watcher = TracePoint.new(:class) { watcher.disable if install }
         watcher.enable
         begin

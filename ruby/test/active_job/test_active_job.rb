@@ -154,3 +154,47 @@ class TestActiveJob < Minitest::Test
 
   def waiting_detail = "\nworker log:\n#{worker_err}"
 end
+
+# An app laid out as `rails new` makes it (generated/): nothing requires
+# its jobs, Rails autoloads them. The worker must run them in development
+# (eager_load false: ActiveJob::Base is never loaded at boot) as in
+# production.
+class TestGeneratedApp < Minitest::Test
+  include Waiting
+
+  GENERATED = File.expand_path('generated', __dir__)
+
+  def setup
+    @redis = Cogworker::Testing::RedisServer.new
+    Cogworker.configure { |c| c.redis_url = @redis.url }
+    @log = File.join(Dir.mktmpdir, 'jobs.log')
+    File.write(@log, '')
+  end
+
+  def teardown = @redis.stop
+
+  def test_its_jobs_run_in_development_and_in_production
+    [[], %w[-e production]].each do |environment|
+      worker = Process.spawn({ 'COGWORKER_REDIS_URL' => @redis.url, 'AJ_LOG' => @log, 'RAILS_ENV' => nil,
+                               'RACK_ENV' => nil, 'APP_ENV' => nil },
+                             'ruby', '-I', File.expand_path('../../lib', __dir__), EXE, '-r', GENERATED,
+                             *environment, err: File.join(File.dirname(@log), 'worker.err'))
+      name = environment.empty? ? 'development' : 'production'
+      begin
+        Cogworker::Client.new.push_payloads(
+          [{ 'class' => TestActiveJob::WRAPPER, 'wrapped' => 'HelloJob',
+             'args' => [{ 'job_class' => 'HelloJob', 'job_id' => SecureRandom.uuid, 'arguments' => [name] }] }]
+        )
+        wait_for("the job ran in #{name}") { File.readlines(@log, chomp: true).include?("hello #{name} #{name}") }
+      ensure
+        Process.kill('TERM', worker)
+        assert exit_status(worker, 30).success?
+      end
+    end
+    assert_equal 0, Cogworker::Api.new.set_size('retry'), 'no UnknownHandler failure'
+  end
+
+  private
+
+  def waiting_detail = "\nworker log:\n#{File.read(File.join(File.dirname(@log), 'worker.err'))[-3000..]}"
+end
