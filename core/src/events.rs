@@ -63,6 +63,11 @@ pub type EventHook = Arc<dyn Fn(&WorkerEvent) + Send + Sync>;
 #[derive(Default)]
 pub(crate) struct Events {
     tx: Option<flume::Sender<WorkerEvent>>,
+    /// [`WorkerEvent::ClientMiddleware`] requests, on a channel of their
+    /// own: the periodic ticker waits for their answers, and must never
+    /// wait behind an application's hook (a death handler that took 12 s
+    /// once made it push jobs without the middleware and skip slots).
+    requests: Option<flume::Sender<WorkerEvent>>,
     overflowed: AtomicBool,
 }
 
@@ -71,11 +76,23 @@ impl Events {
     pub fn to(tx: flume::Sender<WorkerEvent>) -> Self {
         Events {
             tx: Some(tx),
+            requests: None,
             overflowed: AtomicBool::new(false),
         }
     }
 
+    /// Client-middleware requests to `requests` instead.
+    pub fn with_requests(mut self, requests: flume::Sender<WorkerEvent>) -> Self {
+        self.requests = Some(requests);
+        self
+    }
+
     pub fn emit(&self, event: WorkerEvent) {
+        if let (WorkerEvent::ClientMiddleware { .. }, Some(requests)) = (&event, &self.requests) {
+            // One at a time: the ticker waits for each answer.
+            let _ = requests.try_send(event);
+            return;
+        }
         let Some(tx) = &self.tx else { return };
         if tx.try_send(event).is_err() && !self.overflowed.swap(true, Ordering::Relaxed) {
             tracing::warn!(

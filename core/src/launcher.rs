@@ -170,15 +170,22 @@ impl WorkerBuilder {
         let (completions_tx, completions_rx) = flume::unbounded();
         let mut handlers: std::collections::HashSet<String> = self.registry.classes().into_iter().collect();
         handlers.extend(self.host_classes.iter().cloned());
-        let (events, events_rx) = if self.host_events || !self.event_hooks.is_empty() {
+        let (mut events, events_rx) = if self.host_events || !self.event_hooks.is_empty() {
             let (tx, rx) = flume::bounded(EVENT_BACKLOG);
             (Events::to(tx), Some(rx))
         } else {
             (Events::default(), None)
         };
+        let host_client_middleware = self.host_client_middleware && self.host_events;
+        let mut requests_rx = None;
+        if host_client_middleware {
+            let (tx, rx) = flume::bounded(1);
+            events = events.with_requests(tx);
+            requests_rx = Some(rx);
+        }
         let mut shared = Shared::new(self.config, redis, completions_tx, self.periodic, handlers, events);
         shared.client_middleware = self.client_middleware;
-        shared.host_client_middleware = self.host_client_middleware && self.host_events;
+        shared.host_client_middleware = host_client_middleware;
         let shared = Arc::new(shared);
         let (handover, intake) = handover::pair(self.host_slots);
         Ok(Worker {
@@ -189,6 +196,7 @@ impl WorkerBuilder {
             intake,
             completions_rx,
             events_rx,
+            requests_rx,
             event_hooks: self.event_hooks,
         })
     }
@@ -206,6 +214,9 @@ pub struct Worker {
     intake: Intake,
     completions_rx: flume::Receiver<Completion>,
     events_rx: Option<flume::Receiver<WorkerEvent>>,
+    /// The periodic jobs for the host's client middleware, apart from the
+    /// events (see [`Worker::take_client_middleware_requests`]).
+    requests_rx: Option<flume::Receiver<WorkerEvent>>,
     event_hooks: Vec<EventHook>,
 }
 
@@ -248,6 +259,14 @@ impl Worker {
     /// read (once; `None` after).
     pub fn take_events(&mut self) -> Option<flume::Receiver<WorkerEvent>> {
         self.events_rx.take()
+    }
+
+    /// With [`WorkerBuilder::host_client_middleware`]: the periodic jobs
+    /// for the host's client middleware ([`WorkerEvent::ClientMiddleware`]),
+    /// on their own channel, for a host thread that runs no other hook
+    /// (once; `None` after).
+    pub fn take_client_middleware_requests(&mut self) -> Option<flume::Receiver<WorkerEvent>> {
+        self.requests_rx.take()
     }
 
     /// A handle to control it and, for host slots, take jobs.

@@ -107,8 +107,18 @@ class Worker:
                 self.stop()
                 raise RuntimeError(f"cogworker: could not start slot thread {i}: {error}") from error
             self._threads.append(thread)
-        self._events_thread = threading.Thread(target=self._events, name="cogworker.events", daemon=True)
+        self._events_thread = threading.Thread(
+            target=self._events, args=(self._native.next_event,), name="cogworker.events", daemon=True
+        )
         self._events_thread.start()
+        # The periodic ticker's requests to the client middleware, apart:
+        # never behind an app's hook on the events thread.
+        threading.Thread(
+            target=self._events,
+            args=(self._native.next_client_middleware,),
+            name="cogworker.client-middleware",
+            daemon=True,
+        ).start()
         # Plain atexit runs after non-daemon threads are joined: too late.
         threading._register_atexit(self._stop_at_exit)  # type: ignore[attr-defined]
         logger.info(
@@ -203,11 +213,11 @@ class Worker:
             elif state == _STOPPED:
                 return
 
-    def _events(self) -> None:
-        """Runs the application's hooks on worker events until the engine
-        has shut down and every event was handled."""
+    def _events(self, next_event: Callable[[float], tuple[str, str | None] | None]) -> None:
+        """Runs the application's hooks on the events ``next_event`` reads
+        until the engine has shut down and every event was handled."""
         while True:
-            event = self._native.next_event(_NEXT_JOB_WAIT)
+            event = next_event(_NEXT_JOB_WAIT)
             if event is None:
                 continue
             name, job_json = event

@@ -240,3 +240,39 @@ def test_client_middleware_also_stamps_the_periodic_jobs_a_worker_pushes(worker_
     finally:
         _periodic.clear()
     assert entries[0]["class"] == "Hooks.Tick" and entries[0]["tenant"] == "acme", entries
+
+
+def test_a_slow_death_hook_holds_up_no_periodic_push(worker_factory) -> None:
+    """The periodic ticker's request to the client middleware never waits
+    behind an app's hook: while a death handler takes its time, every
+    second's job is pushed with the middleware's fields, no slot skipped."""
+    from cogworker import _periodic
+
+    entered, release = threading.Event(), threading.Event()
+
+    @cogworker.on_death
+    def slow_pager(job: dict[str, Any], error: cogworker.JobDied) -> None:
+        entered.set()
+        release.wait(30)
+
+    cogworker.configure(client_middleware=[lambda job: {**job, "tenant": "acme"}])
+    cogworker.periodic("* * * * * *", "Hooks.Tick", queue="ticks")  # a queue this worker does not take
+    api = cogworker.Api()
+    try:
+        worker_factory()
+        dies.enqueue()
+        assert entered.wait(15), "the death hook runs"
+        before = len(api.queue_jobs("ticks", 0, 1000))
+        # Eight seconds' slots while the hook still runs (the ticker waits
+        # at most 5 s for an answer: behind the hook, these were pushed
+        # without the middleware's fields, and slots were skipped).
+        entries = wait_for(
+            "8 more ticks", lambda: (e := api.queue_jobs("ticks", 0, 1000)) and len(e) >= before + 8 and e
+        )
+        assert not release.is_set()
+    finally:
+        release.set()
+        _periodic.clear()
+    assert all(entry.get("tenant") == "acme" for entry in entries), entries
+    slots = sorted(entry["periodic_slot"] for entry in entries)
+    assert slots == list(range(slots[0], slots[0] + len(slots))), f"a slot skipped: {slots}"

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative 'test_helper'
+require 'timeout'
 
 class HooksRecordJob
   include Cogworker::Job
@@ -178,5 +179,35 @@ class TestHooks < Minitest::Test
     api = Cogworker::Api.new
     job = wait_for('a periodic job') { api.queue_jobs('ticks', 0, 10).first }
     assert_equal %w[HooksTick acme], job.values_at('class', 'tenant')
+  end
+
+  # The periodic ticker's request to the client middleware never waits
+  # behind an app's hook: while a death handler takes its time, every
+  # second's job is pushed with the middleware's fields, no slot skipped.
+  def test_a_slow_death_hook_holds_up_no_periodic_push
+    entered = Queue.new
+    release = Queue.new
+    Cogworker.configure do |c|
+      c.client_middleware { |chain| chain.add TenantStamp }
+      c.periodic { |mgr| mgr.register('* * * * * *', 'HooksTick', queue: 'ticks') }
+      c.death_handlers << lambda { |_job, _ex|
+        entered << true
+        Timeout.timeout(30) { release.pop }
+      }
+    end
+    start_runner
+    api = Cogworker::Api.new
+    HooksDiesJob.perform_async
+    Timeout.timeout(15) { entered.pop }
+    before = api.queue_jobs('ticks', 0, 1000).size
+    # The ticker waits at most 5 s for an answer: behind the hook, these
+    # were pushed without the middleware's fields, and slots were skipped.
+    entries = wait_for('8 more ticks') { (e = api.queue_jobs('ticks', 0, 1000)).size >= before + 8 && e }
+    assert release.empty?
+    assert(entries.all? { |e| e['tenant'] == 'acme' }, entries.inspect)
+    slots = entries.map { |e| e['periodic_slot'] }.sort
+    assert_equal (slots.first...(slots.first + slots.size)).to_a, slots, 'no slot skipped'
+  ensure
+    release&.push(true)
   end
 end

@@ -139,6 +139,14 @@ impl PyWorker {
         blocking::wait(py, Some(timeout), |slice| self.0.next_event(slice).into_parts())
     }
 
+    /// As `next_event`, for the periodic jobs for the client middleware
+    /// alone (`("client_middleware", job_json)`), on a thread of their own.
+    fn next_client_middleware(&self, py: Python<'_>, timeout: f64) -> PyResult<Option<(&'static str, Option<String>)>> {
+        blocking::wait(py, Some(timeout), |slice| {
+            self.0.next_client_middleware(slice).into_parts()
+        })
+    }
+
     /// The client middleware's answer for the periodic job `jid` (a
     /// ``client_middleware`` event): its JSON, or None to push nothing.
     #[pyo3(signature = (jid, job=None))]

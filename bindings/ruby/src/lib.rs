@@ -86,6 +86,10 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     worker.define_method("wait", method!(worker::RbWorker::wait, 1))?;
     worker.define_method("next_event", method!(worker::RbWorker::next_event, 1))?;
     worker.define_method(
+        "next_client_middleware",
+        method!(worker::RbWorker::next_client_middleware, 1),
+    )?;
+    worker.define_method(
         "reply_client_middleware",
         method!(worker::RbWorker::reply_client_middleware, 2),
     )?;

@@ -130,6 +130,18 @@ impl RbWorker {
         blocking::wait(ruby, Some(timeout), |slice| rb_self.0.next_event(slice).into_parts())
     }
 
+    /// As `next_event`, for the periodic jobs for the client middleware
+    /// alone (`["client_middleware", job_json]`), on a thread of their own.
+    pub fn next_client_middleware(
+        ruby: &Ruby,
+        rb_self: &Self,
+        timeout: f64,
+    ) -> Result<Option<(&'static str, Option<String>)>, Error> {
+        blocking::wait(ruby, Some(timeout), |slice| {
+            rb_self.0.next_client_middleware(slice).into_parts()
+        })
+    }
+
     /// Waits up to `timeout` seconds for the engine's shutdown; true once done.
     pub fn wait(ruby: &Ruby, rb_self: &Self, timeout: f64) -> Result<bool, Error> {
         let finished = blocking::wait(ruby, Some(timeout), |slice| rb_self.0.finished(slice))?;

@@ -21,6 +21,8 @@ pub struct HostWorker {
     finished: flume::Receiver<std::result::Result<(), String>>,
     finished_tx: flume::Sender<std::result::Result<(), String>>,
     events: flume::Receiver<WorkerEvent>,
+    /// Client-middleware requests (none without client middleware).
+    requests: Option<flume::Receiver<WorkerEvent>>,
     ended: Arc<AtomicBool>,
 }
 
@@ -68,6 +70,7 @@ impl HostWorker {
         }
         let mut worker = super::in_runtime(|| builder.build())?;
         let events = worker.take_events().expect("host_events() makes an event channel");
+        let requests = worker.take_client_middleware_requests();
         let (finished_tx, finished) = flume::bounded(1);
         Ok(HostWorker {
             handle: worker.handle(),
@@ -75,6 +78,7 @@ impl HostWorker {
             finished,
             finished_tx,
             events,
+            requests,
             ended: Arc::default(),
         })
     }
@@ -116,11 +120,27 @@ impl HostWorker {
     /// interpreter lock released, from one host thread that runs the
     /// application's hooks).
     pub fn next_event(&self, timeout: Duration) -> NextEvent {
-        match self.events.recv_timeout(timeout) {
+        self.next_from(&self.events, timeout)
+    }
+
+    /// Blocks up to `timeout` for the next periodic job for the host's
+    /// client middleware ([`WorkerEvent::ClientMiddleware`]): for a host
+    /// thread of its own, so that no application hook running on the
+    /// events thread holds the periodic ticker up. `Ended` at once without
+    /// client middleware.
+    pub fn next_client_middleware(&self, timeout: Duration) -> NextEvent {
+        match &self.requests {
+            Some(requests) => self.next_from(requests, timeout),
+            None => NextEvent::Ended,
+        }
+    }
+
+    fn next_from(&self, events: &flume::Receiver<WorkerEvent>, timeout: Duration) -> NextEvent {
+        match events.recv_timeout(timeout) {
             Ok(event) => NextEvent::Event(event),
             Err(flume::RecvTimeoutError::Timeout) if !self.ended.load(Ordering::SeqCst) => NextEvent::Idle,
             // Ended: what is left was sent before the end; hand it over first.
-            Err(_) => match self.events.try_recv() {
+            Err(_) => match events.try_recv() {
                 Ok(event) => NextEvent::Event(event),
                 Err(_) => NextEvent::Ended,
             },

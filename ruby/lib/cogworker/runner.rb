@@ -49,7 +49,10 @@ module Cogworker
       Native.init_logging(false)
       @native.start
       @config.concurrency.times { |i| start_slot(i) }
-      @events_thread = Thread.new { run_hooks }
+      @events_thread = Thread.new { run_hooks(:next_event, 'cogworker.events') }
+      # The periodic ticker's requests to the client middleware, apart:
+      # never behind an app's hook on the events thread.
+      Thread.new { run_hooks(:next_client_middleware, 'cogworker.client-middleware') }
       Cogworker.logger.info("cogworker #{identity}: #{@handlers.size} handler(s): #{@handlers.keys.sort.join(', ')}")
       self
     end
@@ -116,10 +119,10 @@ module Cogworker
 
     # The application's hooks on worker events, until the engine has shut
     # down and every event was handled.
-    def run_hooks
-      Thread.current.name = 'cogworker.events'
+    def run_hooks(next_event, thread_name)
+      Thread.current.name = thread_name
       loop do
-        name, job_json = @native.next_event(0.5)
+        name, job_json = @native.public_send(next_event, 0.5)
         next if name.nil?
         break if name == 'ended'
 
