@@ -227,13 +227,18 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
             }
             Completion::Requeue { token, queue, raw, job } => {
                 let (identity, entry) = (&shared.identity, own_entry(shared, token));
+                let requeued = std::sync::atomic::AtomicI64::new(0);
                 persist(shared, "putting a job back on its queue", || async {
                     crate::recovery::requeue_one(shared, identity, &raw, &job, 0, &entry, &queue)
                         .await
-                        .map(drop)
+                        .map(|n| requeued.store(n, std::sync::atomic::Ordering::Relaxed))
                 })
                 .await;
-                tracing::info!("{job} put back on queue {queue}");
+                if requeued.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+                    tracing::info!("{job} was no longer this process's (recovered by another): not put back");
+                } else {
+                    tracing::info!("{job} put back on queue {queue}");
+                }
             }
             Completion::RunLockStarted { lock, jid } => {
                 // Best effort: the next heartbeat shortens it too.

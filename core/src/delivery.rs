@@ -35,6 +35,8 @@ pub struct Delivery {
     pub(crate) detached: bool,
     /// What the handler returned, as JSON, for a job with `result_ttl`.
     pub(crate) returned: Option<Box<serde_json::Value>>,
+    /// When the fetch took it (see [`crate::stall`]).
+    pub(crate) fetched_at: crate::stall::Moment,
     /// Who settles it; `None` once it is settled or given back.
     owner: Option<Arc<Shared>>,
 }
@@ -67,6 +69,7 @@ impl Delivery {
             started: false,
             detached: false,
             returned: None,
+            fetched_at: crate::stall::Moment::now(),
             owner: Some(owner),
         }
     }
@@ -170,6 +173,7 @@ impl Delivery {
             started: self.started,
             detached: self.detached,
             returned: self.returned.take(),
+            fetched_at: self.fetched_at,
             owner: None,
         }
     }

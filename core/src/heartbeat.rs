@@ -25,6 +25,8 @@ pub(crate) async fn first_beat(shared: &Shared) -> bool {
     loop {
         match resolve_and_beat(shared).await {
             Ok(()) => {
+                // Nothing was fetched before it: a slow start is no stall.
+                let _ = shared.stall.beat();
                 warn_about_eviction(shared).await;
                 return true;
             }
@@ -86,7 +88,16 @@ pub(crate) async fn run(shared: Arc<Shared>) {
             return;
         }
         match beat(&shared).await {
-            Ok(()) => shared.events.emit(crate::events::WorkerEvent::Heartbeat),
+            Ok(()) => {
+                if let Some(gap) = shared.stall.beat() {
+                    tracing::warn!(
+                        "no heartbeat written for {:.1}s (this process was frozen, or cut off from Redis): \
+                         other processes may have recovered the jobs it held; those not started yet are given back",
+                        gap.as_secs_f64()
+                    );
+                }
+                shared.events.emit(crate::events::WorkerEvent::Heartbeat)
+            }
             Err(e) => tracing::error!("heartbeat failed (will retry): {e}"),
         }
     }

@@ -42,6 +42,7 @@ mod scheduler;
 mod scripts;
 mod settings;
 mod shared;
+mod stall;
 pub mod testing;
 mod trace;
 #[cfg(feature = "web")]

@@ -84,6 +84,8 @@ pub(crate) struct Shared {
     /// jobs were still running then. Their outcomes are not this process's
     /// to write any more ([`Shared::finish`] drops them).
     given_back: std::sync::OnceLock<usize>,
+    /// Whether this process stalled while it held jobs (see [`crate::stall`]).
+    pub stall: crate::stall::StallWatch,
     /// The periodic entries this process ticks for.
     pub periodic: Vec<Periodic>,
     /// The handler names this process runs (the allow-list): a job of any
@@ -116,6 +118,7 @@ impl Shared {
             std::process::id(),
             &job::new_jid()[..8]
         );
+        let stall = crate::stall::StallWatch::new(std::time::Duration::from_secs_f64(config.orphan_threshold()));
         Shared {
             keys: Keys::for_config(&config),
             reliable: AtomicBool::new(config.fetch() == FetchMode::Reliable),
@@ -134,6 +137,7 @@ impl Shared {
             completions,
             recovered_once: AtomicBool::new(false),
             given_back: std::sync::OnceLock::new(),
+            stall,
             periodic,
             handlers,
             events,
@@ -279,6 +283,20 @@ impl Shared {
     /// A slot begins `delivery`: it becomes busy. A job no handler here is
     /// registered for is failed at once instead (`None`).
     pub fn begin(&self, mut delivery: Delivery) -> Option<Delivery> {
+        if self.stall.held_through_stall(&delivery.fetched_at) {
+            // The others may have taken it back while this process was
+            // frozen or cut off: not started here. Given back unstarted,
+            // it returns to its queue only if still this process's (the
+            // give-back checks that, atomically).
+            tracing::warn!(
+                jid = delivery.job.jid_str(),
+                class = delivery.job.display_class(),
+                "held through a stall of this process (no heartbeat for longer than orphan_threshold): \
+                 given back, not started"
+            );
+            delivery.abandon("held through a stall");
+            return None;
+        }
         delivery.mark_started();
         if !self.runs(delivery.job.class()) {
             let failure = delivery::unknown_handler(&delivery.job);
