@@ -112,7 +112,7 @@ impl Client {
         // this host's clock made (`now()`, a delay, an `at` computed from
         // it) is moved onto it, so a skewed host schedules nothing early
         // or late.
-        let offset = crate::clock::offset(&self.redis).await?;
+        let offset = crate::clock::offset(&self.redis).await;
         let at = now() + offset;
         let mut jids = Vec::with_capacity(jobs.len());
         let mut immediate: BTreeMap<String, Vec<String>> = BTreeMap::new();

@@ -41,19 +41,30 @@ const OFFSET_FOR: std::time::Duration = std::time::Duration::from_secs(60);
 /// this host's clock gave to make it a time on the fleet's clock. Measured
 /// with one `TIME` a minute per connection, so a push or a failure costs
 /// no round trip for it. 0 where `TIME` is refused (the host's clock is
-/// the fleet's then).
-pub(crate) async fn offset(redis: &Redis) -> Result<f64> {
-    if let Some((offset, at)) = *redis.clock_offset.lock().unwrap() {
+/// the fleet's then). Never an error: where `TIME` fails (Redis is
+/// unreachable, the master not yet resolved), the last offset measured is
+/// used, or 0, and it is measured again next time; the caller's own
+/// command meets the failure, and retries as it does.
+pub(crate) async fn offset(redis: &Redis) -> f64 {
+    let cached = *redis.clock_offset.lock().unwrap();
+    if let Some((offset, at)) = cached {
         if at.elapsed() < OFFSET_FOR {
-            return Ok(offset);
+            return offset;
         }
     }
     let before = crate::job::now();
-    let fleet = now(redis).await?;
-    // The server read its clock somewhere in the round trip: its middle.
-    let offset = fleet - (before + crate::job::now()) / 2.0;
-    *redis.clock_offset.lock().unwrap() = Some((offset, std::time::Instant::now()));
-    Ok(offset)
+    match now(redis).await {
+        Ok(fleet) => {
+            // The server read its clock somewhere in the round trip: its middle.
+            let offset = fleet - (before + crate::job::now()) / 2.0;
+            *redis.clock_offset.lock().unwrap() = Some((offset, std::time::Instant::now()));
+            offset
+        }
+        Err(e) => {
+            tracing::debug!("could not read Redis's clock ({e}); using the last offset from it");
+            cached.map_or(0.0, |(offset, _)| offset)
+        }
+    }
 }
 
 /// The host's time, the fallback a script uses where `TIME` is refused.

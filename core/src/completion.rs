@@ -187,7 +187,7 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
             } => {
                 // The retry's due time on the fleet's clock: a host whose
                 // clock is behind would file it already due.
-                let offset = crate::clock::offset(&shared.redis).await.unwrap_or(0.0);
+                let offset = crate::clock::offset(&shared.redis).await;
                 let mut plan = plan_failure(&delivery.job, &failure, finished_at + offset, &shared.identity);
                 plan.started_at = delivery.started_at;
                 let history = history_entry(&delivery.job, delivery.started_at, finished_at, Some(&failure));
