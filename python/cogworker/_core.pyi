@@ -33,6 +33,7 @@ __all__ = [
     "prepare_job",
     "prepare_payload",
     "settings",
+    "warn_secret_on_command_line",
 ]
 
 class Error(Exception):
