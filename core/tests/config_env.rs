@@ -1,10 +1,16 @@
 //! `Config::from_env`: COGWORKER_REDIS_URL wins over REDIS_URL; a bad URL
-//! is refused with the setting named. (Its own binary: it sets env vars.)
+//! is refused with the setting named. (Its own binary: it sets env vars,
+//! one test at a time.)
 
 use cogworker::{Config, DEFAULT_REDIS_URL};
+use std::sync::Mutex;
+
+/// The environment is the process's: the tests that set it take turns.
+static ENVIRONMENT: Mutex<()> = Mutex::new(());
 
 #[test]
 fn redis_url_comes_from_the_environment() {
+    let _turn = ENVIRONMENT.lock().unwrap_or_else(|p| p.into_inner());
     std::env::remove_var("COGWORKER_REDIS_URL");
     std::env::remove_var("REDIS_URL");
     assert_eq!(Config::from_env().unwrap().redis_url(), DEFAULT_REDIS_URL);
@@ -27,6 +33,7 @@ fn redis_url_comes_from_the_environment() {
 /// URL, one named by `COGWORKER_WEB_AUTH_FILE` the dashboard's `user:password`.
 #[test]
 fn secrets_come_from_files_the_environment_names() {
+    let _turn = ENVIRONMENT.lock().unwrap_or_else(|p| p.into_inner());
     let dir = std::env::temp_dir().join(format!("cogworker-secrets-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let url_file = dir.join("redis_url");
