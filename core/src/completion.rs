@@ -227,17 +227,16 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
             }
             Completion::Requeue { token, queue, raw, job } => {
                 let (identity, entry) = (&shared.identity, own_entry(shared, token));
-                let requeued = std::sync::atomic::AtomicI64::new(0);
-                persist(shared, "putting a job back on its queue", || async {
+                let requeued = persist(shared, "putting a job back on its queue", || {
                     crate::recovery::requeue_one(shared, identity, &raw, &job, 0, &entry, &queue)
-                        .await
-                        .map(|n| requeued.store(n, std::sync::atomic::Ordering::Relaxed))
                 })
                 .await;
-                if requeued.load(std::sync::atomic::Ordering::Relaxed) == 0 {
-                    tracing::info!("{job} was no longer this process's (recovered by another): not put back");
-                } else {
-                    tracing::info!("{job} put back on queue {queue}");
+                match requeued {
+                    Some(0) => {
+                        tracing::info!("{job} was no longer this process's (recovered by another): not put back")
+                    }
+                    Some(_) => tracing::info!("{job} put back on queue {queue}"),
+                    None => {}
                 }
             }
             Completion::RunLockStarted { lock, jid } => {
@@ -615,28 +614,29 @@ async fn file(
     Ok(())
 }
 
-/// Retries `write` until it succeeds. While stopping with reliable fetch,
-/// for a bounded time: the job then stays on the in-progress list, where
-/// recovery finds it. With basic fetch this process holds the only copy,
-/// so it retries until the write succeeds or the process is killed.
-async fn persist<F, Fut, E>(shared: &Shared, what: &str, mut write: F)
+/// Retries `write` until it succeeds, and returns what it returned. While
+/// stopping with reliable fetch, for a bounded time (then `None`): the job
+/// stays on the in-progress list, where recovery finds it. With basic fetch
+/// this process holds the only copy, so it retries until the write succeeds
+/// or the process is killed.
+async fn persist<T, F, Fut, E>(shared: &Shared, what: &str, mut write: F) -> Option<T>
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = Result<(), E>>,
+    Fut: Future<Output = Result<T, E>>,
     E: std::fmt::Display,
 {
     let mut delay = Duration::from_millis(100);
     let mut stopping_since: Option<Instant> = None;
     loop {
         match write().await {
-            Ok(()) => return,
+            Ok(written) => return Some(written),
             Err(e) => {
                 tracing::error!("{what} failed, retrying in {delay:?}: {e}");
                 if shared.is_stopping() && shared.is_reliable() {
                     let since = *stopping_since.get_or_insert_with(Instant::now);
                     if since.elapsed() > STOPPING_RETRY_LIMIT {
                         tracing::error!("{what}: giving up at shutdown; the job stays in progress for recovery");
-                        return;
+                        return None;
                     }
                 }
                 tokio::time::sleep(delay).await;

@@ -35,8 +35,8 @@ pub struct Delivery {
     pub(crate) detached: bool,
     /// What the handler returned, as JSON, for a job with `result_ttl`.
     pub(crate) returned: Option<Box<serde_json::Value>>,
-    /// When the fetch took it (see [`crate::stall`]).
-    pub(crate) fetched_at: crate::stall::Moment,
+    /// The stalls noticed when the fetch took it (see [`crate::stall`]).
+    pub(crate) fetched_at: u64,
     /// Who settles it; `None` once it is settled or given back.
     owner: Option<Arc<Shared>>,
 }
@@ -69,7 +69,7 @@ impl Delivery {
             started: false,
             detached: false,
             returned: None,
-            fetched_at: crate::stall::Moment::now(),
+            fetched_at: owner.stall.stalls(),
             owner: Some(owner),
         }
     }

@@ -4,7 +4,7 @@
 //! `logging`, Ruby `Logger`) are written through [`host_line`] in the same
 //! format, so a process prints one format, not two.
 
-use crate::printable::{needs_escaping, shown, shown_lines};
+use crate::printable::{shown, shown_lines};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -144,17 +144,10 @@ fn render(json: bool, level: &str, thread: &str, message: &str, extra: &[(String
     // newline in a jid must not start a forged entry, an ESC must not
     // reach the terminal. A backtrace keeps its lines, each indented, so
     // only an entry starts at the line's beginning.
-    let safe = |text: &str| -> String {
-        if needs_escaping(text) {
-            shown(text)
-        } else {
-            text.to_string()
-        }
-    };
     let mut line = format!(
         "{time} {level:<5} pid={pid} {identity} [{}] {}",
-        safe(thread),
-        safe(message)
+        shown(thread),
+        shown(message)
     );
     let mut trailing = String::new();
     for (k, v) in extra {
@@ -164,7 +157,7 @@ fn render(json: bool, level: &str, thread: &str, message: &str, extra: &[(String
                 trailing.push_str(backtrace_line);
             }
         } else {
-            let _ = write!(line, " {k}={}", safe(v));
+            let _ = write!(line, " {k}={}", shown(v));
         }
     }
     line.push_str(&trailing);

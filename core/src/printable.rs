@@ -2,6 +2,7 @@
 //! queue name cannot forge a log line, move a terminal's cursor, recolour
 //! it or reorder what it shows.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 /// Bidirectional overrides and isolates: they reorder the text after them.
@@ -10,31 +11,31 @@ fn is_bidi_control(c: char) -> bool {
 }
 
 /// `text` with control characters (newlines, ESC and the other C0/C1
-/// codes) and bidirectional controls shown as `\u{..}` escapes.
-pub(crate) fn shown(text: &str) -> String {
+/// codes) and bidirectional controls shown as `\u{..}` escapes; borrowed
+/// as it is when it has none (most text: a log line per job passes here).
+pub(crate) fn shown(text: &str) -> Cow<'_, str> {
     escaped(text, |_| false)
 }
 
 /// [`shown`], but line breaks and tabs kept: a backtrace's lines.
-pub(crate) fn shown_lines(text: &str) -> String {
+pub(crate) fn shown_lines(text: &str) -> Cow<'_, str> {
     escaped(text, |c| c == '\n' || c == '\t')
 }
 
-/// Does `text` need [`shown`]? (Most does not: no copy then.)
-pub(crate) fn needs_escaping(text: &str) -> bool {
-    text.chars().any(|c| c.is_control() || is_bidi_control(c))
-}
-
-fn escaped(text: &str, keep: impl Fn(char) -> bool) -> String {
+fn escaped(text: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
+    let escape = |c: char| (c.is_control() || is_bidi_control(c)) && !keep(c);
+    if !text.chars().any(escape) {
+        return Cow::Borrowed(text);
+    }
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        if (c.is_control() || is_bidi_control(c)) && !keep(c) {
+        if escape(c) {
             let _ = write!(out, "\\u{{{:x}}}", c as u32);
         } else {
             out.push(c);
         }
     }
-    out
+    Cow::Owned(out)
 }
 
 #[cfg(test)]
@@ -54,6 +55,10 @@ mod tests {
             shown_lines("Traceback\n\tat x\u{1b}[2J\r"),
             "Traceback\n\tat x\\u{1b}[2J\\u{d}"
         );
-        assert!(needs_escaping("a\u{2066}") && !needs_escaping("plain ✓"));
+        assert!(
+            matches!(shown("plain ✓"), Cow::Borrowed("plain ✓")),
+            "no copy without escapes"
+        );
+        assert_eq!(shown("a\u{2066}"), "a\\u{2066}");
     }
 }

@@ -283,7 +283,7 @@ impl Shared {
     /// A slot begins `delivery`: it becomes busy. A job no handler here is
     /// registered for is failed at once instead (`None`).
     pub fn begin(&self, mut delivery: Delivery) -> Option<Delivery> {
-        if self.stall.held_through_stall(&delivery.fetched_at) {
+        if self.stall.held_through_stall(delivery.fetched_at) {
             // The others may have taken it back while this process was
             // frozen or cut off: not started here. Given back unstarted,
             // it returns to its queue only if still this process's (the

@@ -5,18 +5,19 @@
 //! monotonic clock and the wall clock (a paused VM's monotonic clock may
 //! not have moved): a comparison per job started, nothing sent to Redis.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// A moment on both clocks.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Moment {
+struct Moment {
     instant: Instant,
     wall: f64,
 }
 
 impl Moment {
-    pub fn now() -> Self {
+    fn now() -> Self {
         Moment {
             instant: Instant::now(),
             wall: crate::job::now(),
@@ -32,25 +33,19 @@ impl Moment {
 
 pub(crate) struct StallWatch {
     threshold: Duration,
-    state: Mutex<State>,
-}
-
-struct State {
     /// The last heartbeat written.
-    last_beat: Moment,
-    /// When a heartbeat last found the one before it older than the
-    /// threshold: the end of the latest stall.
-    stall_ended: Option<Moment>,
+    last_beat: Mutex<Moment>,
+    /// How many stalls heartbeats have noticed: a job fetched when this
+    /// was lower was held through one.
+    stalls: AtomicU64,
 }
 
 impl StallWatch {
     pub fn new(threshold: Duration) -> Self {
         StallWatch {
             threshold,
-            state: Mutex::new(State {
-                last_beat: Moment::now(),
-                stall_ended: None,
-            }),
+            last_beat: Mutex::new(Moment::now()),
+            stalls: AtomicU64::new(0),
         }
     }
 
@@ -58,22 +53,24 @@ impl StallWatch {
     /// lasted, if the previous one is older than the threshold.
     pub fn beat(&self) -> Option<Duration> {
         let now = Moment::now();
-        let mut state = self.state.lock().unwrap();
-        let gap = now.since(&state.last_beat);
-        state.last_beat = now;
+        let gap = now.since(&std::mem::replace(&mut *self.last_beat.lock().unwrap(), now));
         (gap > self.threshold).then(|| {
-            state.stall_ended = Some(now);
+            self.stalls.fetch_add(1, Ordering::SeqCst);
             gap
         })
     }
 
-    /// Was a job taken at `fetched` held through a stall: one that has
-    /// ended since, or one going on now (no heartbeat written for longer
-    /// than the threshold)? Then the others may have taken it back.
-    pub fn held_through_stall(&self, fetched: &Moment) -> bool {
-        let state = self.state.lock().unwrap();
-        let ended_since = state.stall_ended.is_some_and(|ended| ended.instant >= fetched.instant);
-        ended_since || Moment::now().since(&state.last_beat) > self.threshold
+    /// The stalls noticed so far: what a job fetched now is held against.
+    pub fn stalls(&self) -> u64 {
+        self.stalls.load(Ordering::SeqCst)
+    }
+
+    /// Was a job fetched when [`StallWatch::stalls`] was `fetched_at` held
+    /// through a stall: one noticed since, or one going on now (no
+    /// heartbeat written for longer than the threshold)? Then the others
+    /// may have taken it back.
+    pub fn held_through_stall(&self, fetched_at: u64) -> bool {
+        self.stalls() != fetched_at || Moment::now().since(&self.last_beat.lock().unwrap()) > self.threshold
     }
 }
 
@@ -84,14 +81,14 @@ mod tests {
     #[test]
     fn a_job_fetched_before_a_stall_is_suspect_one_fetched_after_is_not() {
         let watch = StallWatch::new(Duration::from_millis(50));
-        let before = Moment::now();
-        assert!(!watch.held_through_stall(&before));
+        let before = watch.stalls();
+        assert!(!watch.held_through_stall(before));
         std::thread::sleep(Duration::from_millis(80));
-        assert!(watch.held_through_stall(&before), "a stall going on");
+        assert!(watch.held_through_stall(before), "a stall going on");
         assert!(watch.beat().is_some_and(|gap| gap >= Duration::from_millis(80)));
-        let after = Moment::now();
-        assert!(watch.held_through_stall(&before), "held through the stall that ended");
-        assert!(!watch.held_through_stall(&after));
+        let after = watch.stalls();
+        assert!(watch.held_through_stall(before), "held through the stall that ended");
+        assert!(!watch.held_through_stall(after));
         assert!(watch.beat().is_none(), "beats in time");
     }
 }

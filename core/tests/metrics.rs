@@ -8,6 +8,11 @@ use cogworker::{Api, Client, Failure, Job, Retry, Worker, BUCKETS_SECS};
 use common::*;
 use std::time::Duration;
 
+/// Executions the per-class metrics of the last 5 minutes count.
+async fn executions(api: &Api) -> u64 {
+    api.class_metrics(5).await.unwrap().iter().map(|c| c.processed).sum()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_execution_is_counted_by_class_with_its_run_time() {
     let redis = TestRedis::start();
@@ -36,15 +41,7 @@ async fn each_execution_is_counted_by_class_with_its_run_time() {
     let a = api.clone();
     wait_until("24 executions", Duration::from_secs(15), move || {
         let a = a.clone();
-        async move {
-            a.class_metrics(5)
-                .await
-                .unwrap()
-                .iter()
-                .map(|c| c.processed)
-                .sum::<u64>()
-                == 24
-        }
+        async move { executions(&a).await == 24 }
     })
     .await;
     let classes = api.class_metrics(5).await.unwrap();
@@ -113,15 +110,7 @@ async fn unknown_classes_share_one_label_and_distinct_classes_are_capped() {
     let expected = (known + 50) as u64;
     wait_until("every execution counted", Duration::from_secs(30), move || {
         let a = a.clone();
-        async move {
-            a.class_metrics(5)
-                .await
-                .unwrap()
-                .iter()
-                .map(|c| c.processed)
-                .sum::<u64>()
-                == expected
-        }
+        async move { executions(&a).await == expected }
     })
     .await;
     let classes = api.class_metrics(5).await.unwrap();

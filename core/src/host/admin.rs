@@ -122,7 +122,7 @@ pub async fn run(api: &Api, command: &str, arg: Option<&str>) -> Result<String> 
         }
         "processes" => {
             for p in api.processes().await? {
-                let queues: Vec<String> = p.info["queues"]
+                let queues: Vec<_> = p.info["queues"]
                     .as_array()
                     .into_iter()
                     .flatten()
@@ -130,7 +130,7 @@ pub async fn run(api: &Api, command: &str, arg: Option<&str>) -> Result<String> 
                     .map(shown)
                     .collect();
                 let quiet = if p.quiet { "  quiet" } else { "" };
-                let concurrency = shown(&p.info["concurrency"].to_string());
+                let concurrency = shown(&p.info["concurrency"].to_string()).into_owned();
                 let _ = writeln!(
                     out,
                     "{}  busy {}/{concurrency}  queues {}{quiet}",

@@ -97,6 +97,14 @@ module ActiveJob
           @allowed.include?(klass.name) || defined_in_app?(klass)
         end
 
+        # The constant `name` names (a job or mailer class from a payload),
+        # or nil: only a constant's name is looked up, never anything else.
+        def constant(name)
+          Object.const_get(name) if name.match?(/\A[A-Z][\w:]*\z/)
+        rescue NameError
+          nil
+        end
+
         private
 
         # ActionMailer's delivery jobs, and an app's subclass of one
@@ -117,11 +125,9 @@ module ActiveJob
 
         def mail_delivery?(arguments)
           mailer_name, method, delivery = Array(arguments).first(3).map(&:to_s)
-          mailer = Object.const_get(mailer_name) if mailer_name.match?(/\A[A-Z][\w:]*\z/)
+          mailer = constant(mailer_name)
           mailer.is_a?(Class) && defined?(::ActionMailer::Base) && mailer < ::ActionMailer::Base &&
             mailer.action_methods.include?(method) && MAIL_DELIVERIES.include?(delivery)
-        rescue NameError
-          false
         end
       end
 
@@ -133,12 +139,7 @@ module ActiveJob
 
         def perform(job_data)
           job_class = job_data['job_class'].to_s
-          klass = begin
-            Object.const_get(job_class) if job_class.match?(/\A[A-Z][\w:]*\z/)
-          rescue NameError
-            nil
-          end
-          unless CogworkerAdapter.runnable?(klass, job_data)
+          unless CogworkerAdapter.runnable?(CogworkerAdapter.constant(job_class), job_data)
             raise Cogworker::UnknownJobClass,
                   "#{job_class.inspect} is not an ActiveJob class this app runs (see docs/security.md: " \
                   'CogworkerAdapter.allow_job_class)'
