@@ -675,6 +675,17 @@ impl Api {
         }
     }
 
+    /// What a job pushed with `result_ttl` came to, as every language
+    /// answers `result(jid)`: with `wait` (seconds), waits that long for a
+    /// final outcome ([`Api::wait_result`]).
+    pub async fn outcome(&self, jid: &str, wait: Option<f64>) -> Result<crate::results::JobOutcome> {
+        let record = match wait {
+            None => self.result(jid).await?,
+            Some(timeout) => self.wait_result(jid, timeout).await?,
+        };
+        Ok(crate::results::JobOutcome::of(record))
+    }
+
     /// Recent executions, newest first (JSON entries).
     pub async fn history(&self, count: isize) -> Result<Vec<String>> {
         Ok(self.conn().lrange(self.client.keys().history(), 0, count - 1).await?)

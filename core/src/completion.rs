@@ -207,7 +207,8 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
                 })
                 .await;
                 if plan.disposition == Disposition::Dead {
-                    shared.events.emit(WorkerEvent::Died { job: plan.payload });
+                    let job = serde_json::from_str(&plan.payload).unwrap_or(serde_json::Value::Null);
+                    shared.events.emit(WorkerEvent::Died { job });
                 }
             }
             Completion::Bury {
@@ -222,7 +223,7 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
                     bury_unparseable(shared, &owner, &entry, &queue, &raw, &reason)
                 })
                 .await;
-                let job = Job::unparseable(&raw, &queue, &reason).to_json();
+                let job = Job::unparseable(&raw, &queue, &reason).into_value();
                 shared.events.emit(WorkerEvent::Died { job });
             }
             Completion::Requeue { token, queue, raw, job } => {

@@ -27,16 +27,16 @@ pub enum WorkerEvent {
     /// A job was filed in `dead` (out of retries, or not runnable): its
     /// payload as filed, with `error_class`, `error_message`, ... .
     Died {
-        /// The payload as filed in `dead`, as JSON text.
-        job: String,
+        /// The payload as filed in `dead`.
+        job: serde_json::Value,
     },
     /// A periodic job this worker is about to push, for the host
     /// language's client middleware (workers built with
     /// `WorkerBuilder::host_client_middleware`): answer with
     /// `WorkerHandle::reply_client_middleware`.
     ClientMiddleware {
-        /// The job as it would be pushed, as JSON text.
-        job: String,
+        /// The job as it would be pushed.
+        job: serde_json::Value,
     },
 }
 

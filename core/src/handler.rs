@@ -2,6 +2,7 @@
 
 use crate::job::Job;
 use futures_util::future::BoxFuture;
+use serde_json::Value;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -72,8 +73,10 @@ pub enum Outcome {
     Failure(Failure),
 }
 
-/// What a handler returns.
-pub type HandlerResult = Result<(), Failure>;
+/// What a handler returns: `Ok(None)`, or `Ok(Some(value))` to keep
+/// `value` as the job's result (a job pushed with `result_ttl`); what
+/// middleware and [`Next::run`] pass along.
+pub type HandlerResult = Result<Option<Value>, Failure>;
 
 /// Runs jobs of one class.
 pub trait Handler: Send + Sync + 'static {
@@ -87,32 +90,54 @@ pub trait Handler: Send + Sync + 'static {
     }
 }
 
-/// An async closure as a handler.
-pub(crate) struct AsyncFn<F>(pub F);
+/// What a closure handler returns on success: nothing (`register`), or a
+/// value kept as the job's result (`register_returning`).
+pub(crate) trait Returned: Send + 'static {
+    /// The value to keep, if any.
+    fn into_result(self) -> Option<Value>;
+}
 
-impl<F, Fut> Handler for AsyncFn<F>
+impl Returned for () {
+    fn into_result(self) -> Option<Value> {
+        None
+    }
+}
+
+impl Returned for Value {
+    fn into_result(self) -> Option<Value> {
+        Some(self)
+    }
+}
+
+/// An async closure as a handler.
+pub(crate) struct AsyncFn<F, R>(pub F, pub std::marker::PhantomData<fn() -> R>);
+
+impl<F, Fut, R> Handler for AsyncFn<F, R>
 where
     F: Fn(Job) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = HandlerResult> + Send + 'static,
+    Fut: Future<Output = Result<R, Failure>> + Send + 'static,
+    R: Returned,
 {
     fn call(&self, job: Job) -> BoxFuture<'static, HandlerResult> {
-        Box::pin((self.0)(job))
+        let running = (self.0)(job);
+        Box::pin(async move { running.await.map(Returned::into_result) })
     }
 }
 
 /// A blocking closure as a handler: run on tokio's blocking pool so it
 /// never stalls the async workers.
-pub(crate) struct BlockingFn<F>(pub Arc<F>);
+pub(crate) struct BlockingFn<F, R>(pub Arc<F>, pub std::marker::PhantomData<fn() -> R>);
 
-impl<F> Handler for BlockingFn<F>
+impl<F, R> Handler for BlockingFn<F, R>
 where
-    F: Fn(Job) -> HandlerResult + Send + Sync + 'static,
+    F: Fn(Job) -> Result<R, Failure> + Send + Sync + 'static,
+    R: Returned,
 {
     fn call(&self, job: Job) -> BoxFuture<'static, HandlerResult> {
         let f = self.0.clone();
         Box::pin(async move {
             match tokio::task::spawn_blocking(move || f(job)).await {
-                Ok(result) => result,
+                Ok(result) => result.map(Returned::into_result),
                 Err(e) => Err(panic_failure(e)),
             }
         })
@@ -229,13 +254,14 @@ impl Registry {
         names
     }
 
-    /// Runs `job` through the middleware and its handler. A panic anywhere
+    /// Runs `job` through the middleware and its handler: what it
+    /// returned, or its failure. A panic anywhere
     /// in them (the synchronous part of a closure or of `Middleware::call`
     /// included) or in the handler's `retry_in` is caught and reported as
     /// a failure; a failure carries the handler's retry delay when it has one.
-    pub(crate) async fn run(&self, job: &Job) -> Outcome {
+    pub(crate) async fn run(&self, job: &Job) -> HandlerResult {
         let Some(handler) = self.handlers.get(job.class()).cloned() else {
-            return Outcome::Failure(crate::delivery::unknown_handler(job));
+            return Err(crate::delivery::unknown_handler(job));
         };
         let retry_count = job.retry_count();
         let next = Next {
@@ -250,7 +276,7 @@ impl Registry {
             Err(e) => Err(panic_failure(e)),
         };
         match result {
-            Ok(()) => Outcome::Success,
+            Ok(value) => Ok(value),
             Err(mut failure) => {
                 if failure.retry_in.is_none() {
                     let hook = std::panic::AssertUnwindSafe(|| handler.retry_in(retry_count, job));
@@ -259,7 +285,7 @@ impl Registry {
                         None
                     });
                 }
-                Outcome::Failure(failure)
+                Err(failure)
             }
         }
     }

@@ -8,9 +8,7 @@ use crate::connection::Redis;
 use crate::delivery::Delivery;
 use crate::error::Result;
 use crate::events::{self, EventHook, Events, WorkerEvent, EVENT_BACKLOG};
-use crate::handler::{
-    AsyncFn, BlockingFn, Failure, Handler, HandlerResult, Middleware, Outcome, Registry, WithRetryIn,
-};
+use crate::handler::{AsyncFn, BlockingFn, Failure, Handler, Middleware, Outcome, Registry, WithRetryIn};
 use crate::handover::{self, Handover, Intake, Taken};
 use crate::in_progress::NOT_HELD;
 use crate::job::Job;
@@ -18,6 +16,7 @@ use crate::periodic::{self, Periodic};
 use crate::shared::{BusyEntry, Lifecycle, Shared};
 use crate::{completion, dispatcher, heartbeat, logging, processor, recovery, scheduler};
 use std::future::Future;
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
@@ -40,22 +39,40 @@ pub struct WorkerBuilder {
 
 impl WorkerBuilder {
     /// An async handler for jobs whose `class` is `class`.
-    pub fn register<F, Fut>(mut self, class: &str, handler: F) -> Self
+    pub fn register<F, Fut>(self, class: &str, handler: F) -> Self
     where
         F: Fn(Job) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = HandlerResult> + Send + 'static,
+        Fut: Future<Output = Result<(), Failure>> + Send + 'static,
     {
-        self.registry.insert(class, Arc::new(AsyncFn(handler)));
-        self
+        self.register_handler(class, Arc::new(AsyncFn(handler, PhantomData)))
+    }
+
+    /// An async handler whose value is kept as the job's result when the
+    /// job was pushed with `result_ttl` (what `result(jid)` answers in
+    /// every language).
+    pub fn register_returning<F, Fut>(self, class: &str, handler: F) -> Self
+    where
+        F: Fn(Job) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<serde_json::Value, Failure>> + Send + 'static,
+    {
+        self.register_handler(class, Arc::new(AsyncFn(handler, PhantomData)))
     }
 
     /// A blocking handler, run on the blocking thread pool.
-    pub fn register_blocking<F>(mut self, class: &str, handler: F) -> Self
+    pub fn register_blocking<F>(self, class: &str, handler: F) -> Self
     where
-        F: Fn(Job) -> HandlerResult + Send + Sync + 'static,
+        F: Fn(Job) -> Result<(), Failure> + Send + Sync + 'static,
     {
-        self.registry.insert(class, Arc::new(BlockingFn(Arc::new(handler))));
-        self
+        self.register_handler(class, Arc::new(BlockingFn(Arc::new(handler), PhantomData)))
+    }
+
+    /// A blocking handler whose value is kept as the job's result (see
+    /// [`WorkerBuilder::register_returning`]).
+    pub fn register_blocking_returning<F>(self, class: &str, handler: F) -> Self
+    where
+        F: Fn(Job) -> Result<serde_json::Value, Failure> + Send + Sync + 'static,
+    {
+        self.register_handler(class, Arc::new(BlockingFn(Arc::new(handler), PhantomData)))
     }
 
     /// Any [`Handler`] implementation.
@@ -534,10 +551,11 @@ impl WorkerHandle {
         self.shared.given_back()
     }
     /// The host's client middleware's answer for the periodic job `jid`
-    /// (a [`WorkerEvent::ClientMiddleware`]): the job to push as JSON, or
-    /// `None` to push nothing. An answer for a job no longer waiting (it
-    /// timed out) is ignored.
-    pub fn reply_client_middleware(&self, jid: &str, job: Option<String>) {
+    /// (a [`WorkerEvent::ClientMiddleware`]): the job to push, or `None`
+    /// to push nothing (one that is not a job: pushed as it was, with a
+    /// warning). An answer for a job no longer waiting (it timed out) is
+    /// ignored.
+    pub fn reply_client_middleware(&self, jid: &str, job: Option<serde_json::Value>) {
         let mut waiting = self.shared.host_answer.lock().unwrap();
         if waiting.as_ref().is_some_and(|(waiting_for, _)| waiting_for == jid) {
             if let Some((_, answer)) = waiting.take() {

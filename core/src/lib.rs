@@ -67,6 +67,7 @@ pub use metrics::{
 };
 pub use periodic::Periodic;
 pub use redis_url::redact_url;
+pub use results::JobOutcome;
 pub use retry::default_backoff;
 pub use settings::{Setting, SETTINGS};
 pub use shared::{BusyEntry, Lifecycle};

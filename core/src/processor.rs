@@ -16,12 +16,16 @@ pub(crate) async fn run(shared: Arc<Shared>, registry: Arc<Registry>, slots: flu
             continue;
         };
         let span = trace::job_span(delivery.job());
-        let outcome = registry.run(delivery.job()).instrument(span.clone()).await;
-        if let Outcome::Failure(failure) = &outcome {
+        let result = registry.run(delivery.job()).instrument(span.clone()).await;
+        if let Err(failure) = &result {
             trace::record_failure(&span, failure);
             registry.report_error(delivery.job(), failure);
         }
         drop(span);
-        delivery.settle(outcome);
+        match result {
+            Ok(Some(value)) if delivery.wants_result() => delivery.complete_with(value),
+            Ok(_) => delivery.complete(),
+            Err(failure) => delivery.settle(Outcome::Failure(failure)),
+        }
     }
 }

@@ -102,3 +102,66 @@ pub(crate) fn current_status(record: &Value, now: f64) -> String {
         _ => status.to_string(),
     }
 }
+
+/// What `result(jid)` answers in every language: the value a job returned,
+/// its failure for good, or the status of a job without a final outcome.
+/// The hosts map these to their idioms (a value, a raised `JobFailed`, a
+/// `Pending`); the mapping from a record's status is decided here.
+#[derive(Clone, Debug, PartialEq)]
+pub enum JobOutcome {
+    /// `succeeded`: what the handler returned (null for nothing).
+    Succeeded(Value),
+    /// `dead`, or `failed` with retries off: the whole record (`status`,
+    /// `error_class`, `error_message`, `error_backtrace`, ...).
+    Failed(Value),
+    /// `queued`, `scheduled`, `running`, `retrying`, or `unknown` (no
+    /// result kept: pushed without `result_ttl`, never pushed, or expired).
+    Pending(String),
+}
+
+impl JobOutcome {
+    /// The outcome a kept record (or none) says.
+    pub fn of(record: Option<Value>) -> Self {
+        let Some(mut record) = record else {
+            return JobOutcome::Pending("unknown".into());
+        };
+        match record["status"].as_str().unwrap_or("unknown") {
+            "succeeded" => JobOutcome::Succeeded(record.get_mut("value").map(Value::take).unwrap_or(Value::Null)),
+            "failed" | "dead" => JobOutcome::Failed(record),
+            other => JobOutcome::Pending(other.to_string()),
+        }
+    }
+
+    /// The message of a `JobFailed`: `job <jid> <status>: <class>: <message>`.
+    pub fn failure_message(record: &Value) -> String {
+        let text = |field: &str| record[field].as_str().unwrap_or("").to_string();
+        format!(
+            "job {} {}: {}: {}",
+            text("jid"),
+            text("status"),
+            text("error_class"),
+            text("error_message")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_records_status_decides_the_outcome() {
+        assert_eq!(JobOutcome::of(None), JobOutcome::Pending("unknown".into()));
+        let done = json!({"status": "succeeded", "value": [1]});
+        assert_eq!(JobOutcome::of(Some(done)), JobOutcome::Succeeded(json!([1])));
+        for status in ["failed", "dead"] {
+            let record = json!({"status": status, "jid": "j", "error_class": "E", "error_message": "m"});
+            assert_eq!(JobOutcome::of(Some(record.clone())), JobOutcome::Failed(record.clone()));
+            assert_eq!(JobOutcome::failure_message(&record), format!("job j {status}: E: m"));
+        }
+        for status in ["queued", "scheduled", "running", "retrying"] {
+            let record = json!({"status": status});
+            assert_eq!(JobOutcome::of(Some(record)), JobOutcome::Pending(status.into()));
+        }
+    }
+}

@@ -342,7 +342,7 @@ impl Middleware for Tagging {
     fn call(&self, job: Job, next: Next) -> BoxFuture<'static, HandlerResult> {
         Box::pin(async move {
             if job.args_slice().first() == Some(&json!("skip")) {
-                return Ok(());
+                return Ok(None);
             }
             next.run(job)
                 .await

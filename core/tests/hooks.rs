@@ -31,7 +31,6 @@ async fn error_and_event_hooks_see_what_happens() {
         .on_event(move |event| {
             let line = match event {
                 WorkerEvent::Died { job } => {
-                    let job: serde_json::Value = serde_json::from_str(job).unwrap();
                     format!("death {} {}", job["jid"].as_str().unwrap(), job["error_class"])
                 }
                 other => other.name().to_string(),

@@ -223,7 +223,7 @@ async fn rust_panics_anywhere_are_filed_and_the_worker_runs_on_at_full_concurren
     let all_at_once = Arc::new(tokio::sync::Barrier::new(SLOTS));
     let worker = Worker::builder(config)
         // The closure itself panics before it makes a future.
-        .register("SyncPanic", |_job| -> std::future::Ready<HandlerResult> {
+        .register("SyncPanic", |_job| -> std::future::Ready<Result<(), Failure>> {
             panic!("handler closure blew up")
         })
         .register("Fails", |_job| async { Err(Failure::new("Boom", "failed")) })

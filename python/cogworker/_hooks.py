@@ -7,8 +7,8 @@ raises is logged and never changes what happens to the job."""
 from __future__ import annotations
 
 import contextvars
+import copy
 import inspect
-import json
 import logging
 import threading
 from collections.abc import Iterator
@@ -29,13 +29,14 @@ class RunningJob:
     ``worker``, the identity of the worker process running it (None in
     ``cogworker.testing``)."""
 
-    __slots__ = ("_payload", "_payload_json", "args", "class_name", "jid", "queue", "retry_count", "worker")
+    __slots__ = ("_delivery", "_payload", "args", "class_name", "jid", "queue", "retry_count", "worker")
 
     @classmethod
     def of(cls, delivery: Any, args: list[Any], worker: str | None = None) -> RunningJob:
-        """The job of a delivery the worker took, with its parsed ``args``."""
+        """The job of a delivery the worker took, with its ``args``."""
         class_name, jid, queue, retry_count, _ = delivery.info
-        job = cls(class_name, jid, queue, retry_count, args, delivery.payload_json)
+        job = cls(class_name, jid, queue, retry_count, args)
+        job._delivery = delivery
         job.worker = worker
         return job
 
@@ -46,26 +47,36 @@ class RunningJob:
         queue: str,
         retry_count: int,
         args: list[Any],
-        payload_json: str | None,
+        payload: dict[str, Any] | None = None,
     ) -> None:
         self.class_name = class_name
         self.jid = jid
         self.queue = queue
         self.retry_count = retry_count
         self.args = args
-        self._payload_json = payload_json
-        self._payload: dict[str, Any] | None = None
+        self._delivery: Any = None
+        self._payload = payload
         self.worker: str | None = None
 
     @property
     def payload(self) -> dict[str, Any]:
+        """The whole job (every field, those middleware added included),
+        made on first use."""
         if self._payload is None:
-            self._payload = json.loads(self._payload_json) if self._payload_json else {}
+            delivery, self._delivery = self._delivery, None
+            self._payload = (delivery.payload if delivery is not None else None) or {}
         return self._payload
 
     def get(self, field: str, default: Any = None) -> Any:
         """A payload field (``tenant_id``, ``trace``...), or ``default``."""
         return self.payload.get(field, default)
+
+    def __getitem__(self, field: str) -> Any:
+        """A payload field: ``job["jid"]``, ``job["error_message"]``."""
+        return self.payload[field]
+
+    def __contains__(self, field: object) -> bool:
+        return field in self.payload
 
     @property
     def created_at(self) -> float | None:
@@ -217,7 +228,7 @@ def _is_async(middleware: Any) -> bool:
 server_middleware = MiddlewareChain()
 client_middleware = ClientMiddlewareChain()
 _error_handlers: list[Callable[[BaseException, RunningJob], Any]] = []
-_death_handlers: list[Callable[[dict[str, Any], JobDied], Any]] = []
+_death_handlers: list[Callable[[RunningJob, JobDied], Any]] = []
 _event_hooks: dict[str, list[Callable[[], Any]]] = {name: [] for name in EVENTS}
 
 
@@ -231,7 +242,9 @@ def on_error(handler: F) -> F:
 def on_death(handler: F) -> F:
     """``handler(job, error)`` is called whenever this worker files a job in
     ``dead`` (out of retries, unknown class, unreadable payload): ``job`` is
-    the payload as filed, ``error`` a ``cogworker.JobDied``."""
+    a ``RunningJob`` as an error handler gets it (``job.jid``,
+    ``job.class_name``, ``job["error_message"]``: the payload as filed),
+    ``error`` a ``cogworker.JobDied``."""
     _death_handlers.append(handler)
     return handler
 
@@ -295,26 +308,34 @@ def report_error(error: BaseException, job: RunningJob) -> None:
         _call_safely("error handler", handler, error, job)
 
 
-def periodic_push(job_json: str) -> tuple[str, str | None]:
+def periodic_push(job: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
     """A periodic job the worker is about to push, through the client
-    middleware: ``(jid, the job's JSON or None to push nothing)``. A
-    middleware that raises is logged and the job is pushed as it was."""
-    job = json.loads(job_json)
+    middleware: ``(jid, the job or None to push nothing)``. A middleware
+    that raises is logged and the job is pushed as it was."""
     jid = str(job.get("jid", ""))
+    original = copy.deepcopy(job)
     try:
         changed = client_middleware.apply(job)
     except BaseException:  # noqa: BLE001 - a hook never loses a periodic run
         logger.exception("client middleware raised on periodic job %s; pushing it as it was", jid)
-        return jid, job_json
-    return jid, None if changed is None else json.dumps(changed)
+        return jid, original
+    return jid, changed
 
 
-def dispatch(event: str, job_json: str | None) -> None:
+def dispatch(event: str, payload: dict[str, Any] | None) -> None:
     """Runs the hooks of one worker event (on the worker's events thread)."""
     if event == "death":
-        job = json.loads(job_json or "{}")
+        payload = payload or {}
+        job = RunningJob(
+            str(payload.get("class", "")),
+            str(payload.get("jid", "")),
+            str(payload.get("queue", "")),
+            int(payload.get("retry_count") or 0),
+            list(payload.get("args") or []),
+            payload,
+        )
         for handler in list(_death_handlers):
-            _call_safely("death handler", handler, job, JobDied(job))
+            _call_safely("death handler", handler, job, JobDied(payload))
         return
     for hook in list(_event_hooks.get(event, ())):
         _call_safely(f"{event} hook", hook)

@@ -8,7 +8,6 @@ entries in the modules the worker imports, next to the handlers.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -18,7 +17,7 @@ from .client import RetryOption
 from .job import JobHandle
 
 _lock = threading.Lock()
-_entries: dict[str, dict[str, Any]] = {}
+_entries: dict[str, _core.Periodic] = {}
 
 
 def periodic(
@@ -47,33 +46,30 @@ def periodic(
         class_name = job
     else:
         raise TypeError(f"job must be a @cogworker.job handle or a class name, got {job!r}")
-    entry: dict[str, Any] = {
-        "cron": cron,
-        "class": class_name,
-        "args": list(args),
-        "queue": "default" if queue is None else queue,
-    }
-    if unique is not None:
-        entry["unique"] = unique
-    if tz is not None:
-        entry["tz"] = tz
-    if retry is not None and retry is not True:
-        entry["retry"] = retry
-    try:
-        text = json.dumps(entry, allow_nan=False)
-    except (TypeError, ValueError) as e:
-        message = f"invalid config periodic.args = {list(args)!r}: must be JSON data: {e}"
-        raise _core.ConfigError(message) from None
-    pjid = _core.periodic_id(text)
+    entry = _core.periodic_entry(
+        cron,
+        class_name,
+        args=list(args),
+        queue=queue,
+        unique=unique,
+        tz=tz,
+        retry=None if retry is True else retry,
+    )
     with _lock:
-        _entries[pjid] = entry
-    return pjid
+        _entries[entry.pjid] = entry
+    return entry.pjid
 
 
 def entries() -> list[dict[str, Any]]:
-    """The registered entries (copies)."""
+    """The registered entries, as registered (``cron``, ``class``, ``args``, ``queue``...)."""
     with _lock:
-        return [dict(e) for e in _entries.values()]
+        return [e.entry for e in _entries.values()]
+
+
+def native_entries() -> list[_core.Periodic]:
+    """The registered entries, for a worker."""
+    with _lock:
+        return list(_entries.values())
 
 
 def clear() -> None:

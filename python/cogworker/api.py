@@ -22,7 +22,7 @@ class Api:
 
     def call(self, name: str, *args: Any) -> Any:
         """Runs the API call ``name`` with positional ``args``."""
-        return json.loads(self._native.call(name, list(args)))
+        return self._native.call(name, list(args))
 
     def admin(self, command: str, arg: str | None = None) -> str:
         """Runs an admin command (``cogworker stats``, ...); the text it prints."""

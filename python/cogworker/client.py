@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
-import json
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Any, Callable, TypeVar, Union
@@ -88,13 +87,24 @@ class Pending:
         return hash((self.jid, self.status))
 
 
+def result_of(jid: str, outcome: tuple[str, Any]) -> Any:
+    """What ``result(jid)`` answers, from the engine's outcome (``(kind,
+    value)``, decided by the core): the value, a raised ``JobFailed``, or a
+    ``Pending``."""
+    kind, value = outcome
+    if kind == "succeeded":
+        return value
+    if kind == "failed":
+        raise JobFailed(value)
+    return Pending(jid, value)
+
+
 class Client:
     """Pushes jobs. ``Client()`` uses ``cogworker.configure`` settings (and
     COGWORKER_REDIS_URL / REDIS_URL); arguments override them."""
 
     def __init__(self, redis_url: str | None = None, namespace: str | None = None) -> None:
         self._native = _core.Client(_settings.make_config(redis_url=redis_url, namespace=namespace))
-        self._where = (redis_url, namespace)
 
     def result(self, jid: str, wait: float | None = None) -> Any:
         """The value a job pushed with ``result_ttl`` returned. Raises
@@ -102,18 +112,9 @@ class Client:
         ``cogworker.Pending`` (with its ``status``) if it has no final
         outcome yet. ``wait`` (seconds): wait that long for one, blocked on
         Redis (no polling)."""
-        from .api import Api
-
-        api = Api(*self._where)
-        record = api.result(jid) if wait is None else api.wait_result(jid, float(wait))
-        if record is None:
-            return Pending(jid, "unknown")
-        status = record.get("status")
-        if status == "succeeded":
-            return record.get("value")
-        if status in ("failed", "dead"):
-            raise JobFailed(record)
-        return Pending(jid, str(status))
+        if testing.active():
+            return testing.result(jid)
+        return result_of(jid, self._native.result(jid, None if wait is None else float(wait)))
 
     async def aresult(self, jid: str, wait: float | None = None) -> Any:
         """``result`` for async code: waits without blocking the loop."""
@@ -121,9 +122,9 @@ class Client:
 
     def status(self, jid: str) -> str:
         """queued, scheduled, running, retrying, dead, succeeded, failed or unknown."""
-        from .api import Api
-
-        return Api(*self._where).status(jid)
+        if testing.active():
+            return testing.status(jid)
+        return self._native.status(jid)
 
     def enqueue(
         self,
@@ -183,8 +184,7 @@ class Client:
         self, class_name: str, args_list: Iterable[Sequence[Any]], opts: dict[str, Any]
     ) -> list[str | None]:
         if _hooks.client_middleware:
-            jobs = [json.loads(_core.prepare_job(class_name, list(args), **opts)) for args in args_list]
-            return self.push_bulk(jobs)
+            return self._push_bulk([_core.prepare_job(class_name, list(args), **opts) for args in args_list])
         if testing.active():
             return [testing.record(_core.prepare_job(class_name, list(args), **opts)) for args in args_list]
         return self._native.push_many(class_name, [list(args) for args in args_list], **opts)
@@ -201,7 +201,7 @@ class Client:
 
     def _push_job(self, class_name: str, args: Sequence[Any], opts: dict[str, Any]) -> str | None:
         if _hooks.client_middleware:
-            return self.push_bulk([json.loads(_core.prepare_job(class_name, args, **opts))])[0]
+            return self._push_bulk([_core.prepare_job(class_name, args, **opts)])[0]
         if testing.active():
             return testing.record(_core.prepare_job(class_name, args, **opts))
         return self._native.push_many(class_name, [args], **opts)[0]
@@ -226,7 +226,7 @@ class Client:
         if _hooks.client_middleware:
             # Middleware sees each job as it will be stored (jid and times
             # filled); None for those it stops, the rest in one round trip.
-            jobs = [_hooks.client_middleware.apply(json.loads(_core.prepare_payload(p))) for p in payloads]
+            jobs = [_hooks.client_middleware.apply(_core.prepare_payload(p)) for p in payloads]
             pushed = iter(self._push_prepared([job for job in jobs if job is not None]))
             return [None if job is None else next(pushed) for job in jobs]
         return self._push_prepared(payloads)

@@ -19,31 +19,23 @@ real push would be: what would be refused in production is refused here.
 from __future__ import annotations
 
 import contextlib
-import json
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 from . import _core, _registry
 
-_lock = threading.RLock()
-_mode: str | None = None
-_jobs: dict[str, list[dict[str, Any]]] = {}
+# What is recorded and kept, and when it is forgotten, is the core's
+# (cogworker::host::testing), the same in Ruby: entering a mode from real
+# pushes starts with nothing recorded; the end of a block keeps what was
+# recorded (look at it after the block) until the next entry or ``clear``.
 
 
 class _Mode(contextlib.AbstractContextManager):
     def __init__(self, mode: str | None) -> None:
-        global _mode
-        with _lock:
-            self._previous = _mode
-            _mode = mode
+        self._previous = _core.set_testing_mode(mode)
 
     def __exit__(self, *exc: object) -> None:
-        global _mode
-        with _lock:
-            _mode = self._previous
-            if _mode is None:
-                _jobs.clear()
+        _core.set_testing_mode(self._previous)
 
 
 def fake() -> _Mode:
@@ -59,72 +51,86 @@ def disable() -> _Mode:
 
 
 def active() -> bool:
-    return _mode is not None
+    return _core.testing_mode() is not None
 
 
 def mode() -> str | None:
-    return _mode
+    return _core.testing_mode()
 
 
-def record(job_json: str) -> str:
+def record(job: dict[str, Any]) -> str | None:
     """A push in a testing mode (the job as the engine prepared it):
-    recorded (fake) or run (inline). Returns its jid."""
-    job = json.loads(job_json)
-    if _mode == "inline":
-        _perform(job)
-    else:
-        with _lock:
-            _jobs.setdefault(job["class"], []).append(job)
-    return job["jid"]
+    recorded (fake) or run (inline). Returns its jid; None for a unique
+    job whose duplicate is still recorded."""
+    verdict, value = _core.testing_record(job)
+    if verdict == "run":
+        _perform(value)
+        return value["jid"]
+    return value
 
 
-def jobs_for(class_name: str) -> list[dict[str, Any]]:
-    """The live list of recorded jobs for one class (fake mode)."""
-    with _lock:
-        return _jobs.setdefault(class_name, [])
+class RecordedJobs(list):  # type: ignore[type-arg]
+    """The recorded jobs of one class (a copy, oldest first); ``clear()``
+    forgets them."""
+
+    def __init__(self, class_name: str) -> None:
+        super().__init__(_core.testing_jobs(class_name))
+        self._class_name = class_name
+
+    def clear(self) -> None:
+        super().clear()
+        _core.testing_clear(self._class_name)
+
+
+def jobs_for(class_name: str) -> RecordedJobs:
+    """The recorded jobs of one class (fake mode)."""
+    return RecordedJobs(class_name)
 
 
 def all_jobs() -> Iterator[dict[str, Any]]:
-    with _lock:
-        return iter([job for jobs in _jobs.values() for job in jobs])
+    return iter(_core.testing_jobs(None))
 
 
 def clear(class_name: str | None = None) -> None:
-    with _lock:
-        if class_name is None:
-            _jobs.clear()
-        else:
-            _jobs.pop(class_name, None)
+    """Forgets the recorded jobs of ``class_name`` (everything, kept
+    results included: None)."""
+    _core.testing_clear(class_name)
 
 
 def perform_one(class_name: str) -> Any:
     """Runs the oldest recorded job of ``class_name``; raises if there is none."""
-    with _lock:
-        jobs = _jobs.get(class_name) or []
-        if not jobs:
-            raise IndexError(f"no {class_name} jobs recorded")
-        job = jobs.pop(0)
+    job = _core.testing_take(class_name)
+    if job is None:
+        raise IndexError(f"no {class_name} jobs recorded")
     return _perform(job)
 
 
 def drain(class_name: str) -> int:
     """Runs recorded jobs of ``class_name`` (including ones they push) until none are left."""
     count = 0
-    while jobs_for(class_name):
-        perform_one(class_name)
+    while (job := _core.testing_take(class_name)) is not None:
+        _perform(job)
         count += 1
     return count
 
 
 def drain_all() -> int:
     count = 0
-    while True:
-        with _lock:
-            pending = [name for name, jobs in _jobs.items() if jobs]
-        if not pending:
-            return count
-        for name in pending:
+    while classes := _core.testing_classes():
+        for name in classes:
             count += drain(name)
+    return count
+
+
+def result(jid: str) -> Any:
+    """``Client.result`` in a testing mode: what a job run here came to."""
+    from .client import result_of
+
+    return result_of(jid, _core.testing_result(jid))
+
+
+def status(jid: str) -> str:
+    return _core.testing_status(jid)
 
 
 def _perform(job: dict[str, Any]) -> Any:
@@ -135,18 +141,24 @@ def _perform(job: dict[str, Any]) -> Any:
 
     args = job.get("args", [])
     running = RunningJob(
-        job["class"],
-        job["jid"],
-        job.get("queue", "default"),
-        job.get("retry_count", 0),
-        args,
-        json.dumps(job),
+        job["class"], job["jid"], job.get("queue", "default"), job.get("retry_count", 0), args, job
     )
     token = set_current(running)
+    keeps_result = job.get("result_ttl") is not None
     try:
-        return handle.run(args)
+        value = handle.run(args)
+    except BaseException as error:
+        if keeps_result:
+            from .worker import describe_error
+
+            error_class, message = describe_error(error)
+            _core.testing_settled(job, None, error_class or "?", message or "")
+        raise
     finally:
         token.var.reset(token)
+    if keeps_result:
+        _core.testing_settled(job, value)
+    return value
 
 
 class RedisServer:

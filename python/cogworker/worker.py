@@ -15,7 +15,6 @@ from __future__ import annotations
 import datetime
 import functools
 import inspect
-import json
 import logging
 import sys
 import threading
@@ -26,7 +25,7 @@ from typing import Any, Callable, TypeVar
 from . import _core, _hooks, _tracing
 from ._coroutines import EventLoop
 from ._hooks import RunningJob
-from ._periodic import entries as periodic_entries
+from ._periodic import native_entries as periodic_entries
 from ._settings import make_config
 from .job import JobHandle, registry
 
@@ -55,6 +54,12 @@ def _text(text: str) -> str:
     return text.encode("utf-8", "replace").decode("utf-8")
 
 
+def describe_error(error: BaseException) -> tuple[str | None, str | None]:
+    """``(error_class, error_message)`` as a failure records them (None:
+    reading it raised; the core says so)."""
+    return _safe(lambda: qualified_name(type(error))), _safe(lambda: _text(str(error)))
+
+
 class Worker:
     """A worker: ``Worker(concurrency=10, queues=["critical,3", "default"]).run()``.
 
@@ -66,11 +71,10 @@ class Worker:
     def __init__(self, **settings: Any) -> None:
         self.config = make_config(**settings)
         self._handlers: dict[str, JobHandle[Any]] = registry()
-        entries = [json.dumps(e) for e in periodic_entries()]
         # Periodic jobs this worker pushes go through the app's client
         # middleware too (registered by the time the worker is built).
         self._native = _core.Worker(
-            self.config, sorted(self._handlers), entries, bool(_hooks.client_middleware)
+            self.config, sorted(self._handlers), periodic_entries(), bool(_hooks.client_middleware)
         )
         self._threads: list[threading.Thread] = []
         self._events_thread: threading.Thread | None = None
@@ -180,7 +184,7 @@ class Worker:
 
     def busy(self) -> list[dict[str, Any]]:
         """The jobs running now: dicts with class, jid, queue, run_at."""
-        return json.loads(self._native.busy_json())
+        return self._native.busy()
 
     def dump(self) -> None:
         """Logs the busy jobs and every thread's stack (TTIN)."""
@@ -213,23 +217,23 @@ class Worker:
             elif state == _STOPPED:
                 return
 
-    def _events(self, next_event: Callable[[float], tuple[str, str | None] | None]) -> None:
+    def _events(self, next_event: Callable[[float], tuple[str, dict[str, Any] | None] | None]) -> None:
         """Runs the application's hooks on the events ``next_event`` reads
         until the engine has shut down and every event was handled."""
         while True:
             event = next_event(_NEXT_JOB_WAIT)
             if event is None:
                 continue
-            name, job_json = event
+            name, job = event
             if name == "ended":
                 return
             if name == "client_middleware":
-                self._native.reply_client_middleware(*_hooks.periodic_push(job_json or "{}"))
+                self._native.reply_client_middleware(*_hooks.periodic_push(job or {}))
                 continue
-            _hooks.dispatch(name, job_json)
+            _hooks.dispatch(name, job)
 
     def _perform(self, delivery: Any) -> None:
-        class_name, jid, _, _, args_json = delivery.info
+        class_name, jid, _, _, args = delivery.info
         if class_name in self._coroutine_handlers and (
             not _hooks.server_middleware or _hooks.server_middleware.all_async()
         ):
@@ -248,7 +252,6 @@ class Worker:
         current = None
         try:
             handle = self._handlers[class_name]
-            args = json.loads(args_json)
             current = _hooks.set_current((delivery, args, self._identity))
             if _hooks.server_middleware or _tracing.ENABLED:
                 job = running = RunningJob.of(delivery, args, self._identity)
@@ -270,11 +273,10 @@ class Worker:
         here, however it ends."""
         import asyncio
 
-        class_name, _, _, _, args_json = delivery.info
+        class_name, _, _, _, args = delivery.info
         handle = self._handlers[class_name]
         job: RunningJob | None = None
         try:
-            args = json.loads(args_json)
             # This task's own context: no reset needed.
             _hooks.set_current((delivery, args, self._identity))
             if _hooks.server_middleware or _tracing.ENABLED:
@@ -313,9 +315,9 @@ class Worker:
     def _record_failure(
         self, delivery: Any, handle: JobHandle[Any] | None, job: RunningJob | None, error: BaseException
     ) -> None:
-        _, _, _, retry_count, args_json = delivery.info
+        _, _, _, retry_count, args = delivery.info
         if _hooks.has_error_handlers():
-            job = job or RunningJob.of(delivery, _safe(lambda: json.loads(args_json)) or [], self._identity)
+            job = job or RunningJob.of(delivery, args, self._identity)
             _hooks.report_error(error, job)
         self._fail(delivery, retry_count, handle, error)
         if isinstance(error, (SystemExit, KeyboardInterrupt)):
@@ -345,8 +347,7 @@ class Worker:
                     retry_in = retry_in.total_seconds()
             except BaseException as hook_error:  # noqa: BLE001 - a broken hook must not lose the failure
                 retry_in = f"an exception ({_safe(functools.partial(repr, hook_error))})"
-        error_class = _safe(lambda: qualified_name(type(error)))
-        message = _safe(lambda: _text(str(error)))
+        error_class, message = describe_error(error)
         lines = _safe(lambda: traceback.format_exception(type(error), error, error.__traceback__)) or []
         backtrace = [_text(part) for chunk in lines for part in chunk.rstrip("\n").split("\n")]
         # Logged once, by the engine (class, message, jid, what happens next).

@@ -111,3 +111,30 @@ def test_a_bulk_or_raw_push_is_one_producer_span_every_job_continues(configured:
     assert carried("raw") == {raw[0]: context_of(spans["send raw"]), raw[1]: own}, (
         "a payload's own context is kept"
     )
+
+
+def test_a_push_through_client_middleware_is_one_producer_span(configured: RedisServer) -> None:
+    """With client middleware, a push and a bulk push each opened a second
+    PRODUCER span (Ruby opened one): now one, as without middleware."""
+    from cogworker import _hooks
+
+    exporter.clear()
+    stamp = cogworker.client_middleware.add(lambda job: {**job, "tenant": "acme"})
+    try:
+        client = cogworker.Client()
+        jid = client.enqueue("Traced.Work", 1, queue="stamped")
+        client.enqueue_many("Traced.Work", [(2,), (3,)], queue="stamped_bulk")
+    finally:
+        _hooks.client_middleware.remove(stamp)
+    producers = [s.name for s in exporter.get_finished_spans() if s.kind == trace.SpanKind.PRODUCER]
+    assert sorted(producers) == ["send stamped", "send stamped_bulk"]
+    [stored] = [
+        json.loads(p) for p in configured.cli_raw("LRANGE", "cogworker:queue:stamped", "0", "-1").splitlines()
+    ]
+    assert (stored["jid"], stored["tenant"]) == (jid, "acme")
+    assert stored["traceparent"].split("-")[1] == format(
+        next(s for s in exporter.get_finished_spans() if s.name == "send stamped")
+        .get_span_context()
+        .trace_id,
+        "032x",
+    )

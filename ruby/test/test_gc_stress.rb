@@ -10,7 +10,7 @@ class TestGCStress < Minitest::Test
   def test_native_calls_survive_gc_stress
     config = Cogworker.config.merge(queues: %w[default], labels: %w[a b], concurrency: 2).native
     client = Cogworker::Native::Client.new(config)
-    entry = JSON.generate('cron' => '0 0 1 1 *', 'class' => 'EchoJob', 'args' => ['ü'])
+    entry = Cogworker::Native::Periodic.new('0 0 1 1 *', 'EchoJob', { 'args' => ['ü'] })
     worker = Cogworker::Native::Worker.new(config, %w[EchoJob], [entry], false)
     api = Cogworker::Native::Api.new(config)
     worker.start
@@ -38,19 +38,27 @@ class TestGCStress < Minitest::Test
       taken.each { |t| assert_equal [t[2][0], 'ü' * t[2][0], 2**70, { 'k' => [nil, true, 1.5] }], t[2] }
       assert_raises(Cogworker::ConfigError) { Cogworker::Native::Config.new({ 'concurrency' => 0 }) }
       assert_raises(Cogworker::InvalidArgument) { client.push_many('EchoJob', [[Object.new]], {}) }
-      assert_equal 'default', JSON.parse(api.call('queues', [])).first['name']
-      assert_equal 20, Cogworker::Native.periodic_id(entry).size
-      assert_raises(Cogworker::ConfigError) { Cogworker::Native.periodic_id('{"cron": "x", "class": "A"}') }
-      refute_nil client.push_many('EchoJob', [['u']], { 'unique_for' => 30 }).first
+      assert_equal 'default', api.call('queues', []).first['name']
+      assert_equal 20, entry.pjid.size
+      assert_equal ['ü'], entry.entry['args']
+      assert_raises(Cogworker::ConfigError) { Cogworker::Native::Periodic.new('x', 'A', {}) }
+      refute_nil client.push_many('EchoJob', [['u']], { 'unique_for' => 30, 'result_ttl' => 60 }).first
       assert_nil client.push_many('EchoJob', [['u']], { 'unique_for' => 30 }).first
-      assert_equal 1, JSON.parse(api.call('unique_locks', [10])).size
-      assert_kind_of Array, JSON.parse(api.call('periodic', []))
+      assert_equal 1, api.call('unique_locks', [10]).size
+      assert_kind_of Array, api.call('periodic', [])
       assert_includes api.admin('stats', nil), 'processed'
-      assert_kind_of String, Cogworker::Native.prepare_job('EchoJob', [1], { 'queue' => 'q' })
+      assert_equal 'q', Cogworker::Native.prepare_job('EchoJob', [1], { 'queue' => 'q' })['queue']
+      assert_equal %w[pending unknown], client.result('nope', nil)
+      assert_equal 'unknown', client.status('nope')
+      Cogworker::Native.set_testing_mode('fake')
+      assert_equal 'kept', Cogworker::Native.testing_record(Cogworker::Native.prepare_job('EchoJob', ['ü'], {})).first
+      assert_equal [['ü']], Cogworker::Native.testing_jobs('EchoJob').map { |j| j['args'] }
+      assert_equal ['ü'], Cogworker::Native.testing_take('EchoJob')['args']
+      Cogworker::Native.set_testing_mode(nil)
     ensure
       GC.stress = false
     end
-    wait_for('settled') { JSON.parse(api.call('stats', [])) == { 'processed' => 3, 'failed' => 2 } }
+    wait_for('settled') { api.call('stats', []) == { 'processed' => 3, 'failed' => 2 } }
     worker.stop
     assert worker.wait(15)
   end

@@ -1,6 +1,6 @@
 //! `Api`: every ops-API call by name (the core's table), and the admin
-//! commands. Arguments arrive as Python values; results leave as JSON text,
-//! read by `cogworker/api.py`.
+//! commands. Arguments arrive as Python values; results leave as Python
+//! values (dicts, lists, ...).
 
 use crate::blocking::run;
 use crate::config::PyConfig;
@@ -19,12 +19,12 @@ impl PyApi {
         PyApi(Session::new(config.inner.clone()))
     }
 
-    /// Runs the API call `name` with positional `args`; its result as JSON.
-    fn call(&self, py: Python<'_>, name: String, args: &Bound<'_, PyAny>) -> PyResult<String> {
+    /// Runs the API call `name` with positional `args`; its result.
+    fn call<'py>(&self, py: Python<'py>, name: String, args: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let args = cogworker::host::HostValue::json_list(&convert::values(args)?, &name).map_err(to_py)?;
         let api = self.0.api().map_err(to_py)?;
         let result = run(py, async move { api::call(&api, &name, args).await })?;
-        Ok(result.to_string())
+        convert::to_py(py, &result)
     }
 
     /// Runs an admin command; the text to print.

@@ -5,7 +5,7 @@ use crate::blocking::run;
 use crate::config::PyConfig;
 use crate::convert;
 use crate::errors::to_py;
-use cogworker::host::{payload_job, prepared_json, HostValue, PushRequest, Session};
+use cogworker::host::{payload_job, prepared, HostValue, PushRequest, Session};
 use cogworker::Job;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -20,20 +20,27 @@ fn request(class_name: &str, args: &Bound<'_, PyAny>, options: Option<&Bound<'_,
     PushRequest::job(class_name, &convert::values(args)?, &named).map_err(to_py)
 }
 
-/// The job `class_name(*args)` would be, as JSON, validated and filled as a
-/// push fills it: what the testing modes record.
+/// The job `class_name(*args)` would be (a dict), validated and filled as a
+/// push fills it: what client middleware sees and the testing modes record.
 #[pyfunction]
 #[pyo3(signature = (class_name, args, **options))]
-pub fn prepare_job(class_name: &str, args: &Bound<'_, PyAny>, options: Option<&Bound<'_, PyDict>>) -> PyResult<String> {
-    prepared_json(request(class_name, args, options)?).map_err(to_py)
+pub fn prepare_job<'py>(
+    py: Python<'py>,
+    class_name: &str,
+    args: &Bound<'py, PyAny>,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let job = prepared(request(class_name, args, options)?).map_err(to_py)?;
+    convert::to_py(py, &job.into_value())
 }
 
 /// A raw payload (a dict with at least `class`) checked and filled the same way.
 #[pyfunction]
-pub fn prepare_payload(payload: &Bound<'_, PyAny>) -> PyResult<String> {
-    payload_job(&convert::value(payload), "job")
-        .and_then(prepared_json)
-        .map_err(to_py)
+pub fn prepare_payload<'py>(py: Python<'py>, payload: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let job = payload_job(&convert::value(payload), "job")
+        .and_then(prepared)
+        .map_err(to_py)?;
+    convert::to_py(py, &job.into_value())
 }
 
 #[pyclass(name = "Client", module = "cogworker._core")]
@@ -68,6 +75,27 @@ impl PyClient {
             .map(|args| request(class_name, &args?, options))
             .collect::<PyResult<Vec<Job>>>()?;
         self.push_jobs(py, jobs)
+    }
+
+    /// queued, scheduled, running, retrying, dead, succeeded, failed or
+    /// unknown, on this client's connection.
+    fn status(&self, py: Python<'_>, jid: String) -> PyResult<String> {
+        let api = self.0.api().map_err(to_py)?;
+        run(py, async move { api.status(&jid).await })
+    }
+
+    /// What the job came to, as the core decides it: `("succeeded",
+    /// value)`, `("failed", record)` or `("pending", status)`; `wait`
+    /// seconds for a final outcome.
+    #[pyo3(signature = (jid, wait=None))]
+    fn result<'py>(
+        &self,
+        py: Python<'py>,
+        jid: String,
+        wait: Option<f64>,
+    ) -> PyResult<(&'static str, Bound<'py, PyAny>)> {
+        let api = self.0.api().map_err(to_py)?;
+        crate::testing::outcome(py, run(py, async move { api.outcome(&jid, wait).await })?)
     }
 
     /// Raw payloads (dicts with at least `class`), in one round trip.

@@ -35,7 +35,7 @@ impl PyConfig {
     /// A setting's current value (a password in redis_url masked).
     fn get<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
         let value = self.inner.get(name).and_then(|v| v.to_json(name)).map_err(to_py)?;
-        py.import("json")?.call_method1("loads", (value.to_string(),))
+        convert::to_py(py, &value)
     }
 
     fn __repr__(&self) -> String {

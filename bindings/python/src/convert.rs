@@ -51,3 +51,44 @@ fn other(v: &Bound<'_, PyAny>) -> HostValue {
 pub fn values(iterable: &Bound<'_, PyAny>) -> PyResult<Vec<HostValue>> {
     iterable.try_iter()?.map(|item| Ok(value(&item?))).collect()
 }
+
+/// A JSON value as Python objects (dict, list, str, int, float, bool, None).
+pub fn to_py<'py>(py: Python<'py>, value: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
+    use pyo3::IntoPyObjectExt;
+    use serde_json::Value;
+    Ok(match value {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => b.into_bound_py_any(py)?,
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => i.into_bound_py_any(py)?,
+            (None, Some(u)) => u.into_bound_py_any(py)?,
+            // A whole number past 64 bits (kept exact by arbitrary_precision).
+            _ if !n.to_string().contains(['.', 'e', 'E']) => py.get_type::<PyInt>().call1((n.to_string(),))?,
+            _ => n.as_f64().unwrap_or(f64::NAN).into_bound_py_any(py)?,
+        },
+        Value::String(s) => s.into_bound_py_any(py)?,
+        Value::Array(items) => list_to_py(py, items)?,
+        Value::Object(map) => map_to_py(py, map)?,
+    })
+}
+
+/// A JSON object as a dict.
+pub fn map_to_py<'py>(
+    py: Python<'py>,
+    map: &serde_json::Map<String, serde_json::Value>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let dict = PyDict::new(py);
+    for (key, item) in map {
+        dict.set_item(key, to_py(py, item)?)?;
+    }
+    Ok(dict.into_any())
+}
+
+/// A list of JSON values as a list.
+pub fn list_to_py<'py>(py: Python<'py>, items: &[serde_json::Value]) -> PyResult<Bound<'py, PyAny>> {
+    let list = PyList::empty(py);
+    for item in items {
+        list.append(to_py(py, item)?)?;
+    }
+    Ok(list.into_any())
+}

@@ -10,7 +10,9 @@ mod client;
 mod config;
 mod convert;
 mod errors;
+mod periodic;
 mod supervisor;
+mod testing;
 mod web;
 mod worker;
 
@@ -50,13 +52,6 @@ fn new_jid() -> String {
     cogworker::new_jid()
 }
 
-/// Validates a periodic entry (JSON text); returns its pjid.
-#[pyfunction]
-fn periodic_id(entry_json: &str) -> PyResult<String> {
-    let entry = cogworker::Periodic::from_json(entry_json).map_err(errors::to_py)?;
-    Ok(entry.pjid())
-}
-
 /// `(name, help)` of every setting.
 #[pyfunction]
 fn settings() -> Vec<(&'static str, &'static str)> {
@@ -80,11 +75,22 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(log_line, m)?)?;
     m.add_function(wrap_pyfunction!(warn_secret_on_command_line, m)?)?;
     m.add_function(wrap_pyfunction!(new_jid, m)?)?;
-    m.add_function(wrap_pyfunction!(periodic_id, m)?)?;
+    m.add_class::<periodic::PyPeriodic>()?;
+    m.add_function(wrap_pyfunction!(periodic::entry, m)?)?;
     m.add_function(wrap_pyfunction!(settings, m)?)?;
     m.add_function(wrap_pyfunction!(client::prepare_job, m)?)?;
     m.add_function(wrap_pyfunction!(client::prepare_payload, m)?)?;
     m.add_function(wrap_pyfunction!(api::api_calls, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::set_testing_mode, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::testing_mode, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::testing_record, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::testing_jobs, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::testing_classes, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::testing_take, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::testing_clear, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::testing_settled, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::testing_result, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::testing_status, m)?)?;
     m.add_function(wrap_pyfunction!(api::admin_commands, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

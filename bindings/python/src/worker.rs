@@ -7,6 +7,7 @@ use crate::blocking;
 use crate::config::PyConfig;
 use crate::convert;
 use crate::errors::to_py;
+use crate::periodic::PyPeriodic;
 use cogworker::host::{HostDelivery, HostFailure, HostWorker};
 use cogworker::NextJob;
 use pyo3::prelude::*;
@@ -19,34 +20,42 @@ const STOPPED: u8 = 2;
 #[pyclass(name = "Delivery", module = "cogworker._core")]
 pub struct PyDelivery {
     delivery: HostDelivery,
-    /// The job's `args` as JSON text (Python's `json.loads` makes its
-    /// values), read when the slot takes it.
-    args_json: String,
+    /// The job's `args` as a Python list, made when the slot takes it.
+    args: Py<PyAny>,
 }
 
 impl PyDelivery {
-    fn new(delivery: HostDelivery) -> Self {
-        let args_json = delivery
-            .with_args(|args| serde_json::to_string(args).unwrap_or_else(|_| "[]".into()))
-            .unwrap_or_else(|| "[]".into());
-        PyDelivery { delivery, args_json }
+    fn new(py: Python<'_>, delivery: HostDelivery) -> PyResult<Self> {
+        let args = match delivery.with_args(|args| convert::list_to_py(py, args)) {
+            Some(args) => args?.unbind(),
+            None => pyo3::types::PyList::empty(py).into_any().unbind(),
+        };
+        Ok(PyDelivery { delivery, args })
     }
 }
 
 #[pymethods]
 impl PyDelivery {
-    /// `(class_name, jid, queue, retry_count, args_json)`.
+    /// `(class_name, jid, queue, retry_count, args)`.
     #[getter]
-    fn info(&self) -> (&str, &str, &str, u32, &str) {
+    fn info<'py>(&self, py: Python<'py>) -> (&str, &str, &str, u32, Bound<'py, PyAny>) {
         let info = &self.delivery.info;
-        (&info.class, &info.jid, &info.queue, info.retry_count, &self.args_json)
+        (
+            &info.class,
+            &info.jid,
+            &info.queue,
+            info.retry_count,
+            self.args.bind(py).clone(),
+        )
     }
 
-    /// The whole job as JSON text (every field, for middleware); None once
+    /// The whole job, a dict (every field, for middleware); None once
     /// settled.
     #[getter]
-    fn payload_json(&self) -> Option<String> {
-        self.delivery.payload_json()
+    fn payload<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.delivery
+            .with_payload(|fields| convert::map_to_py(py, fields))
+            .transpose()
     }
 
     /// It goes on as a coroutine on the host's event loop: its thread slot
@@ -95,12 +104,12 @@ impl PyDelivery {
     }
 }
 
-fn state(next: NextJob) -> (u8, Option<PyDelivery>) {
-    match next {
-        NextJob::Job(delivery) => (JOB, Some(PyDelivery::new(HostDelivery::new(delivery)))),
+fn state(py: Python<'_>, next: NextJob) -> PyResult<(u8, Option<PyDelivery>)> {
+    Ok(match next {
+        NextJob::Job(delivery) => (JOB, Some(PyDelivery::new(py, HostDelivery::new(delivery))?)),
         NextJob::Idle => (IDLE, None),
         NextJob::Stopped => (STOPPED, None),
-    }
+    })
 }
 
 #[pyclass(name = "Worker", module = "cogworker._core")]
@@ -109,12 +118,18 @@ pub struct PyWorker(HostWorker);
 #[pymethods]
 impl PyWorker {
     /// `handlers`: the class names registered in Python (the only ones that
-    /// run); `periodic`: entries as JSON text.
+    /// run); `periodic`: the entries (`periodic_entry`).
     /// `client_middleware`: run the periodic jobs this worker pushes through
     /// the host's client middleware (``client_middleware`` events).
     #[new]
     #[pyo3(signature = (config, handlers, periodic, client_middleware=false))]
-    fn new(config: &PyConfig, handlers: Vec<String>, periodic: Vec<String>, client_middleware: bool) -> PyResult<Self> {
+    fn new(
+        config: &PyConfig,
+        handlers: Vec<String>,
+        periodic: Vec<PyRef<'_, PyPeriodic>>,
+        client_middleware: bool,
+    ) -> PyResult<Self> {
+        let periodic: Vec<_> = periodic.iter().map(|entry| entry.0.clone()).collect();
         HostWorker::new(config.inner.clone(), &handlers, &periodic, client_middleware)
             .map(PyWorker)
             .map_err(to_py)
@@ -129,34 +144,37 @@ impl PyWorker {
     /// `(2, None)` when the worker is stopping.
     fn next_job(&self, py: Python<'_>, timeout: f64) -> PyResult<(u8, Option<PyDelivery>)> {
         let next = blocking::wait(py, Some(timeout), |slice| self.0.next_job(slice))?;
-        Ok(state(next.unwrap_or(NextJob::Idle)))
+        state(py, next.unwrap_or(NextJob::Idle))
     }
 
-    /// Waits up to `timeout` seconds for a worker event: `(name, job_json)`
-    /// (`job_json` for "death" only), `("ended", None)` once the engine has
+    /// Waits up to `timeout` seconds for a worker event: `(name, job)`
+    /// (a dict for "death" only), `("ended", None)` once the engine has
     /// shut down and every event was read, None meanwhile.
-    fn next_event(&self, py: Python<'_>, timeout: f64) -> PyResult<Option<(&'static str, Option<String>)>> {
-        blocking::wait(py, Some(timeout), |slice| self.0.next_event(slice).into_parts())
+    fn next_event<'py>(&self, py: Python<'py>, timeout: f64) -> PyResult<Option<Event<'py>>> {
+        let next = blocking::wait(py, Some(timeout), |slice| self.0.next_event(slice).into_parts())?;
+        next.map(|parts| event(py, parts)).transpose()
     }
 
     /// As `next_event`, for the periodic jobs for the client middleware
-    /// alone (`("client_middleware", job_json)`), on a thread of their own.
-    fn next_client_middleware(&self, py: Python<'_>, timeout: f64) -> PyResult<Option<(&'static str, Option<String>)>> {
-        blocking::wait(py, Some(timeout), |slice| {
+    /// alone (`("client_middleware", job)`), on a thread of their own.
+    fn next_client_middleware<'py>(&self, py: Python<'py>, timeout: f64) -> PyResult<Option<Event<'py>>> {
+        let next = blocking::wait(py, Some(timeout), |slice| {
             self.0.next_client_middleware(slice).into_parts()
-        })
+        })?;
+        next.map(|parts| event(py, parts)).transpose()
     }
 
     /// The client middleware's answer for the periodic job `jid` (a
-    /// ``client_middleware`` event): its JSON, or None to push nothing.
+    /// ``client_middleware`` event): the job, or None to push nothing.
     #[pyo3(signature = (jid, job=None))]
-    fn reply_client_middleware(&self, jid: &str, job: Option<String>) {
-        self.0.reply_client_middleware(jid, job);
+    fn reply_client_middleware(&self, jid: &str, job: Option<&Bound<'_, PyAny>>) {
+        let job = job.map(convert::value);
+        self.0.reply_client_middleware(jid, job.as_ref());
     }
 
     /// The next job if one is ready now (never blocks).
-    fn try_next_job(&self) -> (u8, Option<PyDelivery>) {
-        state(self.0.try_next_job())
+    fn try_next_job(&self, py: Python<'_>) -> PyResult<(u8, Option<PyDelivery>)> {
+        state(py, self.0.try_next_job())
     }
 
     /// Waits up to `timeout` seconds for the engine to finish its shutdown;
@@ -192,7 +210,15 @@ impl PyWorker {
     }
 
     /// The jobs running now, as JSON text.
-    fn busy_json(&self) -> String {
-        self.0.busy_json()
+    fn busy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        convert::to_py(py, &self.0.busy())
     }
+}
+
+/// A worker event as Python sees it: its name, and the job (a dict) for
+/// "death" and "client_middleware".
+type Event<'py> = (&'static str, Option<Bound<'py, PyAny>>);
+
+fn event<'py>(py: Python<'py>, (name, job): (&'static str, Option<serde_json::Value>)) -> PyResult<Event<'py>> {
+    Ok((name, job.map(|job| convert::to_py(py, &job)).transpose()?))
 }

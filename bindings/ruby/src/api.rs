@@ -1,6 +1,6 @@
 //! `Cogworker::Native::Api`: every ops-API call by name (the core's table),
-//! and the admin commands. Results leave as JSON text, read by
-//! `lib/cogworker/api.rb`.
+//! and the admin commands. Results leave as Ruby values (Hashes with
+//! String keys, Arrays, ...), as `JSON.parse` would make them.
 
 use crate::blocking::run;
 use crate::config::RbConfig;
@@ -23,13 +23,13 @@ impl RbApi {
         self.0.api().map_err(|e| to_ruby(ruby, e))
     }
 
-    /// Runs the API call `name` with positional `args`; its result as JSON.
-    pub fn call(ruby: &Ruby, rb_self: &Self, name: String, args: RArray) -> Result<String, Error> {
+    /// Runs the API call `name` with positional `args`; its result.
+    pub fn call(ruby: &Ruby, rb_self: &Self, name: String, args: RArray) -> Result<magnus::Value, Error> {
         let args = cogworker::host::HostValue::json_list(&convert::values(ruby, args), &name);
         let args = args.map_err(|e| to_ruby(ruby, e))?;
         let api = rb_self.api(ruby)?;
         let result = run(ruby, async move { api::call(&api, &name, args).await })?;
-        Ok(result.to_string())
+        Ok(convert::from_json(ruby, &result))
     }
 
     /// Runs an admin command; the text to print.

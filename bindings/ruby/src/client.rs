@@ -5,7 +5,7 @@ use crate::blocking::run;
 use crate::config::RbConfig;
 use crate::convert;
 use crate::errors::to_ruby;
-use cogworker::host::{payload_job, prepared_json, PushRequest, Session};
+use cogworker::host::{payload_job, prepared, PushRequest, Session};
 use cogworker::Job;
 use magnus::{prelude::*, Error, RArray, RHash, Ruby, Value};
 
@@ -20,17 +20,19 @@ fn request(ruby: &Ruby, class_name: String, args: RArray, options: RHash) -> Res
     PushRequest::job(&class_name, &convert::values(ruby, args), &named).map_err(|e| to_ruby(ruby, e))
 }
 
-/// The job `class_name(*args)` would be, as JSON, validated and filled as a
-/// push fills it: what the testing modes record.
-pub fn prepare_job(ruby: &Ruby, class_name: String, args: RArray, options: RHash) -> Result<String, Error> {
-    prepared_json(request(ruby, class_name, args, options)?).map_err(|e| to_ruby(ruby, e))
+/// The job `class_name(*args)` would be (a Hash), validated and filled as
+/// a push fills it: what client middleware sees and the testing modes record.
+pub fn prepare_job(ruby: &Ruby, class_name: String, args: RArray, options: RHash) -> Result<Value, Error> {
+    let job = prepared(request(ruby, class_name, args, options)?).map_err(|e| to_ruby(ruby, e))?;
+    Ok(convert::from_json(ruby, &job.into_value()))
 }
 
 /// A raw payload (a Hash with at least "class") checked and filled the same way.
-pub fn prepare_payload(ruby: &Ruby, payload: Value) -> Result<String, Error> {
-    payload_job(&convert::value(ruby, payload), "job")
-        .and_then(prepared_json)
-        .map_err(|e| to_ruby(ruby, e))
+pub fn prepare_payload(ruby: &Ruby, payload: Value) -> Result<Value, Error> {
+    let job = payload_job(&convert::value(ruby, payload), "job")
+        .and_then(prepared)
+        .map_err(|e| to_ruby(ruby, e))?;
+    Ok(convert::from_json(ruby, &job.into_value()))
 }
 
 #[magnus::wrap(class = "Cogworker::Native::Client", free_immediately, size)]
@@ -60,6 +62,22 @@ impl RbClient {
             .map(|args| request(ruby, class_name.clone(), RArray::try_convert(args)?, options))
             .collect::<Result<_, Error>>()?;
         rb_self.push_jobs(ruby, jobs)
+    }
+
+    /// queued, scheduled, running, retrying, dead, succeeded, failed or
+    /// unknown, on this client's connection.
+    pub fn status(ruby: &Ruby, rb_self: &Self, jid: String) -> Result<String, Error> {
+        let api = rb_self.0.api().map_err(|e| to_ruby(ruby, e))?;
+        run(ruby, async move { api.status(&jid).await })
+    }
+
+    /// What the job came to, as the core decides it: `["succeeded",
+    /// value]`, `["failed", record]` or `["pending", status]`; `wait`
+    /// seconds for a final outcome.
+    pub fn result(ruby: &Ruby, rb_self: &Self, jid: String, wait: Option<f64>) -> Result<(&'static str, Value), Error> {
+        let api = rb_self.0.api().map_err(|e| to_ruby(ruby, e))?;
+        let outcome = run(ruby, async move { api.outcome(&jid, wait).await })?;
+        Ok(crate::testing::outcome(ruby, outcome))
     }
 
     /// Raw payloads (Hashes with at least "class"), in one round trip.

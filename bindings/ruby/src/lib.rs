@@ -9,17 +9,13 @@ mod client;
 mod config;
 mod convert;
 mod errors;
+mod periodic;
 mod supervisor;
+mod testing;
 mod web;
 mod worker;
 
 use magnus::{function, method, prelude::*, Error, Ruby};
-
-/// Validates a periodic entry (JSON text); returns its pjid.
-fn periodic_id(ruby: &Ruby, entry_json: String) -> Result<String, Error> {
-    let entry = cogworker::Periodic::from_json(&entry_json).map_err(|e| errors::to_ruby(ruby, e))?;
-    Ok(entry.pjid())
-}
 
 /// Writes a Ruby log entry in the core's format (text or JSON, as
 /// `init_logging` chose): one format for the whole process.
@@ -44,11 +40,20 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("init_logging", function!(cogworker::logging::init, 1))?;
     native.define_module_function("log_line", function!(log_line, 4))?;
     native.define_module_function("warn_secret_on_command_line", function!(warn_secret_on_command_line, 2))?;
-    native.define_module_function("periodic_id", function!(periodic_id, 1))?;
     native.define_module_function("settings", function!(config::settings, 0))?;
     native.define_module_function("prepare_job", function!(client::prepare_job, 3))?;
     native.define_module_function("prepare_payload", function!(client::prepare_payload, 1))?;
     native.define_module_function("api_calls", function!(api::api_calls, 0))?;
+    native.define_module_function("set_testing_mode", function!(testing::set_mode, 1))?;
+    native.define_module_function("testing_mode", function!(testing::mode, 0))?;
+    native.define_module_function("testing_record", function!(testing::record, 1))?;
+    native.define_module_function("testing_jobs", function!(testing::jobs, 1))?;
+    native.define_module_function("testing_classes", function!(testing::classes, 0))?;
+    native.define_module_function("testing_take", function!(testing::take, 1))?;
+    native.define_module_function("testing_clear", function!(testing::clear, 1))?;
+    native.define_module_function("testing_settled", function!(testing::settled, 4))?;
+    native.define_module_function("testing_result", function!(testing::result, 1))?;
+    native.define_module_function("testing_status", function!(testing::status, 1))?;
     native.define_module_function("admin_commands", function!(api::admin_commands, 0))?;
 
     native.define_module_function("bind_to_parent", function!(supervisor::bind_to_parent, 1))?;
@@ -60,6 +65,11 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     supervisor.define_method("fork_failed", method!(supervisor::RbSupervisor::fork_failed, 2))?;
     supervisor.define_method("signal", method!(supervisor::RbSupervisor::signal, 1))?;
 
+    let periodic = native.define_class("Periodic", ruby.class_object())?;
+    periodic.define_singleton_method("new", function!(periodic::RbPeriodic::new, 3))?;
+    periodic.define_method("pjid", method!(periodic::RbPeriodic::pjid, 0))?;
+    periodic.define_method("entry", method!(periodic::RbPeriodic::entry, 0))?;
+
     let config = native.define_class("Config", ruby.class_object())?;
     config.define_singleton_method("new", function!(config::RbConfig::new, 1))?;
     config.define_method("set", method!(config::RbConfig::set, 2))?;
@@ -69,11 +79,13 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     client.define_singleton_method("new", function!(client::RbClient::new, 1))?;
     client.define_method("push_many", method!(client::RbClient::push_many, 3))?;
     client.define_method("push_payloads", method!(client::RbClient::push_payloads, 1))?;
+    client.define_method("status", method!(client::RbClient::status, 1))?;
+    client.define_method("result", method!(client::RbClient::result, 2))?;
 
     let delivery = native.define_class("Delivery", ruby.class_object())?;
     delivery.define_method("info", method!(worker::RbDelivery::info, 0))?;
     delivery.define_method("complete", method!(worker::RbDelivery::complete, 0))?;
-    delivery.define_method("payload_json", method!(worker::RbDelivery::payload_json, 0))?;
+    delivery.define_method("payload", method!(worker::RbDelivery::payload, 0))?;
     delivery.define_method("wants_result", method!(worker::RbDelivery::wants_result, 0))?;
     delivery.define_method("complete_with", method!(worker::RbDelivery::complete_with, 1))?;
     delivery.define_method("fail", method!(worker::RbDelivery::fail, 4))?;
@@ -98,7 +110,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     worker.define_method("identity", method!(worker::RbWorker::identity, 0))?;
     worker.define_method("lifecycle", method!(worker::RbWorker::lifecycle, 0))?;
     worker.define_method("given_back", method!(worker::RbWorker::given_back, 0))?;
-    worker.define_method("busy_json", method!(worker::RbWorker::busy_json, 0))?;
+    worker.define_method("busy", method!(worker::RbWorker::busy, 0))?;
 
     let api = native.define_class("Api", ruby.class_object())?;
     api.define_singleton_method("new", function!(api::RbApi::new, 1))?;
@@ -128,6 +140,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
 fn resolve_wrapped_classes(ruby: &Ruby) {
     use magnus::TypedData;
     let _ = config::RbConfig::class(ruby);
+    let _ = periodic::RbPeriodic::class(ruby);
     let _ = client::RbClient::class(ruby);
     let _ = worker::RbDelivery::class(ruby);
     let _ = worker::RbWorker::class(ruby);

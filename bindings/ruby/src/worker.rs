@@ -7,6 +7,7 @@ use crate::blocking;
 use crate::config::RbConfig;
 use crate::convert;
 use crate::errors::{raise, to_ruby};
+use crate::periodic::RbPeriodic;
 use cogworker::host::{HostDelivery, HostFailure, HostWorker};
 use cogworker::NextJob;
 use magnus::{prelude::*, Error, RString, Ruby, Value};
@@ -33,9 +34,18 @@ impl RbDelivery {
         )
     }
 
-    /// The whole job as JSON (every field, for middleware); nil once settled.
-    pub fn payload_json(&self) -> Option<String> {
-        self.0.payload_json()
+    /// The whole job, a Hash (every field, for middleware); nil once settled.
+    pub fn payload(ruby: &Ruby, rb_self: &Self) -> Value {
+        rb_self
+            .0
+            .with_payload(|fields| {
+                let hash = ruby.hash_new();
+                for (key, item) in fields {
+                    let _ = hash.aset(ruby.str_new(key), convert::from_json(ruby, item));
+                }
+                hash.as_value()
+            })
+            .unwrap_or_else(|| ruby.qnil().as_value())
     }
 
     /// Does the job keep its result (`result_ttl`)?
@@ -87,14 +97,18 @@ pub struct RbWorker(HostWorker);
 
 impl RbWorker {
     /// `handlers`: the classes registered in Ruby (the only ones that run);
-    /// `periodic`: entries as JSON text.
+    /// `periodic`: the entries (`Native::Periodic`).
     pub fn new(
         ruby: &Ruby,
         config: &RbConfig,
         handlers: Vec<String>,
-        periodic: Vec<String>,
+        periodic: magnus::RArray,
         client_middleware: bool,
     ) -> Result<Self, Error> {
+        let periodic = periodic
+            .into_iter()
+            .map(|entry| <&RbPeriodic as magnus::TryConvert>::try_convert(entry).map(|entry| entry.0.clone()))
+            .collect::<Result<Vec<_>, Error>>()?;
         HostWorker::new(config.config(), &handlers, &periodic, client_middleware)
             .map(RbWorker)
             .map_err(|e| to_ruby(ruby, e))
@@ -119,27 +133,25 @@ impl RbWorker {
         })
     }
 
-    /// Waits up to `timeout` seconds for a worker event: `[name, job_json]`
-    /// (`job_json` for "death" only), `["ended", nil]` once the engine has
-    /// shut down and every event was read, nil meanwhile.
-    pub fn next_event(
-        ruby: &Ruby,
-        rb_self: &Self,
-        timeout: f64,
-    ) -> Result<Option<(&'static str, Option<String>)>, Error> {
-        blocking::wait(ruby, Some(timeout), |slice| rb_self.0.next_event(slice).into_parts())
+    /// Waits up to `timeout` seconds for a worker event: `[name, job]`
+    /// (a Hash for "death" only), `["ended", nil]` once the engine has shut
+    /// down and every event was read, nil meanwhile.
+    pub fn next_event(ruby: &Ruby, rb_self: &Self, timeout: f64) -> Result<Option<(&'static str, Value)>, Error> {
+        let next = blocking::wait(ruby, Some(timeout), |slice| rb_self.0.next_event(slice).into_parts())?;
+        Ok(next.map(|parts| event(ruby, parts)))
     }
 
     /// As `next_event`, for the periodic jobs for the client middleware
-    /// alone (`["client_middleware", job_json]`), on a thread of their own.
+    /// alone (`["client_middleware", job]`), on a thread of their own.
     pub fn next_client_middleware(
         ruby: &Ruby,
         rb_self: &Self,
         timeout: f64,
-    ) -> Result<Option<(&'static str, Option<String>)>, Error> {
-        blocking::wait(ruby, Some(timeout), |slice| {
+    ) -> Result<Option<(&'static str, Value)>, Error> {
+        let next = blocking::wait(ruby, Some(timeout), |slice| {
             rb_self.0.next_client_middleware(slice).into_parts()
-        })
+        })?;
+        Ok(next.map(|parts| event(ruby, parts)))
     }
 
     /// Waits up to `timeout` seconds for the engine's shutdown; true once done.
@@ -151,10 +163,11 @@ impl RbWorker {
             .is_some())
     }
 
-    /// The client middleware's answer for the periodic job `jid`: its
-    /// JSON, or nil to push nothing.
-    pub fn reply_client_middleware(&self, jid: String, job: Option<String>) {
-        self.0.reply_client_middleware(&jid, job);
+    /// The client middleware's answer for the periodic job `jid`: the
+    /// job, or nil to push nothing.
+    pub fn reply_client_middleware(ruby: &Ruby, rb_self: &Self, jid: String, job: Value) {
+        let job = (!job.is_nil()).then(|| convert::value(ruby, job));
+        rb_self.0.reply_client_middleware(&jid, job.as_ref());
     }
 
     pub fn quiet(&self) {
@@ -172,7 +185,14 @@ impl RbWorker {
     pub fn lifecycle(&self) -> &'static str {
         self.0.lifecycle()
     }
-    pub fn busy_json(&self) -> String {
-        self.0.busy_json()
+    pub fn busy(ruby: &Ruby, rb_self: &Self) -> Value {
+        convert::from_json(ruby, &rb_self.0.busy())
     }
+}
+
+/// A worker event as Ruby sees it: its name, and the job (a Hash) for
+/// "death" and "client_middleware".
+fn event(ruby: &Ruby, (name, job): (&'static str, Option<serde_json::Value>)) -> (&'static str, Value) {
+    let job = job.map_or_else(|| ruby.qnil().as_value(), |job| convert::from_json(ruby, &job));
+    (name, job)
 }

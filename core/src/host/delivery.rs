@@ -29,11 +29,11 @@ impl HostDelivery {
         taken.ok_or_else(|| Error::invalid_argument("delivery", &self.info.jid, "was already settled"))
     }
 
-    /// The whole job as JSON (every payload field, for middleware); `None`
-    /// once settled.
-    pub fn payload_json(&self) -> Option<String> {
+    /// `f` of the whole job (every payload field, for middleware), for a
+    /// host to convert to its own values; `None` once settled.
+    pub fn with_payload<R>(&self, f: impl FnOnce(&serde_json::Map<String, serde_json::Value>) -> R) -> Option<R> {
         let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        inner.as_ref().map(|delivery| delivery.job().to_json())
+        inner.as_ref().map(|delivery| f(delivery.job().fields()))
     }
 
     /// `f` of the job's arguments, for a host to convert them to its own

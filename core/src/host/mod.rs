@@ -10,6 +10,7 @@
 //!   (what JSON can hold, what a setting takes);
 //! - [`HostFailure`]: how a host reports a failure from raw pieces, none of
 //!   which can make recording the failure fail;
+//! - [`periodic_entry`]: a periodic entry built and checked from host values;
 //! - [`PushRequest`]: the job payload built and validated once for every
 //!   language (pushes and the testing modes alike);
 //! - [`api`]: every ops-API call by name, with JSON results;
@@ -17,6 +18,7 @@
 //! - [`HostDelivery`]: a delivery held by a host object, settled once;
 //! - [`Session`]: a configuration's lazily built, fork-safe client and API;
 //! - [`supervisor`]: the parent of a multi-process worker (`-p N`);
+//! - [`testing`]: the fake and inline modes, what they record and keep;
 //! - [`wait`]: the one way to block in slices that stay interruptible, and
 //!   [`spawn`] to run a core operation it can wait for.
 
@@ -25,10 +27,12 @@ pub mod api;
 mod cli;
 mod delivery;
 mod failure;
+mod periodic;
 mod push;
 mod session;
 pub(crate) mod slots;
 pub mod supervisor;
+pub mod testing;
 mod value;
 mod wait;
 mod worker;
@@ -37,7 +41,8 @@ pub use crate::job::MAX_NESTING;
 pub use cli::{secret_on_command_line, warn_secret_on_command_line};
 pub use delivery::HostDelivery;
 pub use failure::{HostFailure, RetryHint};
-pub use push::{payload_job, prepared_json, PushRequest};
+pub use periodic::periodic_entry;
+pub use push::{payload_job, prepared, PushRequest};
 pub use session::{in_runtime, Session};
 pub use value::HostValue;
 pub use wait::{deadline_after, spawn, wait, Pending, Waited};

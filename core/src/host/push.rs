@@ -152,16 +152,16 @@ pub fn payload_job(payload: &HostValue, path: &str) -> Result<Job> {
 }
 
 /// `job` as a push would store it (validated; `jid`, `created_at` and, for
-/// an immediate job, `enqueued_at` filled), as JSON: what the testing modes
-/// record instead of pushing.
-pub fn prepared_json(mut job: Job) -> Result<String> {
+/// an immediate job, `enqueued_at` filled): what client middleware sees and
+/// the testing modes record instead of pushing.
+pub fn prepared(mut job: Job) -> Result<Job> {
     let at = now();
     job.prepare_for_push(at)?;
     if job.run_at().is_none_or(|run_at| run_at <= at) {
         job.remove("at");
         job.set("enqueued_at", float(at));
     }
-    Ok(job.to_json())
+    Ok(job)
 }
 
 /// `seconds` as a JSON number; NaN and the infinities are refused, naming

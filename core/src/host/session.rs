@@ -37,10 +37,11 @@ impl Session {
         self.client.get_or_try_init(|| in_runtime(|| Client::new(&self.config)))
     }
 
-    /// The ops API.
+    /// The ops API, on the client's connection (a `Client`'s `status` and
+    /// `result` open no connection of their own).
     pub fn api(&self) -> Result<Arc<Api>> {
         self.api
-            .get_or_try_init(|| in_runtime(|| Client::new(&self.config).map(Api::new)))
+            .get_or_try_init(|| self.client().map(|client| Api::new((*client).clone())))
     }
 }
 

@@ -39,9 +39,10 @@ pub enum NextEvent {
 
 impl NextEvent {
     /// As the bindings hand it to their host: `None` while idle, else
-    /// `(name, job_json)`: `("ended", None)` at the end, the event's name
-    /// ([`WorkerEvent::name`]) otherwise, with the job for `"death"`.
-    pub fn into_parts(self) -> Option<(&'static str, Option<String>)> {
+    /// `(name, job)`: `("ended", None)` at the end, the event's name
+    /// ([`WorkerEvent::name`]) otherwise, with the job for `"death"` and
+    /// `"client_middleware"`.
+    pub fn into_parts(self) -> Option<(&'static str, Option<serde_json::Value>)> {
         match self {
             NextEvent::Idle => None,
             NextEvent::Ended => Some(("ended", None)),
@@ -53,17 +54,22 @@ impl NextEvent {
 }
 
 impl HostWorker {
-    /// `handlers`: the class names the host can run; `periodic`: entries as
-    /// JSON text (see [`Periodic::from_json`]). Does not touch Redis yet.
+    /// `handlers`: the class names the host can run; `periodic`: the
+    /// entries (see [`super::periodic_entry`]). Does not touch Redis yet.
     /// `client_middleware`: the host has client middleware, to be run on
     /// the periodic jobs this worker pushes (see [`NextEvent`]).
-    pub fn new<S: AsRef<str>>(config: Config, handlers: &[S], periodic: &[S], client_middleware: bool) -> Result<Self> {
+    pub fn new<S: AsRef<str>>(
+        config: Config,
+        handlers: &[S],
+        periodic: &[Periodic],
+        client_middleware: bool,
+    ) -> Result<Self> {
         let mut builder = Worker::builder(config)
             .host_slots()
             .host_events()
             .host_classes(handlers.iter().map(|h| h.as_ref().to_string()));
         for entry in periodic {
-            builder = builder.periodic(Periodic::from_json(entry.as_ref())?);
+            builder = builder.periodic(entry.clone());
         }
         if client_middleware {
             builder = builder.host_client_middleware();
@@ -148,8 +154,10 @@ impl HostWorker {
     }
 
     /// The host's client middleware's answer for the periodic job `jid`:
-    /// the job to push as JSON, or `None` to push nothing.
-    pub fn reply_client_middleware(&self, jid: &str, job: Option<String>) {
+    /// the job to push, or `None` to push nothing (a value JSON cannot
+    /// hold: pushed as it was, with a warning).
+    pub fn reply_client_middleware(&self, jid: &str, job: Option<&super::HostValue>) {
+        let job = job.map(|job| job.to_json("job").unwrap_or(serde_json::Value::Null));
         self.handle.reply_client_middleware(jid, job);
     }
 
@@ -192,14 +200,14 @@ impl HostWorker {
         }
     }
 
-    /// The jobs running now, as JSON: `[{class, jid, queue, run_at}]`.
-    pub fn busy_json(&self) -> String {
+    /// The jobs running now: `[{class, jid, queue, run_at}]`.
+    pub fn busy(&self) -> serde_json::Value {
         let busy: Vec<serde_json::Value> = self
             .handle
             .busy()
             .into_iter()
             .map(|e| serde_json::json!({"class": e.class, "jid": e.jid, "queue": e.queue, "run_at": e.run_at}))
             .collect();
-        serde_json::Value::Array(busy).to_string()
+        serde_json::Value::Array(busy)
     }
 }

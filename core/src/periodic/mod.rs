@@ -118,7 +118,7 @@ impl Periodic {
         Self::from_map(&map)
     }
 
-    fn from_map(map: &Map<String, Value>) -> Result<Self> {
+    pub(crate) fn from_map(map: &Map<String, Value>) -> Result<Self> {
         const KNOWN: [&str; 7] = ["cron", "class", "args", "queue", "unique", "tz", "retry"];
         if let Some(unknown) = map.keys().find(|k| !KNOWN.contains(&k.as_str())) {
             return Err(Error::config(
@@ -206,6 +206,29 @@ impl Periodic {
     /// Whether a slot is skipped while the previous run is pending.
     pub fn is_until_executed(&self) -> bool {
         self.until_executed
+    }
+
+    /// The entry as it was registered (`cron`, `class`, `args`, `queue`,
+    /// and `tz`, `unique`, `retry` when given): what a host lists.
+    pub fn describe(&self) -> Value {
+        let mut entry = json!({
+            "cron": self.cron_text,
+            "class": self.class,
+            "args": self.args,
+            "queue": self.queue,
+        });
+        if let Some(tz) = self.tz {
+            entry["tz"] = Value::String(tz.name().to_string());
+        }
+        if self.until_executed {
+            entry["unique"] = Value::String("until_executed".into());
+        }
+        match self.retry {
+            Some(Retry::Discard) => entry["retry"] = Value::Bool(false),
+            Some(Retry::Max(n)) => entry["retry"] = Value::from(n),
+            None => {}
+        }
+        entry
     }
 
     /// How the entry is shown in the process info and the ops API.

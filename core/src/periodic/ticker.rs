@@ -133,13 +133,12 @@ const HOST_ANSWER_LIMIT: std::time::Duration = std::time::Duration::from_secs(5)
 async fn host_client_middleware(shared: &Shared, job: crate::Job) -> Option<crate::Job> {
     let (answer, answered) = tokio::sync::oneshot::channel();
     *shared.host_answer.lock().unwrap() = Some((job.jid_str().to_string(), answer));
-    shared
-        .events
-        .emit(crate::events::WorkerEvent::ClientMiddleware { job: job.to_json() });
+    shared.events.emit(crate::events::WorkerEvent::ClientMiddleware {
+        job: job.clone().into_value(),
+    });
     match tokio::time::timeout(HOST_ANSWER_LIMIT, answered).await {
         Ok(Ok(None)) => None,
-        Ok(Ok(Some(json))) => match crate::Job::parse(json.as_bytes()).map(|mut changed| (changed.validate(), changed))
-        {
+        Ok(Ok(Some(value))) => match crate::Job::from_value(value).map(|mut changed| (changed.validate(), changed)) {
             Ok((Ok(()), changed)) => Some(changed),
             _ => {
                 tracing::warn!(

@@ -1,7 +1,5 @@
 # frozen_string_literal: true
 
-require 'json'
-
 module Cogworker
   # The ops API: queues, the scheduled/retry/dead sets, processes, stats.
   # Every method is one call of the engine's API table (the same calls, with
@@ -16,7 +14,7 @@ module Cogworker
 
     # Runs the API call `name` with positional `args`.
     def call(name, *args)
-      JSON.parse(@native.call(name.to_s, args))
+      @native.call(name.to_s, args)
     end
 
     # Runs an admin command (`cogworker stats`, ...); the text it prints.

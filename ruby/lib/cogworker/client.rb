@@ -34,23 +34,21 @@ module Cogworker
     end
 
     def result(jid, wait: nil)
-      record = wait.nil? ? @api.result(jid) : @api.wait_result(jid, wait.to_f)
-      return Pending.new(jid, 'unknown') if record.nil?
+      return Testing.result(jid) if Testing.enabled?
 
-      case record['status']
-      when 'succeeded' then record['value']
-      when 'failed', 'dead' then raise JobFailed, record
-      else Pending.new(jid, record['status'])
-      end
+      Cogworker.result_of(jid, @native.result(jid.to_s, wait&.to_f))
     end
 
     # queued, scheduled, running, retrying, dead, succeeded, failed or unknown.
-    def status(jid) = @api.status(jid)
+    def status(jid)
+      return Testing.status(jid) if Testing.enabled?
+
+      @native.status(jid.to_s)
+    end
 
     def initialize(config = Cogworker.config)
       @native = Native::Client.new(config.native)
       @middleware = config.hooks.client_middleware
-      @api = Api.new(config)
     end
 
     # Returns the jid (nil: a unique job's duplicate holds the lock).
@@ -90,7 +88,7 @@ module Cogworker
 
     def push_many(class_name, args_list, options)
       unless @middleware.empty?
-        return push_raw(args_list.map { |args| prepared(Native.prepare_job(class_name.to_s, args, options)) })
+        return push_raw(args_list.map { |args| Native.prepare_job(class_name.to_s, args, options) })
       end
       return args_list.map { |args| Testing.record(Native.prepare_job(class_name.to_s, args, options)) } if Testing.enabled?
 
@@ -98,7 +96,7 @@ module Cogworker
     end
 
     def push_one(class_name, args, options)
-      return push_raw([prepared(Native.prepare_job(class_name, args, options))]).first unless @middleware.empty?
+      return push_raw([Native.prepare_job(class_name, args, options)]).first unless @middleware.empty?
       return Testing.record(Native.prepare_job(class_name, args, options)) if Testing.enabled?
 
       @native.push_many(class_name, [args], options).first
@@ -108,14 +106,12 @@ module Cogworker
       return push_prepared(payloads) if @middleware.empty?
 
       jobs = payloads.map do |payload|
-        job = prepared(Native.prepare_payload(payload))
+        job = Native.prepare_payload(payload)
         job if @middleware.invoke_client(job['class'], job, job['queue'])
       end
       pushed = push_prepared(jobs.compact).each
       jobs.map { |job| job && pushed.next }
     end
-
-    def prepared(json) = JSON.parse(json)
 
     def push_prepared(payloads)
       return payloads.map { |p| Testing.record(Native.prepare_payload(p)) } if Testing.enabled?

@@ -23,6 +23,17 @@ module Cogworker
   # "scheduled", "retrying" or "unknown" (no result kept).
   Pending = Struct.new(:jid, :status)
 
+  # What `result(jid)` answers, from the engine's outcome (`[kind, value]`,
+  # decided by the core): the value, a raised JobFailed, or a Pending.
+  def self.result_of(jid, outcome)
+    kind, value = outcome
+    case kind
+    when 'succeeded' then value
+    when 'failed' then raise JobFailed, value
+    else Pending.new(jid, value)
+    end
+  end
+
   # A setting has an invalid value (the message names it).
   class ConfigError < Error; end
   # A job to push is malformed; nothing was written.

@@ -111,21 +111,21 @@ module Cogworker
     end
 
     # A periodic job the worker is about to push, through the client
-    # middleware: [jid, the job's JSON or nil to push nothing]. A middleware
-    # that raises is logged and the job is pushed as it was.
-    def periodic_push(job_json)
-      job = JSON.parse(job_json)
+    # middleware: [jid, the job or nil to push nothing]. A middleware that
+    # raises is logged and the job is pushed as it was.
+    def periodic_push(job)
+      original = Marshal.load(Marshal.dump(job))
       pushed = @client_middleware.invoke_client(job['class'], job, job['queue'])
-      [job['jid'].to_s, pushed ? JSON.generate(job) : nil]
+      [job['jid'].to_s, pushed ? job : nil]
     rescue Exception => e # rubocop:disable Lint/RescueException -- a hook never loses a periodic run
       Cogworker.logger.error("client middleware raised #{e.class}: #{e.message} on a periodic job; pushing it as it was")
-      [JSON.parse(job_json)['jid'].to_s, job_json]
+      [original['jid'].to_s, original]
     end
 
     # Runs the hooks of one worker event (on the worker's events thread).
-    def dispatch(name, job_json)
+    def dispatch(name, job)
       if name == 'death'
-        job = JSON.parse(job_json.to_s)
+        job ||= {}
         @death_handlers.dup.each { |handler| safely('death handler') { handler.call(job, JobDied.new(job)) } }
       else
         @events.fetch(name.to_sym, []).dup.each { |hook| safely("#{name} hook") { hook.call } }

@@ -24,29 +24,25 @@ module Cogworker
       class_name = klass.is_a?(Module) ? klass.name : klass.to_s
       queue ||= klass.cogworker_queue if klass.respond_to?(:cogworker_queue)
       retry_option = binding.local_variable_get(:retry)
-      entry = { 'cron' => cron.to_s, 'class' => class_name, 'args' => Array(args), 'queue' => (queue || 'default').to_s }
-      entry['unique'] = unique.to_s if unique
-      entry['tz'] = tz.to_s if tz
-      entry['retry'] = retry_option unless retry_option.nil? || retry_option == true
-      pjid = Native.periodic_id(encode(entry))
-      @lock.synchronize { @entries[pjid] = entry }
-      pjid
+      options = { 'args' => Array(args), 'queue' => queue&.to_s, 'unique' => unique&.to_s, 'tz' => tz&.to_s,
+                  'retry' => retry_option == true ? nil : retry_option }
+      entry = Native::Periodic.new(cron.to_s, class_name, options)
+      @lock.synchronize { @entries[entry.pjid] = entry }
+      entry.pjid
     end
 
+    # The entries as registered ('cron', 'class', 'args', 'queue', ...).
     def entries
-      @lock.synchronize { @entries.values.map(&:dup) }
+      @lock.synchronize { @entries.values.map(&:entry) }
+    end
+
+    # The entries, for a worker.
+    def native_entries
+      @lock.synchronize { @entries.values }
     end
 
     def clear
       @lock.synchronize { @entries.clear }
-    end
-
-    private
-
-    def encode(entry)
-      JSON.generate(entry)
-    rescue JSON::GeneratorError, Encoding::UndefinedConversionError, ArgumentError => e
-      raise ConfigError, "invalid config periodic.args = #{entry['args'].inspect}: must be JSON data: #{e.message}"
     end
   end
 end

@@ -25,7 +25,7 @@ module Cogworker
       @hooks = config.hooks
       # Periodic jobs this worker pushes go through the app's client
       # middleware too (registered by the time the worker is built).
-      @native = Native::Worker.new(config.native, @handlers.keys, entries.map { |e| JSON.generate(e) },
+      @native = Native::Worker.new(config.native, @handlers.keys, config.periodic.native_entries,
                                    !@hooks.client_middleware.empty?)
       @threads = []
       @threads_lock = Mutex.new
@@ -40,7 +40,7 @@ module Cogworker
     # return is no longer recorded; a process that exits now keeps them
     # from finishing here as well as in the next worker.
     def given_back = @native.given_back
-    def busy = JSON.parse(@native.busy_json)
+    def busy = @native.busy
 
     # Starts the engine and the slot threads.
     def start
@@ -122,14 +122,14 @@ module Cogworker
     def run_hooks(next_event, thread_name)
       Thread.current.name = thread_name
       loop do
-        name, job_json = @native.public_send(next_event, 0.5)
+        name, job = @native.public_send(next_event, 0.5)
         next if name.nil?
         break if name == 'ended'
 
         if name == 'client_middleware'
-          @native.reply_client_middleware(*@hooks.periodic_push(job_json))
+          @native.reply_client_middleware(*@hooks.periodic_push(job))
         else
-          @hooks.dispatch(name, job_json)
+          @hooks.dispatch(name, job)
         end
       end
     end
@@ -143,7 +143,7 @@ module Cogworker
       value = if @hooks.server_middleware.empty? && !Tracing.enabled?
                 instance.perform(*args)
               else
-                job = JSON.parse(delivery.payload_json)
+                job = delivery.payload
                 Tracing.consuming(job) do
                   @hooks.server_middleware.invoke(instance, job, queue) { instance.perform(*job['args']) }
                 end
@@ -170,7 +170,7 @@ module Cogworker
     def report_error(error, delivery, job, queue)
       return if @hooks.error_handlers.empty?
 
-      job ||= safe { JSON.parse(delivery.payload_json) }
+      job ||= safe { delivery.payload }
       @hooks.report_error(error, { context: 'Job raised exception', job: job, jid: job&.dig('jid'), queue: queue })
     end
 

@@ -14,7 +14,6 @@ class is the task's import path and whose args are ``[args, kwargs]``;
 from __future__ import annotations
 
 import dataclasses
-import json
 import threading
 from typing import Any
 
@@ -112,7 +111,7 @@ class CogworkerBackend(_compat.BaseTaskBackend):  # type: ignore[misc]
         )
         # Django's own argument check (a JSON round trip), then the engine's.
         args, kwargs = _compat.normalize_json(list(args)), _compat.normalize_json(dict(kwargs))
-        payload = json.loads(_core.prepare_job(task.module_path, [args, kwargs], **opts))
+        payload = _core.prepare_job(task.module_path, [args, kwargs], **opts)
         result = results.enqueued(task, payload, args, kwargs)
 
         def push() -> None:

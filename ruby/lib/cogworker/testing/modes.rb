@@ -1,7 +1,5 @@
 # frozen_string_literal: true
 
-require 'json'
-require 'monitor'
 
 module Cogworker
   # Testing modes, no Redis needed (`require 'cogworker/testing'`):
@@ -12,45 +10,59 @@ module Cogworker
   # push in a testing mode is validated and filled by the engine exactly as
   # a real push would be: what would be refused in production is refused here.
   module Testing
-    @mode = nil
-    @jobs = Hash.new { |h, k| h[k] = [] }
-    @lock = Monitor.new
+    # What is recorded and kept, and when it is forgotten, is the core's
+    # (cogworker::host::testing), the same in Python: entering a mode from
+    # real pushes starts with nothing recorded; the end of a block keeps
+    # what was recorded (look at it after the block) until the next entry
+    # or `clear`.
+
+    # The recorded jobs of one class (a copy, oldest first); `clear`
+    # forgets them.
+    class RecordedJobs < Array
+      def initialize(class_name)
+        super(Native.testing_jobs(class_name))
+        @class_name = class_name
+      end
+
+      def clear
+        Native.testing_clear(@class_name)
+        super
+      end
+    end
 
     class << self
-      def fake!(&block) = switch(:fake, &block)
-      def inline!(&block) = switch(:inline, &block)
+      def fake!(&block) = switch('fake', &block)
+      def inline!(&block) = switch('inline', &block)
       def disable!(&block) = switch(nil, &block)
 
       def enabled?
-        !@mode.nil?
+        !Native.testing_mode.nil?
       end
 
+      # :fake, :inline or nil.
       def mode
-        @mode
+        Native.testing_mode&.to_sym
       end
 
       # A push in a testing mode (the job as the engine prepared it):
-      # recorded (fake) or run (inline). Returns its jid.
-      def record(job_json)
-        job = JSON.parse(job_json)
-        if @mode == :inline
-          perform(job)
-        else
-          @lock.synchronize { @jobs[job['class']] << job }
-        end
-        job['jid']
+      # recorded (fake) or run (inline). Returns its jid; nil for a unique
+      # job whose duplicate is still recorded.
+      def record(job)
+        verdict, value = Native.testing_record(job)
+        return value unless verdict == 'run'
+
+        perform(value)
+        value['jid']
       end
 
-      def jobs_for(class_name)
-        @lock.synchronize { @jobs[class_name.to_s] }
-      end
+      def jobs_for(class_name) = RecordedJobs.new(class_name.to_s)
 
-      def clear(class_name = nil)
-        @lock.synchronize { class_name ? @jobs.delete(class_name.to_s) : @jobs.clear }
-      end
+      # Forgets the recorded jobs of `class_name` (everything, kept results
+      # included: nil).
+      def clear(class_name = nil) = Native.testing_clear(class_name&.to_s)
 
       def perform_one(class_name)
-        job = @lock.synchronize { @jobs[class_name.to_s].shift }
+        job = Native.testing_take(class_name.to_s)
         raise IndexError, "no #{class_name} jobs recorded" unless job
 
         perform(job)
@@ -58,24 +70,36 @@ module Cogworker
 
       def drain(class_name)
         count = 0
-        until jobs_for(class_name).empty?
-          perform_one(class_name)
+        while (job = Native.testing_take(class_name.to_s))
+          perform(job)
           count += 1
         end
         count
       end
 
+      def drain_all
+        count = 0
+        until (classes = Native.testing_classes).empty?
+          classes.each { |name| count += drain(name) }
+        end
+        count
+      end
+
+      # Client#result in a testing mode: what a job run here came to.
+      def result(jid) = Cogworker.result_of(jid, Native.testing_result(jid.to_s))
+
+      def status(jid) = Native.testing_status(jid.to_s)
+
       private
 
       def switch(mode)
-        previous = @mode
-        @mode = mode
+        previous = Native.set_testing_mode(mode)
         return unless block_given?
 
         begin
           yield
         ensure
-          @mode = previous
+          Native.set_testing_mode(previous)
         end
       end
 
@@ -86,7 +110,14 @@ module Cogworker
 
         instance = klass.new
         instance.jid = job['jid'] if instance.respond_to?(:jid=)
-        instance.perform(*job['args'])
+        begin
+          value = instance.perform(*job['args'])
+        rescue Exception => e # rubocop:disable Lint/RescueException -- recorded, then raised on
+          Native.testing_settled(job, nil, e.class.name, e.message)
+          raise
+        end
+        Native.testing_settled(job, job['result_ttl'] ? value : nil, nil, nil)
+        value
       end
     end
   end

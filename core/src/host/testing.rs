@@ -1,0 +1,264 @@
+//! The testing modes every host offers (Python's `cogworker.testing`,
+//! Ruby's `Cogworker::Testing`), decided once for all of them:
+//!
+//! - **fake**: a push is recorded, not sent; the host runs recorded jobs
+//!   when the test asks (`drain`, `perform_one`);
+//! - **inline**: a push runs its handler at once, in the caller.
+//!
+//! A push in either mode is validated and filled exactly as a real push
+//! (the host hands over the job a push would write), and a unique job
+//! (`unique_for`) whose duplicate is still recorded is refused, as Redis
+//! would refuse it. The results of jobs run in a testing mode are kept here,
+//! so `result(jid)` and `status(jid)` answer without Redis.
+//!
+//! What is kept, and when it goes: entering a mode from real pushes starts
+//! with nothing recorded; leaving a mode (the end of a block) keeps what was
+//! recorded, so a test can look at it after the block, until the next
+//! entry or an explicit `clear`.
+
+use crate::job::Job;
+use crate::results::JobOutcome;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Mutex;
+
+/// A testing mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TestingMode {
+    /// Pushes are recorded.
+    Fake,
+    /// Pushes run their handler at once.
+    Inline,
+}
+
+impl TestingMode {
+    /// `fake` or `inline`, as hosts name them; `None` for real pushes.
+    pub fn parse(name: Option<&str>) -> crate::Result<Option<Self>> {
+        match name {
+            None => Ok(None),
+            Some("fake") => Ok(Some(TestingMode::Fake)),
+            Some("inline") => Ok(Some(TestingMode::Inline)),
+            Some(other) => Err(crate::Error::invalid_argument(
+                "mode",
+                other,
+                "one of fake, inline or none",
+            )),
+        }
+    }
+
+    /// `fake` or `inline`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TestingMode::Fake => "fake",
+            TestingMode::Inline => "inline",
+        }
+    }
+}
+
+/// What became of a push in a testing mode.
+#[derive(Debug, PartialEq)]
+pub enum Recorded {
+    /// Recorded (fake mode): the host returns the jid.
+    Kept(String),
+    /// A unique job whose duplicate is still recorded: the push returns nothing.
+    Refused,
+    /// Inline mode: the host runs the job (this payload) now, and reports
+    /// its outcome with [`settled`].
+    RunNow(Value),
+}
+
+#[derive(Default)]
+struct State {
+    mode: Option<TestingMode>,
+    /// Recorded jobs by class, oldest first.
+    jobs: BTreeMap<String, VecDeque<Value>>,
+    /// Outcomes of jobs run in a testing mode, by jid.
+    results: HashMap<String, JobOutcome>,
+}
+
+static STATE: Mutex<Option<State>> = Mutex::new(None);
+
+fn with_state<T>(f: impl FnOnce(&mut State) -> T) -> T {
+    let mut guard = STATE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    f(guard.get_or_insert_with(State::default))
+}
+
+/// Switches to `mode` (`None`: real pushes); returns the mode before, to
+/// restore at the end of a block. Entering a mode from real pushes starts
+/// with nothing recorded.
+pub fn set_mode(mode: Option<TestingMode>) -> Option<TestingMode> {
+    with_state(|state| {
+        let previous = state.mode;
+        if previous.is_none() && mode.is_some() {
+            state.jobs.clear();
+            state.results.clear();
+        }
+        state.mode = mode;
+        previous
+    })
+}
+
+/// The mode pushes are in (`None`: real pushes).
+pub fn mode() -> Option<TestingMode> {
+    with_state(|state| state.mode)
+}
+
+/// A push in the current testing mode: `job` is what a real push would
+/// write (validated and filled). Real pushes (no mode) record nothing and
+/// answer `Kept` with the jid; hosts only call this in a mode.
+pub fn record(job: Job) -> Recorded {
+    with_state(|state| {
+        let jid = job.jid_str().to_string();
+        if state.mode == Some(TestingMode::Inline) {
+            return Recorded::RunNow(job.into_value());
+        }
+        if let Some(digest) = job.unique_digest() {
+            let duplicate = state
+                .jobs
+                .values()
+                .flatten()
+                .any(|recorded| recorded["unique_digest"].as_str() == Some(digest));
+            if duplicate {
+                return Recorded::Refused;
+            }
+        }
+        state
+            .jobs
+            .entry(job.class().to_string())
+            .or_default()
+            .push_back(job.into_value());
+        Recorded::Kept(jid)
+    })
+}
+
+/// The recorded jobs of `class` (every class: `None`), oldest first.
+pub fn jobs(class: Option<&str>) -> Vec<Value> {
+    with_state(|state| match class {
+        Some(class) => state
+            .jobs
+            .get(class)
+            .map(|j| j.iter().cloned().collect())
+            .unwrap_or_default(),
+        None => state.jobs.values().flatten().cloned().collect(),
+    })
+}
+
+/// Classes with recorded jobs.
+pub fn classes() -> Vec<String> {
+    with_state(|state| {
+        state
+            .jobs
+            .iter()
+            .filter(|(_, jobs)| !jobs.is_empty())
+            .map(|(class, _)| class.clone())
+            .collect()
+    })
+}
+
+/// Takes the oldest recorded job of `class`, for the host to run (and
+/// report with [`settled`]).
+pub fn take_oldest(class: &str) -> Option<Value> {
+    with_state(|state| state.jobs.get_mut(class).and_then(VecDeque::pop_front))
+}
+
+/// Forgets the recorded jobs of `class` (every class, and every kept
+/// result: `None`).
+pub fn clear(class: Option<&str>) {
+    with_state(|state| match class {
+        Some(class) => {
+            state.jobs.remove(class);
+        }
+        None => {
+            state.jobs.clear();
+            state.results.clear();
+        }
+    })
+}
+
+/// A job run in a testing mode ended: `Ok(value)` (what the handler
+/// returned) or `Err((error_class, error_message))`. Kept for `result`
+/// and `status` when the job asked for its result (`result_ttl`).
+pub fn settled(job: &Value, outcome: Result<Value, (String, String)>) {
+    if job.get("result_ttl").is_none_or(Value::is_null) {
+        return;
+    }
+    let jid = job["jid"].as_str().unwrap_or_default().to_string();
+    let outcome = match outcome {
+        Ok(value) => JobOutcome::Succeeded(value),
+        Err((error_class, error_message)) => JobOutcome::Failed(json!({
+            "status": "failed",
+            "jid": jid,
+            "class": job["class"],
+            "queue": job["queue"],
+            "args": job["args"],
+            "error_class": error_class,
+            "error_message": error_message,
+        })),
+    };
+    with_state(|state| state.results.insert(jid, outcome));
+}
+
+/// `result(jid)` in a testing mode: what a job run here came to; a
+/// recorded job is `queued`; anything else `unknown`.
+pub fn result(jid: &str) -> JobOutcome {
+    with_state(|state| {
+        if let Some(outcome) = state.results.get(jid) {
+            return outcome.clone();
+        }
+        let recorded = state
+            .jobs
+            .values()
+            .flatten()
+            .any(|job| job["jid"].as_str() == Some(jid));
+        JobOutcome::Pending(if recorded { "queued" } else { "unknown" }.into())
+    })
+}
+
+/// `status(jid)` in a testing mode.
+pub fn status(jid: &str) -> String {
+    match result(jid) {
+        JobOutcome::Succeeded(_) => "succeeded".into(),
+        JobOutcome::Failed(record) => record["status"].as_str().unwrap_or("failed").into(),
+        JobOutcome::Pending(status) => status,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::Job;
+
+    fn job(args: Value) -> Job {
+        let job = Job::new("Echo").args(args.as_array().unwrap().clone()).unique_for(60.0);
+        crate::host::prepared(job).unwrap()
+    }
+
+    // One test: the modes are process-wide state.
+    #[test]
+    fn the_modes_record_refuse_keep_and_forget_as_documented() {
+        assert_eq!(set_mode(Some(TestingMode::Fake)), None);
+        let Recorded::Kept(first) = record(job(json!([1]))) else {
+            panic!("kept")
+        };
+        assert_eq!(record(job(json!([1]))), Recorded::Refused, "a unique duplicate");
+        assert!(matches!(record(job(json!([2]))), Recorded::Kept(_)));
+        assert_eq!(status(&first), "queued");
+        assert_eq!(set_mode(None), Some(TestingMode::Fake));
+        assert_eq!(jobs(Some("Echo")).len(), 2, "kept after the block");
+        assert_eq!(classes(), vec!["Echo".to_string()]);
+
+        set_mode(Some(TestingMode::Inline));
+        assert!(jobs(None).is_empty(), "entering from real pushes starts empty");
+        let inline = crate::host::prepared(Job::new("Echo").args([json!(3)]).result_ttl(60.0)).unwrap();
+        let Recorded::RunNow(payload) = record(inline) else {
+            panic!("run")
+        };
+        settled(&payload, Ok(json!([3])));
+        let jid = payload["jid"].as_str().unwrap();
+        assert_eq!(result(jid), JobOutcome::Succeeded(json!([3])));
+        assert_eq!(status(jid), "succeeded");
+        set_mode(None);
+        clear(None);
+        assert_eq!(status(jid), "unknown");
+    }
+}

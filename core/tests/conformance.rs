@@ -1,0 +1,308 @@
+//! The host conformance suite (`tests/conformance/scenarios.json`), run
+//! against the Rust API: the same scenarios run in Python
+//! (`python/tests/test_conformance.py`) and Ruby
+//! (`ruby/test/test_conformance.rb`). Scenarios for other hosts only
+//! (testing modes) are skipped; a step about a value Rust's types cannot
+//! hold (`$not_json`) too.
+
+mod common;
+
+use cogworker::host::HostValue;
+use cogworker::{Api, Client, Config, Failure, Job, JobOutcome, Periodic, Retry, Worker, WorkerEvent, WorkerHandle};
+use common::*;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const SCENARIOS: &str = include_str!("../../tests/conformance/scenarios.json");
+
+type Calls = Arc<Mutex<Vec<Value>>>;
+
+struct Run {
+    redis: TestRedis,
+    config: Config,
+    client: Client,
+    api: Api,
+    jids: HashMap<String, String>,
+    trail: Arc<Mutex<Vec<String>>>,
+    calls: Calls,
+    scenario: Value,
+    worker: Option<(WorkerHandle, tokio::task::JoinHandle<cogworker::Result<()>>)>,
+}
+
+fn last_segment(name: &str) -> &str {
+    name.rsplit(['.', ':']).next().unwrap_or(name)
+}
+
+fn host_value(value: &Value) -> HostValue {
+    match value {
+        Value::Null => HostValue::Null,
+        Value::Bool(b) => HostValue::Bool(*b),
+        Value::Number(n) => n
+            .as_i64()
+            .map(HostValue::Int)
+            .unwrap_or(HostValue::Float(n.as_f64().unwrap())),
+        Value::String(s) => HostValue::Text(s.clone()),
+        Value::Array(items) => HostValue::List(items.iter().map(host_value).collect()),
+        Value::Object(map) => HostValue::Map(
+            map.iter()
+                .map(|(k, v)| (HostValue::Text(k.clone()), host_value(v)))
+                .collect(),
+        ),
+    }
+}
+
+/// Server middleware that appends `<name>:before` and `<name>:after`.
+struct TrailMiddleware {
+    name: String,
+    trail: Arc<Mutex<Vec<String>>>,
+}
+
+impl cogworker::Middleware for TrailMiddleware {
+    fn call(
+        &self,
+        job: Job,
+        next: cogworker::Next,
+    ) -> futures_util::future::BoxFuture<'static, cogworker::HandlerResult> {
+        let (name, trail) = (self.name.clone(), self.trail.clone());
+        Box::pin(async move {
+            trail.lock().unwrap().push(format!("{name}:before"));
+            let outcome = next.run(job).await;
+            trail.lock().unwrap().push(format!("{name}:after"));
+            outcome
+        })
+    }
+}
+
+impl Run {
+    fn start_worker(&mut self) {
+        let trail = self.trail.clone();
+        let mut builder = Worker::builder(self.config.clone())
+            .register_returning("ConformanceEcho", |job| {
+                let args = job.args_slice().to_vec();
+                async move { Ok(Value::Array(args)) }
+            })
+            .register("ConformanceBoom", |_job| async {
+                Err(Failure::new("ConformanceError", "boom"))
+            })
+            .retry_in("ConformanceBoom", |_count, _job| Some(3600.0))
+            .register("ConformanceTrail", move |_job| {
+                trail.lock().unwrap().push("handler".into());
+                async { Ok(()) }
+            });
+        for name in self.scenario["server_middleware"].as_array().into_iter().flatten() {
+            builder = builder.middleware(Arc::new(TrailMiddleware {
+                name: name.as_str().unwrap().to_string(),
+                trail: self.trail.clone(),
+            }));
+        }
+        let hooks: Vec<&str> = self.scenario["hooks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        if hooks.contains(&"error") {
+            let calls = self.calls.clone();
+            builder = builder.on_error(move |job, failure| {
+                calls
+                    .lock()
+                    .unwrap()
+                    .push(json!({"hook": "error", "jid": job.jid_str(), "class": job.class(),
+                    "error_class": failure.class, "error_message": failure.message}));
+            });
+        }
+        if hooks.contains(&"death") {
+            let calls = self.calls.clone();
+            builder = builder.on_event(move |event| {
+                if let WorkerEvent::Died { job } = event {
+                    calls
+                        .lock()
+                        .unwrap()
+                        .push(json!({"hook": "death", "jid": job["jid"], "class": job["class"],
+                        "error_class": job["error_class"], "error_message": job["error_message"]}));
+                }
+            });
+        }
+        let worker = builder.build().unwrap();
+        let handle = worker.handle();
+        self.worker = Some((handle, tokio::spawn(worker.run())));
+    }
+
+    fn push_job(step: &Value) -> Job {
+        let args = step["args"].as_array().cloned().unwrap_or_default();
+        let mut job = Job::new(step["push"].as_str().unwrap()).args(args);
+        let options = &step["options"];
+        if let Some(ttl) = options["result_ttl"].as_f64() {
+            job = job.result_ttl(ttl);
+        }
+        if let Some(seconds) = options["unique_for"].as_f64() {
+            job = job.unique_for(seconds);
+        }
+        if let Some(max) = options["retry"].as_u64() {
+            job = job.retry(Retry::Max(max as u32));
+        }
+        job
+    }
+
+    async fn step(&mut self, step: &Value) {
+        let jid = |key: &str| self.jids[step[key].as_str().unwrap()].clone();
+        if step.get("push").is_some() {
+            let pushed = self.client.push(Self::push_job(step)).await.unwrap();
+            if step["refused"] == json!(true) {
+                assert_eq!(pushed, None, "the push was refused");
+            } else if let Some(name) = step["as"].as_str() {
+                self.jids.insert(name.into(), pushed.expect("pushed"));
+            }
+        } else if step.get("start_worker").is_some() {
+            self.start_worker();
+        } else if step.get("await_status").is_some() {
+            let (jid, wanted) = (jid("await_status"), step["is"].as_str().unwrap().to_string());
+            let api = self.api.clone();
+            wait_until(&format!("{jid} {wanted}"), Duration::from_secs(15), || {
+                let (api, jid, wanted) = (api.clone(), jid.clone(), wanted.clone());
+                async move { api.status(&jid).await.unwrap() == wanted }
+            })
+            .await;
+        } else if step.get("status").is_some() {
+            assert_eq!(
+                self.api.status(&jid("status")).await.unwrap(),
+                step["is"].as_str().unwrap()
+            );
+        } else if step.get("result").is_some() {
+            let jid = jid("result");
+            let outcome = self.api.outcome(&jid, None).await.unwrap();
+            if let Some(expected) = step.get("failed") {
+                let JobOutcome::Failed(record) = outcome else {
+                    panic!("not failed: {outcome:?}")
+                };
+                assert_eq!(record["jid"], json!(jid));
+                assert_eq!(record["status"], expected["status"]);
+                assert_eq!(
+                    last_segment(record["error_class"].as_str().unwrap()),
+                    expected["error_class"]
+                );
+                assert_eq!(record["error_message"], expected["error_message"]);
+            } else if let Some(status) = step.get("pending") {
+                assert_eq!(outcome, JobOutcome::Pending(status.as_str().unwrap().into()));
+            } else {
+                assert_eq!(outcome, JobOutcome::Succeeded(step["value"].clone()));
+            }
+        } else if let Some(expected) = step.get("await_hooks") {
+            for wanted in expected.as_array().unwrap() {
+                let mut wanted = wanted.clone();
+                wanted["jid"] = json!(self.jids[wanted["jid"].as_str().unwrap()]);
+                let calls = self.calls.clone();
+                wait_until(&format!("hook call {wanted}"), Duration::from_secs(15), || {
+                    let (calls, wanted) = (calls.clone(), wanted.clone());
+                    async move {
+                        calls.lock().unwrap().iter().any(|call| {
+                            wanted.as_object().unwrap().iter().all(|(k, v)| match k.as_str() {
+                                "error_class" => call[k].as_str().map(last_segment) == v.as_str(),
+                                _ => &call[k] == v,
+                            })
+                        })
+                    }
+                })
+                .await;
+            }
+        } else if let Some(expected) = step.get("expect_trail") {
+            assert_eq!(&json!(*self.trail.lock().unwrap()), expected);
+        } else if let Some(spec) = step.get("expect_connections") {
+            let mut counter = self.redis.sync_conn();
+            let received = |conn: &mut redis::Connection| -> u64 {
+                let info: String = redis::cmd("INFO").arg("stats").query(conn).unwrap();
+                let line = info
+                    .lines()
+                    .find(|l| l.starts_with("total_connections_received:"))
+                    .unwrap();
+                line.split(':').nth(1).unwrap().trim().parse().unwrap()
+            };
+            let before = received(&mut counter);
+            for inner in spec["during"].as_array().unwrap() {
+                Box::pin(self.step(inner)).await;
+            }
+            let opened = received(&mut counter) - before;
+            assert!(
+                opened <= spec["at_most"].as_u64().unwrap(),
+                "{opened} connections opened"
+            );
+        } else if let Some(settings) = step.get("configure") {
+            let mut config = Config::default();
+            let error = settings
+                .as_object()
+                .unwrap()
+                .iter()
+                .find_map(|(name, value)| config.set(name, &host_value(value)).err())
+                .expect("refused");
+            expect_error(&error, &step["error"]);
+        } else if let Some(entry) = step.get("periodic") {
+            if entry.to_string().contains("$not_json") {
+                return; // Rust's types hold no such value.
+            }
+            let error = Periodic::new(entry["cron"].as_str().unwrap(), entry["class"].as_str().unwrap())
+                .and_then(|p| match entry["tz"].as_str() {
+                    Some(tz) => p.time_zone(tz),
+                    None => Ok(p),
+                })
+                .expect_err("refused");
+            expect_error(&error, &step["error"]);
+        } else {
+            panic!("a step this runner does not know: {step}");
+        }
+    }
+
+    async fn stop(self) {
+        if let Some((handle, running)) = self.worker {
+            handle.stop();
+            tokio::time::timeout(Duration::from_secs(15), running)
+                .await
+                .expect("the worker stopped")
+                .unwrap()
+                .unwrap();
+        }
+    }
+}
+
+fn expect_error(error: &cogworker::Error, expected: &Value) {
+    assert!(matches!(error, cogworker::Error::Config { .. }), "{error:?}");
+    assert_eq!(expected["class"], "ConfigError");
+    assert_eq!(error.field(), expected["field"].as_str(), "{error}");
+    if let Some(value) = expected["value"].as_str() {
+        assert_eq!(error.value(), Some(value), "{error}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_scenario_for_rust_behaves_as_written() {
+    let all: Value = serde_json::from_str(SCENARIOS).unwrap();
+    let mut ran = 0;
+    for scenario in all["scenarios"].as_array().unwrap() {
+        let hosts = scenario["hosts"].as_array();
+        if hosts.is_some_and(|h| !h.contains(&json!("rust"))) {
+            continue;
+        }
+        let redis = TestRedis::start();
+        let config = redis.config();
+        let client = Client::new(&config).unwrap();
+        let mut run = Run {
+            api: Api::new(client.clone()),
+            client,
+            config,
+            redis,
+            jids: HashMap::new(),
+            trail: Arc::default(),
+            calls: Arc::default(),
+            scenario: scenario.clone(),
+            worker: None,
+        };
+        eprintln!("scenario {}", scenario["name"]);
+        for step in scenario["steps"].as_array().unwrap() {
+            run.step(step).await;
+        }
+        run.stop().await;
+        ran += 1;
+    }
+    assert!(ran >= 8, "{ran} scenarios ran");
+}

@@ -1,0 +1,265 @@
+"""The host conformance suite (tests/conformance/scenarios.json), run
+against the Python host: the same scenarios run in Ruby
+(ruby/test/test_conformance.rb) and Rust (core/tests/conformance.rs)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from conftest import FAST, RedisServer, wait_for
+
+import cogworker
+from cogworker import _hooks, _periodic, _settings, testing
+
+SCENARIOS_FILE = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "conformance", "scenarios.json")
+with open(SCENARIOS_FILE) as _f:
+    SCENARIOS = [s for s in json.load(_f)["scenarios"] if "python" in s.get("hosts", ["python"])]
+
+TRAIL: list[str] = []
+HOOK_CALLS: list[dict[str, Any]] = []
+_calls_lock = threading.Lock()
+
+
+class ConformanceError(Exception):
+    pass
+
+
+@cogworker.job(name="ConformanceEcho")
+def conformance_echo(*args: Any) -> list[Any]:
+    return list(args)
+
+
+@cogworker.job(name="ConformanceBoom", retry_in=lambda count, error: 3600)
+def conformance_boom() -> None:
+    raise ConformanceError("boom")
+
+
+@cogworker.job(name="ConformanceTrail")
+def conformance_trail() -> None:
+    TRAIL.append("handler")
+
+
+def _trail_middleware(name: str) -> Any:
+    def middleware(job: cogworker.RunningJob, call_next: Any) -> Any:
+        TRAIL.append(f"{name}:before")
+        value = call_next()
+        TRAIL.append(f"{name}:after")
+        return value
+
+    return middleware
+
+
+def _record(hook: str, job: Any, error: Any) -> None:
+    seen = {
+        "hook": hook,
+        "jid": job.jid,
+        "class": job.class_name,
+        "error_class": getattr(error, "error_class", None) or type(error).__name__,
+        "error_message": getattr(error, "error_message", None) or str(error),
+    }
+    with _calls_lock:
+        HOOK_CALLS.append(seen)
+
+
+def _install_hooks(names: list[str]) -> None:
+    if "error" in names:
+        cogworker.on_error(lambda error, job: _record("error", job, error))
+    if "death" in names:
+        cogworker.on_death(lambda job, error: _record("death", job, error))
+
+
+def _last_segment(name: str | None) -> str | None:
+    return None if name is None else name.replace("::", ".").rsplit(".", 1)[-1]
+
+
+def _host_value(value: Any) -> Any:
+    """A scenario value with ``{"$not_json": true}`` made a host object."""
+    if isinstance(value, dict):
+        if value.get("$not_json"):
+            return object()
+        return {k: _host_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_host_value(v) for v in value]
+    return value
+
+
+class Run:
+    """One scenario's state: the jids pushed by name, the worker started."""
+
+    def __init__(self, server: RedisServer) -> None:
+        self.server = server
+        self.jids: dict[str, str] = {}
+        self.client = cogworker.Client()
+        self.worker: cogworker.Worker | None = None
+
+    def step(self, step: dict[str, Any]) -> None:
+        kind = next(k for k in step if k in STEPS)
+        STEPS[kind](self, step)
+
+    def push(self, step: dict[str, Any]) -> None:
+        options = dict(step.get("options", {}))
+        if "raises" in step:
+            with pytest.raises(Exception) as raised:
+                self.client.enqueue(step["push"], *step["args"], **options)
+            assert _last_segment(type(raised.value).__name__) == step["raises"]
+            return
+        jid = self.client.enqueue(step["push"], *step["args"], **options)
+        if step.get("refused"):
+            assert jid is None, "the push was refused"
+            return
+        assert jid is not None
+        if "as" in step:
+            self.jids[step["as"]] = jid
+
+    def start_worker(self, _step: dict[str, Any]) -> None:
+        self.worker = cogworker.Worker(concurrency=2)
+        self.worker.start()
+
+    def await_status(self, step: dict[str, Any]) -> None:
+        jid = self.jids[step["await_status"]]
+        wait_for(f"{jid} {step['is']}", lambda: self.client.status(jid) == step["is"])
+
+    def status(self, step: dict[str, Any]) -> None:
+        assert self.client.status(self.jids[step["status"]]) == step["is"]
+
+    def result(self, step: dict[str, Any]) -> None:
+        jid = self.jids[step["result"]]
+        if "failed" in step:
+            with pytest.raises(cogworker.JobFailed) as failed:
+                self.client.result(jid)
+            expected = step["failed"]
+            assert failed.value.jid == jid
+            assert failed.value.status == expected["status"]
+            assert _last_segment(failed.value.error_class) == expected["error_class"]
+            assert failed.value.error_message == expected["error_message"]
+            return
+        outcome = self.client.result(jid)
+        if "pending" in step:
+            assert outcome == cogworker.Pending(jid, step["pending"])
+        else:
+            assert outcome == step["value"]
+
+    def await_hooks(self, step: dict[str, Any]) -> None:
+        for expected in step["await_hooks"]:
+            wanted = {**expected, "jid": self.jids[expected["jid"]]}
+
+            def seen(wanted: dict[str, Any] = wanted) -> bool:
+                with _calls_lock:
+                    calls = list(HOOK_CALLS)
+                return any(
+                    all(
+                        (_last_segment(c.get(k)) if k == "error_class" else c.get(k)) == v
+                        for k, v in wanted.items()
+                    )
+                    for c in calls
+                )
+
+            wait_for(f"hook call {wanted} (seen: {HOOK_CALLS})", seen)
+
+    def expect_trail(self, step: dict[str, Any]) -> None:
+        assert step["expect_trail"] == TRAIL
+
+    def expect_connections(self, step: dict[str, Any]) -> None:
+        spec = step["expect_connections"]
+        before = self._connections_received()
+        for inner in spec["during"]:
+            self.step(inner)
+        # The redis-cli asking counts itself once.
+        opened = self._connections_received() - before - 1
+        assert opened <= spec["at_most"], f"{opened} connections opened"
+
+    def _connections_received(self) -> int:
+        stats = self.server.cli_raw("INFO", "stats")
+        line = next(x for x in stats.splitlines() if x.startswith("total_connections_received:"))
+        return int(line.split(":")[1])
+
+    def configure(self, step: dict[str, Any]) -> None:
+        with pytest.raises(cogworker.Error) as raised:
+            cogworker.configure(**_host_value(step["configure"]))
+        self._expect_error(raised.value, step["error"])
+
+    def periodic(self, step: dict[str, Any]) -> None:
+        entry = _host_value(step["periodic"])
+        with pytest.raises(cogworker.Error) as raised:
+            cogworker.periodic(
+                entry["cron"],
+                entry["class"],
+                entry.get("args", ()),
+                tz=entry.get("tz"),
+                queue=entry.get("queue"),
+            )
+        self._expect_error(raised.value, step["error"])
+
+    @staticmethod
+    def _expect_error(error: BaseException, expected: dict[str, Any]) -> None:
+        assert type(error).__name__ == expected["class"], repr(error)
+        assert getattr(error, "field", None) == expected["field"], repr(error)
+        if "value" in expected:
+            assert getattr(error, "value", None) == expected["value"], repr(error)
+
+    def testing(self, step: dict[str, Any]) -> None:
+        mode = {"fake": testing.fake, "inline": testing.inline}[step["testing"]]
+        with mode():
+            for inner in step["steps"]:
+                self.step(inner)
+
+    def expect_recorded(self, step: dict[str, Any]) -> None:
+        for class_name, count in step["expect_recorded"].items():
+            assert len(testing.jobs_for(class_name)) == count, f"{class_name}: {testing.jobs_for(class_name)}"
+
+    def stop(self) -> None:
+        if self.worker is not None:
+            self.worker.stop()
+            assert self.worker.wait(15), "worker did not stop"
+            self.worker.join()
+
+
+STEPS = {
+    "push": Run.push,
+    "start_worker": Run.start_worker,
+    "await_status": Run.await_status,
+    "status": Run.status,
+    "result": Run.result,
+    "await_hooks": Run.await_hooks,
+    "expect_trail": Run.expect_trail,
+    "expect_connections": Run.expect_connections,
+    "configure": Run.configure,
+    "periodic": Run.periodic,
+    "testing": Run.testing,
+    "expect_recorded": Run.expect_recorded,
+}
+
+
+@pytest.fixture
+def clean() -> Iterator[None]:
+    _hooks.reset()
+    _periodic.clear()
+    TRAIL.clear()
+    HOOK_CALLS.clear()
+    testing.clear()
+    yield
+    _hooks.reset()
+    _periodic.clear()
+    testing.clear()
+    _settings.reset()
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s["name"] for s in SCENARIOS])
+def test_scenario(scenario: dict[str, Any], redis_server: RedisServer, clean: None) -> None:
+    _settings.reset()
+    url = "redis://127.0.0.1:1/0" if scenario.get("redis") == "unreachable" else redis_server.url
+    cogworker.configure(redis_url=url, **FAST)
+    for name in scenario.get("server_middleware", []):
+        cogworker.server_middleware.add(_trail_middleware(name))
+    _install_hooks(scenario.get("hooks", []))
+    run = Run(redis_server)
+    try:
+        for step in scenario["steps"]:
+            run.step(step)
+    finally:
+        run.stop()

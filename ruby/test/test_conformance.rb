@@ -1,0 +1,209 @@
+# frozen_string_literal: true
+
+# The host conformance suite (tests/conformance/scenarios.json), run against
+# the Ruby host: the same scenarios run in Python
+# (python/tests/test_conformance.py) and Rust (core/tests/conformance.rs).
+require_relative 'test_helper'
+
+class ConformanceError < StandardError; end
+
+module Conformance
+  TRAIL = []
+  HOOK_CALLS = []
+  LOCK = Mutex.new
+
+  def self.record(call) = LOCK.synchronize { HOOK_CALLS << call }
+  def self.calls = LOCK.synchronize { HOOK_CALLS.dup }
+
+  # Appends '<name>:before' and '<name>:after' around the rest of the chain.
+  class TrailMiddleware
+    def initialize(name)
+      @name = name
+    end
+
+    def call(_instance, _job, _queue)
+      TRAIL << "#{@name}:before"
+      yield.tap { TRAIL << "#{@name}:after" }
+    end
+  end
+end
+
+class ConformanceEcho
+  include Cogworker::Job
+  def perform(*args) = args
+end
+
+class ConformanceBoom
+  include Cogworker::Job
+  cogworker_retry_in { |_count, _error| 3600 }
+  def perform = raise(ConformanceError, 'boom')
+end
+
+class ConformanceTrail
+  include Cogworker::Job
+  def perform = Conformance::TRAIL << 'handler'
+end
+
+class TestConformance < Minitest::Test
+  include CogworkerTest
+
+  SCENARIOS = JSON.parse(File.read(File.expand_path('../../tests/conformance/scenarios.json', __dir__)))['scenarios']
+                  .select { |s| s.fetch('hosts', ['ruby']).include?('ruby') }
+
+  SCENARIOS.each do |scenario|
+    define_method(:"test_#{scenario['name']}") { run_scenario(scenario) }
+  end
+
+  def run_scenario(scenario)
+    Conformance::TRAIL.clear
+    Conformance::HOOK_CALLS.clear
+    Cogworker::Testing.clear
+    url = scenario['redis'] == 'unreachable' ? 'redis://127.0.0.1:1/0' : @redis.url
+    Cogworker.configure { |c| c.redis_url = url }
+    config = Cogworker.config
+    scenario.fetch('server_middleware', []).each do |name|
+      # One entry per name (a chain keeps one entry per class).
+      config.server_middleware.add(Class.new(Conformance::TrailMiddleware), name)
+    end
+    install_hooks(config, scenario.fetch('hooks', []))
+    @jids = {}
+    @client = Cogworker::Client.new(config)
+    scenario['steps'].each { |step| run_step(step) }
+  ensure
+    Cogworker::Testing.disable!
+    Cogworker::Testing.clear
+  end
+
+  STEPS = %w[push start_worker await_status status result await_hooks expect_trail expect_connections
+             configure periodic testing expect_recorded].freeze
+
+  def run_step(step)
+    kind = step.keys.find { |k| STEPS.include?(k) }
+    send(:"step_#{kind}", step)
+  end
+
+  def install_hooks(config, names)
+    if names.include?('error')
+      config.error_handlers << lambda do |error, context|
+        Conformance.record('hook' => 'error', 'jid' => context[:jid], 'class' => context[:job]['class'],
+                           'error_class' => error.class.name, 'error_message' => error.message)
+      end
+    end
+    return unless names.include?('death')
+
+    config.death_handlers << lambda do |job, error|
+      Conformance.record('hook' => 'death', 'jid' => job['jid'], 'class' => job['class'],
+                         'error_class' => error.error_class, 'error_message' => error.error_message)
+    end
+  end
+
+  def last_segment(name) = name&.split(/::|\./)&.last
+
+  def host_value(value)
+    case value
+    when Hash then value['$not_json'] ? Object.new : value.transform_values { |v| host_value(v) }
+    when Array then value.map { |v| host_value(v) }
+    else value
+    end
+  end
+
+  def push_options(step) = step.fetch('options', {}).transform_keys(&:to_sym)
+
+  def step_push(step)
+    if step['raises']
+      error = assert_raises(StandardError) { @client.push(step['push'], step['args'], **push_options(step)) }
+      assert_equal step['raises'], last_segment(error.class.name)
+      return
+    end
+    jid = @client.push(step['push'], step['args'], **push_options(step))
+    return assert_nil(jid, 'the push was refused') if step['refused']
+
+    refute_nil jid
+    @jids[step['as']] = jid if step['as']
+  end
+
+  def step_start_worker(_step) = start_runner(concurrency: 2)
+
+  def step_await_status(step)
+    jid = @jids.fetch(step['await_status'])
+    wait_for("#{jid} #{step['is']}") { @client.status(jid) == step['is'] }
+  end
+
+  def step_status(step)
+    assert_equal step['is'], @client.status(@jids.fetch(step['status']))
+  end
+
+  def step_result(step)
+    jid = @jids.fetch(step['result'])
+    if (expected = step['failed'])
+      failed = assert_raises(Cogworker::JobFailed) { @client.result(jid) }
+      assert_equal [jid, expected['status'], expected['error_class'], expected['error_message']],
+                   [failed.jid, failed.status, last_segment(failed.error_class), failed.error_message]
+    elsif step.key?('pending')
+      assert_equal Cogworker::Pending.new(jid, step['pending']), @client.result(jid)
+    else
+      assert_equal step['value'], @client.result(jid)
+    end
+  end
+
+  def step_await_hooks(step)
+    step['await_hooks'].each do |expected|
+      wanted = expected.merge('jid' => @jids.fetch(expected['jid']))
+      wait_for("hook call #{wanted} (seen: #{Conformance.calls})") do
+        Conformance.calls.any? do |call|
+          wanted.all? { |k, v| (k == 'error_class' ? last_segment(call[k]) : call[k]) == v }
+        end
+      end
+    end
+  end
+
+  def step_expect_trail(step)
+    assert_equal step['expect_trail'], Conformance::TRAIL
+  end
+
+  def step_expect_connections(step)
+    spec = step['expect_connections']
+    before = connections_received
+    spec['during'].each { |inner| run_step(inner) }
+    # The redis-cli asking counts itself once.
+    opened = connections_received - before - 1
+    assert_operator opened, :<=, spec['at_most'], "#{opened} connections opened"
+  end
+
+  def connections_received
+    @redis.cli('INFO', 'stats')[/total_connections_received:(\d+)/, 1].to_i
+  end
+
+  def step_configure(step)
+    error = assert_raises(Cogworker::Error) do
+      Cogworker.configure { |c| host_value(step['configure']).each { |k, v| c[k] = v } }
+    end
+    expect_error(error, step['error'])
+  end
+
+  def step_periodic(step)
+    entry = host_value(step['periodic'])
+    error = assert_raises(Cogworker::Error) do
+      Cogworker.config.periodic.register(entry['cron'], entry['class'], args: entry.fetch('args', []),
+                                                                        tz: entry['tz'], queue: entry['queue'])
+    end
+    expect_error(error, step['error'])
+  end
+
+  def expect_error(error, expected)
+    assert_equal expected['class'], last_segment(error.class.name), error.inspect
+    assert_equal expected['field'], error.field, error.inspect
+    assert_equal expected['value'], error.value, error.inspect if expected.key?('value')
+  end
+
+  def step_testing(step)
+    mode = { 'fake' => :fake!, 'inline' => :inline! }.fetch(step['testing'])
+    Cogworker::Testing.send(mode) { step['steps'].each { |inner| run_step(inner) } }
+  end
+
+  def step_expect_recorded(step)
+    step['expect_recorded'].each do |class_name, count|
+      assert_equal count, Cogworker::Testing.jobs_for(class_name).size, class_name
+    end
+  end
+end
