@@ -80,33 +80,24 @@ def add_worker_arguments(parser: argparse.ArgumentParser, modules_required: bool
         metavar="MODULE",
         help="modules to import (they register handlers)",
     )
-    parser.add_argument("-c", "--concurrency", type=int, help="job slots (threads); default 10")
     parser.add_argument(
         "-p",
         "--processes",
         type=int,
         help="fork N worker processes (the app is imported once, before); default: work in this one",
     )
-    parser.add_argument(
-        "-q",
-        "--queue",
-        action="append",
-        dest="queues",
-        metavar="QUEUE[,WEIGHT]",
-        help="queue to work (repeatable)",
-    )
-    parser.add_argument("--strict", action="store_true", help="try queues strictly in the order given")
-    parser.add_argument(
-        "--redis-url", help="default: COGWORKER_REDIS_URL, then REDIS_URL, then redis://127.0.0.1:6379/0"
-    )
-    parser.add_argument("--namespace", help="key prefix (default cogworker)")
-    parser.add_argument("--fetch", choices=["reliable", "basic"], help="default reliable")
-    parser.add_argument(
-        "--shutdown-timeout", type=float, help="seconds to let running jobs finish at stop (default 25)"
-    )
-    parser.add_argument(
-        "--label", action="append", dest="labels", help="label shown for this process (repeatable)"
-    )
+    # Every setting, under the same flag as in Ruby's CLI (the engine's table).
+    for long, short, setting, kind, help_text in _core.worker_flags():
+        names = [n for n in (short, long) if n]
+        if kind == "repeated":
+            metavar = long.lstrip("-").upper()
+            parser.add_argument(
+                *names, dest=setting, action="append", metavar=metavar, help=f"{help_text} (repeatable)"
+            )
+        elif kind == "boolean":
+            parser.add_argument(*names, dest=setting, nargs="?", const="true", metavar="BOOL", help=help_text)
+        else:
+            parser.add_argument(*names, dest=setting, metavar=kind.upper(), help=help_text)
     parser.add_argument("--json-logs", action="store_true", help="log JSON lines")
     if modules_required:
         parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -142,18 +133,14 @@ def serve_processes(settings: dict[str, Any], processes: int | None) -> int:
 
 
 def worker_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The Worker settings the ``add_worker_arguments`` flags give."""
-    settings: dict[str, Any] = {
-        "redis_url": args.redis_url,
-        "namespace": args.namespace,
-        "concurrency": args.concurrency,
-        "fetch": args.fetch,
-        "shutdown_timeout": args.shutdown_timeout,
-        "labels": args.labels,
-    }
-    if args.queues:
-        settings["strict_queues" if args.strict else "queues"] = args.queues
-    return settings
+    """The Worker settings the ``add_worker_arguments`` flags give (what
+    each flag's text means is the engine's: the same in Ruby)."""
+    given = []
+    for _long, _short, setting, _kind, _help in _core.worker_flags():
+        value = getattr(args, setting, None)
+        if value is not None:
+            given.append((setting, [str(v) for v in value] if isinstance(value, list) else [str(value)]))
+    return dict(_core.settings_from_flags(given))
 
 
 def serve(settings: dict[str, Any], signals_ready: Callable[[], Any] | None = None) -> int:

@@ -6,52 +6,27 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import FAST, RedisServer, wait_for
+from conformance_jobs import TRAIL, trail_middleware
+from conftest import FAST, HERE, RedisServer, wait_for, worker_env
 
 import cogworker
 from cogworker import _hooks, _periodic, _settings, testing
 
-SCENARIOS_FILE = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "conformance", "scenarios.json")
-with open(SCENARIOS_FILE) as _f:
-    SCENARIOS = [s for s in json.load(_f)["scenarios"] if "python" in s.get("hosts", ["python"])]
-
-TRAIL: list[str] = []
 HOOK_CALLS: list[dict[str, Any]] = []
 _calls_lock = threading.Lock()
 
-
-class ConformanceError(Exception):
-    pass
-
-
-@cogworker.job(name="ConformanceEcho")
-def conformance_echo(*args: Any) -> list[Any]:
-    return list(args)
-
-
-@cogworker.job(name="ConformanceBoom", retry_in=lambda count, error: 3600)
-def conformance_boom() -> None:
-    raise ConformanceError("boom")
-
-
-@cogworker.job(name="ConformanceTrail")
-def conformance_trail() -> None:
-    TRAIL.append("handler")
-
-
-def _trail_middleware(name: str) -> Any:
-    def middleware(job: cogworker.RunningJob, call_next: Any) -> Any:
-        TRAIL.append(f"{name}:before")
-        value = call_next()
-        TRAIL.append(f"{name}:after")
-        return value
-
-    return middleware
+SCENARIOS_FILE = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "conformance", "scenarios.json")
+with open(SCENARIOS_FILE) as _f:
+    SCENARIOS = [s for s in json.load(_f)["scenarios"] if "python" in s.get("hosts", ["python"])]
 
 
 def _record(hook: str, job: Any, error: Any) -> None:
@@ -212,6 +187,32 @@ class Run:
         for class_name, count in step["expect_recorded"].items():
             assert len(testing.jobs_for(class_name)) == count, f"{class_name}: {testing.jobs_for(class_name)}"
 
+    def cli_help(self, step: dict[str, Any]) -> None:
+        shown = subprocess.run(
+            [sys.executable, "-m", "cogworker", step["cli_help"], "--help"],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=worker_env(self.server),
+            cwd=HERE,
+        ).stdout
+        flags = set(re.findall(r"(?<![\w-])(-{1,2}[a-z][a-z-]*)", shown))
+        missing = [flag for flag in step["lists"] if flag not in flags]
+        assert not missing, f"{missing} not in:\n{shown}"
+
+    def cli_worker(self, step: dict[str, Any]) -> None:
+        command = [sys.executable, "-m", "cogworker", "worker", "conformance_jobs", *step["cli_worker"]]
+        proc = subprocess.Popen(command, env=worker_env(self.server), cwd=HERE, stderr=subprocess.DEVNULL)
+        try:
+            api = cogworker.Api()
+            [process] = wait_for("the worker registered", api.processes)
+            assert {k: process["info"][k] for k in step["process"]} == step["process"]
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(15) == 0
+        finally:
+            proc.kill()
+            proc.wait()
+
     def stop(self) -> None:
         if self.worker is not None:
             self.worker.stop()
@@ -232,6 +233,8 @@ STEPS = {
     "periodic": Run.periodic,
     "testing": Run.testing,
     "expect_recorded": Run.expect_recorded,
+    "cli_help": Run.cli_help,
+    "cli_worker": Run.cli_worker,
 }
 
 
@@ -255,7 +258,7 @@ def test_scenario(scenario: dict[str, Any], redis_server: RedisServer, clean: No
     url = "redis://127.0.0.1:1/0" if scenario.get("redis") == "unreachable" else redis_server.url
     cogworker.configure(redis_url=url, **FAST)
     for name in scenario.get("server_middleware", []):
-        cogworker.server_middleware.add(_trail_middleware(name))
+        cogworker.server_middleware.add(trail_middleware(name))
     _install_hooks(scenario.get("hooks", []))
     run = Run(redis_server)
     try:

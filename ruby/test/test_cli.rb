@@ -156,6 +156,15 @@ class TestCLI < Minitest::Test
     assert_equal 2, exit_status(pid).exitstatus
     assert_includes File.read(File.join(@tmp, 'worker.log')), 'concurrency'
   end
+
+  def test_help_lists_the_commands_and_an_unknown_command_is_refused
+    shown = IO.popen([RbConfig.ruby, '-I', File.expand_path('../lib', __dir__), EXE, '--help'], &:read)
+    %w[web metrics stats retry-all --queue --shutdown-timeout].each { |word| assert_includes shown, word }
+    # `cogworker help` started a worker before.
+    pid = spawn_worker('help')
+    assert_equal 2, exit_status(pid).exitstatus
+    assert_includes File.read(File.join(@tmp, 'worker.log')), 'unknown command help'
+  end
 end
 
 class TestCLISignals < Minitest::Test

@@ -4,45 +4,7 @@
 # the Ruby host: the same scenarios run in Python
 # (python/tests/test_conformance.py) and Rust (core/tests/conformance.rs).
 require_relative 'test_helper'
-
-class ConformanceError < StandardError; end
-
-module Conformance
-  TRAIL = []
-  HOOK_CALLS = []
-  LOCK = Mutex.new
-
-  def self.record(call) = LOCK.synchronize { HOOK_CALLS << call }
-  def self.calls = LOCK.synchronize { HOOK_CALLS.dup }
-
-  # Appends '<name>:before' and '<name>:after' around the rest of the chain.
-  class TrailMiddleware
-    def initialize(name)
-      @name = name
-    end
-
-    def call(_instance, _job, _queue)
-      TRAIL << "#{@name}:before"
-      yield.tap { TRAIL << "#{@name}:after" }
-    end
-  end
-end
-
-class ConformanceEcho
-  include Cogworker::Job
-  def perform(*args) = args
-end
-
-class ConformanceBoom
-  include Cogworker::Job
-  cogworker_retry_in { |_count, _error| 3600 }
-  def perform = raise(ConformanceError, 'boom')
-end
-
-class ConformanceTrail
-  include Cogworker::Job
-  def perform = Conformance::TRAIL << 'handler'
-end
+require_relative 'conformance_jobs'
 
 class TestConformance < Minitest::Test
   include CogworkerTest
@@ -75,7 +37,10 @@ class TestConformance < Minitest::Test
   end
 
   STEPS = %w[push start_worker await_status status result await_hooks expect_trail expect_connections
-             configure periodic testing expect_recorded].freeze
+             configure periodic testing expect_recorded cli_help cli_worker].freeze
+  EXE = File.expand_path('../exe/cogworker', __dir__)
+  LIB = File.expand_path('../lib', __dir__)
+  JOBS = File.expand_path('conformance_jobs.rb', __dir__)
 
   def run_step(step)
     kind = step.keys.find { |k| STEPS.include?(k) }
@@ -199,6 +164,25 @@ class TestConformance < Minitest::Test
   def step_testing(step)
     mode = { 'fake' => :fake!, 'inline' => :inline! }.fetch(step['testing'])
     Cogworker::Testing.send(mode) { step['steps'].each { |inner| run_step(inner) } }
+  end
+
+  # Ruby's worker is the default command: `cogworker --help` shows its flags.
+  def step_cli_help(step)
+    command = step['cli_help'] == 'worker' ? [] : [step['cli_help']]
+    shown = IO.popen([RbConfig.ruby, '-I', LIB, EXE, *command, '--help'], err: File::NULL, &:read)
+    flags = shown.scan(/(?<![\w-])(-{1,2}[a-z][a-z-]*)/).flatten
+    missing = step['lists'] - flags
+    assert_empty missing, shown
+  end
+
+  def step_cli_worker(step)
+    pid = spawn_child({ 'COGWORKER_REDIS_URL' => @redis.url }, RbConfig.ruby, '-I', LIB, EXE, '-r', JOBS,
+                      *step['cli_worker'], err: File::NULL, out: File::NULL)
+    api = Cogworker::Api.new
+    process = wait_for('the worker registered') { api.processes.first }
+    assert_equal step['process'], process['info'].slice(*step['process'].keys)
+    Process.kill('TERM', pid)
+    assert_predicate exit_status(pid), :success?
   end
 
   def step_expect_recorded(step)

@@ -52,6 +52,29 @@ fn new_jid() -> String {
     cogworker::new_jid()
 }
 
+/// `(long, short, setting, kind, help)` of every worker flag (kind: text,
+/// whole, seconds, boolean or repeated).
+#[pyfunction]
+fn worker_flags() -> Vec<(String, Option<&'static str>, &'static str, &'static str, &'static str)> {
+    cogworker::host::flags::worker_flags()
+        .into_iter()
+        .map(|f| (f.long, f.short, f.setting, f.value.name(), f.help))
+        .collect()
+}
+
+/// The settings `(setting, [text, ...])` pairs of flags give.
+#[pyfunction]
+fn settings_from_flags(py: Python<'_>, given: Vec<(String, Vec<String>)>) -> PyResult<Vec<(String, Bound<'_, PyAny>)>> {
+    let settings = cogworker::host::flags::settings_from_flags(&given).map_err(errors::to_py)?;
+    settings
+        .into_iter()
+        .map(|(name, value)| {
+            let value = value.to_json(&name).map_err(errors::to_py)?;
+            Ok((name, convert::to_py(py, &value)?))
+        })
+        .collect()
+}
+
 /// `(name, help)` of every setting.
 #[pyfunction]
 fn settings() -> Vec<(&'static str, &'static str)> {
@@ -78,6 +101,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<periodic::PyPeriodic>()?;
     m.add_function(wrap_pyfunction!(periodic::entry, m)?)?;
     m.add_function(wrap_pyfunction!(settings, m)?)?;
+    m.add_function(wrap_pyfunction!(worker_flags, m)?)?;
+    m.add_function(wrap_pyfunction!(settings_from_flags, m)?)?;
     m.add_function(wrap_pyfunction!(client::prepare_job, m)?)?;
     m.add_function(wrap_pyfunction!(client::prepare_payload, m)?)?;
     m.add_function(wrap_pyfunction!(api::api_calls, m)?)?;

@@ -47,3 +47,23 @@ impl RbConfig {
 pub fn settings() -> Vec<(&'static str, &'static str)> {
     cogworker::SETTINGS.iter().map(|s| (s.name, s.help)).collect()
 }
+
+/// `[long, short, setting, kind, help]` of every worker flag (kind: text,
+/// whole, seconds, boolean or repeated).
+pub fn worker_flags() -> Vec<(String, Option<&'static str>, &'static str, &'static str, &'static str)> {
+    cogworker::host::flags::worker_flags()
+        .into_iter()
+        .map(|f| (f.long, f.short, f.setting, f.value.name(), f.help))
+        .collect()
+}
+
+/// The settings `[setting, [text, ...]]` pairs of flags give.
+pub fn settings_from_flags(ruby: &Ruby, given: Vec<(String, Vec<String>)>) -> Result<RHash, Error> {
+    let settings = cogworker::host::flags::settings_from_flags(&given).map_err(|e| to_ruby(ruby, e))?;
+    let hash = ruby.hash_new();
+    for (name, value) in settings {
+        let json = value.to_json(&name).map_err(|e| to_ruby(ruby, e))?;
+        hash.aset(ruby.str_new(&name), convert::from_json(ruby, &json))?;
+    }
+    Ok(hash)
+}

@@ -41,6 +41,8 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("log_line", function!(log_line, 4))?;
     native.define_module_function("warn_secret_on_command_line", function!(warn_secret_on_command_line, 2))?;
     native.define_module_function("settings", function!(config::settings, 0))?;
+    native.define_module_function("worker_flags", function!(config::worker_flags, 0))?;
+    native.define_module_function("settings_from_flags", function!(config::settings_from_flags, 1))?;
     native.define_module_function("prepare_job", function!(client::prepare_job, 3))?;
     native.define_module_function("prepare_payload", function!(client::prepare_payload, 1))?;
     native.define_module_function("api_calls", function!(api::api_calls, 0))?;

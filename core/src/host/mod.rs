@@ -19,6 +19,7 @@
 //! - [`Session`]: a configuration's lazily built, fork-safe client and API;
 //! - [`supervisor`]: the parent of a multi-process worker (`-p N`);
 //! - [`testing`]: the fake and inline modes, what they record and keep;
+//! - [`flags`]: the worker command's flags, one per setting, for both CLIs;
 //! - [`wait`]: the one way to block in slices that stay interruptible, and
 //!   [`spawn`] to run a core operation it can wait for.
 
@@ -27,6 +28,7 @@ pub mod api;
 mod cli;
 mod delivery;
 mod failure;
+pub mod flags;
 mod periodic;
 mod push;
 mod session;

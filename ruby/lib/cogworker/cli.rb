@@ -23,26 +23,45 @@ module Cogworker
 
     def self.parse(argv)
       environment = ENV_VARS.filter_map { |k| ENV.fetch(k, nil) }.first || 'development'
-      options = { queues: [], environment: environment }
-      OptionParser.new do |o|
-        o.banner = 'usage: cogworker [options]'
+      options = { flags: Hash.new { |h, k| h[k] = [] }, environment: environment }
+      parser = OptionParser.new do |o|
+        o.banner = "usage: cogworker [options]\n       cogworker #{Admin::COMMANDS.join('|')} [options]"
+        o.separator("\nThe worker (the default command):")
         o.on('-e', '--environment ENV', 'application environment') { |v| options[:environment] = v }
-        o.on('-c', '--concurrency N', Integer, 'job threads (default 10)') { |v| options[:concurrency] = v }
         o.on('-p', '--processes N', Integer, 'fork N worker processes (the app is loaded once, before)') do |v|
           options[:processes] = v
         end
         o.on('-r', '--require FILE', 'file (or Rails app directory) to require') { |v| options[:require] = v }
         o.on('-C', '--config FILE', 'YAML config file (ERB allowed)') { |v| options[:config] = v }
         o.on('-L', '--logfile FILE', 'append logs to FILE') { |v| options[:logfile] = v }
-        o.on('-q', '--queue NAME[,WEIGHT]', 'queue to work (repeatable)') { |v| options[:queues] << v }
-        o.on('--redis-url URL', 'Redis (default COGWORKER_REDIS_URL, REDIS_URL)') { |v| options[:redis_url] = v }
         o.on('--json-logs', 'log JSON lines (the engine\'s and the app\'s)') { options[:json_logs] = true }
         o.on('-V', '--version', 'print the version') do
           puts "cogworker #{Cogworker::VERSION}"
           exit 0
         end
-      end.parse!(argv)
+        o.separator("\nSettings (the same flags as Python's CLI; docs/configuration.md):")
+        setting_flags(o, options[:flags])
+        o.separator("\nOther commands: cogworker web, cogworker metrics, and the admin commands " \
+                    "#{Admin::COMMANDS.join(', ')} (cogworker COMMAND --help)")
+      end
+      rest = parser.parse!(argv)
+      raise OptionParser::InvalidArgument, "unknown command #{rest.first} (see cogworker --help)" unless rest.empty?
+
+      options[:settings] = Native.settings_from_flags(options[:flags].to_a).transform_keys(&:to_sym)
       options
+    end
+
+    # One flag per setting, from the engine's table.
+    def self.setting_flags(parser, given)
+      Native.worker_flags.each do |long, short, setting, kind, help|
+        names = [short, case kind
+                        when 'boolean' then "#{long} [BOOL]"
+                        when 'repeated' then "#{long} #{long.delete_prefix('--').upcase}"
+                        else "#{long} #{kind.upcase}"
+                        end].compact
+        help = "#{help} (repeatable)" if kind == 'repeated'
+        parser.on(*names, help) { |v| given[setting] << (v.nil? ? 'true' : v.to_s) }
+      end
     end
 
     def self.load_config_file(path, environment)
@@ -63,18 +82,16 @@ module Cogworker
       ENV_VARS.each { |k| ENV[k] = options[:environment] }
       redirect_logfile(options[:logfile]) if options[:logfile]
       Native.init_logging(options[:json_logs] ? true : false)
-      Native.warn_secret_on_command_line('--redis-url', options[:redis_url]) if options[:redis_url]
+      redis_url = options[:settings][:redis_url]
+      Native.warn_secret_on_command_line('--redis-url', redis_url.to_s) if redis_url
       file_settings = self.class.load_config_file(options[:config], options[:environment])
-      settings = file_settings.merge(
-        { concurrency: options[:concurrency], redis_url: options[:redis_url],
-          queues: options[:queues].empty? ? nil : options[:queues] }.compact
-      )
+      settings = file_settings.merge(options[:settings])
       # Before the app loads (as the reference does): what the app's own
       # Cogworker.configure sets wins over the file and the flags.
       Cogworker.configure { |c| settings.each { |k, v| c[k] = v } }
       require_app(options[:require]) if options[:require]
       options[:processes] ? run_processes(options[:processes]) : run_worker
-    rescue ConfigError, InvalidArgument => e
+    rescue ConfigError, InvalidArgument, OptionParser::ParseError => e
       warn "cogworker: #{e.message}"
       2
     end

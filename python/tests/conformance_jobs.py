@@ -1,0 +1,39 @@
+"""The conformance suite's job classes (tests/conformance/scenarios.json),
+imported by its runner and by the worker processes it starts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cogworker
+
+TRAIL: list[str] = []
+
+
+class ConformanceError(Exception):
+    pass
+
+
+@cogworker.job(name="ConformanceEcho")
+def conformance_echo(*args: Any) -> list[Any]:
+    return list(args)
+
+
+@cogworker.job(name="ConformanceBoom", retry_in=lambda count, error: 3600)
+def conformance_boom() -> None:
+    raise ConformanceError("boom")
+
+
+@cogworker.job(name="ConformanceTrail")
+def conformance_trail() -> None:
+    TRAIL.append("handler")
+
+
+def trail_middleware(name: str) -> Any:
+    def middleware(job: cogworker.RunningJob, call_next: Any) -> Any:
+        TRAIL.append(f"{name}:before")
+        value = call_next()
+        TRAIL.append(f"{name}:after")
+        return value
+
+    return middleware

@@ -1,0 +1,42 @@
+# frozen_string_literal: true
+
+# The conformance suite's job classes (tests/conformance/scenarios.json),
+# required by its runner and by the worker processes it starts.
+class ConformanceError < StandardError; end
+
+module Conformance
+  TRAIL = []
+  HOOK_CALLS = []
+  LOCK = Mutex.new
+
+  def self.record(call) = LOCK.synchronize { HOOK_CALLS << call }
+  def self.calls = LOCK.synchronize { HOOK_CALLS.dup }
+
+  # Appends '<name>:before' and '<name>:after' around the rest of the chain.
+  class TrailMiddleware
+    def initialize(name)
+      @name = name
+    end
+
+    def call(_instance, _job, _queue)
+      TRAIL << "#{@name}:before"
+      yield.tap { TRAIL << "#{@name}:after" }
+    end
+  end
+end
+
+class ConformanceEcho
+  include Cogworker::Job
+  def perform(*args) = args
+end
+
+class ConformanceBoom
+  include Cogworker::Job
+  cogworker_retry_in { |_count, _error| 3600 }
+  def perform = raise(ConformanceError, 'boom')
+end
+
+class ConformanceTrail
+  include Cogworker::Job
+  def perform = Conformance::TRAIL << 'handler'
+end
