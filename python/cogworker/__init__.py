@@ -25,34 +25,13 @@ from ._hooks import (
 from ._logging import JobContextFilter
 from ._periodic import periodic
 from ._settings import configure
+
+# The guard: a native module of another version is refused on import.
+from ._version import VERSION as __version__
 from .api import Api
 from .client import Client, JobFailed, Pending
 from .job import JobHandle, job, registry
 from .worker import Worker
-
-
-def _installed_version() -> str:
-    """The installed distribution's version; the engine's when run from a
-    source tree that was never installed."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("cogworker")
-    except PackageNotFoundError:
-        from ._core import __version__ as engine_version
-
-        return engine_version
-
-
-def __getattr__(name: str) -> str:
-    # __version__ is computed on first use: importlib.metadata costs ~18 ms
-    # of every `import cogworker` otherwise.
-    if name == "__version__":
-        value = _installed_version()
-        globals()["__version__"] = value
-        return value
-    raise AttributeError(f"module 'cogworker' has no attribute {name!r}")
-
 
 __all__ = [
     "Api",
@@ -70,6 +49,7 @@ __all__ = [
     "RunningJob",
     "ScriptError",
     "Worker",
+    "__version__",
     "client_middleware",
     "configure",
     "current_job",

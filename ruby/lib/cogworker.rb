@@ -9,6 +9,9 @@ begin
 rescue LoadError
   require 'cogworker/cogworker_ext' # built from source (gem install, or scripts/test)
 end
+# An extension of another version (a stale build on the load path) speaks
+# another protocol: refused here, saying what to do.
+Cogworker::Native.check_version(Cogworker::VERSION, $LOADED_FEATURES.grep(/cogworker_ext/).last.to_s)
 require_relative 'cogworker/periodic'
 require_relative 'cogworker/hooks'
 require_relative 'cogworker/config'

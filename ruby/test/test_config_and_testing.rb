@@ -43,6 +43,14 @@ class TestTestingModes < Minitest::Test
     Cogworker::Testing.clear
   end
 
+  def test_one_version_and_an_extension_of_another_is_refused
+    cargo = File.read(File.expand_path('../../Cargo.toml', __dir__))[/^version = "([^"]+)"/, 1]
+    assert_equal cargo, Cogworker::VERSION
+    error = assert_raises(LoadError) { Cogworker::Native.check_version('9.9.9', '/gems/cogworker_ext.so') }
+    assert_match(/version 9\.9\.9 but its native module \(\/gems\/cogworker_ext\.so\) is version #{cargo}/, error.message)
+    assert_nil Cogworker::Native.check_version(Cogworker::VERSION, 'here')
+  end
+
   def test_fake_mode_records_and_drains
     Cogworker::Testing.fake! do
       jid = EchoJob.perform_async(1, 'two')

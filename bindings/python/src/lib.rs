@@ -46,6 +46,13 @@ fn warn_secret_on_command_line(flag: &str, value: &str) {
     cogworker::host::warn_secret_on_command_line(flag, value);
 }
 
+/// Raises ImportError unless `package_version` (the Python package's) is
+/// this native module's own; `path` is where the module was found.
+#[pyfunction]
+fn check_version(package_version: &str, path: &str) -> PyResult<()> {
+    cogworker::host::check_version(package_version, path).map_err(pyo3::exceptions::PyImportError::new_err)
+}
+
 /// A new 24-hex-character job id.
 #[pyfunction]
 fn new_jid() -> String {
@@ -98,6 +105,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(log_line, m)?)?;
     m.add_function(wrap_pyfunction!(warn_secret_on_command_line, m)?)?;
     m.add_function(wrap_pyfunction!(new_jid, m)?)?;
+    m.add_function(wrap_pyfunction!(check_version, m)?)?;
     m.add_class::<periodic::PyPeriodic>()?;
     m.add_function(wrap_pyfunction!(periodic::entry, m)?)?;
     m.add_function(wrap_pyfunction!(settings, m)?)?;

@@ -17,6 +17,13 @@ mod worker;
 
 use magnus::{function, method, prelude::*, Error, Ruby};
 
+/// Raises LoadError unless `package_version` (the gem's) is this native
+/// extension's own; `path` is where the extension was found.
+fn check_version(ruby: &Ruby, package_version: String, path: String) -> Result<(), Error> {
+    cogworker::host::check_version(&package_version, &path)
+        .map_err(|message| Error::new(ruby.exception_load_error(), message))
+}
+
 /// Writes a Ruby log entry in the core's format (text or JSON, as
 /// `init_logging` chose): one format for the whole process.
 fn log_line(level: String, thread: String, message: String, fields: Vec<(String, String)>) {
@@ -38,6 +45,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
         function!(cogworker::runtime::after_fork_in_child, 0),
     )?;
     native.define_module_function("init_logging", function!(cogworker::logging::init, 1))?;
+    native.define_module_function("check_version", function!(check_version, 2))?;
     native.define_module_function("log_line", function!(log_line, 4))?;
     native.define_module_function("warn_secret_on_command_line", function!(warn_secret_on_command_line, 2))?;
     native.define_module_function("settings", function!(config::settings, 0))?;

@@ -20,6 +20,7 @@
 //! - [`supervisor`]: the parent of a multi-process worker (`-p N`);
 //! - [`testing`]: the fake and inline modes, what they record and keep;
 //! - [`flags`]: the worker command's flags, one per setting, for both CLIs;
+//! - [`check_version`]: a package refuses a native module of another version;
 //! - [`wait`]: the one way to block in slices that stay interruptible, and
 //!   [`spawn`] to run a core operation it can wait for.
 
@@ -36,6 +37,7 @@ pub(crate) mod slots;
 pub mod supervisor;
 pub mod testing;
 mod value;
+mod version;
 mod wait;
 mod worker;
 
@@ -47,5 +49,6 @@ pub use periodic::periodic_entry;
 pub use push::{payload_job, prepared, PushRequest};
 pub use session::{in_runtime, Session};
 pub use value::HostValue;
+pub use version::{check_version, VERSION};
 pub use wait::{deadline_after, spawn, wait, Pending, Waited};
 pub use worker::{HostWorker, NextEvent};
