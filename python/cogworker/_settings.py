@@ -10,6 +10,10 @@ from . import _core, _hooks
 _lock = threading.Lock()
 _settings: dict[str, Any] = {}
 _generation = 0
+# The process's one native config and client for the configured settings
+# (every Client(), Api() and Worker() without overrides shares them, and so
+# one connection), built on first use, again after a configure().
+_shared: dict[str, Any] = {}
 
 
 def configure(
@@ -34,6 +38,7 @@ def configure(
         _core.Config(**merged)  # validates; raises ConfigError
         _settings.clear()
         _settings.update(merged)
+        _shared.clear()
         _generation += 1
 
 
@@ -48,10 +53,28 @@ def generation() -> int:
 
 
 def make_config(**overrides: Any) -> _core.Config:
-    """The configured settings with ``overrides`` (None values ignored) applied."""
-    merged = settings()
-    merged.update({k: v for k, v in overrides.items() if v is not None})
-    return _core.Config(**merged)
+    """The configured settings with ``overrides`` (None values ignored)
+    applied; without overrides, the process's one config."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if not given:
+        return _shared_native("config", lambda: _core.Config(**settings()))
+    return _core.Config(**{**settings(), **given})
+
+
+def shared_client() -> _core.Client:
+    """The process's one native client (and connection) for the configured
+    settings: what ``Client()`` and ``Api()`` without overrides use."""
+    return _shared_native("client", lambda: _core.Client(make_config()))
+
+
+def _shared_native(kind: str, build: Any) -> Any:
+    with _lock:
+        native = _shared.get(kind)
+    if native is None:
+        native = build()
+        with _lock:
+            native = _shared.setdefault(kind, native)
+    return native
 
 
 def reset() -> None:
@@ -59,4 +82,5 @@ def reset() -> None:
     global _generation
     with _lock:
         _settings.clear()
+        _shared.clear()
         _generation += 1

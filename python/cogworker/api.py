@@ -11,14 +11,17 @@ import json
 from typing import Any, Callable
 
 from . import _core
-from ._settings import make_config
+from ._settings import make_config, shared_client
 
 
 class Api:
     """``cogworker.Api().queues()`` and friends. Set names: "scheduled", "retry", "dead"."""
 
     def __init__(self, redis_url: str | None = None, namespace: str | None = None) -> None:
-        self._native = _core.Api(make_config(redis_url=redis_url, namespace=namespace))
+        if redis_url is None and namespace is None:
+            self._native = _core.Api.of_client(shared_client())
+        else:
+            self._native = _core.Api(make_config(redis_url=redis_url, namespace=namespace))
 
     def call(self, name: str, *args: Any) -> Any:
         """Runs the API call ``name`` with positional ``args``."""

@@ -104,7 +104,10 @@ class Client:
     COGWORKER_REDIS_URL / REDIS_URL); arguments override them."""
 
     def __init__(self, redis_url: str | None = None, namespace: str | None = None) -> None:
-        self._native = _core.Client(_settings.make_config(redis_url=redis_url, namespace=namespace))
+        if redis_url is None and namespace is None:
+            self._native = _settings.shared_client()
+        else:
+            self._native = _core.Client(_settings.make_config(redis_url=redis_url, namespace=namespace))
 
     def result(self, jid: str, wait: float | None = None) -> Any:
         """The value a job pushed with ``result_ttl`` returned. Raises

@@ -70,6 +70,7 @@ class Run:
         self.server = server
         self.jids: dict[str, str] = {}
         self.client = cogworker.Client()
+        self.api = cogworker.Api()
         self.worker: cogworker.Worker | None = None
 
     def step(self, step: dict[str, Any]) -> None:
@@ -99,8 +100,15 @@ class Run:
         jid = self.jids[step["await_status"]]
         wait_for(f"{jid} {step['is']}", lambda: self.client.status(jid) == step["is"])
 
+    def _client(self, step: dict[str, Any]) -> cogworker.Client:
+        return cogworker.Client() if step.get("new_client") else self.client
+
     def status(self, step: dict[str, Any]) -> None:
-        assert self.client.status(self.jids[step["status"]]) == step["is"]
+        assert self._client(step).status(self.jids[step["status"]]) == step["is"]
+
+    def api_call(self, step: dict[str, Any]) -> None:
+        api = cogworker.Api() if step.get("new_api") else self.api
+        assert getattr(api, step["api_call"])() is not None
 
     def result(self, step: dict[str, Any]) -> None:
         jid = self.jids[step["result"]]
@@ -113,7 +121,7 @@ class Run:
             assert _last_segment(failed.value.error_class) == expected["error_class"]
             assert failed.value.error_message == expected["error_message"]
             return
-        outcome = self.client.result(jid)
+        outcome = self._client(step).result(jid)
         if "pending" in step:
             assert outcome == cogworker.Pending(jid, step["pending"])
         else:
@@ -235,6 +243,7 @@ STEPS = {
     "expect_recorded": Run.expect_recorded,
     "cli_help": Run.cli_help,
     "cli_worker": Run.cli_worker,
+    "api_call": Run.api_call,
 }
 
 

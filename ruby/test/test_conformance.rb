@@ -30,6 +30,7 @@ class TestConformance < Minitest::Test
     install_hooks(config, scenario.fetch('hooks', []))
     @jids = {}
     @client = Cogworker::Client.new(config)
+    @api = Cogworker::Api.new(config)
     scenario['steps'].each { |step| run_step(step) }
   ensure
     Cogworker::Testing.disable!
@@ -37,7 +38,7 @@ class TestConformance < Minitest::Test
   end
 
   STEPS = %w[push start_worker await_status status result await_hooks expect_trail expect_connections
-             configure periodic testing expect_recorded cli_help cli_worker].freeze
+             configure periodic testing expect_recorded cli_help cli_worker api_call].freeze
   EXE = File.expand_path('../exe/cogworker', __dir__)
   LIB = File.expand_path('../lib', __dir__)
   JOBS = File.expand_path('conformance_jobs.rb', __dir__)
@@ -94,8 +95,15 @@ class TestConformance < Minitest::Test
     wait_for("#{jid} #{step['is']}") { @client.status(jid) == step['is'] }
   end
 
+  def client_for(step) = step['new_client'] ? Cogworker::Client.new : @client
+
   def step_status(step)
-    assert_equal step['is'], @client.status(@jids.fetch(step['status']))
+    assert_equal step['is'], client_for(step).status(@jids.fetch(step['status']))
+  end
+
+  def step_api_call(step)
+    api = step['new_api'] ? Cogworker::Api.new : @api
+    refute_nil api.public_send(step['api_call'])
   end
 
   def step_result(step)
@@ -105,7 +113,7 @@ class TestConformance < Minitest::Test
       assert_equal [jid, expected['status'], expected['error_class'], expected['error_message']],
                    [failed.jid, failed.status, last_segment(failed.error_class), failed.error_message]
     elsif step.key?('pending')
-      assert_equal Cogworker::Pending.new(jid, step['pending']), @client.result(jid)
+      assert_equal Cogworker::Pending.new(jid, step['pending']), client_for(step).result(jid)
     else
       assert_equal step['value'], @client.result(jid)
     end

@@ -3,20 +3,29 @@
 //! values (dicts, lists, ...).
 
 use crate::blocking::run;
+use crate::client::PyClient;
 use crate::config::PyConfig;
 use crate::convert;
 use crate::errors::to_py;
 use cogworker::host::{admin, api, Session};
 use pyo3::prelude::*;
+use std::sync::Arc;
 
 #[pyclass(name = "Api", module = "cogworker._core")]
-pub struct PyApi(Session);
+pub struct PyApi(Arc<Session>);
 
 #[pymethods]
 impl PyApi {
     #[new]
     fn new(config: &PyConfig) -> Self {
-        PyApi(Session::new(config.inner.clone()))
+        PyApi(Arc::new(Session::new(config.inner.clone())))
+    }
+
+    /// The ops API on `client`'s session: its configuration and its
+    /// connection (no connection of its own).
+    #[staticmethod]
+    fn of_client(client: &PyClient) -> Self {
+        PyApi(client.0.clone())
     }
 
     /// Runs the API call `name` with positional `args`; its result.

@@ -9,6 +9,7 @@ use cogworker::host::{payload_job, prepared, HostValue, PushRequest, Session};
 use cogworker::Job;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use std::sync::Arc;
 
 /// `class_name(*args)` with keyword options (the core's push options).
 fn request(class_name: &str, args: &Bound<'_, PyAny>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Job> {
@@ -44,7 +45,7 @@ pub fn prepare_payload<'py>(py: Python<'py>, payload: &Bound<'py, PyAny>) -> PyR
 }
 
 #[pyclass(name = "Client", module = "cogworker._core")]
-pub struct PyClient(Session);
+pub struct PyClient(pub Arc<Session>);
 
 impl PyClient {
     fn push_jobs(&self, py: Python<'_>, jobs: Vec<Job>) -> PyResult<Vec<Option<String>>> {
@@ -57,7 +58,7 @@ impl PyClient {
 impl PyClient {
     #[new]
     fn new(config: &PyConfig) -> Self {
-        PyClient(Session::new(config.inner.clone()))
+        PyClient(Arc::new(Session::new(config.inner.clone())))
     }
 
     /// One job per args tuple, in one round trip; nothing is written if any

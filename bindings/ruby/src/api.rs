@@ -12,11 +12,17 @@ use magnus::{Error, RArray, Ruby};
 use std::sync::Arc;
 
 #[magnus::wrap(class = "Cogworker::Native::Api", free_immediately, size)]
-pub struct RbApi(Session);
+pub struct RbApi(Arc<Session>);
 
 impl RbApi {
     pub fn new(config: &RbConfig) -> Self {
-        RbApi(Session::new(config.config()))
+        RbApi(Arc::new(Session::new(config.config())))
+    }
+
+    /// The ops API on `client`'s session: its configuration and its
+    /// connection (no connection of its own).
+    pub fn of_client(client: &crate::client::RbClient) -> Self {
+        RbApi(client.0.clone())
     }
 
     fn api(&self, ruby: &Ruby) -> Result<Arc<Api>, Error> {

@@ -8,6 +8,7 @@ use crate::errors::to_ruby;
 use cogworker::host::{payload_job, prepared, PushRequest, Session};
 use cogworker::Job;
 use magnus::{prelude::*, Error, RArray, RHash, Ruby, Value};
+use std::sync::Arc;
 
 /// `class_name` with `args` and the push options in `options` (the core's
 /// names; nil values are not given).
@@ -36,11 +37,11 @@ pub fn prepare_payload(ruby: &Ruby, payload: Value) -> Result<Value, Error> {
 }
 
 #[magnus::wrap(class = "Cogworker::Native::Client", free_immediately, size)]
-pub struct RbClient(Session);
+pub struct RbClient(pub Arc<Session>);
 
 impl RbClient {
     pub fn new(config: &RbConfig) -> Self {
-        RbClient(Session::new(config.config()))
+        RbClient(Arc::new(Session::new(config.config())))
     }
 
     fn push_jobs(&self, ruby: &Ruby, jobs: Vec<Job>) -> Result<Vec<Option<String>>, Error> {

@@ -124,6 +124,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
 
     let api = native.define_class("Api", ruby.class_object())?;
     api.define_singleton_method("new", function!(api::RbApi::new, 1))?;
+    api.define_singleton_method("of_client", function!(api::RbApi::of_client, 1))?;
     api.define_method("call", method!(api::RbApi::call, 2))?;
     api.define_method("admin", method!(api::RbApi::admin, 2))?;
 

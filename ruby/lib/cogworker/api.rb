@@ -9,7 +9,7 @@ module Cogworker
     def self.calls = Native.api_calls
 
     def initialize(config = Cogworker.config)
-      @native = Native::Api.new(config.native)
+      @native = Native::Api.of_client(config.native_client)
     end
 
     # Runs the API call `name` with positional `args`.

@@ -47,7 +47,7 @@ module Cogworker
     end
 
     def initialize(config = Cogworker.config)
-      @native = Native::Client.new(config.native)
+      @native = config.native_client
       @middleware = config.hooks.client_middleware
     end
 

@@ -26,6 +26,7 @@ module Cogworker
     def []=(name, value)
       @native.set(name.to_s, value) unless value.nil?
       @settings[name.to_sym] = value
+      @built = nil
     end
 
     # The settings given explicitly.
@@ -33,9 +34,16 @@ module Cogworker
       @settings.dup
     end
 
-    # The engine's own config object (what Client, Api and Runner take).
+    # The engine's own config object (what Client, Api and Runner take):
+    # one per configuration, built again after a setting changes.
     def native
-      Native::Config.new(@settings)
+      built[:config] ||= Native::Config.new(@settings)
+    end
+
+    # The configuration's one native client, and so one connection, shared
+    # by every Client and Api made from it.
+    def native_client
+      built[:client] ||= Native::Client.new(native)
     end
 
     # The periodic entries; with a block, yields the manager to register:
@@ -72,6 +80,8 @@ module Cogworker
 
     # c.on(:startup) { ... }: :startup, :quiet, :shutdown, :heartbeat.
     def on(event, &) = hooks.on(event, &)
+
+    private def built = (@built ||= {})
 
     # Settings overridden; the periodic entries and the hooks are shared.
     def merge(overrides)
