@@ -242,6 +242,11 @@ async fn queue_process_and_lock_actions() {
     })
     .await;
     let identity = handle.identity().to_string();
+    let home = get(&app, "/").await.body;
+    assert!(
+        home.contains("1 process<") && !home.contains("1 processes"),
+        "it said \"1 processes\""
+    );
     let page = get(&app, "/processes").await;
     assert!(page.body.contains(&identity), "{}", page.body);
     let encoded = url_encode(&identity);
@@ -387,6 +392,11 @@ async fn a_wrapped_job_is_shown_and_found_by_the_class_it_wraps() {
         detail.contains("Wrapper") && detail.contains("JobWrapper") && detail.contains(&jid),
         "{detail}"
     );
+    // retry_count counts failures: never "Retries 1" for a job never retried.
+    assert!(
+        detail.contains("Failed attempts") && !detail.contains("<dt>Retries</dt>"),
+        "{detail}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -472,8 +482,16 @@ async fn the_metrics_pages_and_the_prometheus_exposition() {
         send(&scraper, request("/metrics", "10.1.2.3:9191")).await.status,
         StatusCode::OK
     );
+    // `/` says where the metrics are (it answered 404), and nothing else.
+    let index = send(&scraper, request("/", "10.1.2.3:9191")).await;
+    assert_eq!(index.status, StatusCode::OK);
+    assert!(
+        index.body.contains("/metrics") && !index.body.contains("mail"),
+        "{}",
+        index.body
+    );
     assert_eq!(
-        send(&scraper, request("/", "10.1.2.3:9191")).await.status,
+        send(&scraper, request("/queues", "10.1.2.3:9191")).await.status,
         StatusCode::NOT_FOUND
     );
     // Open to other machines only with credentials, or when told.

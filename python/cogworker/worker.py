@@ -16,6 +16,7 @@ import datetime
 import functools
 import inspect
 import logging
+import os
 import sys
 import threading
 import time
@@ -52,6 +53,21 @@ def _safe(compute: Callable[[], T]) -> T | None:
 def _text(text: str) -> str:
     """``text`` as valid Unicode (a lone surrogate becomes "?")."""
     return text.encode("utf-8", "replace").decode("utf-8")
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def app_traceback(error: BaseException) -> list[str]:
+    """The traceback of ``error`` as ``traceback.format_exception`` writes
+    it, without the worker's own frames (this package's: the slot loop,
+    middleware chain, handle), which say nothing about the failure. All of
+    them are kept when nothing else is left."""
+    summary = traceback.TracebackException.from_exception(error)
+    frames = [frame for frame in summary.stack if not frame.filename.startswith(_PACKAGE)]
+    if frames:
+        summary.stack = traceback.StackSummary.from_list(frames)
+    return list(summary.format())
 
 
 def describe_error(error: BaseException) -> tuple[str | None, str | None]:
@@ -348,7 +364,7 @@ class Worker:
             except BaseException as hook_error:  # noqa: BLE001 - a broken hook must not lose the failure
                 retry_in = f"an exception ({_safe(functools.partial(repr, hook_error))})"
         error_class, message = describe_error(error)
-        lines = _safe(lambda: traceback.format_exception(type(error), error, error.__traceback__)) or []
+        lines = _safe(lambda: app_traceback(error)) or []
         backtrace = [_text(part) for chunk in lines for part in chunk.rstrip("\n").split("\n")]
         # Logged once, by the engine (class, message, jid, what happens next).
         delivery.fail(error_class, message, backtrace, retry_in)

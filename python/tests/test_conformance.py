@@ -221,6 +221,19 @@ class Run:
             proc.kill()
             proc.wait()
 
+    def cli_admin(self, step: dict[str, Any]) -> None:
+        ran = subprocess.run(
+            [sys.executable, "-m", "cogworker", *step["cli_admin"]],
+            capture_output=True,
+            text=True,
+            env=worker_env(self.server),
+            cwd=HERE,
+            timeout=60,
+        )
+        assert ran.returncode == step["exit"], (ran.stdout, ran.stderr)
+        assert step.get("stdout_has", "") in ran.stdout, ran.stdout
+        assert step.get("stderr_has", "") in ran.stderr, ran.stderr
+
     def stop(self) -> None:
         if self.worker is not None:
             self.worker.stop()
@@ -244,6 +257,7 @@ STEPS = {
     "cli_help": Run.cli_help,
     "cli_worker": Run.cli_worker,
     "api_call": Run.api_call,
+    "cli_admin": Run.cli_admin,
 }
 
 

@@ -3,6 +3,8 @@ retried; exhausted into dead; garbage payloads buried with their bytes."""
 
 from __future__ import annotations
 
+import os
+
 import tasks
 from conftest import wait_for
 
@@ -36,6 +38,10 @@ def test_exhausted_retries_land_in_dead_with_the_traceback(worker_factory) -> No
     assert job["error_message"] == "always ? fails", "lone surrogate made valid"
     assert any("raise BoomError" in line for line in job["error_backtrace"])
     assert job["error_backtrace"][-1].startswith("tasks.BoomError")
+    # The frames are the app's: the worker's own (6 of 8 before) are left out.
+    package = os.path.dirname(cogworker.__file__)
+    frames = [line for line in job["error_backtrace"] if line.lstrip().startswith("File ")]
+    assert frames and not [f for f in frames if package in f], job["error_backtrace"]
 
 
 def test_retry_false_discards(worker_factory) -> None:

@@ -78,6 +78,11 @@ class LoggingJob
   def perform(word) = Cogworker.logger.info("logging #{word}")
 end
 
+class PutsJob
+  include Cogworker::Job
+  def perform(word) = puts("puts #{word}")
+end
+
 class DeclinedJob
   include Cogworker::Job
   cogworker_options retry: false

@@ -201,6 +201,19 @@ class TestCLISignals < Minitest::Test
   # One log format: `--json-logs` makes every line JSON, the engine's and
   # the app's; a job gets a done line (and at debug a start line), a failure
   # one line with its backtrace, and what a job logs carries its jid and class.
+  def test_puts_in_a_job_reaches_a_stdout_file_while_the_worker_runs
+    Dir.mktmpdir('cogworker-out-') do |tmp|
+      out = File.join(tmp, 'stdout.txt')
+      PutsJob.perform_async('while running')
+      pid = spawn_child({ 'COGWORKER_REDIS_URL' => @redis.url }, 'ruby', EXE, '-r', JOBS, '-c', '2',
+                        out: out, err: File::NULL)
+      # Block-buffered, it showed up only when the worker exited.
+      wait_for('the line in the file') { File.read(out).include?('puts while running') }
+      Process.kill('TERM', pid)
+      assert exit_status(pid).success?
+    end
+  end
+
   def test_json_logs
     Dir.mktmpdir('cogworker-logs-') do |tmp|
       log = File.join(tmp, 'worker.log')

@@ -5,6 +5,7 @@
 # (python/tests/test_conformance.py) and Rust (core/tests/conformance.rs).
 require_relative 'test_helper'
 require_relative 'conformance_jobs'
+require 'open3'
 
 class TestConformance < Minitest::Test
   include CogworkerTest
@@ -38,7 +39,7 @@ class TestConformance < Minitest::Test
   end
 
   STEPS = %w[push start_worker await_status status result await_hooks expect_trail expect_connections
-             configure periodic testing expect_recorded cli_help cli_worker api_call].freeze
+             configure periodic testing expect_recorded cli_help cli_worker cli_admin api_call].freeze
   EXE = File.expand_path('../exe/cogworker', __dir__)
   LIB = File.expand_path('../lib', __dir__)
   JOBS = File.expand_path('conformance_jobs.rb', __dir__)
@@ -191,6 +192,14 @@ class TestConformance < Minitest::Test
     assert_equal step['process'], process['info'].slice(*step['process'].keys)
     Process.kill('TERM', pid)
     assert_predicate exit_status(pid), :success?
+  end
+
+  def step_cli_admin(step)
+    out, err, status = Open3.capture3({ 'COGWORKER_REDIS_URL' => @redis.url }, RbConfig.ruby, '-I', LIB, EXE,
+                                      *step['cli_admin'])
+    assert_equal step['exit'], status.exitstatus, [out, err].inspect
+    assert_includes out, step.fetch('stdout_has', '')
+    assert_includes err, step.fetch('stderr_has', '')
   end
 
   def step_expect_recorded(step)

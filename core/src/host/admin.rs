@@ -121,7 +121,11 @@ pub async fn run(api: &Api, command: &str, arg: Option<&str>) -> Result<String> 
             }
         }
         "processes" => {
-            for p in api.processes().await? {
+            let processes = api.processes().await?;
+            if processes.is_empty() {
+                out.push_str("no worker processes are running\n");
+            }
+            for p in processes {
                 let queues: Vec<_> = p.info["queues"]
                     .as_array()
                     .into_iter()
@@ -141,7 +145,11 @@ pub async fn run(api: &Api, command: &str, arg: Option<&str>) -> Result<String> 
             }
         }
         "busy" => {
-            for b in api.busy().await? {
+            let busy = api.busy().await?;
+            if busy.is_empty() {
+                out.push_str("no jobs are running\n");
+            }
+            for b in busy {
                 let class = shown(b.job["class"].as_str().unwrap_or_default());
                 let jid = shown(b.job["jid"].as_str().unwrap_or_default());
                 let _ = writeln!(
@@ -166,6 +174,7 @@ pub async fn run(api: &Api, command: &str, arg: Option<&str>) -> Result<String> 
             let _ = writeln!(out, "deleted {deleted} job(s) from queue {shown_target}");
         }
         "pause" | "unpause" | "quiet" | "stop" => {
+            known_target(api, command, target).await?;
             match command {
                 "pause" => api.pause_queue(target).await?,
                 "unpause" => api.unpause_queue(target).await?,
@@ -177,4 +186,38 @@ pub async fn run(api: &Api, command: &str, arg: Option<&str>) -> Result<String> 
         _ => unreachable!("every command in COMMANDS is handled"),
     }
     Ok(out)
+}
+
+/// What pause/unpause and quiet/stop may act on: a queue that has been
+/// pushed to (a typo would pause a queue no worker reads, and nothing would
+/// show it), a process that is running (a signal to no one was a silent
+/// success).
+async fn known_target(api: &Api, command: &str, target: &str) -> Result<()> {
+    let (known, missing) = if command.ends_with("pause") {
+        let queues = api.queues().await?.into_iter().map(|q| q.name);
+        (queues.collect::<Vec<_>>(), "no such queue (known: ")
+    } else {
+        let processes = api.processes().await?.into_iter().map(|p| p.identity);
+        (processes.collect(), "no such process is running (running: ")
+    };
+    if known.iter().any(|name| name == target) {
+        return Ok(());
+    }
+    Err(Error::invalid_argument(
+        command,
+        format!("{:?}", shown(target)),
+        format!("{missing}{})", listed(&known)),
+    ))
+}
+
+/// Up to 10 names, shown safely, or "none".
+fn listed(names: &[String]) -> String {
+    if names.is_empty() {
+        return "none".into();
+    }
+    let mut shown_names: Vec<String> = names.iter().take(10).map(|n| shown(n).into_owned()).collect();
+    if names.len() > 10 {
+        shown_names.push(format!("… {} more", names.len() - 10));
+    }
+    shown_names.join(", ")
 }

@@ -214,6 +214,7 @@ fn build_router(config: &Config, options: &WebOptions, bound: SocketAddr) -> Res
     });
     if options.metrics_only {
         return Ok(Router::new()
+            .route("/", get(metrics_index))
             .route("/metrics", get(prometheus::metrics))
             .layer(axum::middleware::from_fn_with_state(
                 state.clone(),
@@ -246,12 +247,18 @@ fn build_router(config: &Config, options: &WebOptions, bound: SocketAddr) -> Res
     Ok(app)
 }
 
+/// `cogworker metrics`' `/`: where the metrics are.
+async fn metrics_index() -> &'static str {
+    "cogworker metrics: Prometheus metrics at /metrics\n"
+}
+
 /// A dashboard bound to its address, not serving yet.
 pub struct WebServer {
     listener: tokio::net::TcpListener,
     app: Router,
     credentials: bool,
     insecure: bool,
+    metrics_only: bool,
 }
 
 /// Binds the dashboard's address (an error names it: in use, not local,
@@ -270,6 +277,7 @@ pub async fn bind(config: &Config, options: &WebOptions) -> Result<WebServer> {
         app,
         credentials: options.credentials.is_some(),
         insecure: !bound.ip().is_loopback() && options.credentials.is_none() && !options.metrics_only,
+        metrics_only: options.metrics_only,
     })
 }
 
@@ -288,8 +296,13 @@ impl WebServer {
                  (--insecure-no-auth): anyone who reaches it can delete and run jobs"
             );
         } else {
+            let (what, path) = if self.metrics_only {
+                ("metrics", "metrics")
+            } else {
+                ("web", "")
+            };
             tracing::info!(
-                "cogworker web on http://{address}/{}",
+                "cogworker {what} on http://{address}/{path}{}",
                 if self.credentials { " (basic auth required)" } else { "" }
             );
         }

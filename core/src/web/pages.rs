@@ -177,7 +177,7 @@ pub(crate) async fn dashboard(Extension(csrf): Extension<CsrfToken>, state: axum
         section.cards {
             div.card { span.label { "Processed" } span.value #processed { (totals.processed) } span.sub { span #processed-today { (today.processed) } " today" } }
             div.card { span.label { "Failed" } span.value #failed { (totals.failed) } span.sub { span #failed-today { (today.failed) } " today" } }
-            div.card { span.label { "Busy" } span.value #busy { (busy) } span.sub { (processes.len()) " processes" } }
+            div.card { span.label { "Busy" } span.value #busy { (busy) } span.sub { (counted(processes.len(), "process", "processes")) } }
             a.card href="/sets/scheduled" { span.label { "Scheduled" } span.value { (scheduled) } }
             a.card href="/sets/retry" { span.label { "Retries" } span.value { (retry) } }
             a.card href="/sets/dead" { span.label { "Dead" } span.value #dead-count { (dead) } }
@@ -448,7 +448,9 @@ pub(crate) async fn job(
                 @if job.display_class() != job.class() { dt { "Wrapper" } dd { (job.class()) } }
                 dt { "Queue" } dd { (job.queue_name()) }
                 dt { "Jid" } dd { code { (job.jid_str()) } }
-                dt { "Retries" } dd { (job.retry_count()) }
+                // retry_count counts failures: a retry=0 job that failed
+                // once has 1 and was never retried.
+                dt { "Failed attempts" } dd { (job.retry_count()) }
                 @if let Some(m) = job.str_field("error_message") { dt { "Error" } dd.error { (job.str_field("error_class").unwrap_or("")) ": " (m) } }
             }
             @if let Some(lines) = job.get("error_backtrace").and_then(Value::as_array) {
@@ -574,4 +576,9 @@ pub(crate) async fn style() -> Response {
         include_str!("assets/app.css"),
     )
         .into_response()
+}
+
+/// `1 process`, `2 processes`.
+fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }

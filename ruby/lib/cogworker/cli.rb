@@ -79,6 +79,9 @@ module Cogworker
       return run_admin(argv.dup) if Admin::COMMANDS.include?(argv.first)
 
       options = self.class.parse(argv.dup)
+      # What jobs print reaches a file or pipe as they print it (Python's
+      # print does), not when a buffer fills or the worker exits.
+      $stdout.sync = true
       ENV_VARS.each { |k| ENV[k] = options[:environment] }
       redirect_logfile(options[:logfile]) if options[:logfile]
       Native.init_logging(options[:json_logs] ? true : false)
