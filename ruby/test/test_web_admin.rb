@@ -53,7 +53,8 @@ class TestWebAdmin < Minitest::Test
     response = Net::HTTP.get_response(uri)
     assert_equal 'text/plain; version=0.0.4; charset=utf-8', response['content-type']
     assert_equal 'nosniff', response['x-content-type-options']
-    assert_equal '404', Net::HTTP.get_response(URI(uri.to_s.sub('/metrics', '/'))).code, 'no dashboard'
+    index = Net::HTTP.get_response(URI(uri.to_s.sub('/metrics', '/')))
+    assert_equal ['200', "cogworker metrics: Prometheus metrics at /metrics\n"], [index.code, index.body], 'no dashboard'
     foreign = Net::HTTP.start(uri.host, uri.port) { |http| http.get('/metrics', 'Host' => "evil.example:#{uri.port}") }
     assert_equal '403', foreign.code
     Process.kill('TERM', pid)
