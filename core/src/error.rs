@@ -43,6 +43,17 @@ pub enum Error {
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
 
+    /// A host's client or ops API could not talk to the Redis it names
+    /// (its URL without credentials): the same failure as `Redis`, saying
+    /// which server.
+    #[error("redis at {target}: {source}")]
+    RedisAt {
+        /// Where the client points (no credentials).
+        target: String,
+        /// What failed.
+        source: redis::RedisError,
+    },
+
     /// A Lua script returned something other than its header promises.
     #[error("script {script}: {reason}")]
     Script {
@@ -83,6 +94,17 @@ impl Error {
             field: field.to_string(),
             value: value.to_string(),
             reason: reason.to_string(),
+        }
+    }
+
+    /// This error, a Redis failure naming `target` (other kinds unchanged).
+    pub fn at_redis(self, target: &str) -> Self {
+        match self {
+            Error::Redis(source) => Error::RedisAt {
+                target: target.to_string(),
+                source,
+            },
+            other => other,
         }
     }
 

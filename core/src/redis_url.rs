@@ -67,7 +67,6 @@ fn userinfo_parts(base: &str) -> (&str, Option<&str>, &str) {
 
 /// Where `url` points, with no credential at all (not even a user name)
 /// and no query but the `db`: what the dashboard's footer shows.
-#[cfg_attr(not(feature = "web"), allow(dead_code))]
 pub(crate) fn display_target(url: &str) -> String {
     let (base, query) = url.split_once('?').unwrap_or((url, ""));
     let (scheme, _, rest) = userinfo_parts(base);

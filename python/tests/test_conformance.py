@@ -82,7 +82,7 @@ class Run:
         if "raises" in step:
             with pytest.raises(Exception) as raised:
                 self.client.enqueue(step["push"], *step["args"], **options)
-            assert _last_segment(type(raised.value).__name__) == step["raises"]
+            self._expect_raised(raised.value, step)
             return
         jid = self.client.enqueue(step["push"], *step["args"], **options)
         if step.get("refused"):
@@ -108,7 +108,17 @@ class Run:
 
     def api_call(self, step: dict[str, Any]) -> None:
         api = cogworker.Api() if step.get("new_api") else self.api
+        if "raises" in step:
+            with pytest.raises(Exception) as raised:
+                getattr(api, step["api_call"])()
+            self._expect_raised(raised.value, step)
+            return
         assert getattr(api, step["api_call"])() is not None
+
+    @staticmethod
+    def _expect_raised(error: BaseException, step: dict[str, Any]) -> None:
+        assert _last_segment(type(error).__name__) == step["raises"], repr(error)
+        assert step.get("message_has", "") in str(error), str(error)
 
     def result(self, step: dict[str, Any]) -> None:
         jid = self.jids[step["result"]]

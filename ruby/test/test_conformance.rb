@@ -79,8 +79,7 @@ class TestConformance < Minitest::Test
   def step_push(step)
     if step['raises']
       error = assert_raises(StandardError) { @client.push(step['push'], step['args'], **push_options(step)) }
-      assert_equal step['raises'], last_segment(error.class.name)
-      return
+      return expect_raised(error, step)
     end
     jid = @client.push(step['push'], step['args'], **push_options(step))
     return assert_nil(jid, 'the push was refused') if step['refused']
@@ -104,7 +103,14 @@ class TestConformance < Minitest::Test
 
   def step_api_call(step)
     api = step['new_api'] ? Cogworker::Api.new : @api
+    return expect_raised(assert_raises(StandardError) { api.public_send(step['api_call']) }, step) if step['raises']
+
     refute_nil api.public_send(step['api_call'])
+  end
+
+  def expect_raised(error, step)
+    assert_equal step['raises'], last_segment(error.class.name), error.inspect
+    assert_includes error.message, step.fetch('message_has', '')
   end
 
   def step_result(step)

@@ -32,7 +32,10 @@ impl PyApi {
     fn call<'py>(&self, py: Python<'py>, name: String, args: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let args = cogworker::host::HostValue::json_list(&convert::values(args)?, &name).map_err(to_py)?;
         let api = self.0.api().map_err(to_py)?;
-        let result = run(py, async move { api::call(&api, &name, args).await })?;
+        let result = run(
+            py,
+            self.0.naming_redis(async move { api::call(&api, &name, args).await }),
+        )?;
         convert::to_py(py, &result)
     }
 
@@ -40,7 +43,11 @@ impl PyApi {
     #[pyo3(signature = (command, arg=None))]
     fn admin(&self, py: Python<'_>, command: String, arg: Option<String>) -> PyResult<String> {
         let api = self.0.api().map_err(to_py)?;
-        run(py, async move { admin::run(&api, &command, arg.as_deref()).await })
+        run(
+            py,
+            self.0
+                .naming_redis(async move { admin::run(&api, &command, arg.as_deref()).await }),
+        )
     }
 }
 

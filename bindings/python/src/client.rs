@@ -50,7 +50,7 @@ pub struct PyClient(pub Arc<Session>);
 impl PyClient {
     fn push_jobs(&self, py: Python<'_>, jobs: Vec<Job>) -> PyResult<Vec<Option<String>>> {
         let client = self.0.client().map_err(to_py)?;
-        run(py, async move { client.push_bulk(jobs).await })
+        run(py, self.0.naming_redis(async move { client.push_bulk(jobs).await }))
     }
 }
 
@@ -82,7 +82,7 @@ impl PyClient {
     /// unknown, on this client's connection.
     fn status(&self, py: Python<'_>, jid: String) -> PyResult<String> {
         let api = self.0.api().map_err(to_py)?;
-        run(py, async move { api.status(&jid).await })
+        run(py, self.0.naming_redis(async move { api.status(&jid).await }))
     }
 
     /// What the job came to, as the core decides it: `("succeeded",
@@ -96,7 +96,8 @@ impl PyClient {
         wait: Option<f64>,
     ) -> PyResult<(&'static str, Bound<'py, PyAny>)> {
         let api = self.0.api().map_err(to_py)?;
-        crate::testing::outcome(py, run(py, async move { api.outcome(&jid, wait).await })?)
+        let outcome = run(py, self.0.naming_redis(async move { api.outcome(&jid, wait).await }))?;
+        crate::testing::outcome(py, outcome)
     }
 
     /// Raw payloads (dicts with at least `class`), in one round trip.

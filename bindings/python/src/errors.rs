@@ -32,7 +32,7 @@ pub fn to_py(error: cogworker::Error) -> PyErr {
         cogworker::Error::Config { .. } => ConfigError::new_err(message),
         cogworker::Error::InvalidJob { .. } => InvalidJob::new_err(message),
         cogworker::Error::InvalidArgument { .. } => InvalidArgument::new_err(message),
-        cogworker::Error::Redis(_) => RedisError::new_err(message),
+        cogworker::Error::Redis(_) | cogworker::Error::RedisAt { .. } => RedisError::new_err(message),
         cogworker::Error::Script { .. } => ScriptError::new_err(message),
     };
     Python::attach(|py| {

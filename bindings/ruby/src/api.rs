@@ -34,14 +34,24 @@ impl RbApi {
         let args = cogworker::host::HostValue::json_list(&convert::values(ruby, args), &name);
         let args = args.map_err(|e| to_ruby(ruby, e))?;
         let api = rb_self.api(ruby)?;
-        let result = run(ruby, async move { api::call(&api, &name, args).await })?;
+        let result = run(
+            ruby,
+            rb_self
+                .0
+                .naming_redis(async move { api::call(&api, &name, args).await }),
+        )?;
         Ok(convert::from_json(ruby, &result))
     }
 
     /// Runs an admin command; the text to print.
     pub fn admin(ruby: &Ruby, rb_self: &Self, command: String, arg: Option<String>) -> Result<String, Error> {
         let api = rb_self.api(ruby)?;
-        run(ruby, async move { admin::run(&api, &command, arg.as_deref()).await })
+        run(
+            ruby,
+            rb_self
+                .0
+                .naming_redis(async move { admin::run(&api, &command, arg.as_deref()).await }),
+        )
     }
 }
 

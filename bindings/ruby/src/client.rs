@@ -46,7 +46,7 @@ impl RbClient {
 
     fn push_jobs(&self, ruby: &Ruby, jobs: Vec<Job>) -> Result<Vec<Option<String>>, Error> {
         let client = self.0.client().map_err(|e| to_ruby(ruby, e))?;
-        run(ruby, async move { client.push_bulk(jobs).await })
+        run(ruby, self.0.naming_redis(async move { client.push_bulk(jobs).await }))
     }
 
     /// One job per args array, in one round trip; nothing is written if any
@@ -69,7 +69,7 @@ impl RbClient {
     /// unknown, on this client's connection.
     pub fn status(ruby: &Ruby, rb_self: &Self, jid: String) -> Result<String, Error> {
         let api = rb_self.0.api().map_err(|e| to_ruby(ruby, e))?;
-        run(ruby, async move { api.status(&jid).await })
+        run(ruby, rb_self.0.naming_redis(async move { api.status(&jid).await }))
     }
 
     /// What the job came to, as the core decides it: `["succeeded",
@@ -77,7 +77,10 @@ impl RbClient {
     /// seconds for a final outcome.
     pub fn result(ruby: &Ruby, rb_self: &Self, jid: String, wait: Option<f64>) -> Result<(&'static str, Value), Error> {
         let api = rb_self.0.api().map_err(|e| to_ruby(ruby, e))?;
-        let outcome = run(ruby, async move { api.outcome(&jid, wait).await })?;
+        let outcome = run(
+            ruby,
+            rb_self.0.naming_redis(async move { api.outcome(&jid, wait).await }),
+        )?;
         Ok(crate::testing::outcome(ruby, outcome))
     }
 

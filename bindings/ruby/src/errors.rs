@@ -21,7 +21,7 @@ pub fn to_ruby(ruby: &Ruby, error: cogworker::Error) -> Error {
         cogworker::Error::Config { .. } => "ConfigError",
         cogworker::Error::InvalidJob { .. } => "InvalidJob",
         cogworker::Error::InvalidArgument { .. } => "InvalidArgument",
-        cogworker::Error::Redis(_) => "RedisError",
+        cogworker::Error::Redis(_) | cogworker::Error::RedisAt { .. } => "RedisError",
         cogworker::Error::Script { .. } => "ScriptError",
     };
     let class = class(ruby, name);

@@ -8,6 +8,7 @@ use crate::client::Client;
 use crate::config::Config;
 use crate::error::Result;
 use crate::runtime::ForkSafe;
+use std::future::Future;
 use std::sync::Arc;
 
 /// A configuration with its lazily built, fork-safe client and API.
@@ -30,6 +31,16 @@ impl Session {
     /// The configuration.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// `future` (a call of this session's client or API), whose Redis
+    /// failure names the server (`redis at redis://host:6379/0: ...`).
+    pub fn naming_redis<F, T>(&self, future: F) -> impl Future<Output = Result<T>> + Send + 'static
+    where
+        F: Future<Output = Result<T>> + Send + 'static,
+    {
+        let target = crate::redis_url::display_target(self.config.redis_url());
+        async move { future.await.map_err(|e| e.at_redis(&target)) }
     }
 
     /// The client for pushes.
