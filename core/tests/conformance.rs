@@ -76,7 +76,9 @@ impl cogworker::Middleware for TrailMiddleware {
 }
 
 impl Run {
-    fn start_worker(&mut self) {
+    /// With `own` hooks, the worker's builder gets those (a registry of its
+    /// own); otherwise the scenario's ("process").
+    fn start_worker(&mut self, own: Option<Vec<String>>) {
         let trail = self.trail.clone();
         let mut builder = Worker::builder(self.config.clone())
             .register_returning("ConformanceEcho", |job| {
@@ -97,31 +99,29 @@ impl Run {
                 trail: self.trail.clone(),
             }));
         }
-        let hooks: Vec<&str> = self.scenario["hooks"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        if hooks.contains(&"error") {
+        let scenario_hooks = || {
+            let names = self.scenario["hooks"].as_array().into_iter().flatten();
+            names.filter_map(Value::as_str).map(String::from).collect::<Vec<_>>()
+        };
+        let (hooks, registry) = match own {
+            Some(own) => (own, "own"),
+            None => (scenario_hooks(), "process"),
+        };
+        if hooks.iter().any(|h| h == "error") {
             let calls = self.calls.clone();
             builder = builder.on_error(move |job, failure| {
-                calls
-                    .lock()
-                    .unwrap()
-                    .push(json!({"hook": "error", "jid": job.jid_str(), "class": job.class(),
-                    "error_class": failure.class, "error_message": failure.message}));
+                let seen = json!({"hook": "error", "jid": job.jid_str(), "class": job.class(),
+                    "error_class": failure.class, "error_message": failure.message, "registry": registry});
+                calls.lock().unwrap().push(seen);
             });
         }
-        if hooks.contains(&"death") {
+        if hooks.iter().any(|h| h == "death") {
             let calls = self.calls.clone();
             builder = builder.on_event(move |event| {
                 if let WorkerEvent::Died { job } = event {
-                    calls
-                        .lock()
-                        .unwrap()
-                        .push(json!({"hook": "death", "jid": job["jid"], "class": job["class"],
-                        "error_class": job["error_class"], "error_message": job["error_message"]}));
+                    let seen = json!({"hook": "death", "jid": job["jid"], "class": job["class"],
+                        "error_class": job["error_class"], "error_message": job["error_message"], "registry": registry});
+                    calls.lock().unwrap().push(seen);
                 }
             });
         }
@@ -155,8 +155,15 @@ impl Run {
             } else if let Some(name) = step["as"].as_str() {
                 self.jids.insert(name.into(), pushed.expect("pushed"));
             }
-        } else if step.get("start_worker").is_some() {
-            self.start_worker();
+        } else if let Some(start) = step.get("start_worker") {
+            let own = start["hooks"]
+                .as_array()
+                .map(|h| h.iter().filter_map(|n| n.as_str().map(String::from)).collect());
+            self.start_worker(own);
+        } else if let Some(absent) = step.get("expect_no_hooks") {
+            let calls = self.calls.lock().unwrap();
+            let found: Vec<_> = calls.iter().filter(|c| c["registry"] == absent["registry"]).collect();
+            assert!(found.is_empty(), "{found:?}");
         } else if step.get("await_status").is_some() {
             let (jid, wanted) = (jid("await_status"), step["is"].as_str().unwrap().to_string());
             let api = self.api.clone();

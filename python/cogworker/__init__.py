@@ -13,10 +13,12 @@ import os as _os
 from . import _core, testing
 from ._core import ConfigError, Error, InvalidArgument, InvalidJob, RedisError, ScriptError
 from ._hooks import (
+    Hooks,
     JobDied,
     RunningJob,
     client_middleware,
     current_job,
+    hooks,
     on,
     on_death,
     on_error,
@@ -38,6 +40,7 @@ __all__ = [
     "Client",
     "ConfigError",
     "Error",
+    "Hooks",
     "InvalidArgument",
     "InvalidJob",
     "JobDied",
@@ -53,6 +56,7 @@ __all__ = [
     "client_middleware",
     "configure",
     "current_job",
+    "hooks",
     "job",
     "on",
     "on_death",

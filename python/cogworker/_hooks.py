@@ -225,75 +225,110 @@ def _is_async(middleware: Any) -> bool:
     return inspect.iscoroutinefunction(middleware) or inspect.iscoroutinefunction(type(middleware).__call__)
 
 
-server_middleware = MiddlewareChain()
-client_middleware = ClientMiddlewareChain()
-_error_handlers: list[Callable[[BaseException, RunningJob], Any]] = []
-_death_handlers: list[Callable[[RunningJob, JobDied], Any]] = []
-_event_hooks: dict[str, list[Callable[[], Any]]] = {name: [] for name in EVENTS}
+class Hooks:
+    """One configuration's hooks, as Ruby's ``Config#hooks``: server and
+    client middleware, error and death handlers, lifecycle hooks. The
+    process has one (``cogworker.hooks``, which ``cogworker.on_error``,
+    ``cogworker.server_middleware`` ... register on); a ``Worker`` or
+    ``Client`` given ``hooks=`` uses another."""
 
+    def __init__(self) -> None:
+        self.server_middleware = MiddlewareChain()
+        self.client_middleware = ClientMiddlewareChain()
+        self.error_handlers: list[Callable[[BaseException, RunningJob], Any]] = []
+        self.death_handlers: list[Callable[[RunningJob, JobDied], Any]] = []
+        self.events: dict[str, list[Callable[[], Any]]] = {name: [] for name in EVENTS}
 
-def on_error(handler: F) -> F:
-    """``handler(exc, job)`` is called whenever a job's handler raises,
-    before the failure is filed (report it to Sentry, a log...)."""
-    _error_handlers.append(handler)
-    return handler
+    def on_error(self, handler: F) -> F:
+        """``handler(exc, job)`` is called whenever a job's handler raises,
+        before the failure is filed (report it to Sentry, a log...)."""
+        self.error_handlers.append(handler)
+        return handler
 
+    def on_death(self, handler: F) -> F:
+        """``handler(job, error)`` is called whenever this worker files a job in
+        ``dead`` (out of retries, unknown class, unreadable payload): ``job`` is
+        a ``RunningJob`` as an error handler gets it (``job.jid``,
+        ``job.class_name``, ``job["error_message"]``: the payload as filed),
+        ``error`` a ``cogworker.JobDied``."""
+        self.death_handlers.append(handler)
+        return handler
 
-def on_death(handler: F) -> F:
-    """``handler(job, error)`` is called whenever this worker files a job in
-    ``dead`` (out of retries, unknown class, unreadable payload): ``job`` is
-    a ``RunningJob`` as an error handler gets it (``job.jid``,
-    ``job.class_name``, ``job["error_message"]``: the payload as filed),
-    ``error`` a ``cogworker.JobDied``."""
-    _death_handlers.append(handler)
-    return handler
+    def on(self, event: str) -> Callable[[F], F]:
+        """``@cogworker.on("startup")``: runs the function in the worker
+        process at ``startup``, ``quiet``, ``shutdown`` or each ``heartbeat``."""
+        if event not in EVENTS:
+            raise ValueError(f"cogworker.on: no event {event!r} (one of {', '.join(EVENTS)})")
 
+        def register(hook: F) -> F:
+            self.events[event].append(hook)
+            return hook
 
-def on(event: str) -> Callable[[F], F]:
-    """``@cogworker.on("startup")``: runs the function in the worker
-    process at ``startup``, ``quiet``, ``shutdown`` or each ``heartbeat``."""
-    if event not in EVENTS:
-        raise ValueError(f"cogworker.on: no event {event!r} (one of {', '.join(EVENTS)})")
+        return register
 
-    def register(hook: F) -> F:
-        _event_hooks[event].append(hook)
-        return hook
+    def install(
+        self,
+        middleware: list[Middleware] | None,
+        error_handlers: list[Any] | None,
+        death_handlers: list[Any] | None,
+        client: list[Any] | None = None,
+    ) -> None:
+        """``configure(server_middleware=..., client_middleware=...,
+        error_handlers=..., death_handlers=...)``: each list given replaces what
+        was registered."""
+        if client is not None:
+            self.client_middleware.clear()
+            for entry in client:
+                self.client_middleware.add(entry)
+        if middleware is not None:
+            self.server_middleware.clear()
+            for entry in middleware:
+                self.server_middleware.add(entry)
+        if error_handlers is not None:
+            self.error_handlers[:] = list(error_handlers)
+        if death_handlers is not None:
+            self.death_handlers[:] = list(death_handlers)
 
-    return register
+    def reset(self) -> None:
+        """Forget every hook (tests)."""
+        self.install([], [], [], [])
+        for hooks in self.events.values():
+            hooks.clear()
 
+    def report_error(self, error: BaseException, job: RunningJob) -> None:
+        for handler in list(self.error_handlers):
+            _call_safely("error handler", handler, error, job)
 
-def install(
-    middleware: list[Middleware] | None,
-    error_handlers: list[Any] | None,
-    death_handlers: list[Any] | None,
-    client: list[Any] | None = None,
-) -> None:
-    """``configure(server_middleware=..., client_middleware=...,
-    error_handlers=..., death_handlers=...)``: each list given replaces what
-    was registered."""
-    if client is not None:
-        client_middleware.clear()
-        for entry in client:
-            client_middleware.add(entry)
-    if middleware is not None:
-        server_middleware.clear()
-        for entry in middleware:
-            server_middleware.add(entry)
-    if error_handlers is not None:
-        _error_handlers[:] = list(error_handlers)
-    if death_handlers is not None:
-        _death_handlers[:] = list(death_handlers)
+    def periodic_push(self, job: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+        """A periodic job the worker is about to push, through the client
+        middleware: ``(jid, the job or None to push nothing)``. A middleware
+        that raises is logged and the job is pushed as it was."""
+        jid = str(job.get("jid", ""))
+        original = copy.deepcopy(job)
+        try:
+            changed = self.client_middleware.apply(job)
+        except BaseException:  # noqa: BLE001 - a hook never loses a periodic run
+            logger.exception("client middleware raised on periodic job %s; pushing it as it was", jid)
+            return jid, original
+        return jid, changed
 
-
-def reset() -> None:
-    """Forget every hook (tests)."""
-    install([], [], [], [])
-    for hooks in _event_hooks.values():
-        hooks.clear()
-
-
-def has_error_handlers() -> bool:
-    return bool(_error_handlers)
+    def dispatch(self, event: str, payload: dict[str, Any] | None) -> None:
+        """Runs the hooks of one worker event (on the worker's events thread)."""
+        if event == "death":
+            payload = payload or {}
+            job = RunningJob(
+                str(payload.get("class", "")),
+                str(payload.get("jid", "")),
+                str(payload.get("queue", "")),
+                int(payload.get("retry_count") or 0),
+                list(payload.get("args") or []),
+                payload,
+            )
+            for handler in list(self.death_handlers):
+                _call_safely("death handler", handler, job, JobDied(payload))
+            return
+        for hook in list(self.events.get(event, ())):
+            _call_safely(f"{event} hook", hook)
 
 
 def _call_safely(what: str, hook: Callable[..., Any], *args: Any) -> None:
@@ -303,39 +338,12 @@ def _call_safely(what: str, hook: Callable[..., Any], *args: Any) -> None:
         logger.exception("%s %r raised; ignored", what, hook)
 
 
-def report_error(error: BaseException, job: RunningJob) -> None:
-    for handler in list(_error_handlers):
-        _call_safely("error handler", handler, error, job)
-
-
-def periodic_push(job: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
-    """A periodic job the worker is about to push, through the client
-    middleware: ``(jid, the job or None to push nothing)``. A middleware
-    that raises is logged and the job is pushed as it was."""
-    jid = str(job.get("jid", ""))
-    original = copy.deepcopy(job)
-    try:
-        changed = client_middleware.apply(job)
-    except BaseException:  # noqa: BLE001 - a hook never loses a periodic run
-        logger.exception("client middleware raised on periodic job %s; pushing it as it was", jid)
-        return jid, original
-    return jid, changed
-
-
-def dispatch(event: str, payload: dict[str, Any] | None) -> None:
-    """Runs the hooks of one worker event (on the worker's events thread)."""
-    if event == "death":
-        payload = payload or {}
-        job = RunningJob(
-            str(payload.get("class", "")),
-            str(payload.get("jid", "")),
-            str(payload.get("queue", "")),
-            int(payload.get("retry_count") or 0),
-            list(payload.get("args") or []),
-            payload,
-        )
-        for handler in list(_death_handlers):
-            _call_safely("death handler", handler, job, JobDied(payload))
-        return
-    for hook in list(_event_hooks.get(event, ())):
-        _call_safely(f"{event} hook", hook)
+# The process's hooks, and the module-level names that register on them.
+hooks = Hooks()
+server_middleware = hooks.server_middleware
+client_middleware = hooks.client_middleware
+on_error = hooks.on_error
+on_death = hooks.on_death
+on = hooks.on
+install = hooks.install
+reset = hooks.reset

@@ -103,7 +103,11 @@ class Client:
     """Pushes jobs. ``Client()`` uses ``cogworker.configure`` settings (and
     COGWORKER_REDIS_URL / REDIS_URL); arguments override them."""
 
-    def __init__(self, redis_url: str | None = None, namespace: str | None = None) -> None:
+    def __init__(
+        self, redis_url: str | None = None, namespace: str | None = None, hooks: _hooks.Hooks | None = None
+    ) -> None:
+        # The client middleware of the process's hooks, or of ``hooks``.
+        self._middleware = (_hooks.hooks if hooks is None else hooks).client_middleware
         if redis_url is None and namespace is None:
             self._native = _settings.shared_client()
         else:
@@ -186,7 +190,7 @@ class Client:
     def _enqueue_many(
         self, class_name: str, args_list: Iterable[Sequence[Any]], opts: dict[str, Any]
     ) -> list[str | None]:
-        if _hooks.client_middleware:
+        if self._middleware:
             return self._push_bulk([_core.prepare_job(class_name, list(args), **opts) for args in args_list])
         if testing.active():
             return [testing.record(_core.prepare_job(class_name, list(args), **opts)) for args in args_list]
@@ -203,7 +207,7 @@ class Client:
         return self._push_job(class_name, args, opts)
 
     def _push_job(self, class_name: str, args: Sequence[Any], opts: dict[str, Any]) -> str | None:
-        if _hooks.client_middleware:
+        if self._middleware:
             return self._push_bulk([_core.prepare_job(class_name, args, **opts)])[0]
         if testing.active():
             return testing.record(_core.prepare_job(class_name, args, **opts))
@@ -226,10 +230,10 @@ class Client:
         return self._push_bulk(payloads)
 
     def _push_bulk(self, payloads: Sequence[dict[str, Any]]) -> list[str | None]:
-        if _hooks.client_middleware:
+        if self._middleware:
             # Middleware sees each job as it will be stored (jid and times
             # filled); None for those it stops, the rest in one round trip.
-            jobs = [_hooks.client_middleware.apply(_core.prepare_payload(p)) for p in payloads]
+            jobs = [self._middleware.apply(_core.prepare_payload(p)) for p in payloads]
             pushed = iter(self._push_prepared([job for job in jobs if job is not None]))
             return [None if job is None else next(pushed) for job in jobs]
         return self._push_prepared(payloads)

@@ -79,18 +79,21 @@ def describe_error(error: BaseException) -> tuple[str | None, str | None]:
 class Worker:
     """A worker: ``Worker(concurrency=10, queues=["critical,3", "default"]).run()``.
 
-    Keyword settings override ``cogworker.configure``. Handlers are the
+    Keyword settings override ``cogworker.configure``; ``hooks`` (a
+    ``cogworker.Hooks``) replaces the process's middleware and handlers. Handlers are the
     functions decorated with ``@cogworker.job`` by the time it is built;
     jobs of any other class are failed by the engine, never run.
     """
 
-    def __init__(self, **settings: Any) -> None:
+    def __init__(self, hooks: _hooks.Hooks | None = None, **settings: Any) -> None:
         self.config = make_config(**settings)
+        # The process's hooks (cogworker.on_error, ...), or a registry of its own.
+        self.hooks = _hooks.hooks if hooks is None else hooks
         self._handlers: dict[str, JobHandle[Any]] = registry()
         # Periodic jobs this worker pushes go through the app's client
         # middleware too (registered by the time the worker is built).
         self._native = _core.Worker(
-            self.config, sorted(self._handlers), periodic_entries(), bool(_hooks.client_middleware)
+            self.config, sorted(self._handlers), periodic_entries(), bool(self.hooks.client_middleware)
         )
         self._threads: list[threading.Thread] = []
         self._events_thread: threading.Thread | None = None
@@ -244,14 +247,14 @@ class Worker:
             if name == "ended":
                 return
             if name == "client_middleware":
-                self._native.reply_client_middleware(*_hooks.periodic_push(job or {}))
+                self._native.reply_client_middleware(*self.hooks.periodic_push(job or {}))
                 continue
-            _hooks.dispatch(name, job)
+            self.hooks.dispatch(name, job)
 
     def _perform(self, delivery: Any) -> None:
         class_name, jid, _, _, args = delivery.info
         if class_name in self._coroutine_handlers and (
-            not _hooks.server_middleware or _hooks.server_middleware.all_async()
+            not self.hooks.server_middleware or self.hooks.server_middleware.all_async()
         ):
             # A coroutine on the loop: this thread only waits for room there.
             handed_over = self._loop.submit(
@@ -269,10 +272,10 @@ class Worker:
         try:
             handle = self._handlers[class_name]
             current = _hooks.set_current((delivery, args, self._identity))
-            if _hooks.server_middleware or _tracing.ENABLED:
+            if self.hooks.server_middleware or _tracing.ENABLED:
                 job = running = RunningJob.of(delivery, args, self._identity)
                 with _tracing.consuming(job):
-                    value = _hooks.server_middleware.invoke(job, lambda: self._call(handle, running.args))
+                    value = self.hooks.server_middleware.invoke(job, lambda: self._call(handle, running.args))
             else:
                 value = self._call(handle, args)
         except BaseException as error:  # noqa: BLE001 - every way a handler ends is recorded
@@ -295,10 +298,12 @@ class Worker:
         try:
             # This task's own context: no reset needed.
             _hooks.set_current((delivery, args, self._identity))
-            if _hooks.server_middleware or _tracing.ENABLED:
+            if self.hooks.server_middleware or _tracing.ENABLED:
                 job = running = RunningJob.of(delivery, args, self._identity)
                 with _tracing.consuming(job):
-                    value = await _hooks.server_middleware.ainvoke(job, lambda: handle.func(*running.args))
+                    value = await self.hooks.server_middleware.ainvoke(
+                        job, lambda: handle.func(*running.args)
+                    )
             else:
                 value = await handle.func(*args)
         except asyncio.CancelledError as error:
@@ -332,9 +337,9 @@ class Worker:
         self, delivery: Any, handle: JobHandle[Any] | None, job: RunningJob | None, error: BaseException
     ) -> None:
         _, _, _, retry_count, args = delivery.info
-        if _hooks.has_error_handlers():
+        if self.hooks.error_handlers:
             job = job or RunningJob.of(delivery, args, self._identity)
-            _hooks.report_error(error, job)
+            self.hooks.report_error(error, job)
         self._fail(delivery, retry_count, handle, error)
         if isinstance(error, (SystemExit, KeyboardInterrupt)):
             logger.warning("%s raised by a job: stopping the worker gracefully", type(error).__name__)

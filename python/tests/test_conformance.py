@@ -29,9 +29,10 @@ with open(SCENARIOS_FILE) as _f:
     SCENARIOS = [s for s in json.load(_f)["scenarios"] if "python" in s.get("hosts", ["python"])]
 
 
-def _record(hook: str, job: Any, error: Any) -> None:
+def _record(hook: str, job: Any, error: Any, registry: str = "process") -> None:
     seen = {
         "hook": hook,
+        "registry": registry,
         "jid": job.jid,
         "class": job.class_name,
         "error_class": getattr(error, "error_class", None) or type(error).__name__,
@@ -41,11 +42,11 @@ def _record(hook: str, job: Any, error: Any) -> None:
         HOOK_CALLS.append(seen)
 
 
-def _install_hooks(names: list[str]) -> None:
+def _install_hooks(names: list[str], hooks: cogworker.Hooks, registry: str) -> None:
     if "error" in names:
-        cogworker.on_error(lambda error, job: _record("error", job, error))
+        hooks.on_error(lambda error, job: _record("error", job, error, registry))
     if "death" in names:
-        cogworker.on_death(lambda job, error: _record("death", job, error))
+        hooks.on_death(lambda job, error: _record("death", job, error, registry))
 
 
 def _last_segment(name: str | None) -> str | None:
@@ -92,9 +93,19 @@ class Run:
         if "as" in step:
             self.jids[step["as"]] = jid
 
-    def start_worker(self, _step: dict[str, Any]) -> None:
-        self.worker = cogworker.Worker(concurrency=2)
+    def start_worker(self, step: dict[str, Any]) -> None:
+        own = step["start_worker"].get("hooks") if isinstance(step["start_worker"], dict) else None
+        hooks = None
+        if own is not None:
+            hooks = cogworker.Hooks()
+            _install_hooks(own, hooks, "own")
+        self.worker = cogworker.Worker(concurrency=2, hooks=hooks)
         self.worker.start()
+
+    def expect_no_hooks(self, step: dict[str, Any]) -> None:
+        with _calls_lock:
+            calls = [c for c in HOOK_CALLS if c["registry"] == step["expect_no_hooks"]["registry"]]
+        assert calls == [], calls
 
     def await_status(self, step: dict[str, Any]) -> None:
         jid = self.jids[step["await_status"]]
@@ -268,6 +279,7 @@ STEPS = {
     "cli_worker": Run.cli_worker,
     "api_call": Run.api_call,
     "cli_admin": Run.cli_admin,
+    "expect_no_hooks": Run.expect_no_hooks,
 }
 
 
@@ -292,7 +304,7 @@ def test_scenario(scenario: dict[str, Any], redis_server: RedisServer, clean: No
     cogworker.configure(redis_url=url, **FAST)
     for name in scenario.get("server_middleware", []):
         cogworker.server_middleware.add(trail_middleware(name))
-    _install_hooks(scenario.get("hooks", []))
+    _install_hooks(scenario.get("hooks", []), cogworker.hooks, "process")
     run = Run(redis_server)
     try:
         for step in scenario["steps"]:

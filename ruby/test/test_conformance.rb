@@ -28,7 +28,7 @@ class TestConformance < Minitest::Test
       # One entry per name (a chain keeps one entry per class).
       config.server_middleware.add(Class.new(Conformance::TrailMiddleware), name)
     end
-    install_hooks(config, scenario.fetch('hooks', []))
+    install_hooks(config, scenario.fetch('hooks', []), 'process')
     @jids = {}
     @client = Cogworker::Client.new(config)
     @api = Cogworker::Api.new(config)
@@ -39,7 +39,7 @@ class TestConformance < Minitest::Test
   end
 
   STEPS = %w[push start_worker await_status status result await_hooks expect_trail expect_connections
-             configure periodic testing expect_recorded cli_help cli_worker cli_admin api_call].freeze
+             configure periodic testing expect_recorded cli_help cli_worker cli_admin api_call expect_no_hooks].freeze
   EXE = File.expand_path('../exe/cogworker', __dir__)
   LIB = File.expand_path('../lib', __dir__)
   JOBS = File.expand_path('conformance_jobs.rb', __dir__)
@@ -49,18 +49,20 @@ class TestConformance < Minitest::Test
     send(:"step_#{kind}", step)
   end
 
-  def install_hooks(config, names)
+  def install_hooks(config, names, registry)
     if names.include?('error')
       config.error_handlers << lambda do |error, context|
         Conformance.record('hook' => 'error', 'jid' => context[:jid], 'class' => context[:job]['class'],
-                           'error_class' => error.class.name, 'error_message' => error.message)
+                           'error_class' => error.class.name, 'error_message' => error.message,
+                           'registry' => registry)
       end
     end
     return unless names.include?('death')
 
     config.death_handlers << lambda do |job, error|
       Conformance.record('hook' => 'death', 'jid' => job['jid'], 'class' => job['class'],
-                         'error_class' => error.error_class, 'error_message' => error.error_message)
+                         'error_class' => error.error_class, 'error_message' => error.error_message,
+                         'registry' => registry)
     end
   end
 
@@ -88,7 +90,22 @@ class TestConformance < Minitest::Test
     @jids[step['as']] = jid if step['as']
   end
 
-  def step_start_worker(_step) = start_runner(concurrency: 2)
+  # With hooks: a configuration of its own (its own registry), as an app
+  # with two worker setups would make.
+  def step_start_worker(step)
+    own = step['start_worker'].is_a?(Hash) ? step['start_worker']['hooks'] : nil
+    return start_runner(concurrency: 2) unless own
+
+    config = Cogworker::Config.new(Cogworker.config.to_h.merge(concurrency: 2))
+    install_hooks(config, own, 'own')
+    runner = Cogworker::Runner.new(config)
+    @runners << runner
+    runner.start
+  end
+
+  def step_expect_no_hooks(step)
+    assert_empty(Conformance.calls.select { |c| c['registry'] == step['expect_no_hooks']['registry'] })
+  end
 
   def step_await_status(step)
     jid = @jids.fetch(step['await_status'])
