@@ -15,9 +15,6 @@ use std::sync::Arc;
 
 /// `error_class` of a job whose handler ended without reporting an outcome.
 pub const HANDLER_ABORTED: &str = "cogworker::HandlerAborted";
-/// `error_class` of a job whose class no handler in the process is
-/// registered for (the same in every language).
-pub const UNKNOWN_HANDLER: &str = "cogworker::UnknownHandler";
 
 /// A job taken for a slot of this process, with what is needed to settle it.
 pub struct Delivery {
@@ -197,12 +194,4 @@ impl Drop for Delivery {
             owner.abandon(delivery, "dropped without being completed or failed");
         }
     }
-}
-
-/// The failure filed for a job whose class no handler is registered for.
-pub(crate) fn unknown_handler(job: &Job) -> Failure {
-    Failure::new(
-        UNKNOWN_HANDLER,
-        format!("no handler registered for class {:?} in this process", job.class()),
-    )
 }

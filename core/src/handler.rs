@@ -64,6 +64,18 @@ fn short_type_name<T>() -> String {
     std::any::type_name::<T>().to_string()
 }
 
+/// `error_class` of a job whose class no handler in the process is
+/// registered for (the same in every language).
+pub const UNKNOWN_HANDLER: &str = "cogworker::UnknownHandler";
+
+/// The failure filed for a job whose class no handler is registered for.
+pub(crate) fn unknown_handler(job: &Job) -> Failure {
+    Failure::new(
+        UNKNOWN_HANDLER,
+        format!("no handler registered for class {:?} in this process", job.class()),
+    )
+}
+
 /// How a job ended.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
@@ -261,7 +273,7 @@ impl Registry {
     /// a failure; a failure carries the handler's retry delay when it has one.
     pub(crate) async fn run(&self, job: &Job) -> HandlerResult {
         let Some(handler) = self.handlers.get(job.class()).cloned() else {
-            return Err(crate::delivery::unknown_handler(job));
+            return Err(unknown_handler(job));
         };
         let retry_count = job.retry_count();
         let next = Next {

@@ -4,7 +4,7 @@
 //! pair or the other, made together by [`pair`].
 
 use crate::delivery::Delivery;
-use crate::host::slots::HostSlots;
+use crate::slots::HostSlots;
 use std::sync::Arc;
 use std::time::Duration;
 

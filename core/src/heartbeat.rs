@@ -5,8 +5,8 @@
 //! retried on the next interval — the loop never ends on an error. Remote
 //! quiet/stop arrive on the process's pub/sub channel.
 
-use crate::dispatcher::resolve_fetch_mode;
 use crate::error::Result;
+use crate::fetch::resolve_fetch_mode;
 use crate::job::now;
 use crate::locks;
 use crate::scripts::SCRIPTS;

@@ -42,9 +42,11 @@ mod scheduler;
 mod scripts;
 mod settings;
 mod shared;
+mod slots;
 mod stall;
 pub mod testing;
 mod trace;
+mod value;
 #[cfg(feature = "web")]
 pub mod web;
 
@@ -54,10 +56,10 @@ pub use api::{
 };
 pub use client::{Client, ClientMiddleware};
 pub use config::{CatchUp, Config, FetchMode, QueueSpec, DEFAULT_REDIS_URL};
-pub use delivery::{Delivery, DeliveryInfo, HANDLER_ABORTED, UNKNOWN_HANDLER};
+pub use delivery::{Delivery, DeliveryInfo, HANDLER_ABORTED};
 pub use error::{Error, Result};
 pub use events::{EventHook, WorkerEvent, EVENT_BACKLOG};
-pub use handler::{ErrorHook, Failure, Handler, HandlerResult, Middleware, Next, Outcome};
+pub use handler::{ErrorHook, Failure, Handler, HandlerResult, Middleware, Next, Outcome, UNKNOWN_HANDLER};
 pub use job::{new_jid, now, safe_string, unique_digest, Job, Retry, CLASS_MAX_LEN, UNPARSEABLE_CLASS};
 pub use keys::Keys;
 pub use launcher::{NextJob, Worker, WorkerBuilder, WorkerHandle};

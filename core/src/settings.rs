@@ -5,7 +5,7 @@
 
 use crate::config::{CatchUp, Config, FetchMode};
 use crate::error::{Error, Result};
-use crate::host::HostValue;
+use crate::value::HostValue;
 
 /// One row of the table.
 pub struct Setting {

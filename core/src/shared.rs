@@ -89,7 +89,7 @@ pub(crate) struct Shared {
     /// The periodic entries this process ticks for.
     pub periodic: Vec<Periodic>,
     /// The handler names this process runs (the allow-list): a job of any
-    /// other class is failed as [`delivery::UNKNOWN_HANDLER`], never run.
+    /// other class is failed as [`crate::handler::UNKNOWN_HANDLER`], never run.
     handlers: HashSet<String>,
     /// For the application's hooks.
     pub events: Events,
@@ -299,7 +299,7 @@ impl Shared {
         }
         delivery.mark_started();
         if !self.runs(delivery.job.class()) {
-            let failure = delivery::unknown_handler(&delivery.job);
+            let failure = crate::handler::unknown_handler(&delivery.job);
             delivery.fail(failure);
             return None;
         }

@@ -87,6 +87,30 @@ pub(crate) async fn server_has(shared: &Shared, command: &str) -> Result<bool> {
     Ok(matches!(info.first(), Some(reply) if *reply != redis::Value::Nil))
 }
 
+/// Resolves which fetch to use: reliable needs `LMOVE` (Redis >= 6.2).
+pub(crate) async fn resolve_fetch_mode(shared: &Shared) -> crate::error::Result<()> {
+    if shared.config.fetch() == crate::config::FetchMode::Basic || !shared.is_reliable() {
+        return Ok(());
+    }
+    let info: String = shared.redis.on_namespace_node(redis::cmd("INFO").arg("server")).await?;
+    let version = info
+        .lines()
+        .find_map(|l| l.strip_prefix("redis_version:"))
+        .unwrap_or("0")
+        .trim()
+        .to_string();
+    let parts: Vec<u32> = version.split('.').map(|p| p.parse().unwrap_or(0)).collect();
+    let (major, minor) = (parts.first().copied().unwrap_or(0), parts.get(1).copied().unwrap_or(0));
+    if (major, minor) < (6, 2) {
+        tracing::warn!(
+            "reliable fetch needs Redis >= 6.2 but the server is {version}; falling back to basic fetch \
+             (a job is lost if its process dies mid-job)"
+        );
+        shared.set_basic_fetch();
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

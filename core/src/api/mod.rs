@@ -3,6 +3,8 @@
 //! now, delete, kill), processes (list, quiet, stop) and stats. Reads page
 //! with range queries; nothing loads a whole set.
 
+mod metrics;
+
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::job::{float, now, Job};
