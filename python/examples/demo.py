@@ -22,9 +22,14 @@ def main() -> int:
     import cogworker
 
     workdir = tempfile.mkdtemp(prefix="cogworker-demo-")
+    # The worker's log (a line per job) goes to a file that outlives the
+    # demo; the screen gets a progress line and a summary.
+    log_path = os.path.join(tempfile.mkdtemp(prefix="cogworker-demo-log-"), "worker.log")
     redis = cogworker.testing.RedisServer()
     port, url = redis.port, redis.url
     print(f"demo: private redis-server on {url}")
+    print(f"demo: the worker logs to {log_path}")
+    log = open(log_path, "ab")  # noqa: SIM115 - closed in finally
     os.environ["COGWORKER_REDIS_URL"] = url
     sys.path.insert(0, HERE)
 
@@ -48,6 +53,8 @@ def main() -> int:
         ],
         cwd=HERE,
         env={**os.environ, "DEMO_STATE_DIR": workdir, "PYTHONPATH": HERE},
+        stdout=log,
+        stderr=log,
     )
     try:
         started = time.monotonic()
@@ -74,30 +81,47 @@ def main() -> int:
             f"demo: pushed {JOBS} jobs ({emails} emails, every 10th fails once), 20 async feeds, "
             "1 scheduled report, 1 garbage payload"
         )
+        in_place = sys.stdout.isatty()
         while True:
             stats = api.stats()
             queued = sum(q["size"] for q in api.queues())
-            print(
+            line = (
                 f"demo: {time.monotonic() - started:5.1f}s processed={stats['processed']} "
                 f"failed={stats['failed']} queued={queued} retry={api.set_size('retry')} "
                 f"scheduled={api.set_size('scheduled')} dead={api.set_size('dead')}"
             )
-            if stats["processed"] >= expected or time.monotonic() - started > 60:
+            done = stats["processed"] >= expected or time.monotonic() - started > 60
+            # One line, rewritten in place on a terminal; a line a second elsewhere.
+            if in_place:
+                print("\r" + line, end="\n" if done else "", flush=True)
+            elif done or int((time.monotonic() - started) * 2) % 2 == 0:
+                print(line)
+            if done:
                 break
             time.sleep(0.5)
-        for entry in api.entries("dead"):
-            job = entry["job"]
-            print(
-                f"demo: dead: {job['class']} ({job['error_message']}) raw_payload={job.get('raw_payload')!r}"
-            )
+        elapsed = time.monotonic() - started
+        dead = api.entries("dead")
         print("demo: sending TERM to the worker")
         worker.send_signal(signal.SIGTERM)
         code = worker.wait(30)
-        print(f"demo: worker exited with {code}")
+        log.flush()
+        with open(log_path, "rb") as f:
+            lines = sum(1 for _ in f)
+        print(
+            f"demo: done in {elapsed:.1f}s (the report waited 2 s): {stats['processed']} of {expected} "
+            f"jobs ran; {stats['failed']} failed attempts (each email that fails once was retried and "
+            "done; the garbage payload was buried)"
+        )
+        for entry in dead:
+            job = entry["job"]
+            kept = job.get("raw_payload")
+            print(f"demo: in dead, its bytes kept: {job['class']} ({job['error_message']}) {kept!r}")
+        print(f"demo: the worker exited with {code} on TERM; its log: {log_path} ({lines} lines)")
         return 0 if code == 0 and stats["processed"] >= expected else 1
     finally:
         if worker.poll() is None:
             worker.kill()
+        log.close()
         redis.close()
         shutil.rmtree(workdir, ignore_errors=True)
 
