@@ -3,7 +3,8 @@
 ``core/src`` (a file or a directory) with the modules it names
 (``crate::x``, ``use crate::{x, ...}``; unit tests left out), then every
 strongly connected set larger than one (modules that all reach each
-other). Comments, doc links included, do not count. ``-v`` prints the edges too. Issue #29 measures the largest set.
+other). Comments, doc links included, do not count. ``-v`` prints the
+edges too. Issue #29 measures the largest set.
 
     python3 scripts/module-knot.py [-v] [core/src of another checkout]
 """

@@ -5,6 +5,9 @@
 - ``cogworker.testing.inline()``: a push runs the handler at once, in the caller.
 - ``cogworker.testing.disable()``: back to real pushes.
 
+And for integration tests: ``RedisServer`` (a private ``redis-server``),
+``free_port()`` and ``wait_for(what, check, timeout)``.
+
 Each is a function and a context manager::
 
     with cogworker.testing.fake():
@@ -159,6 +162,31 @@ def _perform(job: dict[str, Any]) -> Any:
     if keeps_result:
         _core.testing_settled(job, value)
     return value
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now, on the loopback address."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for(what: str, check: Any, timeout: float = 15.0, interval: float = 0.02) -> Any:
+    """``check()``'s first truthy value, asked every ``interval`` seconds;
+    AssertionError naming ``what`` once ``timeout`` seconds pass (a test
+    waits on a condition with a deadline, never sleeps and hopes)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for: {what}")
+        time.sleep(interval)
 
 
 class RedisServer:

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -15,14 +13,9 @@ import pytest
 
 import cogworker
 from cogworker import _settings, testing
+from cogworker.testing import free_port, wait_for  # noqa: F401 - the tests import them from here
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class RedisServer(testing.RedisServer):
@@ -110,17 +103,6 @@ def no_leftover_workers() -> Iterator[None]:
     for pid in _cogworker_children():
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 15.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for: {what}")
-        time.sleep(0.02)
 
 
 @pytest.fixture

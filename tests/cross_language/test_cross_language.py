@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import pytest
 
 import cogworker
-from cogworker.testing import RedisServer
+from cogworker.testing import RedisServer, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -43,12 +43,8 @@ def results(path: str) -> list[list[object]]:
 
 
 def wait_for_results(path: str, count: int, timeout: float = 20.0) -> list[list[object]]:
-    deadline = time.monotonic() + timeout
-    while len(got := results(path)) < count:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {count} results, have {got}")
-        time.sleep(0.05)
-    return got
+    wait_for(f"{count} results in {path}", lambda: len(results(path)) >= count, timeout, interval=0.05)
+    return results(path)
 
 
 @pytest.fixture

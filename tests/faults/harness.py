@@ -15,7 +15,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -28,18 +27,12 @@ from typing import Any
 import redis
 
 import cogworker
-from cogworker.testing import RedisServer
+from cogworker.testing import RedisServer, free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 NS = "cogworker"
 LANGUAGES = ("rust", "python", "ruby")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Redis(RedisServer):

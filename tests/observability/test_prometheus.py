@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,15 +17,9 @@ import urllib.request
 from pathlib import Path
 
 import cogworker
-from cogworker.testing import RedisServer
+from cogworker.testing import RedisServer, free_port
 
 WAIT = 30.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def fetch(url: str) -> str:
