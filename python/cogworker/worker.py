@@ -207,10 +207,7 @@ class Worker:
 
     def dump(self) -> None:
         """Logs the busy jobs and every thread's stack (TTIN)."""
-        busy = self.busy()
-        logger.warning("%d busy slot(s)", len(busy))
-        for entry in busy:
-            logger.warning("busy: %s jid=%s queue=%s", entry["class"], entry["jid"], entry["queue"])
+        self._native.log_busy()  # in the engine's words, as in Ruby
         frames = sys._current_frames()
         for thread in threading.enumerate():
             frame = frames.get(thread.ident or -1)

@@ -210,6 +210,11 @@ impl PyWorker {
     }
 
     /// The jobs running now, as JSON text.
+    /// Logs the jobs running now (TTIN), in the engine's words.
+    fn log_busy(&self) {
+        self.0.log_busy();
+    }
+
     fn busy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         convert::to_py(py, &self.0.busy())
     }

@@ -121,6 +121,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     worker.define_method("lifecycle", method!(worker::RbWorker::lifecycle, 0))?;
     worker.define_method("given_back", method!(worker::RbWorker::given_back, 0))?;
     worker.define_method("busy", method!(worker::RbWorker::busy, 0))?;
+    worker.define_method("log_busy", method!(worker::RbWorker::log_busy, 0))?;
 
     let api = native.define_class("Api", ruby.class_object())?;
     api.define_singleton_method("new", function!(api::RbApi::new, 1))?;

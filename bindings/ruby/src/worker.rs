@@ -185,6 +185,10 @@ impl RbWorker {
     pub fn lifecycle(&self) -> &'static str {
         self.0.lifecycle()
     }
+    /// Logs the jobs running now (TTIN), in the engine's words.
+    pub fn log_busy(&self) {
+        self.0.log_busy();
+    }
     pub fn busy(ruby: &Ruby, rb_self: &Self) -> Value {
         convert::from_json(ruby, &rb_self.0.busy())
     }

@@ -200,6 +200,12 @@ impl HostWorker {
         }
     }
 
+    /// Logs the jobs running now, one warning each (the first half of the
+    /// TTIN dump; the host adds its threads' stacks).
+    pub fn log_busy(&self) {
+        self.handle.log_busy();
+    }
+
     /// The jobs running now: `[{class, jid, queue, run_at}]`.
     pub fn busy(&self) -> serde_json::Value {
         let busy: Vec<serde_json::Value> = self

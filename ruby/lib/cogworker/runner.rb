@@ -73,8 +73,9 @@ module Cogworker
       threads.none?(&:alive?)
     end
 
+    # TTIN: the busy jobs (the engine logs them) and every thread's stack.
     def dump
-      busy.each { |b| Cogworker.logger.warn("busy: #{b['class']} jid=#{b['jid']} queue=#{b['queue']}") }
+      @native.log_busy
       Thread.list.each do |t|
         name = t == Thread.main ? 'main' : (t.name || t.object_id)
         Cogworker.logger.warn("thread #{name}:\n#{(t.backtrace || []).join("\n")}")
