@@ -16,7 +16,7 @@ async fn main() -> Result<(), cogworker::Error> {
 
     let worker = Worker::builder(config)
         .register("SendEmail", |job| async move {
-            tracing::info!("sending to {}", job.args_slice()[0]);
+            tracing::info!("sending to {}", job.args_slice()[0]); // the line names the jid and class
             Ok(())
         })
         .register_returning("Add", |job| async move {

@@ -147,8 +147,10 @@ where
 {
     fn call(&self, job: Job) -> BoxFuture<'static, HandlerResult> {
         let f = self.0.clone();
+        let running = crate::logging::RUNNING_JOB.try_with(Clone::clone).ok();
         Box::pin(async move {
-            match tokio::task::spawn_blocking(move || f(job)).await {
+            let blocking = move || crate::logging::with_blocking_job(running, || f(job));
+            match tokio::task::spawn_blocking(blocking).await {
                 Ok(result) => result.map(Returned::into_result),
                 Err(e) => Err(panic_failure(e)),
             }
@@ -283,7 +285,12 @@ impl Registry {
         };
         // Its own task, calls included, so a panic is caught as a failure.
         let owned = job.clone();
-        let result = match tokio::spawn(async move { next.run(owned).await }).await {
+        let running = crate::logging::RunningJob {
+            jid: job.jid_str().to_string(),
+            class: job.display_class().to_string(),
+        };
+        let task = crate::logging::RUNNING_JOB.scope(running, async move { next.run(owned).await });
+        let result = match tokio::spawn(task).await {
             Ok(result) => result,
             Err(e) => Err(panic_failure(e)),
         };
@@ -300,5 +307,57 @@ impl Registry {
                 Err(failure)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// A Rust handler's own log lines carry its job's jid and class: the
+    /// registry runs it with the job as the running job, on its task or,
+    /// for a blocking handler, its pool thread.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_handler_runs_with_its_job_as_the_running_job_of_its_log_lines() {
+        let seen: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+        let mut registry = Registry::default();
+        let (a, b) = (seen.clone(), seen.clone());
+        let record = |seen: &Arc<Mutex<Vec<(String, String)>>>| {
+            let job = crate::logging::running_job().expect("a running job");
+            seen.lock().unwrap().push((job.jid, job.class));
+        };
+        registry.insert(
+            "Async",
+            Arc::new(AsyncFn(
+                move |_job: Job| {
+                    record(&a);
+                    async { Ok(()) }
+                },
+                std::marker::PhantomData,
+            )),
+        );
+        registry.insert(
+            "Blocking",
+            Arc::new(BlockingFn(
+                Arc::new(move |_job: Job| {
+                    record(&b);
+                    Ok(())
+                }),
+                std::marker::PhantomData,
+            )),
+        );
+        for class in ["Async", "Blocking"] {
+            let job = Job::new(class).jid(format!("jid-{class}"));
+            assert!(registry.run(&job).await.is_ok());
+        }
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                ("jid-Async".to_string(), "Async".to_string()),
+                ("jid-Blocking".into(), "Blocking".into())
+            ]
+        );
+        assert!(crate::logging::running_job().is_none(), "none outside a handler");
     }
 }

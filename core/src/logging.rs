@@ -16,6 +16,50 @@ use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 
 static IDENTITY: RwLock<String> = RwLock::new(String::new());
+
+/// The job a Rust handler runs: its own log lines carry `jid=` and
+/// `class=` (as a Python or Ruby handler's do), set for the handler's task
+/// (and a blocking handler's thread) by the registry.
+#[derive(Clone, Debug)]
+pub(crate) struct RunningJob {
+    pub jid: String,
+    pub class: String,
+}
+
+tokio::task_local! {
+    pub(crate) static RUNNING_JOB: RunningJob;
+}
+
+thread_local! {
+    static BLOCKING_JOB: std::cell::RefCell<Option<RunningJob>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `blocking` (a blocking handler, on its pool thread) with `job` as
+/// the running job of that thread's log lines.
+pub(crate) fn with_blocking_job<R>(job: Option<RunningJob>, blocking: impl FnOnce() -> R) -> R {
+    BLOCKING_JOB.with(|current| *current.borrow_mut() = job);
+    let result = blocking();
+    BLOCKING_JOB.with(|current| *current.borrow_mut() = None);
+    result
+}
+
+/// `jid` and `class` of the running job (if any) added to a line's fields
+/// that do not name a job already.
+fn add_running_job(extra: &mut Vec<(String, String)>) {
+    if let Some(job) = running_job() {
+        if !extra.iter().any(|(name, _)| name == "jid") {
+            extra.push(("jid".into(), job.jid));
+            extra.push(("class".into(), job.class));
+        }
+    }
+}
+
+pub(crate) fn running_job() -> Option<RunningJob> {
+    RUNNING_JOB
+        .try_with(Clone::clone)
+        .ok()
+        .or_else(|| BLOCKING_JOB.with(|current| current.borrow().clone()))
+}
 static JSON: AtomicBool = AtomicBool::new(false);
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 
@@ -109,6 +153,7 @@ where
     fn format_event(&self, _ctx: &FmtContext<'_, S, N>, mut writer: Writer<'_>, event: &Event<'_>) -> std::fmt::Result {
         let mut fields = Fields::default();
         event.record(&mut fields);
+        add_running_job(&mut fields.extra);
         let thread = std::thread::current();
         let line = render(
             self.json,
@@ -188,6 +233,32 @@ pub fn host_line(level: &str, thread: &str, message: &str, fields: &[(String, St
 
 #[cfg(test)]
 mod tests {
+
+    #[tokio::test]
+    async fn a_line_written_inside_a_handler_names_its_job() {
+        let running = RunningJob {
+            jid: "abc".into(),
+            class: "Resize".into(),
+        };
+        let extra = RUNNING_JOB
+            .scope(running.clone(), async {
+                let mut extra = Vec::new();
+                add_running_job(&mut extra);
+                extra
+            })
+            .await;
+        let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
+        assert_eq!(extra, [pair("jid", "abc"), pair("class", "Resize")]);
+        let text = render(false, "INFO", "t", "resizing", &extra);
+        assert!(text.contains("resizing jid=abc class=Resize"), "{text}");
+        let mut named = vec![pair("jid", "other")];
+        with_blocking_job(Some(running), || add_running_job(&mut named));
+        assert_eq!(named, [pair("jid", "other")], "a line naming a job keeps its own");
+        let mut outside = Vec::new();
+        add_running_job(&mut outside);
+        assert!(outside.is_empty());
+    }
+
     use super::*;
 
     #[test]
