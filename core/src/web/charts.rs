@@ -10,6 +10,11 @@ const LEFT: f64 = 52.0;
 const RIGHT: f64 = 12.0;
 const TOP: f64 = 26.0;
 const BOTTOM: f64 = 40.0;
+/// Room a character of an 11px tick label takes, near enough (sans-serif
+/// digits and lower-case letters are about 0.6 em wide).
+const TICK_CHAR_W: f64 = 6.6;
+/// The second row of staggered x labels sits this much lower.
+const STAGGER: f64 = 12.0;
 
 /// One series: a name for the legend, a CSS class for its colour, a value
 /// per bar.
@@ -35,8 +40,14 @@ pub(crate) fn bars(title: &str, labels: &[String], series: &[Series<'_>], x_unit
     let bar_w = (slot_w * 0.8 / series.len().max(1) as f64).max(0.5);
     let y = |v: u64| TOP + plot_h - plot_h * v as f64 / max as f64;
     let ticks = [0, max / 2, max];
+    // Labels wider than their slot would run together ("100ms250ms500ms"):
+    // every other one goes on a second row, and the chart grows to fit it.
+    let widest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0) as f64 * TICK_CHAR_W;
+    let staggered = widest + 4.0 > slot_w;
+    let height = if staggered { HEIGHT + STAGGER } else { HEIGHT };
+    let label_y = |slot: usize| TOP + plot_h + 14.0 + if staggered && slot % 2 == 1 { STAGGER } else { 0.0 };
     html! {
-        svg.chart viewBox=(format!("0 0 {WIDTH} {HEIGHT}")) role="img" aria-label=(title) {
+        svg.chart viewBox=(format!("0 0 {WIDTH} {height}")) role="img" aria-label=(title) {
             title { (title) }
             // Legend, top left.
             @for (i, s) in series.iter().enumerate() {
@@ -67,10 +78,10 @@ pub(crate) fn bars(title: &str, labels: &[String], series: &[Series<'_>], x_unit
             line.axis x1=(LEFT) x2=(WIDTH - RIGHT) y1=(TOP + plot_h) y2=(TOP + plot_h) {}
             @for (slot, label) in labels.iter().enumerate() {
                 @if !label.is_empty() {
-                    text.tick x=(format!("{:.1}", LEFT + slot_w * (slot as f64 + 0.5))) y=(TOP + plot_h + 14.0) text-anchor="middle" { (label) }
+                    text.tick x=(format!("{:.1}", LEFT + slot_w * (slot as f64 + 0.5))) y=(label_y(slot)) text-anchor="middle" { (label) }
                 }
             }
-            text.axis x=(LEFT + plot_w / 2.0) y=(HEIGHT - 4.0) text-anchor="middle" { (x_unit) }
+            text.axis x=(LEFT + plot_w / 2.0) y=(height - 4.0) text-anchor="middle" { (x_unit) }
         }
     }
 }
@@ -88,6 +99,33 @@ pub(crate) fn thinned(labels: Vec<String>, room: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_wider_than_their_slots_go_on_two_rows() {
+        let series = [Series {
+            name: "executions",
+            class: "processed",
+            values: vec![1; 16],
+        }];
+        let wide: Vec<String> = (0..16).map(|i| format!("{}ms", i * 100)).collect();
+        let svg = bars("t", &wide, &series, "run time", "executions").into_string();
+        let rows: std::collections::BTreeSet<&str> = svg
+            .split("class=\"tick\"")
+            .skip(4) // the three y ticks, then the x labels
+            .filter_map(|t| t.split("y=\"").nth(1)?.split('"').next())
+            .collect();
+        assert_eq!(rows.len(), 2, "two rows of x labels: {rows:?}");
+        assert!(
+            svg.contains(&format!("viewBox=\"0 0 {WIDTH} {}\"", HEIGHT + STAGGER)),
+            "{svg}"
+        );
+        let narrow: Vec<String> = (0..16).map(|i| i.to_string()).collect();
+        let svg = bars("t", &narrow, &series, "run time", "executions").into_string();
+        assert!(
+            svg.contains(&format!("viewBox=\"0 0 {WIDTH} {HEIGHT}\"")),
+            "one row: {svg}"
+        );
+    }
 
     #[test]
     fn a_chart_has_axes_units_a_legend_and_escaped_text() {
