@@ -10,9 +10,11 @@ const LEFT: f64 = 52.0;
 const RIGHT: f64 = 12.0;
 const TOP: f64 = 26.0;
 const BOTTOM: f64 = 40.0;
-/// Room a character of an 11px tick label takes, near enough (sans-serif
-/// digits and lower-case letters are about 0.6 em wide).
-const TICK_CHAR_W: f64 = 6.6;
+/// Room a character of an 11px tick label takes, with some to spare
+/// (sans-serif digits are about 0.55 em wide, an `m` 0.85 em).
+const TICK_CHAR_W: f64 = 7.0;
+/// Space kept between two labels on one row.
+const LABEL_GAP: f64 = 10.0;
 /// The second row of staggered x labels sits this much lower.
 const STAGGER: f64 = 12.0;
 
@@ -40,12 +42,16 @@ pub(crate) fn bars(title: &str, labels: &[String], series: &[Series<'_>], x_unit
     let bar_w = (slot_w * 0.8 / series.len().max(1) as f64).max(0.5);
     let y = |v: u64| TOP + plot_h - plot_h * v as f64 / max as f64;
     let ticks = [0, max / 2, max];
-    // Labels wider than their slot would run together ("100ms250ms500ms"):
-    // every other one goes on a second row, and the chart grows to fit it.
+    // Labels wider than the room between them would run together
+    // ("100ms250ms500ms"): every other one goes on a second row, and the
+    // chart grows to fit it.
+    let shown: Vec<usize> = (0..labels.len()).filter(|&slot| !labels[slot].is_empty()).collect();
+    let closest = shown.windows(2).map(|pair| pair[1] - pair[0]).min().unwrap_or(slots);
     let widest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0) as f64 * TICK_CHAR_W;
-    let staggered = widest + 4.0 > slot_w;
+    let staggered = widest + LABEL_GAP > closest as f64 * slot_w;
     let height = if staggered { HEIGHT + STAGGER } else { HEIGHT };
-    let label_y = |slot: usize| TOP + plot_h + 14.0 + if staggered && slot % 2 == 1 { STAGGER } else { 0.0 };
+    let second_row = |slot: usize| staggered && shown.iter().position(|&s| s == slot).is_some_and(|k| k % 2 == 1);
+    let label_y = |slot: usize| TOP + plot_h + 14.0 + if second_row(slot) { STAGGER } else { 0.0 };
     html! {
         svg.chart viewBox=(format!("0 0 {WIDTH} {height}")) role="img" aria-label=(title) {
             title { (title) }
@@ -107,7 +113,8 @@ mod tests {
             class: "processed",
             values: vec![1; 16],
         }];
-        let wide: Vec<String> = (0..16).map(|i| format!("{}ms", i * 100)).collect();
+        // The run-time histogram's own labels ("100ms", "250ms", ">5min"): they ran together.
+        let wide = crate::web::metrics_pages::bucket_labels();
         let svg = bars("t", &wide, &series, "run time", "executions").into_string();
         let rows: std::collections::BTreeSet<&str> = svg
             .split("class=\"tick\"")
@@ -121,6 +128,19 @@ mod tests {
         );
         let narrow: Vec<String> = (0..16).map(|i| i.to_string()).collect();
         let svg = bars("t", &narrow, &series, "run time", "executions").into_string();
+        assert!(
+            svg.contains(&format!("viewBox=\"0 0 {WIDTH} {HEIGHT}\"")),
+            "one row: {svg}"
+        );
+        // The per-minute chart: 60 slots, a time every 8th: wide labels, but
+        // far apart.
+        let minutes = [Series {
+            name: "succeeded",
+            class: "processed",
+            values: vec![1; 60],
+        }];
+        let times = thinned((0..60).map(|m| format!("21:{m:02}")).collect(), 8);
+        let svg = bars("t", &times, &minutes, "minute (UTC)", "executions").into_string();
         assert!(
             svg.contains(&format!("viewBox=\"0 0 {WIDTH} {HEIGHT}\"")),
             "one row: {svg}"

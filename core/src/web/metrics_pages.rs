@@ -170,7 +170,7 @@ fn summary(total: &ClassMetrics) -> Markup {
 }
 
 /// The histogram's slots, short enough to sit under their bars.
-fn bucket_labels() -> Vec<String> {
+pub(crate) fn bucket_labels() -> Vec<String> {
     let short = |secs: f64| match secs {
         s if s < 1.0 => format!("{}ms", s * 1000.0),
         s if s < 60.0 => format!("{s}s"),
