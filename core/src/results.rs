@@ -131,18 +131,6 @@ impl JobOutcome {
             other => JobOutcome::Pending(other.to_string()),
         }
     }
-
-    /// The message of a `JobFailed`: `job <jid> <status>: <class>: <message>`.
-    pub fn failure_message(record: &Value) -> String {
-        let text = |field: &str| record[field].as_str().unwrap_or("").to_string();
-        format!(
-            "job {} {}: {}: {}",
-            text("jid"),
-            text("status"),
-            text("error_class"),
-            text("error_message")
-        )
-    }
 }
 
 #[cfg(test)]
@@ -157,7 +145,6 @@ mod tests {
         for status in ["failed", "dead"] {
             let record = json!({"status": status, "jid": "j", "error_class": "E", "error_message": "m"});
             assert_eq!(JobOutcome::of(Some(record.clone())), JobOutcome::Failed(record.clone()));
-            assert_eq!(JobOutcome::failure_message(&record), format!("job j {status}: E: m"));
         }
         for status in ["queued", "scheduled", "running", "retrying"] {
             let record = json!({"status": status});

@@ -7,8 +7,15 @@ use crate::error::{Error, Result};
 use crate::periodic::Periodic;
 use serde_json::{Map, Value};
 
-/// The options an entry takes besides its cron expression and class.
-const OPTIONS: [&str; 5] = ["args", "queue", "unique", "tz", "retry"];
+/// The options an entry takes besides its cron expression and class, each
+/// with the field its errors name.
+const OPTIONS: [(&str, &str); 5] = [
+    ("args", "periodic.args"),
+    ("queue", "periodic.queue"),
+    ("unique", "periodic.unique"),
+    ("tz", "periodic.tz"),
+    ("retry", "periodic.retry"),
+];
 
 /// The entry pushing `class` on every slot of `cron`, with `options`
 /// (`args`, `queue`, `unique`, `tz`, `retry`; a null one is not given).
@@ -17,33 +24,23 @@ pub fn periodic_entry(cron: &str, class: &str, options: &[(String, HostValue)]) 
     map.insert("cron".into(), Value::String(cron.to_string()));
     map.insert("class".into(), Value::String(class.to_string()));
     for (name, value) in options {
-        let Some(field) = OPTIONS.iter().find(|known| *known == name) else {
+        let Some(&(_, field)) = OPTIONS.iter().find(|(known, _)| known == name) else {
+            let known: Vec<&str> = OPTIONS.iter().map(|(option, _)| *option).collect();
             return Err(Error::config(
                 "periodic",
                 name,
-                format!("unknown option (known: {})", OPTIONS.join(", ")),
+                format!("unknown option (known: {})", known.join(", ")),
             ));
         };
         if *value == HostValue::Null {
             continue;
         }
-        let json = value.to_json(&format!("periodic.{field}")).map_err(|e| {
-            let reason = e.to_string();
-            Error::config(option_field(field), value, reason)
-        })?;
+        let json = value
+            .to_json(field)
+            .map_err(|e| Error::config(field, value, e.to_string()))?;
         map.insert(name.clone(), json);
     }
     Periodic::from_map(&map)
-}
-
-fn option_field(name: &str) -> &'static str {
-    match name {
-        "args" => "periodic.args",
-        "queue" => "periodic.queue",
-        "unique" => "periodic.unique",
-        "tz" => "periodic.tz",
-        _ => "periodic.retry",
-    }
 }
 
 #[cfg(test)]
