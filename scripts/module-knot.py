@@ -4,9 +4,11 @@
 (``crate::x``, ``use crate::{x, ...}``; unit tests left out), then every
 strongly connected set larger than one (modules that all reach each
 other). Comments, doc links included, do not count. ``-v`` prints the
-edges too. Issue #29 measures the largest set.
+edges too; ``--layers`` the modules by layer (each above everything it
+uses); ``--check`` fails (exit 1) on a set larger than two or a module
+outside ``host`` that uses it, as the lint stage of ``scripts/test`` does.
 
-    python3 scripts/module-knot.py [-v] [core/src of another checkout]
+    python3 scripts/module-knot.py [-v] [--layers] [--check] [core/src of another checkout]
 """
 
 from __future__ import annotations
@@ -86,6 +88,34 @@ def knots(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found, key=len, reverse=True)
 
 
+def layers(graph: dict[str, set[str]], sets: list[list[str]]) -> list[list[str]]:
+    """Modules by layer: 0 uses no other module; each module sits one
+    above the highest it uses (the modules of a knot share one layer)."""
+    knot_of = {m: tuple(c) for c in sets for m in c}
+    level: dict[str, int] = {}
+
+    def depth(m: str) -> int:
+        if m not in level:
+            members = knot_of.get(m, (m,))
+            for member in members:
+                level[member] = 0  # a knot's own edges do not lift it
+            below = {w for member in members for w in graph[member]} - set(members)
+            height = max((depth(w) + 1 for w in below), default=0)
+            for member in members:
+                level[member] = height
+        return level[m]
+
+    for m in graph:
+        depth(m)
+    found: list[list[str]] = [[] for _ in range(max(level.values()) + 1)]
+    for m, n in level.items():
+        found[n].append(m)
+    return [sorted(names) for names in found]
+
+
+MAX_KNOT = 2
+
+
 def main() -> int:
     graph = edges(modules())
     if "-v" in sys.argv:
@@ -95,6 +125,19 @@ def main() -> int:
     print(f"{len(graph)} modules; largest strongly connected set: {len(sets[0]) if sets else 1}")
     for component in sets:
         print(f"  {len(component)}: {' '.join(component)}")
+    if "--layers" in sys.argv:
+        for n, names in enumerate(layers(graph, sets)):
+            print(f"layer {n}: {' '.join(names)}")
+    if "--check" in sys.argv:
+        failed = False
+        if sets and len(sets[0]) > MAX_KNOT:
+            print(f"module-knot: a strongly connected set of {len(sets[0])} (at most {MAX_KNOT})", file=sys.stderr)
+            failed = True
+        for name in sorted(graph):
+            if name != "host" and "host" in graph[name]:
+                print(f"module-knot: {name} uses host (nothing below the host protocol may)", file=sys.stderr)
+                failed = True
+        return 1 if failed else 0
     return 0
 
 

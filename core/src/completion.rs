@@ -6,7 +6,7 @@
 //! that fails is retried, never dropped: until it succeeds the job stays on
 //! the in-progress list, where shutdown or recovery will find it.
 
-use crate::delivery::Delivery;
+use crate::delivery::{Completion, Delivery};
 use crate::events::WorkerEvent;
 use crate::handler::Outcome;
 use crate::in_progress::{own_entry, NOT_HELD};
@@ -41,38 +41,6 @@ const LINGER: Duration = Duration::from_millis(1);
 /// before giving up (the job then stays on the in-progress list for
 /// recovery).
 const STOPPING_RETRY_LIMIT: Duration = Duration::from_secs(10);
-
-/// What the completion task settles.
-pub(crate) enum Completion {
-    Done {
-        delivery: Delivery,
-        outcome: Outcome,
-        finished_at: f64,
-    },
-    /// Not a runnable job: bury its bytes in `dead`.
-    Bury {
-        queue: String,
-        raw: Vec<u8>,
-        reason: String,
-        /// Its in-progress field (reliable fetch).
-        token: Option<u64>,
-    },
-    /// A job taken here that will not run here after all: back on its queue.
-    Requeue {
-        token: u64,
-        queue: String,
-        raw: Vec<u8>,
-        job: Job,
-    },
-    /// A slot started a periodic job: shorten the run lock it owns (key,
-    /// owner jid) to its running TTL.
-    RunLockStarted { lock: String, jid: String },
-    /// A job with `result_ttl` began: its `running` record (key, JSON, TTL),
-    /// written before anything else of the batch (its outcome comes later).
-    ResultStarted { key: String, record: String, ttl: u64 },
-    /// Reply once everything sent before this has been written to Redis.
-    Flush(tokio::sync::oneshot::Sender<()>),
-}
 
 /// How long a job runs before it shows as busy in the workers hash (the
 /// Busy page, `Api::busy`), and how often the entries are brought up to
@@ -229,7 +197,7 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
             Completion::Requeue { token, queue, raw, job } => {
                 let (identity, entry) = (&shared.identity, own_entry(shared, token));
                 let requeued = persist(shared, "putting a job back on its queue", || {
-                    crate::recovery::requeue_one(shared, identity, &raw, &job, 0, &entry, &queue)
+                    crate::requeue::requeue_one(shared, identity, &raw, &job, 0, &entry, &queue)
                 })
                 .await;
                 match requeued {

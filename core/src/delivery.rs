@@ -195,3 +195,35 @@ impl Drop for Delivery {
         }
     }
 }
+
+/// What the completion task settles.
+pub(crate) enum Completion {
+    Done {
+        delivery: Delivery,
+        outcome: Outcome,
+        finished_at: f64,
+    },
+    /// Not a runnable job: bury its bytes in `dead`.
+    Bury {
+        queue: String,
+        raw: Vec<u8>,
+        reason: String,
+        /// Its in-progress field (reliable fetch).
+        token: Option<u64>,
+    },
+    /// A job taken here that will not run here after all: back on its queue.
+    Requeue {
+        token: u64,
+        queue: String,
+        raw: Vec<u8>,
+        job: Job,
+    },
+    /// A slot started a periodic job: shorten the run lock it owns (key,
+    /// owner jid) to its running TTL.
+    RunLockStarted { lock: String, jid: String },
+    /// A job with `result_ttl` began: its `running` record (key, JSON, TTL),
+    /// written before anything else of the batch (its outcome comes later).
+    ResultStarted { key: String, record: String, ttl: u64 },
+    /// Reply once everything sent before this has been written to Redis.
+    Flush(tokio::sync::oneshot::Sender<()>),
+}

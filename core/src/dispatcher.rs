@@ -5,7 +5,7 @@
 //! quiet; a fetch already under way is finished and its jobs handed over,
 //! never dropped.
 
-use crate::completion::Completion;
+use crate::delivery::Completion;
 use crate::fetch::{is_unsupported, BasicFetch, Fetched, Fetcher, ReliableFetch};
 use crate::handover::{Handover, Intake};
 use crate::job::Job;

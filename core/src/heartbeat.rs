@@ -106,7 +106,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
 pub(crate) async fn beat(shared: &Shared) -> Result<()> {
     let config = &shared.config;
     let info = serde_json::json!({
-        "hostname": hostname(),
+        "hostname": crate::shared::hostname(),
         "pid": std::process::id(),
         "identity": shared.identity,
         "concurrency": config.concurrency(),
@@ -250,17 +250,4 @@ pub(crate) async fn unregister(shared: &Shared) -> Result<i64> {
         .invoke_async(&mut shared.redis.conn())
         .await?;
     Ok(left)
-}
-
-/// This machine's name (`gethostname(2)`), as shown for the process.
-pub(crate) fn hostname() -> String {
-    let mut buffer = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; gethostname writes at most
-    // that many bytes and we read up to the first NUL within it.
-    let rc = unsafe { libc::gethostname(buffer.as_mut_ptr().cast(), buffer.len()) };
-    if rc != 0 {
-        return "localhost".to_string();
-    }
-    let end = buffer.iter().position(|&b| b == 0).unwrap_or(buffer.len());
-    String::from_utf8_lossy(&buffer[..end]).into_owned()
 }

@@ -24,17 +24,19 @@ pub mod host;
 mod in_progress;
 mod job;
 mod keys;
-mod launcher;
+
 mod locks;
 pub mod logging;
 mod metrics;
 mod outbox;
 mod periodic;
+mod periodic_ticker;
 mod printable;
 mod processor;
 mod read_ahead;
 mod recovery;
 mod redis_url;
+mod requeue;
 mod results;
 mod retry;
 pub mod runtime;
@@ -47,8 +49,10 @@ mod stall;
 pub mod testing;
 mod trace;
 mod value;
+mod wakeups;
 #[cfg(feature = "web")]
 pub mod web;
+mod worker;
 
 pub use api::{
     Api, BusyJob, JobSet, LockInfo, PeriodicInfo, ProcessInfo, QueueInfo, SetEntry, SetSearch, Stats, SEARCH_SCAN_MAX,
@@ -62,7 +66,6 @@ pub use events::{EventHook, WorkerEvent, EVENT_BACKLOG};
 pub use handler::{ErrorHook, Failure, Handler, HandlerResult, Middleware, Next, Outcome, UNKNOWN_HANDLER};
 pub use job::{new_jid, now, safe_string, unique_digest, Job, Retry, CLASS_MAX_LEN, UNPARSEABLE_CLASS};
 pub use keys::Keys;
-pub use launcher::{NextJob, Worker, WorkerBuilder, WorkerHandle};
 pub use metrics::{
     ClassMetrics, MinuteMetrics, TotalMetrics, BUCKETS_SECS, MAX_CLASSES as METRICS_MAX_CLASSES, OTHER_CLASSES,
     UNKNOWN_CLASS,
@@ -73,3 +76,4 @@ pub use results::JobOutcome;
 pub use retry::default_backoff;
 pub use settings::{Setting, SETTINGS};
 pub use shared::{BusyEntry, Lifecycle};
+pub use worker::{NextJob, Worker, WorkerBuilder, WorkerHandle};

@@ -27,53 +27,131 @@ pub(crate) struct Scripts {
     pub take_held: Script,
 }
 
-/// A script that reads the time, with the clock (`scripts/clock.lua`)
-/// prepended: one definition of `now_or(fallback)` for all of them.
-macro_rules! with_clock {
-    ($path:literal) => {
-        concat!(include_str!("scripts/clock.lua"), include_str!($path))
+/// One script's source: the fragments it declares in its header line
+/// `-- Fragments ...` (a test checks the two agree), prepended in that
+/// order, then its own file.
+macro_rules! script {
+    ($file:literal $(, $fragment:literal)*) => {
+        ScriptSource {
+            file: $file,
+            fragments: &[$($fragment),*],
+            text: concat!($(include_str!(concat!("scripts/", $fragment)),)* include_str!(concat!("scripts/", $file))),
+        }
     };
 }
 
-/// A script that pushes onto queues, with `wake_if_was_empty`
-/// (`scripts/wake.lua`) prepended.
-macro_rules! with_wake {
-    ($path:literal) => {
-        concat!(include_str!("scripts/wake.lua"), include_str!($path))
-    };
+// `file` and `fragments` are read by the header test only.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) struct ScriptSource {
+    pub file: &'static str,
+    pub fragments: &'static [&'static str],
+    pub text: &'static str,
 }
+
+impl ScriptSource {
+    fn load(&self) -> Script {
+        Script::new(self.text)
+    }
+}
+
+const FETCH_RELIABLE: ScriptSource = script!("fetch_reliable.lua");
+const ACK: ScriptSource = script!("ack.lua", "take_fields.lua", "metrics.lua");
+const FAIL: ScriptSource = script!("fail.lua", "in_progress.lua");
+const REQUEUE_IN_PROGRESS: ScriptSource =
+    script!("requeue_in_progress.lua", "clock.lua", "wake.lua", "in_progress.lua");
+const REQUEUE_DUE: ScriptSource = script!("requeue_due.lua", "wake.lua");
+const HEARTBEAT: ScriptSource = script!("heartbeat.lua", "clock.lua");
+const UNREGISTER: ScriptSource = script!("unregister.lua");
+const FORGET_IDENTITY: ScriptSource = script!("forget_identity.lua", "clock.lua");
+const OWNED_LOCK: ScriptSource = script!("owned_lock.lua");
+const PERIODIC_CLAIM: ScriptSource = script!("periodic_claim.lua", "wake.lua");
+const PUSH: ScriptSource = script!("push.lua", "wake.lua");
+const PUSH_UNIQUE: ScriptSource = script!("push_unique.lua", "wake.lua");
+const KILL: ScriptSource = script!("kill.lua");
+const SIGNAL: ScriptSource = script!("signal.lua");
+const CLAIM_TO_OUTBOX: ScriptSource = script!("claim_to_outbox.lua");
+const PUSH_ONCE: ScriptSource = script!("push_once.lua", "wake.lua");
+const TAKE_HELD: ScriptSource = script!("take_held.lua", "take_fields.lua");
+
+/// Every script, for the header check.
+#[cfg(test)]
+const ALL: [&ScriptSource; 17] = [
+    &FETCH_RELIABLE,
+    &ACK,
+    &FAIL,
+    &REQUEUE_IN_PROGRESS,
+    &REQUEUE_DUE,
+    &HEARTBEAT,
+    &UNREGISTER,
+    &FORGET_IDENTITY,
+    &OWNED_LOCK,
+    &PERIODIC_CLAIM,
+    &PUSH,
+    &PUSH_UNIQUE,
+    &KILL,
+    &SIGNAL,
+    &CLAIM_TO_OUTBOX,
+    &PUSH_ONCE,
+    &TAKE_HELD,
+];
 
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
-    fetch_reliable: Script::new(include_str!("scripts/fetch_reliable.lua")),
-    ack: Script::new(concat!(
-        include_str!("scripts/take_fields.lua"),
-        include_str!("scripts/metrics.lua"),
-        include_str!("scripts/ack.lua")
-    )),
-    fail: Script::new(concat!(
-        include_str!("scripts/in_progress.lua"),
-        include_str!("scripts/fail.lua")
-    )),
-    requeue_in_progress: Script::new(concat!(
-        include_str!("scripts/clock.lua"),
-        include_str!("scripts/wake.lua"),
-        include_str!("scripts/in_progress.lua"),
-        include_str!("scripts/requeue_in_progress.lua")
-    )),
-    requeue_due: Script::new(with_wake!("scripts/requeue_due.lua")),
-    heartbeat: Script::new(with_clock!("scripts/heartbeat.lua")),
-    unregister: Script::new(include_str!("scripts/unregister.lua")),
-    forget_identity: Script::new(with_clock!("scripts/forget_identity.lua")),
-    owned_lock: Script::new(include_str!("scripts/owned_lock.lua")),
-    periodic_claim: Script::new(with_wake!("scripts/periodic_claim.lua")),
-    push: Script::new(with_wake!("scripts/push.lua")),
-    push_unique: Script::new(with_wake!("scripts/push_unique.lua")),
-    kill: Script::new(include_str!("scripts/kill.lua")),
-    signal: Script::new(include_str!("scripts/signal.lua")),
-    claim_to_outbox: Script::new(include_str!("scripts/claim_to_outbox.lua")),
-    push_once: Script::new(with_wake!("scripts/push_once.lua")),
-    take_held: Script::new(concat!(
-        include_str!("scripts/take_fields.lua"),
-        include_str!("scripts/take_held.lua")
-    )),
+    fetch_reliable: FETCH_RELIABLE.load(),
+    ack: ACK.load(),
+    fail: FAIL.load(),
+    requeue_in_progress: REQUEUE_IN_PROGRESS.load(),
+    requeue_due: REQUEUE_DUE.load(),
+    heartbeat: HEARTBEAT.load(),
+    unregister: UNREGISTER.load(),
+    forget_identity: FORGET_IDENTITY.load(),
+    owned_lock: OWNED_LOCK.load(),
+    periodic_claim: PERIODIC_CLAIM.load(),
+    push: PUSH.load(),
+    push_unique: PUSH_UNIQUE.load(),
+    kill: KILL.load(),
+    signal: SIGNAL.load(),
+    claim_to_outbox: CLAIM_TO_OUTBOX.load(),
+    push_once: PUSH_ONCE.load(),
+    take_held: TAKE_HELD.load(),
 });
+
+#[cfg(test)]
+mod tests {
+    use super::ALL;
+
+    /// What a script's first line says it includes.
+    fn declared(text: &str) -> Vec<&str> {
+        let first = text.lines().next().unwrap_or_default();
+        let list = first
+            .strip_prefix("-- Fragments (prepended, in this order): ")
+            .or_else(|| {
+                first
+                    .strip_prefix("-- Fragments: ")
+                    .filter(|rest| *rest == "none")
+                    .map(|_| "")
+            })
+            .unwrap_or_else(|| panic!("no `-- Fragments` line first: {first:?}"));
+        list.split(", ").filter(|name| !name.is_empty()).collect()
+    }
+
+    #[test]
+    fn every_script_declares_the_fragments_it_is_built_with() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/scripts");
+        let mut fragments_used = std::collections::BTreeSet::new();
+        for script in ALL {
+            let own = std::fs::read_to_string(dir.join(script.file)).unwrap();
+            assert_eq!(declared(&own), script.fragments, "{}", script.file);
+            assert!(script.text.ends_with(&own), "{} comes last", script.file);
+            fragments_used.extend(script.fragments.iter().copied());
+        }
+        // Every other .lua file is a fragment some script includes.
+        let scripts: std::collections::BTreeSet<_> = ALL.iter().map(|s| s.file).collect();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            assert!(
+                scripts.contains(name.as_str()) || fragments_used.contains(name.as_str()),
+                "{name} is neither a script nor a fragment of one"
+            );
+        }
+    }
+}

@@ -5,17 +5,17 @@
 //! abandoned here.
 
 use crate::client::ClientChain;
-use crate::completion::Completion;
 use crate::config::{Config, FetchMode};
 use crate::connection::Redis;
+use crate::delivery::Completion;
 use crate::delivery::{self, Delivery};
 use crate::events::{Events, WorkerEvent};
-use crate::fetch::Wakeups;
 use crate::handler::{Failure, Outcome};
 use crate::job::{self, Job};
 use crate::keys::Keys;
 use crate::periodic::Periodic;
 use crate::read_ahead::ReadAhead;
+use crate::wakeups::Wakeups;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -112,12 +112,7 @@ impl Shared {
         handlers: HashSet<String>,
         events: Events,
     ) -> Self {
-        let identity = format!(
-            "{}:{}:{}",
-            crate::heartbeat::hostname(),
-            std::process::id(),
-            &job::new_jid()[..8]
-        );
+        let identity = format!("{}:{}:{}", hostname(), std::process::id(), &job::new_jid()[..8]);
         let stall = crate::stall::StallWatch::new(std::time::Duration::from_secs_f64(config.orphan_threshold()));
         Shared {
             keys: Keys::for_config(&config),
@@ -464,4 +459,17 @@ pub(crate) async fn sleep_unless(shared: &Shared, duration: std::time::Duration,
 pub(crate) fn jittered(base: std::time::Duration, spread: f64) -> std::time::Duration {
     let factor = 1.0 + spread * (rand::random::<f64>() * 2.0 - 1.0);
     base.mul_f64(factor.max(0.05))
+}
+
+/// This machine's name (`gethostname(2)`), as shown for the process.
+pub(crate) fn hostname() -> String {
+    let mut buffer = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname writes at most
+    // that many bytes and we read up to the first NUL within it.
+    let rc = unsafe { libc::gethostname(buffer.as_mut_ptr().cast(), buffer.len()) };
+    if rc != 0 {
+        return "localhost".to_string();
+    }
+    let end = buffer.iter().position(|&b| b == 0).unwrap_or(buffer.len());
+    String::from_utf8_lossy(&buffer[..end]).into_owned()
 }

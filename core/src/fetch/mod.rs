@@ -5,11 +5,9 @@
 mod basic;
 mod reliable;
 mod sharded;
-mod wakeups;
 
 pub(crate) use basic::BasicFetch;
 pub(crate) use reliable::ReliableFetch;
-pub(crate) use wakeups::Wakeups;
 
 use crate::config::QueueSpec;
 use crate::error::Result;

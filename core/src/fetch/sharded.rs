@@ -14,12 +14,12 @@
 //! every queue a candidate again.
 
 use super::reliable::pairs;
-use super::wakeups::Woken;
 use super::Fetched;
 use crate::config::QueueSpec;
 use crate::error::Result;
 use crate::scripts::SCRIPTS;
 use crate::shared::Shared;
+use crate::wakeups::Woken;
 use std::collections::HashSet;
 
 #[derive(Default)]

@@ -7,9 +7,9 @@
 use crate::config::Config;
 use crate::error::Result;
 use crate::events::WorkerEvent;
-use crate::launcher::{NextJob, Worker, WorkerHandle};
 use crate::periodic::Periodic;
 use crate::shared::Lifecycle;
+use crate::worker::{NextJob, Worker, WorkerHandle};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -1,11 +1,6 @@
-//! Periodic (cron) jobs (docs/internals.md, "Periodic jobs"): the entries, and the
-//! ticker every worker process runs. There is no leader: each process
-//! ticks, and one script per due slot lets exactly one of them claim it and
-//! push its job (`periodic_claim.lua`).
-
-mod ticker;
-
-pub(crate) use ticker::run;
+//! Periodic (cron) jobs (docs/internals.md, "Periodic jobs"): the entries,
+//! as values (schedule, job template, options). The ticker every worker
+//! process runs is `periodic_ticker.rs`.
 
 use crate::error::{Error, Result};
 use crate::job::{float, new_jid, Job, Retry};

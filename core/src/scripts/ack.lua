@@ -1,3 +1,4 @@
+-- Fragments (prepended, in this order): take_fields.lua, metrics.lua
 -- Acknowledge a batch of jobs that ran successfully: take each off the
 -- in-progress hash, count them, and record them in the capped history.
 -- Two commands for the whole batch's in-progress entries (HMGET to see

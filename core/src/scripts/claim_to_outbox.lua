@@ -1,3 +1,4 @@
+-- Fragments: none
 -- Sharded by queue: claim entries of the schedule, retry or dead set for
 -- their queues, which live on other slots. Each entry is claimed (ZREM)
 -- and written to the outbox in one atomic step, so it is always in one of

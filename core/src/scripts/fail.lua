@@ -1,3 +1,4 @@
+-- Fragments (prepended, in this order): in_progress.lua
 -- File a failed (or unparseable) job under retry or dead, or discard it, and
 -- take it off its in-progress key in the same atomic step, so the job is
 -- always in exactly one place: never lost between the two, never in both.

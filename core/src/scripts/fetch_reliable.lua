@@ -1,3 +1,4 @@
+-- Fragments: none
 -- Reliable fetch: move up to ARGV[1] jobs from the queues, tried in the given
 -- order, into this process's in-progress hash, skipping paused queues. One
 -- round trip for a whole batch, and a cost that does not grow with the

@@ -1,3 +1,4 @@
+-- Fragments (prepended, in this order): clock.lua
 -- After orphan recovery emptied a dead process's in-progress key, forget the
 -- identity, re-checking (against Redis's clock) that it is still stale and
 -- nothing is left in progress (an emptied hash or list no longer exists).

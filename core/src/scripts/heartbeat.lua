@@ -1,3 +1,4 @@
+-- Fragments (prepended, in this order): clock.lua
 -- One heartbeat: register the process, write its info and busy slots with a
 -- TTL, and (reliable fetch) stamp its last beat in Redis's own clock so host
 -- clock skew never decides that a live process is dead.

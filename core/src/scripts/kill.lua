@@ -1,3 +1,4 @@
+-- Fragments: none
 -- Move one entry of the schedule or retry set to dead, only if it is still
 -- there: claim (ZREM) and bury (ZADD) in one step, so a vanished entry
 -- changes nothing (an identical payload already in dead is left alone).

@@ -1,3 +1,4 @@
+-- Fragments: none
 -- Compare-and-act on locks whose value is their owner's jid (a periodic
 -- run lock `NS:periodic:running:<pjid>` or a unique lock `NS:unique:<d>`):
 -- each key is extended or deleted only if it still holds that exact jid,

@@ -1,3 +1,4 @@
+-- Fragments (prepended, in this order): wake.lua
 -- Claim one cron slot of a periodic entry and push its job, in one atomic
 -- step. Every process of the fleet ticks; exactly one wins a slot. Claim and
 -- push are one script so the claim can never stand without its job (a

@@ -1,3 +1,4 @@
+-- Fragments (prepended, in this order): wake.lua
 -- Push jobs, in one atomic step: the immediate ones onto their queues (and
 -- each queue's name into NS:queues), the future ones into the schedule, and
 -- the `queued`/`scheduled` result records of those that keep their result.

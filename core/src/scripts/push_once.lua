@@ -1,3 +1,4 @@
+-- Fragments (prepended, in this order): wake.lua
 -- Sharded by queue: push jobs handed over from the namespace's slot (the
 -- outbox, see outbox.rs) onto their queue, each at most once. A hand-over
 -- is repeated until its outbox entry is gone (by the process that made it,

@@ -1,3 +1,4 @@
+-- Fragments (prepended, in this order): wake.lua
 -- Push a unique job: take its lock (`SET NX EX`, value = jid) and push it,
 -- in one atomic step. A duplicate (lock held) writes nothing.
 --

@@ -1,3 +1,4 @@
+-- Fragments (prepended, in this order): wake.lua
 -- Move due entries of the schedule or retry set onto their queues: for each
 -- entry, claim (ZREM) and push in one atomic step, so a crash or a dropped
 -- connection between the two can never lose a job. The payload pushed was

@@ -1,3 +1,4 @@
+-- Fragments (prepended, in this order): clock.lua, wake.lua, in_progress.lua
 -- Put one job in progress back on its queue, on the end that is popped
 -- next, in one atomic step (take off the in-progress key + push + re-take its
 -- periodic run lock). Used by shutdown (own list, no staleness check) and

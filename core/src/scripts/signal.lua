@@ -1,3 +1,4 @@
+-- Fragments: none
 -- Send `quiet` or `stop` to one process so it cannot be missed: the command
 -- is queued on the process's signal list (which the process drains right
 -- after it subscribes, and on every message) and then published as a

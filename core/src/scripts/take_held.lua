@@ -1,3 +1,4 @@
+-- Fragments (prepended, in this order): take_fields.lua
 -- Sharded by queue: take acknowledged jobs off one queue's in-progress hash
 -- of this process (on the queue's slot). Counting, history, locks and
 -- results follow on the namespace's slot (ack.lua), for the jobs that were

@@ -1,3 +1,4 @@
+-- Fragments: none
 -- Clean shutdown: remove the process's presence keys. Its recovery entries
 -- (in_progress_identities, last_beat) go too, but only when nothing is left
 -- in progress; otherwise recovery must still find what is left there.

@@ -9,9 +9,9 @@
 //! interrupted `until_executed` run (re-taking its lock) before the ticker
 //! can look at that lock, or the next slot would start beside it.
 
-use super::Periodic;
 use crate::config::CatchUp;
 use crate::locks::queued_ttl;
+use crate::periodic::Periodic;
 use crate::scripts::SCRIPTS;
 use crate::shared::{sleep_unless, Lifecycle, Shared};
 use redis::AsyncCommands;

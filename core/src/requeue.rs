@@ -1,0 +1,117 @@
+//! Putting one job taken by a process back on its queue, atomically with
+//! taking it off that process's in-progress key: used by orphan recovery
+//! and shutdown (recovery.rs) and by a slot that gives a job back
+//! (completion.rs).
+
+use crate::error::Result;
+use crate::in_progress::NOT_HELD;
+use crate::job::Job;
+use crate::locks::{queued_ttl, JobLocks};
+use crate::scripts::SCRIPTS;
+use crate::shared::Shared;
+use redis::AsyncCommands;
+
+/// Puts one job back on its queue with `requeue_in_progress.lua`, re-taking
+/// its periodic run lock in the same step, and taking its `entry` off
+/// `identity`'s in-progress key ([`crate::in_progress::NOT_HELD`] with basic
+/// fetch, where the job exists only in memory and is just pushed). Returns
+/// the script's answer (1 requeued, 0 no longer in progress, -1 owner
+/// alive). `from` is the queue whose in-progress hash holds it (sharded by
+/// queue; the job goes back onto that queue, on the same slot).
+pub(crate) async fn requeue_one(
+    shared: &Shared,
+    identity: &str,
+    raw: &[u8],
+    job: &Job,
+    threshold: u64,
+    entry: &str,
+    from: &str,
+) -> Result<i64> {
+    if shared.keys.is_sharded_by_queue() && entry != NOT_HELD {
+        return requeue_on_its_slot(shared, identity, raw, job, entry, from).await;
+    }
+    let queue = job.queue_name();
+    let queue_key = shared.keys.queue(queue);
+    let run_lock = JobLocks::of(job, &shared.keys).run_lock;
+    let result: i64 = SCRIPTS
+        .requeue_in_progress
+        .key(shared.keys.in_progress(identity))
+        .key(shared.keys.queues())
+        .key(&queue_key)
+        .key(shared.keys.last_beat())
+        .key(run_lock.as_ref().unwrap_or(&queue_key))
+        .arg(raw)
+        .arg(queue)
+        .arg(identity)
+        .arg(threshold)
+        .arg(if run_lock.is_some() { "1" } else { "0" })
+        .arg(job.jid_str())
+        .arg(queued_ttl(&shared.config))
+        .arg(entry)
+        .arg(crate::clock::fallback())
+        .arg(shared.keys.wake())
+        .invoke_async(&mut shared.redis.conn())
+        .await?;
+    Ok(result)
+}
+
+/// Sharded by queue: puts one job back onto queue `from`, whose slot holds
+/// `identity`'s in-progress hash for it, in one script; then lists the
+/// queue and re-takes the job's periodic run lock on the namespace's slot.
+/// A job whose failure was filed before its entry could be taken off (a
+/// crash between the two steps, see completion.rs) is only taken off.
+async fn requeue_on_its_slot(
+    shared: &Shared,
+    identity: &str,
+    raw: &[u8],
+    job: &Job,
+    entry: &str,
+    from: &str,
+) -> Result<i64> {
+    let keys = &shared.keys;
+    let in_progress = keys.in_progress_from(identity, from);
+    let filed = keys.filed(identity, entry);
+    let mut conn = shared.redis.conn();
+    if conn.exists(&filed).await? {
+        let _: i64 = conn.hdel(&in_progress, entry).await?;
+        let _: i64 = conn.del(&filed).await?;
+        return Ok(0);
+    }
+    let queue_key = keys.queue(from);
+    // KEYS[2], [4] and [5] are not touched (no listing, no staleness
+    // check, no lock here) but must be on the queue's slot.
+    let result: i64 = SCRIPTS
+        .requeue_in_progress
+        .key(&in_progress)
+        .key(&queue_key)
+        .key(&queue_key)
+        .key(&queue_key)
+        .key(&queue_key)
+        .arg(raw)
+        .arg(from)
+        .arg(identity)
+        .arg(0)
+        .arg("0")
+        .arg(job.jid_str())
+        .arg(queued_ttl(&shared.config))
+        .arg(entry)
+        .arg(crate::clock::fallback())
+        .arg(keys.wake())
+        .arg("0")
+        .invoke_async(&mut conn)
+        .await?;
+    if result == 1 {
+        let _: i64 = conn.sadd(keys.queues(), from).await?;
+        if let Some(lock) = JobLocks::of(job, keys).run_lock {
+            let _: i64 = SCRIPTS
+                .owned_lock
+                .key(lock)
+                .arg("retake")
+                .arg(queued_ttl(&shared.config))
+                .arg(job.jid_str())
+                .invoke_async(&mut conn)
+                .await?;
+        }
+    }
+    Ok(result)
+}
