@@ -131,7 +131,8 @@ def main() -> int:
     if "--check" in sys.argv:
         failed = False
         if sets and len(sets[0]) > MAX_KNOT:
-            print(f"module-knot: a strongly connected set of {len(sets[0])} (at most {MAX_KNOT})", file=sys.stderr)
+            largest = len(sets[0])
+            print(f"module-knot: a strongly connected set of {largest} (at most {MAX_KNOT})", file=sys.stderr)
             failed = True
         for name in sorted(graph):
             if name != "host" and "host" in graph[name]:

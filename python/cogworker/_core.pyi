@@ -6,6 +6,7 @@ from typing import Any
 from typing_extensions import final
 
 __version__: str
+WORKER_SIGNALS: list[str]
 __all__ = [
     "Api",
     "Client",
@@ -23,6 +24,7 @@ __all__ = [
     "WebServer",
     "Worker",
     "__version__",
+    "WORKER_SIGNALS",
     "admin_commands",
     "after_fork_in_child",
     "api_calls",
@@ -120,6 +122,9 @@ class Worker:
     def given_back(self) -> int: ...
     def busy(self) -> list[dict[str, Any]]: ...
     def log_busy(self) -> None: ...
+    def signal(self, name: str) -> bool: ...
+    def join_slots(self) -> bool: ...
+    def exit_at_once(self, all_joined: bool) -> bool: ...
 
 @final
 class Api:

@@ -23,8 +23,8 @@ from ._settings import make_config
 
 logger = logging.getLogger("cogworker")
 
-# Forking is POSIX-only, and so is this module.
-FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGTSTP, signal.SIGTTIN)
+# Forking is POSIX-only, and so is this module. The worker command's signals.
+FORWARDED = tuple(getattr(signal, "SIG" + name) for name in _core.WORKER_SIGNALS)
 
 Serve = Callable[..., int]
 

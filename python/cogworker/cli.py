@@ -146,49 +146,26 @@ def worker_settings(args: argparse.Namespace) -> dict[str, Any]:
 def serve(settings: dict[str, Any], signals_ready: Callable[[], Any] | None = None) -> int:
     """Runs a worker with ``settings`` until TERM/INT (TSTP quiets, TTIN
     dumps); returns the exit status. ``signals_ready`` is called once the
-    signal handlers are in place."""
+    signal handlers are in place. What each signal does and how the
+    command ends are the engine's decisions, as in Ruby's CLI."""
     worker = Worker(**settings)
 
-    def stop(signum: int, _frame: Any) -> None:
-        logger.info("%s received: stopping", signal.Signals(signum).name)
-        worker.stop()
+    def forward(signum: int, _frame: Any) -> None:
+        worker.signal(signal.Signals(signum).name.removeprefix("SIG"))
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-
-    def quiet(_signum: int, _frame: Any) -> None:
-        logger.info("TSTP received: quiet")
-        worker.quiet()
-
-    def dump(_signum: int, _frame: Any) -> None:
-        worker.dump()
-
-    if hasattr(signal, "SIGTSTP"):
-        signal.signal(signal.SIGTSTP, quiet)
-    if hasattr(signal, "SIGTTIN"):
-        signal.signal(signal.SIGTTIN, dump)
+    for name in _core.WORKER_SIGNALS:
+        signal.signal(getattr(signal, "SIG" + name), forward)
     if signals_ready is not None:
         signals_ready()
-
     worker.start()
     # The main thread waits in short slices so signal handlers run promptly.
     while not worker.wait(0.5):
         pass
-    given_back = worker.given_back
-    if given_back:
-        # Their jobs are back on the queue: a handler left to run on here
-        # would finish the job a second time. The shutdown hooks still run.
-        logger.warning(
-            "%d job(s) still running at the shutdown timeout went back to their queues; "
-            "exiting now so they do not also finish here",
-            given_back,
-        )
-    if not worker.join(timeout=5.0, slots=not given_back) or given_back:
+    if worker.exit_at_once():
         logging.shutdown()
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
-    logger.info("worker exited cleanly")
     return 0
 
 

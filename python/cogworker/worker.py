@@ -206,8 +206,24 @@ class Worker:
         return self._native.busy()
 
     def dump(self) -> None:
-        """Logs the busy jobs and every thread's stack (TTIN)."""
+        """Logs the busy jobs and every thread's stack (what TTIN does)."""
         self._native.log_busy()  # in the engine's words, as in Ruby
+        self._log_stacks()
+
+    def signal(self, name: str) -> None:
+        """A signal the worker command caught, by name: what it does (TERM
+        and INT stop, TSTP quiets, TTIN dumps) is the engine's decision."""
+        if self._native.signal(name):
+            self._log_stacks()
+
+    def exit_at_once(self, timeout: float = 5.0) -> bool:
+        """After ``wait``: joins the threads the engine says to join
+        (not the slots when jobs were given back) against one deadline;
+        True when the process must exit now (``os._exit``), a thread being
+        stuck in a handler or a given-back job's handler running on."""
+        return self._native.exit_at_once(self.join(timeout, slots=self._native.join_slots()))
+
+    def _log_stacks(self) -> None:
         frames = sys._current_frames()
         for thread in threading.enumerate():
             frame = frames.get(thread.ident or -1)

@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -242,6 +243,38 @@ class Run:
             proc.kill()
             proc.wait()
 
+    def cli_signals(self, step: dict[str, Any]) -> None:
+        """A worker CLI sent each signal in turn: what it shows (as a
+        process), logs and exits with after each."""
+        with tempfile.TemporaryDirectory() as tmp:
+            log_path = os.path.join(tmp, "worker.log")
+            command = [sys.executable, "-m", "cogworker", "worker", "conformance_jobs"]
+            with open(log_path, "w") as log:
+                proc = subprocess.Popen(command, env=worker_env(self.server), cwd=HERE, stderr=log)
+            try:
+                self._signal_in_turn(proc, step["cli_signals"], log_path)
+            finally:
+                proc.kill()
+                proc.wait()
+
+    @staticmethod
+    def _signal_in_turn(proc: subprocess.Popen[bytes], signals: list[dict[str, Any]], log_path: str) -> None:
+        def logged() -> str:
+            with open(log_path) as f:
+                return f.read()
+
+        api = cogworker.Api()
+        wait_for("the worker registered", api.processes)
+        for signalled in signals:
+            proc.send_signal(getattr(signal, "SIG" + signalled["send"]))
+            for key, value in signalled.get("process", {}).items():
+                shown = lambda key=key, value=value: api.processes()[0][key] == value  # noqa: E731
+                wait_for(f"the process's {key} is {value}", shown)
+            for text in signalled.get("log_has", []):
+                wait_for(f"{text!r} in the log", lambda text=text: text in logged())
+            if "exit" in signalled:
+                assert proc.wait(15) == signalled["exit"], logged()
+
     def cli_admin(self, step: dict[str, Any]) -> None:
         ran = subprocess.run(
             [sys.executable, "-m", "cogworker", *step["cli_admin"]],
@@ -279,6 +312,7 @@ STEPS = {
     "cli_worker": Run.cli_worker,
     "api_call": Run.api_call,
     "cli_admin": Run.cli_admin,
+    "cli_signals": Run.cli_signals,
     "expect_no_hooks": Run.expect_no_hooks,
 }
 

@@ -39,7 +39,8 @@ class TestConformance < Minitest::Test
   end
 
   STEPS = %w[push start_worker await_status status result await_hooks expect_trail expect_connections
-             configure periodic testing expect_recorded cli_help cli_worker cli_admin api_call expect_no_hooks].freeze
+             configure periodic testing expect_recorded cli_help cli_worker cli_signals cli_admin api_call
+             expect_no_hooks].freeze
   EXE = File.expand_path('../exe/cogworker', __dir__)
   LIB = File.expand_path('../lib', __dir__)
   JOBS = File.expand_path('conformance_jobs.rb', __dir__)
@@ -215,6 +216,25 @@ class TestConformance < Minitest::Test
     assert_equal step['process'], process['info'].slice(*step['process'].keys)
     Process.kill('TERM', pid)
     assert_predicate exit_status(pid), :success?
+  end
+
+  # A worker CLI sent each signal in turn: what it shows (as a process),
+  # logs and exits with after each.
+  def step_cli_signals(step)
+    Dir.mktmpdir('cogworker-signals-') do |dir|
+      log = File.join(dir, 'worker.log')
+      pid = spawn_child({ 'COGWORKER_REDIS_URL' => @redis.url }, RbConfig.ruby, '-I', LIB, EXE, '-r', JOBS,
+                        err: log, out: File::NULL)
+      wait_for('the worker registered') { @api.processes.first }
+      step['cli_signals'].each do |signalled|
+        Process.kill(signalled['send'], pid)
+        signalled.fetch('process', {}).each do |key, value|
+          wait_for("the process's #{key} is #{value}") { @api.processes.first[key] == value }
+        end
+        signalled.fetch('log_has', []).each { |text| wait_for("#{text.inspect} in the log") { File.read(log).include?(text) } }
+        assert_equal signalled['exit'], exit_status(pid).exitstatus, File.read(log) if signalled.key?('exit')
+      end
+    end
   end
 
   def step_cli_admin(step)

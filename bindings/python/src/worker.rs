@@ -209,10 +209,25 @@ impl PyWorker {
         self.0.lifecycle()
     }
 
-    /// The jobs running now, as JSON text.
     /// Logs the jobs running now (TTIN), in the engine's words.
     fn log_busy(&self) {
         self.0.log_busy();
+    }
+
+    /// A signal the worker command caught, by name; True: also log the
+    /// threads' stacks (TTIN).
+    fn signal(&self, name: &str) -> bool {
+        self.0.signal(name)
+    }
+
+    /// After shutdown: join the slot threads? (Not when jobs were given back.)
+    fn join_slots(&self) -> bool {
+        self.0.join_slots()
+    }
+
+    /// After the joins: exit the process at once?
+    fn exit_at_once(&self, all_joined: bool) -> bool {
+        self.0.exit_at_once(all_joined)
     }
 
     fn busy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

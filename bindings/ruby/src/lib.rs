@@ -122,6 +122,10 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     worker.define_method("given_back", method!(worker::RbWorker::given_back, 0))?;
     worker.define_method("busy", method!(worker::RbWorker::busy, 0))?;
     worker.define_method("log_busy", method!(worker::RbWorker::log_busy, 0))?;
+    worker.define_method("signal", method!(worker::RbWorker::signal, 1))?;
+    worker.define_method("join_slots", method!(worker::RbWorker::join_slots, 0))?;
+    worker.define_method("exit_at_once", method!(worker::RbWorker::exit_at_once, 1))?;
+    native.const_set("WORKER_SIGNALS", cogworker::host::WORKER_SIGNALS.to_vec())?;
 
     let api = native.define_class("Api", ruby.class_object())?;
     api.define_singleton_method("new", function!(api::RbApi::new, 1))?;

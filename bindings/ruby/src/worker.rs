@@ -189,6 +189,18 @@ impl RbWorker {
     pub fn log_busy(&self) {
         self.0.log_busy();
     }
+    /// A signal the worker command caught; true: also log the threads' stacks.
+    pub fn signal(&self, name: String) -> bool {
+        self.0.signal(&name)
+    }
+    /// After shutdown: join the slot threads? (Not when jobs were given back.)
+    pub fn join_slots(&self) -> bool {
+        self.0.join_slots()
+    }
+    /// After the joins: exit the process at once?
+    pub fn exit_at_once(&self, all_joined: bool) -> bool {
+        self.0.exit_at_once(all_joined)
+    }
     pub fn busy(ruby: &Ruby, rb_self: &Self) -> Value {
         convert::from_json(ruby, &rb_self.0.busy())
     }

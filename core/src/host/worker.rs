@@ -14,6 +14,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// The signals a host's worker command traps and hands to
+/// [`HostWorker::signal`].
+pub const WORKER_SIGNALS: [&str; 4] = ["TERM", "INT", "TSTP", "TTIN"];
+
 /// A worker run by host-language threads.
 pub struct HostWorker {
     handle: WorkerHandle,
@@ -204,6 +208,57 @@ impl HostWorker {
     /// TTIN dump; the host adds its threads' stacks).
     pub fn log_busy(&self) {
         self.handle.log_busy();
+    }
+
+    /// A signal the host's worker command caught, by name (one of
+    /// [`WORKER_SIGNALS`]), decided here for both command lines: TERM and
+    /// INT stop, TSTP quiets, TTIN logs the busy jobs. True when the host
+    /// should log its threads' stacks too (TTIN).
+    pub fn signal(&self, name: &str) -> bool {
+        match name {
+            "TERM" | "INT" => {
+                tracing::info!("{name} received: stopping");
+                self.stop();
+            }
+            "TSTP" => {
+                tracing::info!("TSTP received: quiet");
+                self.quiet();
+            }
+            "TTIN" => {
+                tracing::warn!("TTIN received: the busy jobs, then every thread's stack");
+                self.log_busy();
+                return true;
+            }
+            other => tracing::warn!("signal {other} ignored: a worker acts on {}", WORKER_SIGNALS.join(", ")),
+        }
+        false
+    }
+
+    /// After the engine's shutdown: whether the host's worker command joins
+    /// its slot threads. Not when running jobs were given back to their
+    /// queues: their handlers, left to run on, would finish those jobs a
+    /// second time (the shutdown hooks still run).
+    pub fn join_slots(&self) -> bool {
+        let given_back = self.given_back();
+        if given_back > 0 {
+            tracing::warn!(
+                "{given_back} job(s) still running at the shutdown timeout went back to their queues; \
+                 exiting now so they do not also finish here"
+            );
+        }
+        given_back == 0
+    }
+
+    /// After the host joined its threads (`all_joined`: none is stuck in
+    /// a handler): whether its worker command exits the process at once,
+    /// without running the interpreter's exit (which would wait for those
+    /// threads). Otherwise it returns 0, the worker having exited cleanly.
+    pub fn exit_at_once(&self, all_joined: bool) -> bool {
+        if all_joined && self.given_back() == 0 {
+            tracing::info!("worker exited cleanly");
+            return false;
+        }
+        true
     }
 
     /// The jobs running now: `[{class, jid, queue, run_at}]`.

@@ -19,7 +19,7 @@ module Cogworker
     # Read (first set wins) for the default environment, and all written
     # back with the resolved one before the config file and the app load.
     ENV_VARS = %w[APP_ENV RAILS_ENV RACK_ENV].freeze
-    SIGNALS = %w[TERM INT TSTP TTIN].freeze
+    SIGNALS = Native::WORKER_SIGNALS
 
     def self.parse(argv)
       environment = ENV_VARS.filter_map { |k| ENV.fetch(k, nil) }.first || 'development'
@@ -129,41 +129,22 @@ module Cogworker
       processes.run
     end
 
-    # `early_signals`: signals a forked child received before its own traps.
+    # `early_signals`: signals a forked child received before its own
+    # traps. What each signal does and how the command ends are the
+    # engine's decisions, as in Python's CLI.
     def run_worker(early_signals = [])
       runner = Runner.new(Cogworker.config)
       signals = SignalPipe.new
       SIGNALS.each { |sig| trap(sig) { signals.push(sig) } }
       early_signals.each { |sig| signals.push(sig) }
       runner.start
-      signals.wait(0.5).each { |sig| handle(runner, sig) } until runner.wait(0)
-      given_back = runner.given_back
-      if given_back.positive?
-        # Their jobs are back on the queue: a handler left to run on here
-        # would finish the job a second time. The shutdown hooks still run.
-        Cogworker.logger.warn("#{given_back} job(s) still running at the shutdown timeout went back to their " \
-                              'queues; exiting now so they do not also finish here')
-      end
-      if !runner.join(5, slots: given_back.zero?) || given_back.positive?
+      signals.wait(0.5).each { |sig| runner.signal(sig) } until runner.wait(0)
+      if runner.exit_at_once?
         $stdout.flush
         $stderr.flush
         exit!(0)
       end
-      Cogworker.logger.info('worker exited cleanly')
       0
-    end
-
-    def handle(runner, sig)
-      case sig
-      when 'TERM', 'INT'
-        Cogworker.logger.info("#{sig} received: stopping")
-        runner.stop
-      when 'TSTP'
-        Cogworker.logger.info('TSTP received: quiet')
-        runner.quiet
-      when 'TTIN'
-        runner.dump
-      end
     end
   end
 end

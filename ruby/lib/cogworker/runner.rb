@@ -76,13 +76,31 @@ module Cogworker
     # TTIN: the busy jobs (the engine logs them) and every thread's stack.
     def dump
       @native.log_busy
+      log_stacks
+    end
+
+    # A signal the worker command caught, by name: what it does (TERM and
+    # INT stop, TSTP quiets, TTIN dumps) is the engine's decision.
+    def signal(name)
+      log_stacks if @native.signal(name)
+    end
+
+    # After `wait`: joins the threads the engine says to join (not the
+    # slots when jobs were given back); true when the process must exit now
+    # (`exit!`), a thread being stuck in a handler or a given-back job's
+    # handler running on.
+    def exit_at_once?(timeout = 5)
+      @native.exit_at_once(join(timeout, slots: @native.join_slots))
+    end
+
+    private
+
+    def log_stacks
       Thread.list.each do |t|
         name = t == Thread.main ? 'main' : (t.name || t.object_id)
         Cogworker.logger.warn("thread #{name}:\n#{(t.backtrace || []).join("\n")}")
       end
     end
-
-    private
 
     # A slot thread. One that ends before the worker stops (Thread#kill, a
     # crash) is replaced, as Sidekiq's manager replaces a dead processor:
