@@ -103,15 +103,62 @@ pub fn wait<T>(
     }
 }
 
-/// Runs a core operation to completion, waiting as above.
+/// How long a core operation is first waited for in a blocking region
+/// without an unblock function; most finish within it (a push, a status:
+/// one round trip). Measured on Ruby 3.1.2, 30,000 `status` calls on a
+/// loopback Redis: 140 µs each in a region with an unblock function, 86 µs
+/// in one without (as long as holding the GVL). Such a wait cannot be
+/// interrupted (Ctrl-C, `Thread#kill`, `Timeout`), so it is this short; an
+/// operation still running then goes on in the interruptible wait above.
+const UNINTERRUPTIBLE_FIRST: Duration = Duration::from_millis(2);
+
+/// Runs a core operation to completion: briefly without the GVL and
+/// uninterruptible, then waiting as above.
 pub fn run<F, T>(ruby: &Ruby, future: F) -> Result<T, Error>
 where
     F: std::future::Future<Output = cogworker::Result<T>> + Send + 'static,
     T: Send + 'static,
 {
-    let pending = host::spawn(future);
-    let result = wait(ruby, None, |slice| pending.poll(slice))?;
-    result
-        .expect("a wait without deadline yields")
-        .map_err(|e| crate::errors::to_ruby(ruby, e))
+    let result = match uninterruptible(|| host::start(future, UNINTERRUPTIBLE_FIRST)) {
+        Ok(result) => result,
+        Err(pending) => wait(ruby, None, |slice| pending.poll(slice))?.expect("a wait without deadline yields"),
+    };
+    result.map_err(|e| crate::errors::to_ruby(ruby, e))
+}
+
+/// `work` with the GVL released and no unblock function: it always runs,
+/// and nothing can cut it short (keep it brief).
+fn uninterruptible<W: FnOnce() -> R, R>(work: W) -> R {
+    struct Plain<W, R> {
+        work: Option<W>,
+        result: Option<std::thread::Result<R>>,
+    }
+    unsafe extern "C" fn call_plain<W: FnOnce() -> R, R>(data: *mut c_void) -> *mut c_void {
+        // SAFETY: `data` is the `Plain` on `uninterruptible`'s stack, alive until it returns.
+        let plain = unsafe { &mut *(data as *mut Plain<W, R>) };
+        if let Some(work) = plain.work.take() {
+            // A panic must not unwind through Ruby's C frames: it resumes
+            // below, with the GVL held again, where magnus turns it into an
+            // exception.
+            plain.result = Some(std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)));
+        }
+        std::ptr::null_mut()
+    }
+    let mut plain = Plain {
+        work: Some(work),
+        result: None,
+    };
+    // SAFETY: `plain` outlives the call; `call_plain` only touches it.
+    unsafe {
+        rb_sys::rb_thread_call_without_gvl(
+            Some(call_plain::<W, R>),
+            &mut plain as *mut Plain<W, R> as *mut c_void,
+            None,
+            std::ptr::null_mut(),
+        );
+    }
+    match plain.result.expect("without an unblock function the work always runs") {
+        Ok(result) => result,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
 }

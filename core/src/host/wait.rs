@@ -84,6 +84,29 @@ where
     Pending(rx)
 }
 
+/// A core operation run on the calling (host) thread for up to `first`,
+/// with no hop to a runtime thread and back: a push or a status read then
+/// costs its round trip to Redis and little else. One still running after
+/// `first` goes on on the global runtime, to be waited for in [`wait`]
+/// (which a host can interrupt); so does any operation started on a thread
+/// that is itself inside a runtime.
+pub fn start<F, T>(future: F, first: Duration) -> std::result::Result<Result<T>, Pending<T>>
+where
+    F: Future<Output = Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(spawn(future));
+    }
+    let mut future = Box::pin(future);
+    // The timer is made inside `block_on`, where the runtime is current.
+    let run_first = async { tokio::time::timeout(first, &mut future).await };
+    match crate::runtime::global().block_on(run_first) {
+        Ok(result) => Ok(result),
+        Err(_) => Err(spawn(future)),
+    }
+}
+
 impl<T> Pending<T> {
     /// Blocks up to `slice` for the result.
     pub fn poll(&self, slice: Duration) -> Option<Result<T>> {
@@ -125,6 +148,38 @@ mod tests {
         );
         assert_eq!(got, Waited::Interrupted);
         assert!(started.elapsed() < Duration::from_secs(1));
+    }
+
+    #[test]
+    fn an_operation_runs_on_the_calling_thread_then_goes_on_on_the_runtime() {
+        let caller = std::thread::current().id();
+        let quick = start(
+            async move { Ok(std::thread::current().id()) },
+            Duration::from_millis(50),
+        );
+        assert_eq!(quick.ok().unwrap().unwrap(), caller, "run here, no hop");
+
+        // Still running after `first`: not lost, finished on the runtime.
+        let slow = start(
+            async {
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                Ok(std::thread::current().id())
+            },
+            Duration::from_millis(1),
+        );
+        let Err(pending) = slow else {
+            panic!("still running after 1 ms")
+        };
+        let finished = match wait(None, |slice| pending.poll(slice), || false) {
+            Waited::Ready(result) => result.unwrap(),
+            other => panic!("{other:?}"),
+        };
+        assert_ne!(finished, caller);
+
+        // From inside a runtime (block_on would panic there): spawned.
+        crate::runtime::global().block_on(async {
+            assert!(start(async { Ok(1) }, Duration::from_millis(50)).is_err());
+        });
     }
 
     #[test]
