@@ -21,6 +21,9 @@ end
 case ENV.fetch('BENCH_SYSTEM', nil)
 when 'sidekiq'
   require 'sidekiq'
+  # redis-rb 4.8 warns on stderr at every Sidekiq push (Redis#sadd's return
+  # type): equal terms mean no per-push output on either side.
+  Redis.silence_deprecations = true if Redis.respond_to?(:silence_deprecations=)
   class SqNoop
     include Sidekiq::Worker
     sidekiq_options retry: false
