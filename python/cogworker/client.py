@@ -181,11 +181,11 @@ class Client:
         """Pushes one job per args tuple, all in one round trip (None for a
         unique job refused as a duplicate)."""
         opts = options(queue, retry, at, None, unique_for)
-        if _tracing.ENABLED:
+        if _tracing.recording():
             args_list = list(args_list)
             with _tracing.producing(class_name, queue, len(args_list)) as (_span, context):
                 return self._enqueue_many(class_name, args_list, {**opts, **context})
-        return self._enqueue_many(class_name, args_list, opts)
+        return self._enqueue_many(class_name, args_list, _tracing.passed_on(opts))
 
     def _enqueue_many(
         self, class_name: str, args_list: Iterable[Sequence[Any]], opts: dict[str, Any]
@@ -199,12 +199,12 @@ class Client:
     def push_job(self, class_name: str, args: Sequence[Any], opts: dict[str, Any]) -> str | None:
         """Pushes ``class_name(*args)`` with ``options(...)`` (in a PRODUCER
         span whose trace context the job carries, with OpenTelemetry)."""
-        if _tracing.ENABLED:
+        if _tracing.recording():
             with _tracing.producing(class_name, opts.get("queue")) as (span, context):
                 jid = self._push_job(class_name, args, {**opts, **context})
                 _tracing.name_message(span, jid)
                 return jid
-        return self._push_job(class_name, args, opts)
+        return self._push_job(class_name, args, _tracing.passed_on(opts))
 
     def _push_job(self, class_name: str, args: Sequence[Any], opts: dict[str, Any]) -> str | None:
         if self._middleware:
@@ -221,13 +221,16 @@ class Client:
     def push_bulk(self, payloads: Sequence[dict[str, Any]]) -> list[str | None]:
         """Pushes raw job payloads in one round trip (in one PRODUCER span,
         with OpenTelemetry: the payloads without a trace context carry its)."""
-        if _tracing.ENABLED and payloads:
+        if _tracing.recording() and payloads:
             with _tracing.producing_payloads(payloads) as (span, traced):
                 jids = self._push_bulk(traced)
                 if len(jids) == 1:
                     _tracing.name_message(span, jids[0])
                 return jids
-        return self._push_bulk(payloads)
+        context = _tracing.passed_on({})
+        return self._push_bulk(
+            [p if "traceparent" in p else {**p, **context} for p in payloads] if context else payloads
+        )
 
     def _push_bulk(self, payloads: Sequence[dict[str, Any]]) -> list[str | None]:
         if self._middleware:

@@ -159,7 +159,7 @@ module Cogworker
       instance = klass.new
       instance.jid = jid if instance.respond_to?(:jid=)
       Thread.current[:cogworker_job] = { jid: jid, class: class_name }
-      value = if @hooks.server_middleware.empty? && !Tracing.enabled?
+      value = if @hooks.server_middleware.empty? && !Tracing.recording?
                 instance.perform(*args)
               else
                 job = delivery.payload

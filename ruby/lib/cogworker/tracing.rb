@@ -19,13 +19,34 @@ module Cogworker
 
     def self.enabled? = defined?(::OpenTelemetry.propagation) ? true : false
 
+    # Whether spans are recorded: the API is loaded and an SDK is set up
+    # (until one registers its provider, the API's default is a proxy).
+    # Asked at every push and job: an application may set one up late.
+    # Without one no span is made, as in Python.
+    def self.recording?
+      return false unless enabled?
+
+      proxy = defined?(::OpenTelemetry::Internal::ProxyTracerProvider) && ::OpenTelemetry::Internal::ProxyTracerProvider
+      !(proxy && ::OpenTelemetry.tracer_provider.instance_of?(proxy))
+    end
+
+    # The trace context current here (a remote parent, say) though nothing
+    # records it: a process downstream may. Empty when there is none.
+    def self.passed_on
+      return {} unless enabled?
+
+      carrier = {}
+      ::OpenTelemetry.propagation.inject(carrier)
+      carrier.slice(*CONTEXT_FIELDS)
+    end
+
     def self.tracer = ::OpenTelemetry.tracer_provider.tracer('cogworker', VERSION)
 
     # A PRODUCER span around a push of `count` jobs; yields the trace
     # context (a Hash, empty when tracing is off) for the jobs to carry and
     # returns what the block returns (a jid names the span's message).
     def self.producing(class_name, queue, count = 1)
-      return yield({}) unless enabled?
+      return yield(passed_on) unless recording?
 
       queue ||= 'default'
       attributes = { 'messaging.system' => SYSTEM, 'messaging.operation.type' => 'send',
@@ -57,7 +78,7 @@ module Cogworker
     # payload carries its context; a failure sets its status and records
     # the exception, and is raised on unchanged.
     def self.consuming(job, &)
-      return yield unless enabled?
+      return yield unless recording?
 
       carrier = job.slice(*CONTEXT_FIELDS).select { |_, v| v.is_a?(String) }
       parent = ::OpenTelemetry.propagation.extract(carrier)

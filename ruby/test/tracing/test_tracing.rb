@@ -53,6 +53,34 @@ class TestTracing < Minitest::Test
   end
 
   def spans(kind) = OpenTelemetry::StandIn.spans.select { |s| s.kind == kind }
+
+  # The API loaded (many gems depend on it) but no SDK set up: nothing is
+  # recorded, so no span is made (one cost a push tens of microseconds),
+  # and a push still passes on a trace context that is current (a remote
+  # parent, say), for a process downstream that records.
+  def test_without_an_sdk_no_span_is_made_and_a_current_context_is_passed_on
+    sdk = OpenTelemetry.tracer_provider
+    OpenTelemetry.tracer_provider = OpenTelemetry::Internal::ProxyTracerProvider.new
+    require 'cogworker/testing'
+    Cogworker::Testing.fake! do
+      TracedWork.perform_async(1)
+      Cogworker::Client.push_bulk('Other', [[1], [2]])
+      remote = OpenTelemetry::Context.new(OpenTelemetry::SpanContext.new('4bf92f3577b34da6a3ce929d0e0e4736',
+                                                                         '00f067aa0ba902b7', '01'))
+      OpenTelemetry::Context.with_current(remote) do
+        TracedWork.perform_async(2)
+        Cogworker::Client.new.push_payloads([{ 'class' => 'Raw', 'args' => [] }])
+      end
+    end
+    carried = Cogworker::Testing.jobs_for('TracedWork').to_h { |j| [j['args'], j['traceparent']] }
+    expected = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'
+    assert_equal({ [1] => nil, [2] => expected }, carried)
+    assert_equal [nil, nil], Cogworker::Testing.jobs_for('Other').map { |j| j['traceparent'] }
+    assert_equal [expected], Cogworker::Testing.jobs_for('Raw').map { |j| j['traceparent'] }
+  ensure
+    OpenTelemetry.tracer_provider = sdk
+    Cogworker::Testing.clear
+  end
   def tracer = OpenTelemetry.tracer_provider.tracer('test')
 
   def test_the_consumer_span_continues_the_producer_span
