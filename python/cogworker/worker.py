@@ -285,7 +285,7 @@ class Worker:
         try:
             handle = self._handlers[class_name]
             current = _hooks.set_current((delivery, args, self._identity))
-            if self.hooks.server_middleware or _tracing.recording():
+            if self.hooks.server_middleware or (_tracing.ENABLED and _tracing.recording()):
                 job = running = RunningJob.of(delivery, args, self._identity)
                 with _tracing.consuming(job):
                     value = self.hooks.server_middleware.invoke(job, lambda: self._call(handle, running.args))
@@ -311,7 +311,7 @@ class Worker:
         try:
             # This task's own context: no reset needed.
             _hooks.set_current((delivery, args, self._identity))
-            if self.hooks.server_middleware or _tracing.recording():
+            if self.hooks.server_middleware or (_tracing.ENABLED and _tracing.recording()):
                 job = running = RunningJob.of(delivery, args, self._identity)
                 with _tracing.consuming(job):
                     value = await self.hooks.server_middleware.ainvoke(
