@@ -26,7 +26,10 @@ MIRRORED: dict[str, tuple[list[str], list[str]]] = {
         ["worker.py:Worker._slot"],
         ["runner.rb:slot", "runner.rb:start_slot", "runner.rb:replace_slot"],
     ),
-    "events loop": (["worker.py:Worker._events"], ["runner.rb:run_hooks"]),
+    "events loop": (
+        ["worker.py:Worker._events"],
+        ["runner.rb:run_hooks", "runner.rb:answer_client_middleware"],
+    ),
     "running a job and settling it": (
         [
             "worker.py:Worker._perform",

@@ -40,6 +40,18 @@ pub enum WorkerEvent {
     },
 }
 
+/// The host's answer to a [`WorkerEvent::ClientMiddleware`] request.
+#[derive(Debug)]
+pub(crate) enum MiddlewareAnswer {
+    /// Push this job (the middleware's changes in it).
+    Push(serde_json::Value),
+    /// A middleware stopped the push.
+    Skip,
+    /// A middleware raised (what it raised): the job is pushed as it was
+    /// asked about, whatever the middleware changed before raising.
+    Raised(String),
+}
+
 impl WorkerEvent {
     /// `startup`, `quiet`, `shutdown`, `heartbeat`, `death` or
     /// `client_middleware`: the names

@@ -10,6 +10,7 @@
 //! can look at that lock, or the next slot would start beside it.
 
 use crate::config::CatchUp;
+use crate::events::MiddlewareAnswer;
 use crate::locks::queued_ttl;
 use crate::periodic::Periodic;
 use crate::scripts::SCRIPTS;
@@ -137,16 +138,22 @@ async fn host_client_middleware(shared: &Shared, job: crate::Job) -> Option<crat
         job: job.clone().into_value(),
     });
     match tokio::time::timeout(HOST_ANSWER_LIMIT, answered).await {
-        Ok(Ok(None)) => None,
-        Ok(Ok(Some(value))) => match crate::Job::from_value(value).map(|mut changed| (changed.validate(), changed)) {
-            Ok((Ok(()), changed)) => Some(changed),
-            _ => {
-                tracing::warn!(
-                    "client middleware returned something that is not a job for {job}; pushing it as it was"
-                );
-                Some(job)
+        Ok(Ok(MiddlewareAnswer::Skip)) => None,
+        Ok(Ok(MiddlewareAnswer::Raised(error))) => {
+            tracing::error!("client middleware raised {error} on periodic job {job}; pushing it as it was");
+            Some(job)
+        }
+        Ok(Ok(MiddlewareAnswer::Push(value))) => {
+            match crate::Job::from_value(value).map(|mut changed| (changed.validate(), changed)) {
+                Ok((Ok(()), changed)) => Some(changed),
+                _ => {
+                    tracing::warn!(
+                        "client middleware returned something that is not a job for {job}; pushing it as it was"
+                    );
+                    Some(job)
+                }
             }
-        },
+        }
         _ => {
             tracing::warn!("client middleware did not answer for {job} in {HOST_ANSWER_LIMIT:?}; pushing it as it was");
             Some(job)

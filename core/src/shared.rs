@@ -100,7 +100,7 @@ pub(crate) struct Shared {
     pub host_client_middleware: bool,
     /// The one periodic job waiting for the host's answer: its jid and
     /// where the answer goes.
-    pub host_answer: Mutex<Option<(String, tokio::sync::oneshot::Sender<Option<serde_json::Value>>)>>,
+    pub host_answer: Mutex<Option<(String, tokio::sync::oneshot::Sender<crate::events::MiddlewareAnswer>)>>,
 }
 
 impl Shared {

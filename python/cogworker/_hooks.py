@@ -7,7 +7,6 @@ raises is logged and never changes what happens to the job."""
 from __future__ import annotations
 
 import contextvars
-import copy
 import inspect
 import logging
 import threading
@@ -299,18 +298,11 @@ class Hooks:
         for handler in list(self.error_handlers):
             _call_safely("error handler", handler, error, job)
 
-    def periodic_push(self, job: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    def periodic_push(self, job: dict[str, Any]) -> dict[str, Any] | None:
         """A periodic job the worker is about to push, through the client
-        middleware: ``(jid, the job or None to push nothing)``. A middleware
-        that raises is logged and the job is pushed as it was."""
-        jid = str(job.get("jid", ""))
-        original = copy.deepcopy(job)
-        try:
-            changed = self.client_middleware.apply(job)
-        except BaseException:  # noqa: BLE001 - a hook never loses a periodic run
-            logger.exception("client middleware raised on periodic job %s; pushing it as it was", jid)
-            return jid, original
-        return jid, changed
+        middleware: the job, or None to push nothing. What a middleware
+        raises goes to the engine, which pushes the job as it was."""
+        return self.client_middleware.apply(job)
 
     def dispatch(self, event: str, payload: dict[str, Any] | None) -> None:
         """Runs the hooks of one worker event (on the worker's events thread)."""

@@ -260,7 +260,13 @@ class Worker:
             if name == "ended":
                 return
             if name == "client_middleware":
-                self._native.reply_client_middleware(*self.hooks.periodic_push(job or {}))
+                job = job or {}
+                jid = str(job.get("jid", ""))
+                try:
+                    self._native.reply_client_middleware(jid, self.hooks.periodic_push(job))
+                except BaseException as error:  # noqa: BLE001 - a hook never loses a periodic run
+                    error_class, message = describe_error(error)
+                    self._native.client_middleware_raised(jid, f"{error_class}: {message}")
                 continue
             self.hooks.dispatch(name, job)
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conformance_jobs import TRAIL, trail_middleware
+from conformance_jobs import TRAIL, ConformanceError, trail_middleware
 from conftest import FAST, HERE, RedisServer, wait_for, worker_env
 
 import cogworker
@@ -28,6 +28,11 @@ _calls_lock = threading.Lock()
 SCENARIOS_FILE = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "conformance", "scenarios.json")
 with open(SCENARIOS_FILE) as _f:
     SCENARIOS = [s for s in json.load(_f)["scenarios"] if "python" in s.get("hosts", ["python"])]
+
+
+def _stamp_then_raise(job: dict[str, Any]) -> dict[str, Any]:
+    job["stamped"] = True
+    raise ConformanceError("client middleware failed")
 
 
 def _record(hook: str, job: Any, error: Any, registry: str = "process") -> None:
@@ -95,13 +100,30 @@ class Run:
             self.jids[step["as"]] = jid
 
     def start_worker(self, step: dict[str, Any]) -> None:
-        own = step["start_worker"].get("hooks") if isinstance(step["start_worker"], dict) else None
+        given = step["start_worker"] if isinstance(step["start_worker"], dict) else {}
         hooks = None
-        if own is not None:
+        if "hooks" in given or "client_middleware" in given:
             hooks = cogworker.Hooks()
-            _install_hooks(own, hooks, "own")
+            _install_hooks(given.get("hooks", []), hooks, "own")
+        if given.get("client_middleware") == "stamp_then_raise":
+            assert hooks is not None
+            hooks.client_middleware.add(_stamp_then_raise)
+        if "periodic" in given:
+            entry = given["periodic"]
+            cogworker.periodic(entry["cron"], entry["class"], entry["args"], queue=entry["queue"])
         self.worker = cogworker.Worker(concurrency=2, hooks=hooks)
         self.worker.start()
+
+    def await_queued(self, step: dict[str, Any]) -> None:
+        def queued() -> list[dict[str, Any]]:
+            return [
+                job
+                for job in self.api.queue_jobs(step["await_queued"])
+                if job["class"] == step["class"] and job["args"] == step["args"]
+            ]
+
+        for job in wait_for(f"a {step['class']} job on {step['await_queued']}", queued):
+            assert step["lacks"] not in job, job
 
     def expect_no_hooks(self, step: dict[str, Any]) -> None:
         with _calls_lock:
@@ -313,6 +335,7 @@ STEPS = {
     "api_call": Run.api_call,
     "cli_admin": Run.cli_admin,
     "cli_signals": Run.cli_signals,
+    "await_queued": Run.await_queued,
     "expect_no_hooks": Run.expect_no_hooks,
 }
 

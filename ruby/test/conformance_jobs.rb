@@ -12,6 +12,14 @@ module Conformance
   def self.record(call) = LOCK.synchronize { HOOK_CALLS << call }
   def self.calls = LOCK.synchronize { HOOK_CALLS.dup }
 
+  # Client middleware that changes the job, then raises.
+  class StampThenRaise
+    def call(_class_name, job, _queue, _redis_pool)
+      job['stamped'] = true
+      raise ConformanceError, 'client middleware failed'
+    end
+  end
+
   # Appends '<name>:before' and '<name>:after' around the rest of the chain.
   class TrailMiddleware
     def initialize(name)

@@ -40,7 +40,7 @@ class TestConformance < Minitest::Test
 
   STEPS = %w[push start_worker await_status status result await_hooks expect_trail expect_connections
              configure periodic testing expect_recorded cli_help cli_worker cli_signals cli_admin api_call
-             expect_no_hooks].freeze
+             expect_no_hooks await_queued].freeze
   EXE = File.expand_path('../exe/cogworker', __dir__)
   LIB = File.expand_path('../lib', __dir__)
   JOBS = File.expand_path('conformance_jobs.rb', __dir__)
@@ -94,14 +94,27 @@ class TestConformance < Minitest::Test
   # With hooks: a configuration of its own (its own registry), as an app
   # with two worker setups would make.
   def step_start_worker(step)
-    own = step['start_worker'].is_a?(Hash) ? step['start_worker']['hooks'] : nil
-    return start_runner(concurrency: 2) unless own
+    given = step['start_worker'].is_a?(Hash) ? step['start_worker'] : {}
+    if (entry = given['periodic'])
+      Cogworker.config.periodic.register(entry['cron'], Object.const_get(entry['class']), args: entry['args'],
+                                                                                       queue: entry['queue'])
+    end
+    Cogworker.config.client_middleware.add(Conformance::StampThenRaise) if given['client_middleware']
+    return start_runner(concurrency: 2) unless given['hooks']
 
     config = Cogworker::Config.new(Cogworker.config.to_h.merge(concurrency: 2))
-    install_hooks(config, own, 'own')
+    install_hooks(config, given['hooks'], 'own')
     runner = Cogworker::Runner.new(config)
     @runners << runner
     runner.start
+  end
+
+  def step_await_queued(step)
+    queued = wait_for("a #{step['class']} job on #{step['await_queued']}") do
+      @api.queue_jobs(step['await_queued']).select { |j| j['class'] == step['class'] && j['args'] == step['args'] }
+          .then { |found| found.empty? ? nil : found }
+    end
+    queued.each { |job| refute job.key?(step['lacks']), job.inspect }
   end
 
   def step_expect_no_hooks(step)

@@ -172,6 +172,12 @@ impl PyWorker {
         self.0.reply_client_middleware(jid, job.as_ref());
     }
 
+    /// The client middleware raised `error` (a description) on the periodic
+    /// job `jid`: the engine pushes it as it was.
+    fn client_middleware_raised(&self, jid: &str, error: &str) {
+        self.0.client_middleware_raised(jid, error);
+    }
+
     /// The next job if one is ready now (never blocks).
     fn try_next_job(&self, py: Python<'_>) -> PyResult<(u8, Option<PyDelivery>)> {
         state(py, self.0.try_next_job())

@@ -115,6 +115,10 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
         "reply_client_middleware",
         method!(worker::RbWorker::reply_client_middleware, 2),
     )?;
+    worker.define_method(
+        "client_middleware_raised",
+        method!(worker::RbWorker::client_middleware_raised, 2),
+    )?;
     worker.define_method("quiet", method!(worker::RbWorker::quiet, 0))?;
     worker.define_method("stop", method!(worker::RbWorker::stop, 0))?;
     worker.define_method("identity", method!(worker::RbWorker::identity, 0))?;

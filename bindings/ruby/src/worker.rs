@@ -170,6 +170,10 @@ impl RbWorker {
         rb_self.0.reply_client_middleware(&jid, job.as_ref());
     }
 
+    /// The client middleware raised on the periodic job `jid`: pushed as it was.
+    pub fn client_middleware_raised(&self, jid: String, error: String) {
+        self.0.client_middleware_raised(&jid, &error);
+    }
     pub fn quiet(&self) {
         self.0.quiet();
     }

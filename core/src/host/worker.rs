@@ -165,6 +165,12 @@ impl HostWorker {
         self.handle.reply_client_middleware(jid, job);
     }
 
+    /// The host's client middleware raised on the periodic job `jid`
+    /// (`error`: what it raised): the engine pushes the job as it was.
+    pub fn client_middleware_raised(&self, jid: &str, error: &str) {
+        self.handle.client_middleware_raised(jid, error);
+    }
+
     /// Waits up to `timeout` for the engine to finish its shutdown: `None`
     /// while it runs, then its result (again on every later call).
     pub fn finished(&self, timeout: Duration) -> Option<std::result::Result<(), String>> {

@@ -3,6 +3,7 @@
 
 use crate::delivery::Delivery;
 use crate::error::Result;
+use crate::events::MiddlewareAnswer;
 use crate::handler::Outcome;
 use crate::handover::{Intake, Taken};
 use crate::shared::{BusyEntry, Lifecycle, Shared};
@@ -62,10 +63,21 @@ impl WorkerHandle {
     /// warning). An answer for a job no longer waiting (it timed out) is
     /// ignored.
     pub fn reply_client_middleware(&self, jid: &str, job: Option<serde_json::Value>) {
+        self.answer_client_middleware(jid, job.map_or(MiddlewareAnswer::Skip, MiddlewareAnswer::Push));
+    }
+
+    /// The host's client middleware raised `error` (its description) on
+    /// the periodic job `jid`: the job is pushed as it was asked about, and
+    /// the error logged. The host needs no copy of the job to fall back on.
+    pub fn client_middleware_raised(&self, jid: &str, error: &str) {
+        self.answer_client_middleware(jid, MiddlewareAnswer::Raised(error.to_string()));
+    }
+
+    fn answer_client_middleware(&self, jid: &str, answer: MiddlewareAnswer) {
         let mut waiting = self.shared.host_answer.lock().unwrap();
         if waiting.as_ref().is_some_and(|(waiting_for, _)| waiting_for == jid) {
-            if let Some((_, answer)) = waiting.take() {
-                let _ = answer.send(job);
+            if let Some((_, waiter)) = waiting.take() {
+                let _ = waiter.send(answer);
             }
         }
     }

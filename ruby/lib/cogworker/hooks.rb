@@ -111,15 +111,10 @@ module Cogworker
     end
 
     # A periodic job the worker is about to push, through the client
-    # middleware: [jid, the job or nil to push nothing]. A middleware that
-    # raises is logged and the job is pushed as it was.
+    # middleware: the job, or nil to push nothing. What a middleware raises
+    # goes to the engine, which pushes the job as it was.
     def periodic_push(job)
-      original = Marshal.load(Marshal.dump(job))
-      pushed = @client_middleware.invoke_client(job['class'], job, job['queue'])
-      [job['jid'].to_s, pushed ? job : nil]
-    rescue Exception => e # rubocop:disable Lint/RescueException -- a hook never loses a periodic run
-      Cogworker.logger.error("client middleware raised #{e.class}: #{e.message} on a periodic job; pushing it as it was")
-      [original['jid'].to_s, original]
+      @client_middleware.invoke_client(job['class'], job, job['queue']) ? job : nil
     end
 
     # Runs the hooks of one worker event (on the worker's events thread).

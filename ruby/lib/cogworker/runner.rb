@@ -146,11 +146,17 @@ module Cogworker
         break if name == 'ended'
 
         if name == 'client_middleware'
-          @native.reply_client_middleware(*@hooks.periodic_push(job))
+          answer_client_middleware(job)
         else
           @hooks.dispatch(name, job)
         end
       end
+    end
+
+    def answer_client_middleware(job)
+      @native.reply_client_middleware(job['jid'].to_s, @hooks.periodic_push(job))
+    rescue Exception => e # rubocop:disable Lint/RescueException -- a hook never loses a periodic run
+      @native.client_middleware_raised(job['jid'].to_s, "#{safe { e.class.name }}: #{safe { utf8(e.message) }}")
     end
 
     def perform(delivery)
