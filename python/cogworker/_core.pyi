@@ -1,6 +1,6 @@
 """Type stubs for the native module (bindings/python)."""
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from typing_extensions import final
@@ -80,6 +80,13 @@ class Client:
     def push_many(
         self, class_name: str, args_list: Iterable[Sequence[Any]], **options: Any
     ) -> list[str | None]: ...
+    def push_many_then(
+        self,
+        class_name: str,
+        args_list: Iterable[Sequence[Any]],
+        done: Callable[[BaseException | None, list[str | None] | None], object],
+        **options: Any,
+    ) -> None: ...
     def push_payloads(self, payloads: Iterable[dict[str, Any]]) -> list[str | None]: ...
     def status(self, jid: str) -> str: ...
     def result(self, jid: str, wait: float | None = None) -> tuple[str, Any]: ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as _dt
 import functools
 import threading
@@ -151,9 +152,18 @@ class Client:
         """
         return self.push_job(class_name, args, options(queue, retry, at, None, unique_for, result_ttl))
 
-    async def aenqueue(self, class_name: str, *args: Any, **opts: Any) -> str | None:
+    async def aenqueue(
+        self,
+        class_name: str,
+        *args: Any,
+        queue: str | None = None,
+        at: When | None = None,
+        retry: RetryOption | None = None,
+        unique_for: Delay | None = None,
+        result_ttl: Delay | None = None,
+    ) -> str | None:
         """``enqueue`` for async code: awaits the push without blocking the loop."""
-        return await off_loop(self.enqueue, class_name, *args, **opts)
+        return await self.apush_job(class_name, args, options(queue, retry, at, None, unique_for, result_ttl))
 
     async def aenqueue_many(
         self, class_name: str, args_list: Iterable[Sequence[Any]], **opts: Any
@@ -206,6 +216,23 @@ class Client:
                 return jid
         return self._push_job(class_name, args, _tracing.passed_on(opts))
 
+    async def apush_job(self, class_name: str, args: Sequence[Any], opts: dict[str, Any]) -> str | None:
+        """``push_job`` for async code. A plain push (no client middleware,
+        testing mode or recording tracer) is written by the engine while the
+        loop runs on, with no thread waiting for it: 100 coroutines pushing
+        at once are 100 pushes in flight. Others run ``push_job`` on the
+        loop's executor."""
+        if self._middleware or testing.active() or (_tracing.ENABLED and _tracing.recording()):
+            return await off_loop(self.push_job, class_name, args, opts)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[list[str | None]] = loop.create_future()
+
+        def done(error: BaseException | None, jids: list[str | None] | None) -> None:
+            loop.call_soon_threadsafe(_settle, future, error, jids)
+
+        self._native.push_many_then(class_name, [list(args)], done, **_tracing.passed_on(opts))
+        return (await future)[0]
+
     def _push_job(self, class_name: str, args: Sequence[Any], opts: dict[str, Any]) -> str | None:
         if self._middleware:
             return self._push_bulk([_core.prepare_job(class_name, args, **opts)])[0]
@@ -247,11 +274,19 @@ class Client:
         return self._native.push_payloads(payloads)
 
 
+def _settle(future: asyncio.Future[Any], error: BaseException | None, value: Any) -> None:
+    """On the loop: the engine's answer to ``future`` (unless it was cancelled)."""
+    if future.cancelled():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(value)
+
+
 async def off_loop(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``call(*args, **kwargs)`` on the running loop's executor thread: a
     push from async code never blocks its event loop."""
-    import asyncio
-
     return await asyncio.get_running_loop().run_in_executor(None, functools.partial(call, *args, **kwargs))
 
 

@@ -96,7 +96,7 @@ class JobHandle(Generic[F]):
 
     async def aenqueue(self, *args: Any) -> str | None:
         """``enqueue`` for async code: awaits the push without blocking the loop."""
-        return await off_loop(self.enqueue, *args)
+        return await self._bound().aenqueue(*args)
 
     async def aenqueue_in(self, delay: Delay, *args: Any) -> str | None:
         return await off_loop(self.enqueue_in, delay, *args)
@@ -141,7 +141,8 @@ class _Bound:
         return self._push(args, at=when)
 
     async def aenqueue(self, *args: Any) -> str | None:
-        return await off_loop(self.enqueue, *args)
+        opts = options(self.queue, self.retry, None, None, self.unique_for, self.handle.result_ttl)
+        return await default_client().apush_job(self.handle.name, args, opts)
 
 
 @overload

@@ -114,3 +114,28 @@ def test_async_code_pushes_without_blocking_its_loop(configured) -> None:
     assert all(isinstance(jid, str) for jid in (a, b, c, *many))
     api = cogworker.Api()
     assert api.queue("default")["size"] == 4 and api.queue("other")["size"] == 1
+
+
+def test_many_coroutines_push_at_once_and_a_failed_push_raises_in_its_coroutine(configured) -> None:
+    """A plain ``aenqueue`` is written by the engine with no thread
+    waiting: 100 coroutines' pushes are all in flight at once, every one
+    lands, and a push that fails raises in the coroutine that awaited it."""
+
+    async def main() -> list[str | None]:
+        return await asyncio.gather(*(nap.aenqueue(0, str(i)) for i in range(100)))
+
+    jids = asyncio.run(main())
+    assert len(set(jids)) == 100 and all(isinstance(jid, str) for jid in jids)
+    assert cogworker.Api().queue("default")["size"] == 100
+
+    async def unreachable() -> None:
+        await cogworker.Client(redis_url="redis://127.0.0.1:1/0").aenqueue("Async.Nap", 0, "x")
+
+    with pytest.raises(cogworker.RedisError, match="127.0.0.1:1"):
+        asyncio.run(unreachable())
+
+    async def invalid() -> None:
+        await nap.aenqueue(0, object())
+
+    with pytest.raises(cogworker.InvalidArgument):
+        asyncio.run(invalid())

@@ -78,6 +78,42 @@ impl PyClient {
         self.push_jobs(py, jobs)
     }
 
+    /// `push_many` without waiting: returns at once, and `done(error,
+    /// jids)` is called once the push is written or has failed (`error`:
+    /// the exception, or None). It is called on a thread of the engine's
+    /// own, never a runtime worker (it needs the GIL), for an asyncio
+    /// future to be settled with no thread of the app's waiting.
+    #[pyo3(signature = (class_name, args_list, done, **options))]
+    fn push_many_then(
+        &self,
+        class_name: &str,
+        args_list: &Bound<'_, PyAny>,
+        done: Py<PyAny>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<()> {
+        let jobs = args_list
+            .try_iter()?
+            .map(|args| request(class_name, &args?, options))
+            .collect::<PyResult<Vec<Job>>>()?;
+        let client = self.0.client().map_err(to_py)?;
+        let push = self.0.naming_redis(async move { client.push_bulk(jobs).await });
+        cogworker::runtime::global().spawn(async move {
+            let pushed = push.await;
+            tokio::task::spawn_blocking(move || {
+                Python::attach(|py| {
+                    let called = match pushed {
+                        Ok(jids) => done.call1(py, (py.None(), jids)),
+                        Err(error) => done.call1(py, (to_py(error).into_value(py), py.None())),
+                    };
+                    if let Err(error) = called {
+                        error.write_unraisable(py, Some(done.bind(py)));
+                    }
+                })
+            });
+        });
+        Ok(())
+    }
+
     /// queued, scheduled, running, retrying, dead, succeeded, failed or
     /// unknown, on this client's connection.
     fn status(&self, py: Python<'_>, jid: String) -> PyResult<String> {
