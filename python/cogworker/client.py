@@ -152,18 +152,12 @@ class Client:
         """
         return self.push_job(class_name, args, options(queue, retry, at, None, unique_for, result_ttl))
 
-    async def aenqueue(
-        self,
-        class_name: str,
-        *args: Any,
-        queue: str | None = None,
-        at: When | None = None,
-        retry: RetryOption | None = None,
-        unique_for: Delay | None = None,
-        result_ttl: Delay | None = None,
-    ) -> str | None:
-        """``enqueue`` for async code: awaits the push without blocking the loop."""
-        return await self.apush_job(class_name, args, options(queue, retry, at, None, unique_for, result_ttl))
+    async def aenqueue(self, class_name: str, *args: Any, **opts: Any) -> str | None:
+        """``enqueue`` for async code, with its options: awaits the push
+        without blocking the loop."""
+        if "delay" in opts:  # enqueue_in's, not enqueue's
+            raise TypeError("aenqueue() got an unexpected keyword argument 'delay'")
+        return await self.apush_job(class_name, args, options(**opts))
 
     async def aenqueue_many(
         self, class_name: str, args_list: Iterable[Sequence[Any]], **opts: Any
