@@ -32,15 +32,16 @@ def recording() -> bool:
     return ENABLED and not isinstance(trace.get_tracer_provider(), _NO_SDK)
 
 
-def passed_on(opts: dict[str, Any]) -> dict[str, Any]:
-    """``opts`` with the current trace context (``traceparent``,
-    ``tracestate``) when one is current and valid though nothing records
-    here (a remote parent, say): a process downstream may record."""
+def current_context() -> dict[str, str]:
+    """The trace context current here (``traceparent``, ``tracestate``) for
+    a job to carry: a push's PRODUCER span, or, where nothing records, one
+    that is current anyway (a remote parent, say), for a process downstream
+    that may record. Empty when there is none."""
     if not ENABLED or not trace.get_current_span().get_span_context().is_valid:
-        return opts
+        return {}
     carrier: dict[str, str] = {}
     TraceContextTextMapPropagator().inject(carrier)
-    return {**opts, **{k: carrier[k] for k in CONTEXT_FIELDS if k in carrier}}
+    return {k: carrier[k] for k in CONTEXT_FIELDS if k in carrier}
 
 
 def _tracer() -> Any:
@@ -54,7 +55,7 @@ def producing(class_name: str, queue: str | None, count: int = 1) -> Iterator[tu
     returns it, and its trace context (``traceparent``, ``tracestate``) for
     the jobs to carry."""
     if not recording():
-        yield None, passed_on({})
+        yield None, current_context()
         return
     queue = queue or "default"
     attributes: dict[str, Any] = {
@@ -68,9 +69,7 @@ def producing(class_name: str, queue: str | None, count: int = 1) -> Iterator[tu
     with _tracer().start_as_current_span(
         f"send {queue}", kind=SpanKind.PRODUCER, attributes=attributes
     ) as span:
-        carrier: dict[str, str] = {}
-        TraceContextTextMapPropagator().inject(carrier)
-        yield span, {k: carrier[k] for k in CONTEXT_FIELDS if k in carrier}
+        yield span, current_context()
 
 
 @contextlib.contextmanager

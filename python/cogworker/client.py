@@ -185,11 +185,11 @@ class Client:
         """Pushes one job per args tuple, all in one round trip (None for a
         unique job refused as a duplicate)."""
         opts = options(queue, retry, at, None, unique_for)
-        if _tracing.recording():
+        if _tracing.ENABLED:
             args_list = list(args_list)
             with _tracing.producing(class_name, queue, len(args_list)) as (_span, context):
                 return self._enqueue_many(class_name, args_list, {**opts, **context})
-        return self._enqueue_many(class_name, args_list, _tracing.passed_on(opts))
+        return self._enqueue_many(class_name, args_list, opts)
 
     def _enqueue_many(
         self, class_name: str, args_list: Iterable[Sequence[Any]], opts: dict[str, Any]
@@ -203,12 +203,12 @@ class Client:
     def push_job(self, class_name: str, args: Sequence[Any], opts: dict[str, Any]) -> str | None:
         """Pushes ``class_name(*args)`` with ``options(...)`` (in a PRODUCER
         span whose trace context the job carries, with OpenTelemetry)."""
-        if _tracing.recording():
+        if _tracing.ENABLED:
             with _tracing.producing(class_name, opts.get("queue")) as (span, context):
                 jid = self._push_job(class_name, args, {**opts, **context})
                 _tracing.name_message(span, jid)
                 return jid
-        return self._push_job(class_name, args, _tracing.passed_on(opts))
+        return self._push_job(class_name, args, opts)
 
     async def apush_job(self, class_name: str, args: Sequence[Any], opts: dict[str, Any]) -> str | None:
         """``push_job`` for async code. A plain push (no client middleware,
@@ -216,7 +216,7 @@ class Client:
         loop runs on, with no thread waiting for it: 100 coroutines pushing
         at once are 100 pushes in flight. Others run ``push_job`` on the
         loop's executor."""
-        if self._middleware or testing.active() or (_tracing.ENABLED and _tracing.recording()):
+        if self._middleware or testing.active() or _tracing.recording():
             return await off_loop(self.push_job, class_name, args, opts)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[list[str | None]] = loop.create_future()
@@ -224,7 +224,7 @@ class Client:
         def done(error: BaseException | None, jids: list[str | None] | None) -> None:
             loop.call_soon_threadsafe(_settle, future, error, jids)
 
-        self._native.push_many_then(class_name, [list(args)], done, **_tracing.passed_on(opts))
+        self._native.push_many_then(class_name, [list(args)], done, **opts, **_tracing.current_context())
         return (await future)[0]
 
     def _push_job(self, class_name: str, args: Sequence[Any], opts: dict[str, Any]) -> str | None:
@@ -242,16 +242,13 @@ class Client:
     def push_bulk(self, payloads: Sequence[dict[str, Any]]) -> list[str | None]:
         """Pushes raw job payloads in one round trip (in one PRODUCER span,
         with OpenTelemetry: the payloads without a trace context carry its)."""
-        if _tracing.recording() and payloads:
+        if _tracing.ENABLED and payloads:
             with _tracing.producing_payloads(payloads) as (span, traced):
                 jids = self._push_bulk(traced)
                 if len(jids) == 1:
                     _tracing.name_message(span, jids[0])
                 return jids
-        context = _tracing.passed_on({})
-        return self._push_bulk(
-            [p if "traceparent" in p else {**p, **context} for p in payloads] if context else payloads
-        )
+        return self._push_bulk(payloads)
 
     def _push_bulk(self, payloads: Sequence[dict[str, Any]]) -> list[str | None]:
         if self._middleware:

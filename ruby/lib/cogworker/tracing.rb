@@ -30,9 +30,11 @@ module Cogworker
       !(proxy && ::OpenTelemetry.tracer_provider.instance_of?(proxy))
     end
 
-    # The trace context current here (a remote parent, say) though nothing
-    # records it: a process downstream may. Empty when there is none.
-    def self.passed_on
+    # The trace context current here for a job to carry: a push's PRODUCER
+    # span, or, where nothing records, one that is current anyway (a remote
+    # parent, say), for a process downstream that may record. Empty when
+    # there is none.
+    def self.current_context
       return {} unless enabled?
 
       carrier = {}
@@ -46,16 +48,14 @@ module Cogworker
     # context (a Hash, empty when tracing is off) for the jobs to carry and
     # returns what the block returns (a jid names the span's message).
     def self.producing(class_name, queue, count = 1)
-      return yield(passed_on) unless recording?
+      return yield(current_context) unless recording?
 
       queue ||= 'default'
       attributes = { 'messaging.system' => SYSTEM, 'messaging.operation.type' => 'send',
                      'messaging.destination.name' => queue, 'cogworker.job.class' => class_name }
       attributes['messaging.batch.message_count'] = count if count > 1
       tracer.in_span("send #{queue}", attributes: attributes, kind: :producer) do |span|
-        carrier = {}
-        ::OpenTelemetry.propagation.inject(carrier)
-        result = yield carrier.slice(*CONTEXT_FIELDS)
+        result = yield current_context
         span.set_attribute('messaging.message.id', result) if result.is_a?(String)
         result
       end
