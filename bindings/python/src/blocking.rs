@@ -34,17 +34,11 @@ where
     F: std::future::Future<Output = cogworker::Result<T>> + Send + 'static,
     T: Send + 'static,
 {
-    // Most operations (a push, a status read) finish within FIRST, run on
-    // this thread with the GIL released; one that takes longer goes on
-    // where Ctrl-C can end the wait.
-    let result = match py.detach(|| host::start(future, FIRST)) {
+    // Run on this thread with the GIL released; one that takes longer goes
+    // on where Ctrl-C can end the wait.
+    let result = match py.detach(|| host::start(future, host::ON_CALLING_THREAD)) {
         Ok(result) => result,
         Err(pending) => wait(py, None, |slice| pending.poll(slice))?.expect("a wait without deadline yields"),
     };
     result.map_err(crate::errors::to_py)
 }
-
-/// How long a core operation runs on the calling thread before it is
-/// waited for in slices that look for signals (a signal handler only runs
-/// once this returns).
-const FIRST: Duration = Duration::from_millis(2);

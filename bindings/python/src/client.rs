@@ -44,6 +44,14 @@ pub fn prepare_payload<'py>(py: Python<'py>, payload: &Bound<'py, PyAny>) -> PyR
     convert::to_py(py, &job.into_value())
 }
 
+/// One job per args tuple in `args_list`, each as `request` builds it.
+fn requests(class_name: &str, args_list: &Bound<'_, PyAny>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<Job>> {
+    args_list
+        .try_iter()?
+        .map(|args| request(class_name, &args?, options))
+        .collect()
+}
+
 #[pyclass(name = "Client", module = "cogworker._core")]
 pub struct PyClient(pub Arc<Session>);
 
@@ -71,10 +79,7 @@ impl PyClient {
         args_list: &Bound<'_, PyAny>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Vec<Option<String>>> {
-        let jobs = args_list
-            .try_iter()?
-            .map(|args| request(class_name, &args?, options))
-            .collect::<PyResult<Vec<Job>>>()?;
+        let jobs = requests(class_name, args_list, options)?;
         self.push_jobs(py, jobs)
     }
 
@@ -91,10 +96,7 @@ impl PyClient {
         done: Py<PyAny>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<()> {
-        let jobs = args_list
-            .try_iter()?
-            .map(|args| request(class_name, &args?, options))
-            .collect::<PyResult<Vec<Job>>>()?;
+        let jobs = requests(class_name, args_list, options)?;
         let client = self.0.client().map_err(to_py)?;
         let push = self.0.naming_redis(async move { client.push_bulk(jobs).await });
         cogworker::runtime::global().spawn(async move {

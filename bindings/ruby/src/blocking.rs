@@ -103,23 +103,19 @@ pub fn wait<T>(
     }
 }
 
-/// How long a core operation is first waited for in a blocking region
-/// without an unblock function; most finish within it (a push, a status:
-/// one round trip). Measured on Ruby 3.1.2, 30,000 `status` calls on a
-/// loopback Redis: 140 µs each in a region with an unblock function, 86 µs
-/// in one without (as long as holding the GVL). Such a wait cannot be
-/// interrupted (Ctrl-C, `Thread#kill`, `Timeout`), so it is this short; an
-/// operation still running then goes on in the interruptible wait above.
-const UNINTERRUPTIBLE_FIRST: Duration = Duration::from_millis(2);
-
-/// Runs a core operation to completion: briefly without the GVL and
-/// uninterruptible, then waiting as above.
+/// Runs a core operation to completion: for `host::ON_CALLING_THREAD` on
+/// this thread, without the GVL in a blocking region with no unblock
+/// function, then, if still running, in the interruptible wait above.
+/// Measured on Ruby 3.1.2, 30,000 `status` calls on a loopback Redis: 140 µs
+/// each in a region with an unblock function, 86 µs in one without (as
+/// long as holding the GVL). Such a region cannot be interrupted (Ctrl-C,
+/// `Thread#kill`, `Timeout`), hence its short bound.
 pub fn run<F, T>(ruby: &Ruby, future: F) -> Result<T, Error>
 where
     F: std::future::Future<Output = cogworker::Result<T>> + Send + 'static,
     T: Send + 'static,
 {
-    let result = match uninterruptible(|| host::start(future, UNINTERRUPTIBLE_FIRST)) {
+    let result = match uninterruptible(|| host::start(future, host::ON_CALLING_THREAD)) {
         Ok(result) => result,
         Err(pending) => wait(ruby, None, |slice| pending.poll(slice))?.expect("a wait without deadline yields"),
     };

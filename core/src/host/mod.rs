@@ -48,5 +48,5 @@ pub use periodic::periodic_entry;
 pub use push::{payload_job, prepared, PushRequest};
 pub use session::{in_runtime, Session};
 pub use version::{check_version, VERSION};
-pub use wait::{deadline_after, spawn, start, wait, Pending, Waited};
+pub use wait::{deadline_after, spawn, start, wait, Pending, Waited, ON_CALLING_THREAD};
 pub use worker::{HostWorker, NextEvent, WORKER_SIGNALS};

@@ -84,6 +84,12 @@ where
     Pending(rx)
 }
 
+/// How long the bindings run a core operation on the calling thread
+/// ([`start`]) before waiting for it where the host can interrupt the wait:
+/// most operations (a push, a status read: one round trip) finish within
+/// it, and a host's signals wait at most this long.
+pub const ON_CALLING_THREAD: Duration = Duration::from_millis(2);
+
 /// A core operation run on the calling (host) thread for up to `first`,
 /// with no hop to a runtime thread and back: a push or a status read then
 /// costs its round trip to Redis and little else. One still running after
