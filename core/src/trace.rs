@@ -14,6 +14,7 @@
 
 use crate::handler::Failure;
 use crate::job::Job;
+use serde_json::{Map, Value};
 use tracing::field::Empty;
 use tracing::Span;
 
@@ -119,6 +120,46 @@ pub(crate) fn push_span(jobs: &mut [Job]) -> Span {
     #[cfg(feature = "opentelemetry")]
     otel::inject(&span, jobs);
     span
+}
+
+/// The PRODUCER span a host opens with its own OpenTelemetry API around a
+/// push of `count` jobs of `class` to `queue` (`None`: the default queue):
+/// its name and attributes, the same as the Rust client's own push span.
+pub fn host_push_span(class: &str, queue: Option<&str>, count: usize) -> (String, Map<String, Value>) {
+    let queue = queue.unwrap_or("default");
+    let mut attributes = Map::new();
+    attributes.insert("messaging.system".into(), "cogworker".into());
+    attributes.insert("messaging.operation.type".into(), "send".into());
+    attributes.insert("messaging.destination.name".into(), queue.into());
+    attributes.insert("cogworker.job.class".into(), class.into());
+    if count > 1 {
+        attributes.insert("messaging.batch.message_count".into(), count.into());
+    }
+    (format!("send {queue}"), attributes)
+}
+
+/// A span a host opens with its own OpenTelemetry API: its name, its
+/// attributes, and (around a job) the trace context to continue.
+pub type HostSpan = (String, Map<String, Value>, Map<String, Value>);
+
+/// The CONSUMER span a host opens around `job`'s handler: its name, its
+/// attributes (the same as the Rust worker's own job span) and the trace context the job
+/// carries (`traceparent`, `tracestate`: the parent to continue), for the
+/// host's propagator to extract.
+pub fn host_job_span(job: &Job) -> HostSpan {
+    let queue = job.queue_name();
+    let mut attributes = Map::new();
+    attributes.insert("messaging.system".into(), "cogworker".into());
+    attributes.insert("messaging.operation.type".into(), "process".into());
+    attributes.insert("messaging.destination.name".into(), queue.into());
+    attributes.insert("messaging.message.id".into(), job.jid_str().into());
+    attributes.insert("cogworker.job.class".into(), job.display_class().into());
+    attributes.insert("cogworker.job.retry_count".into(), job.retry_count().into());
+    let carrier = [TRACEPARENT, TRACESTATE]
+        .into_iter()
+        .filter_map(|field| Some((field.to_string(), Value::from(job.str_field(field)?))))
+        .collect();
+    (format!("process {queue}"), attributes, carrier)
 }
 
 #[cfg(feature = "opentelemetry")]

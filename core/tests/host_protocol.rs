@@ -257,3 +257,76 @@ async fn rust_panics_anywhere_are_filed_and_the_worker_runs_on_at_full_concurren
     handle.stop();
     running.await.unwrap().unwrap();
 }
+
+/// The slot loop and the settle rule both hosts run (`host/slot.rs`), from
+/// Rust closures standing in for a host: a handler that returns, one that
+/// raises, one whose value JSON cannot hold (its failure is described from
+/// the core's error), one whose failure stops the worker; then the join
+/// sees every slot out of its loop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_host_slot_loop_settles_each_delivery_by_how_its_handler_ended() {
+    use cogworker::host::{Described, Ended, HostFailure, HostValue, HostWorker};
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    for class in ["Returns", "Raises", "NotJson"] {
+        client.push(Job::new(class).result_ttl(60.0)).await.unwrap();
+    }
+    let worker = Arc::new(HostWorker::new(config, &["Returns", "Raises", "NotJson", "Exits"], &[], false).unwrap());
+    worker.start().unwrap();
+    let slot = {
+        let worker = worker.clone();
+        std::thread::spawn(move || {
+            worker.run_slot(
+                |slice| Ok::<_, String>(worker.next_job(slice)),
+                |delivery| {
+                    let ended = match delivery.info.class.as_str() {
+                        "Returns" => Ended::Returned(HostValue::Int(7)),
+                        "NotJson" => Ended::Returned(HostValue::Float(f64::NAN)),
+                        other => Ended::Raised(format!("{other}Error")),
+                    };
+                    let stops = delivery.info.class == "Exits";
+                    worker.performed(
+                        &delivery,
+                        ended,
+                        |value| value,
+                        |error| format!("cogworker::InvalidArgument: {error}"),
+                        |raised| {
+                            Some(Described {
+                                failure: HostFailure {
+                                    class: Some(raised),
+                                    message: Some("it failed".into()),
+                                    ..Default::default()
+                                },
+                                stops_worker: stops,
+                            })
+                        },
+                    );
+                    Ok(())
+                },
+            )
+        })
+    };
+    wait_for_stats(&api, 1, 2).await;
+    let classes = retried_error_classes(&api).await;
+    assert_eq!(classes[0], "RaisesError");
+    assert!(
+        classes[1].starts_with("cogworker::InvalidArgument: invalid argument result"),
+        "{classes:?}"
+    );
+    // A failure that stops the worker (SystemExit, Ruby's `exit`).
+    client.push(Job::new("Exits")).await.unwrap();
+    let finished = tokio::task::spawn_blocking({
+        let worker = worker.clone();
+        move || worker.finished(Duration::from_secs(15))
+    });
+    assert_eq!(finished.await.unwrap(), Some(Ok(())));
+    assert!(
+        tokio::task::spawn_blocking(move || worker.join(Duration::from_secs(5), true))
+            .await
+            .unwrap()
+    );
+    assert_eq!(slot.join().unwrap(), Ok(()));
+    assert_eq!(api.stats().await.unwrap().failed, 3);
+}

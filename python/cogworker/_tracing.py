@@ -10,6 +10,8 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from . import _core
+
 try:
     from opentelemetry import trace
     from opentelemetry.trace import SpanKind, Status, StatusCode
@@ -18,7 +20,6 @@ except ImportError:  # pragma: no cover - exercised where the library is absent
     trace = None  # type: ignore[assignment]
 
 ENABLED = trace is not None
-SYSTEM = "cogworker"
 # The payload fields that carry a job's W3C trace context.
 CONTEXT_FIELDS = ("traceparent", "tracestate")
 # The API's own providers: with one of them no SDK is set up.
@@ -49,26 +50,16 @@ def _tracer() -> Any:
 
 
 @contextlib.contextmanager
-def producing(class_name: str, queue: str | None, count: int = 1) -> Iterator[tuple[Any, dict[str, str]]]:
-    """A PRODUCER span around a push of ``count`` jobs; yields the span
-    (None when tracing is off) for the caller to name the jid once the push
-    returns it, and its trace context (``traceparent``, ``tracestate``) for
-    the jobs to carry."""
+def producing(class_name: str, queue: Any, count: int = 1) -> Iterator[tuple[Any, dict[str, str]]]:
+    """A PRODUCER span around a push of ``count`` jobs (named and described
+    by the core); yields the span (None when tracing is off) for the caller
+    to name the jid once the push returns it, and its trace context
+    (``traceparent``, ``tracestate``) for the jobs to carry."""
     if not recording():
         yield None, current_context()
         return
-    queue = queue or "default"
-    attributes: dict[str, Any] = {
-        "messaging.system": SYSTEM,
-        "messaging.operation.type": "send",
-        "messaging.destination.name": queue,
-        "cogworker.job.class": class_name,
-    }
-    if count > 1:
-        attributes["messaging.batch.message_count"] = count
-    with _tracer().start_as_current_span(
-        f"send {queue}", kind=SpanKind.PRODUCER, attributes=attributes
-    ) as span:
+    name, attributes = _core.producer_span(class_name, queue, count)
+    with _tracer().start_as_current_span(name, kind=SpanKind.PRODUCER, attributes=attributes) as span:
         yield span, current_context()
 
 
@@ -78,8 +69,7 @@ def producing_payloads(payloads: Sequence[dict[str, Any]]) -> Iterator[tuple[Any
     those without a trace context of their own given the span's (copies:
     the caller's dicts are left as they were)."""
     first = payloads[0] if payloads else {}
-    queue = first.get("queue") if isinstance(first.get("queue"), str) else None
-    with producing(str(first.get("class", "")), queue, len(payloads)) as (span, context):
+    with producing(str(first.get("class", "")), first.get("queue"), len(payloads)) as (span, context):
         if not context:
             yield span, list(payloads)
             return
@@ -92,26 +82,17 @@ def name_message(span: Any, jid: str | None) -> None:
 
 
 @contextlib.contextmanager
-def consuming(job: Any) -> Iterator[None]:
-    """A CONSUMER span around a handler, child of the pushing span when the
-    payload carries its context; a failure sets its status and records the
-    exception."""
-    if not recording():
+def consuming(delivery: Any) -> Iterator[None]:
+    """A CONSUMER span around a handler (named and described by the core),
+    child of the pushing span when the job carries its context; a failure
+    sets its status and records the exception."""
+    if not recording() or (span_of := delivery.job_span) is None:
         yield
         return
-    payload = job.payload
-    carrier = {k: payload[k] for k in CONTEXT_FIELDS if isinstance(payload.get(k), str)}
+    name, attributes, carrier = span_of
     parent = TraceContextTextMapPropagator().extract(carrier) if carrier else None
-    attributes = {
-        "messaging.system": SYSTEM,
-        "messaging.operation.type": "process",
-        "messaging.destination.name": job.queue,
-        "messaging.message.id": job.jid,
-        "cogworker.job.class": job.class_name,
-        "cogworker.job.retry_count": job.retry_count,
-    }
     with _tracer().start_as_current_span(
-        f"process {job.queue}",
+        name,
         context=parent,
         kind=SpanKind.CONSUMER,
         attributes=attributes,

@@ -19,7 +19,6 @@ import logging
 import os
 import sys
 import threading
-import time
 import traceback
 from typing import Any, Callable, TypeVar
 
@@ -32,8 +31,6 @@ from .job import JobHandle, registry
 
 logger = logging.getLogger("cogworker")
 
-_JOB, _IDLE, _STOPPED = 0, 1, 2
-_NEXT_JOB_WAIT = 0.5
 T = TypeVar("T")
 
 
@@ -96,7 +93,6 @@ class Worker:
             self.config, sorted(self._handlers), periodic_entries(), bool(self.hooks.client_middleware)
         )
         self._threads: list[threading.Thread] = []
-        self._events_thread: threading.Thread | None = None
         self._loop = EventLoop(self.config.get("async_concurrency"))
         self._coroutine_handlers = {
             name for name, handle in self._handlers.items() if inspect.iscoroutinefunction(handle.func)
@@ -130,18 +126,14 @@ class Worker:
                 self.stop()
                 raise RuntimeError(f"cogworker: could not start slot thread {i}: {error}") from error
             self._threads.append(thread)
-        self._events_thread = threading.Thread(
-            target=self._events, args=(self._native.next_event,), name="cogworker.events", daemon=True
-        )
-        self._events_thread.start()
-        # The periodic ticker's requests to the client middleware, apart:
-        # never behind an app's hook on the events thread.
-        threading.Thread(
-            target=self._events,
-            args=(self._native.next_client_middleware,),
-            name="cogworker.client-middleware",
-            daemon=True,
-        ).start()
+        # The application's hooks run on an events thread; the periodic
+        # ticker's requests to the client middleware on one apart, never
+        # behind an app's hook.
+        for name, target, hook in (
+            ("cogworker.events", self._native.run_events, self.hooks.dispatch),
+            ("cogworker.client-middleware", self._native.run_client_middleware, self.hooks.periodic_push),
+        ):
+            threading.Thread(target=target, args=(hook,), name=name, daemon=True).start()
         # Plain atexit runs after non-daemon threads are joined: too late.
         threading._register_atexit(self._stop_at_exit)  # type: ignore[attr-defined]
         logger.info(
@@ -177,18 +169,13 @@ class Worker:
         return int(self._native.given_back)
 
     def join(self, timeout: float = 5.0, slots: bool = True) -> bool:
-        """After ``wait``: joins the slot threads (unless ``slots`` is
-        False: they run handlers whose jobs were given back) and the
-        events thread, all against one deadline; False if some slot is
+        """After ``wait``: waits for the slot threads (unless ``slots`` is
+        False: they run handlers whose jobs were given back) and the events
+        threads to finish, all against one deadline; False if some slot is
         stuck in a handler."""
-        deadline = time.monotonic() + timeout
-        for thread in self._threads if slots else ():
-            thread.join(max(0.0, deadline - time.monotonic()))
-        if self._events_thread is not None:
-            # The shutdown hooks run there; give them the rest of the time.
-            self._events_thread.join(max(0.0, deadline - time.monotonic()))
+        joined = self._native.join(timeout, slots)
         self._loop.cancel_all()
-        return not any(t.is_alive() for t in self._threads)
+        return joined
 
     def run(self) -> None:
         """Starts, then blocks until stopped (``stop()``, a remote stop, or
@@ -237,40 +224,13 @@ class Worker:
         self._native.wait(self.config.get("shutdown_timeout") + 20.0)
 
     def _slot(self) -> None:
-        native = self._native
-        while True:
-            # Fast path: a job that is ready is taken without releasing the
-            # GIL; only an idle slot waits (with the GIL released).
-            state, delivery = native.try_next_job()
-            if state == _IDLE:
-                state, delivery = native.next_job(_NEXT_JOB_WAIT)
-            if state == _JOB:
-                self._perform(delivery)
-            elif state == _STOPPED:
-                return
+        self._native.run_slot(self._perform, self._describe)
 
-    def _events(self, next_event: Callable[[float], tuple[str, dict[str, Any] | None] | None]) -> None:
-        """Runs the application's hooks on the events ``next_event`` reads
-        until the engine has shut down and every event was handled."""
-        while True:
-            event = next_event(_NEXT_JOB_WAIT)
-            if event is None:
-                continue
-            name, job = event
-            if name == "ended":
-                return
-            if name == "client_middleware":
-                job = job or {}
-                jid = str(job.get("jid", ""))
-                try:
-                    self._native.reply_client_middleware(jid, self.hooks.periodic_push(job))
-                except BaseException as error:  # noqa: BLE001 - a hook never loses a periodic run
-                    error_class, message = describe_error(error)
-                    self._native.client_middleware_raised(jid, f"{error_class}: {message}")
-                continue
-            self.hooks.dispatch(name, job)
-
-    def _perform(self, delivery: Any) -> None:
+    def _perform(self, delivery: Any) -> Any:
+        """Runs the delivery's handler (through the server middleware, in a
+        CONSUMER span when tracing records) and returns its value; the core
+        settles it. A coroutine handler is handed to the event loop, which
+        settles it there."""
         class_name, jid, _, _, args = delivery.info
         if class_name in self._coroutine_handlers and (
             not self.hooks.server_middleware or self.hooks.server_middleware.all_async()
@@ -284,45 +244,32 @@ class Worker:
             )
             if not handed_over:
                 delivery.abandon("stopping before the event loop had room for it")  # left for the requeue
-            return
-        handle: JobHandle[Any] | None = None
-        job: RunningJob | None = None
-        current = None
+            return None
+        handle = self._handlers[class_name]
+        current = _hooks.set_current((delivery, args, self._identity))
         try:
-            handle = self._handlers[class_name]
-            current = _hooks.set_current((delivery, args, self._identity))
             if self.hooks.server_middleware or (_tracing.ENABLED and _tracing.recording()):
-                job = running = RunningJob.of(delivery, args, self._identity)
-                with _tracing.consuming(job):
-                    value = self.hooks.server_middleware.invoke(job, lambda: self._call(handle, running.args))
-            else:
-                value = self._call(handle, args)
-        except BaseException as error:  # noqa: BLE001 - every way a handler ends is recorded
-            self._record_failure(delivery, handle, job, error)
-        else:
-            self._complete(delivery, handle, job, value)
+                job = RunningJob.of(delivery, args, self._identity)
+                with _tracing.consuming(delivery):
+                    return self.hooks.server_middleware.invoke(job, lambda: self._call(handle, job.args))
+            return self._call(handle, args)
         finally:
-            if current is not None:
-                current.var.reset(current)
-            delivery.abandon("the Python slot ended without settling it")  # no-op once settled
+            current.var.reset(current)
 
     async def _perform_coroutine(self, delivery: Any) -> None:
         """An ``async def`` handler's job, as a task on the loop: settled
-        here, however it ends."""
+        here, however it ends, by the core's rule."""
         import asyncio
 
         class_name, _, _, _, args = delivery.info
         handle = self._handlers[class_name]
-        job: RunningJob | None = None
         try:
             # This task's own context: no reset needed.
             _hooks.set_current((delivery, args, self._identity))
             if self.hooks.server_middleware or (_tracing.ENABLED and _tracing.recording()):
-                job = running = RunningJob.of(delivery, args, self._identity)
-                with _tracing.consuming(job):
-                    value = await self.hooks.server_middleware.ainvoke(
-                        job, lambda: handle.func(*running.args)
-                    )
+                job = RunningJob.of(delivery, args, self._identity)
+                with _tracing.consuming(delivery):
+                    value = await self.hooks.server_middleware.ainvoke(job, lambda: handle.func(*job.args))
             else:
                 value = await handle.func(*args)
         except asyncio.CancelledError as error:
@@ -331,54 +278,19 @@ class Worker:
                 # back on its queue; it is not a failure.
                 delivery.abandon("cancelled after the shutdown deadline")
             else:
-                self._record_failure(delivery, handle, job, error)
+                self._native.settle(delivery, False, error, self._describe)
         except BaseException as error:  # noqa: BLE001 - every way a handler ends is recorded
-            self._record_failure(delivery, handle, job, error)
+            self._native.settle(delivery, False, error, self._describe)
         else:
-            self._complete(delivery, handle, job, value)
-        finally:
-            delivery.abandon("the coroutine ended without settling it")  # no-op once settled
+            self._native.settle(delivery, True, value, self._describe)
 
-    def _complete(
-        self, delivery: Any, handle: JobHandle[Any] | None, job: RunningJob | None, value: Any
-    ) -> None:
-        """Success; the returned value is kept for a job with ``result_ttl``
-        (one JSON cannot hold fails the job instead, naming ``result``)."""
-        if not delivery.wants_result:
-            delivery.complete()
-            return
-        try:
-            delivery.complete_with(value)
-        except _core.InvalidArgument as error:
-            self._record_failure(delivery, handle, job, error)
-
-    def _record_failure(
-        self, delivery: Any, handle: JobHandle[Any] | None, job: RunningJob | None, error: BaseException
-    ) -> None:
-        _, _, _, retry_count, args = delivery.info
+    def _describe(self, delivery: Any, error: BaseException) -> tuple[Any, Any, list[str], Any, bool]:
+        """What the core records of a failure, after the error handlers ran:
+        ``(error_class, message, backtrace, retry_in, stops_worker)``."""
+        class_name, _, _, retry_count, args = delivery.info
         if self.hooks.error_handlers:
-            job = job or RunningJob.of(delivery, args, self._identity)
-            self.hooks.report_error(error, job)
-        self._fail(delivery, retry_count, handle, error)
-        if isinstance(error, (SystemExit, KeyboardInterrupt)):
-            logger.warning("%s raised by a job: stopping the worker gracefully", type(error).__name__)
-            self.stop()
-
-    def _call(self, handle: JobHandle[Any] | None, args: list[Any]) -> Any:
-        """The handler's value (an awaitable it returns is run to the end)."""
-        assert handle is not None
-        result = handle.func(*args)
-        if inspect.isawaitable(result):
-            return self._loop.run(result)
-        return result
-
-    def _fail(
-        self,
-        delivery: Any,
-        retry_count: int,
-        handle: JobHandle[Any] | None,
-        error: BaseException,
-    ) -> None:
+            self.hooks.report_error(error, RunningJob.of(delivery, args, self._identity))
+        handle = self._handlers.get(class_name)
         retry_in: Any = None
         if handle is not None and handle.retry_in is not None:
             try:
@@ -391,4 +303,11 @@ class Worker:
         lines = _safe(lambda: app_traceback(error)) or []
         backtrace = [_text(part) for chunk in lines for part in chunk.rstrip("\n").split("\n")]
         # Logged once, by the engine (class, message, jid, what happens next).
-        delivery.fail(error_class, message, backtrace, retry_in)
+        return error_class, message, backtrace, retry_in, isinstance(error, (SystemExit, KeyboardInterrupt))
+
+    def _call(self, handle: JobHandle[Any], args: list[Any]) -> Any:
+        """The handler's value (an awaitable it returns is run to the end)."""
+        result = handle.func(*args)
+        if inspect.isawaitable(result):
+            return self._loop.run(result)
+        return result

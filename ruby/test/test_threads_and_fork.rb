@@ -8,7 +8,7 @@ class TestThreadsAndFork < Minitest::Test
   def test_thread_kill_of_a_thread_waiting_for_a_job_returns_promptly
     worker = Cogworker::Native::Worker.new(Cogworker.config.native, [], [], false)
     worker.start
-    waiting = Thread.new { worker.next_job(30) }
+    waiting = Thread.new { worker.run_slot(->(_) {}, ->(_, _) {}) }
     sleep 0.3
     started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
     waiting.kill

@@ -42,3 +42,20 @@ pub fn to_py(error: cogworker::Error) -> PyErr {
     });
     err
 }
+
+/// What `error` says, as a log line names it: `module.Class: message`
+/// (either part replaced when reading it raises).
+pub fn describe(py: Python<'_>, error: &PyErr) -> String {
+    let kind = error.get_type(py);
+    let class = match (kind.module(), kind.qualname()) {
+        (Ok(module), Ok(name)) if module != "builtins" && module != "__main__" => format!("{module}.{name}"),
+        (_, Ok(name)) => name.to_string(),
+        _ => "(unknown error)".to_string(),
+    };
+    let message = error
+        .value(py)
+        .str()
+        .map(|text| text.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "(the message could not be read)".to_string());
+    format!("{class}: {message}")
+}

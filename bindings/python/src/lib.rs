@@ -82,6 +82,20 @@ fn settings_from_flags(py: Python<'_>, given: Vec<(String, Vec<String>)>) -> PyR
         .collect()
 }
 
+/// `(name, attributes)` of the PRODUCER span around a push of `count`
+/// jobs of `class_name` to `queue` (not text: the default queue).
+#[pyfunction]
+fn producer_span<'py>(
+    py: Python<'py>,
+    class_name: &str,
+    queue: Option<&Bound<'py, PyAny>>,
+    count: usize,
+) -> PyResult<(String, Bound<'py, PyAny>)> {
+    let queue = queue.and_then(|q| q.extract::<String>().ok());
+    let (name, attributes) = cogworker::host::host_push_span(class_name, queue.as_deref(), count);
+    Ok((name, convert::map_to_py(py, &attributes)?))
+}
+
 /// `(name, help)` of every setting.
 #[pyfunction]
 fn settings() -> Vec<(&'static str, &'static str)> {
@@ -109,6 +123,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<periodic::PyPeriodic>()?;
     m.add_function(wrap_pyfunction!(periodic::entry, m)?)?;
     m.add_function(wrap_pyfunction!(settings, m)?)?;
+    m.add_function(wrap_pyfunction!(producer_span, m)?)?;
     m.add_function(wrap_pyfunction!(worker_flags, m)?)?;
     m.add_function(wrap_pyfunction!(settings_from_flags, m)?)?;
     m.add_function(wrap_pyfunction!(client::prepare_job, m)?)?;

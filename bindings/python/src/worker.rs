@@ -1,21 +1,18 @@
-//! `Worker` and `Delivery`: the core's host worker. Python threads take
-//! deliveries with `next_job` (the GIL released while waiting) and settle
-//! each once with `complete`, `fail` or `abandon`; one collected unsettled
-//! is abandoned by the core.
+//! `Worker` and `Delivery`: the core's host worker. Python threads run the
+//! core's slot loop (`run_slot`, the GIL released while waiting), which
+//! calls the package's `perform` for each delivery and settles it once by
+//! the core's rule; the events threads run the core's events loop. One
+//! delivery collected unsettled is abandoned by the core.
 
 use crate::blocking;
 use crate::config::PyConfig;
 use crate::convert;
 use crate::errors::to_py;
 use crate::periodic::PyPeriodic;
-use cogworker::host::{HostDelivery, HostFailure, HostWorker};
-use cogworker::NextJob;
+use cogworker::host::{Described, Ended, HostDelivery, HostFailure, HostWorker, NextEvent};
+use cogworker::WorkerEvent;
 use pyo3::prelude::*;
-
-/// `next_job` states (a private protocol with `cogworker/worker.py`).
-const JOB: u8 = 0;
-const IDLE: u8 = 1;
-const STOPPED: u8 = 2;
+use std::time::Duration;
 
 #[pyclass(name = "Delivery", module = "cogworker._core")]
 pub struct PyDelivery {
@@ -58,43 +55,26 @@ impl PyDelivery {
             .transpose()
     }
 
+    /// `(name, attributes, carrier)` of the CONSUMER span around its
+    /// handler (`carrier`: the trace context it carries); None once settled.
+    #[getter]
+    fn job_span<'py>(&self, py: Python<'py>) -> PyResult<Option<Span<'py>>> {
+        self.delivery
+            .job_span()
+            .map(|(name, attributes, carrier)| {
+                Ok((
+                    name,
+                    convert::map_to_py(py, &attributes)?,
+                    convert::map_to_py(py, &carrier)?,
+                ))
+            })
+            .transpose()
+    }
+
     /// It goes on as a coroutine on the host's event loop: its thread slot
     /// is freed for another job at once.
     fn detach(&self) {
         self.delivery.detach();
-    }
-
-    /// Does the job keep its result (`result_ttl`)? Then call
-    /// `complete_with(value)`.
-    #[getter]
-    fn wants_result(&self) -> bool {
-        self.delivery.wants_result()
-    }
-
-    /// The job succeeded and returned `value`, kept as its result. Raises
-    /// (without settling) if JSON cannot hold the value.
-    fn complete_with(&self, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.delivery.complete_with(&convert::value(value)).map_err(to_py)
-    }
-
-    /// The job succeeded.
-    fn complete(&self) -> PyResult<()> {
-        self.delivery.complete().map_err(to_py)
-    }
-
-    /// The job failed. Each piece may be None (reading it raised);
-    /// `retry_in` is what the retry hook returned; the core checks it.
-    fn fail(
-        &self,
-        error_class: &Bound<'_, PyAny>,
-        message: &Bound<'_, PyAny>,
-        backtrace: &Bound<'_, PyAny>,
-        retry_in: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        let [class, message, backtrace, retry] = [error_class, message, backtrace, retry_in].map(convert::value);
-        self.delivery
-            .fail(HostFailure::from_values(class, message, backtrace, retry))
-            .map_err(to_py)
     }
 
     /// The handler ended without an outcome (`how` says how); nothing once
@@ -102,14 +82,6 @@ impl PyDelivery {
     fn abandon(&self, how: &str) {
         self.delivery.abandon(how);
     }
-}
-
-fn state(py: Python<'_>, next: NextJob) -> PyResult<(u8, Option<PyDelivery>)> {
-    Ok(match next {
-        NextJob::Job(delivery) => (JOB, Some(PyDelivery::new(py, HostDelivery::new(delivery))?)),
-        NextJob::Idle => (IDLE, None),
-        NextJob::Stopped => (STOPPED, None),
-    })
 }
 
 #[pyclass(name = "Worker", module = "cogworker._core")]
@@ -140,47 +112,93 @@ impl PyWorker {
         self.0.start().map_err(to_py)
     }
 
-    /// Waits up to `timeout` seconds: `(0, delivery)`, `(1, None)` when idle,
-    /// `(2, None)` when the worker is stopping.
-    fn next_job(&self, py: Python<'_>, timeout: f64) -> PyResult<(u8, Option<PyDelivery>)> {
-        let next = blocking::wait(py, Some(timeout), |slice| self.0.next_job(slice))?;
-        state(py, next.unwrap_or(NextJob::Idle))
+    /// Runs this thread as one of the worker's slots until it stops:
+    /// `perform(delivery)` runs the job's handler and returns its value (or
+    /// raises); `describe(delivery, error)` runs the error handlers and
+    /// says what to record: `(error_class, message, backtrace, retry_in,
+    /// stops_worker)`. The core settles each delivery once.
+    fn run_slot(&self, py: Python<'_>, perform: &Bound<'_, PyAny>, describe: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.0.run_slot(
+            |slice| blocking::wait(py, Some(slice.as_secs_f64()), |s| self.0.next_job(s)),
+            |delivery| {
+                let delivery = Bound::new(py, PyDelivery::new(py, delivery)?)?;
+                let ended = match perform.call1((&delivery,)) {
+                    Ok(value) => Ended::Returned(value),
+                    Err(error) => Ended::Raised(error),
+                };
+                settle(py, &self.0, &delivery, ended, describe, true);
+                Ok(())
+            },
+        )
     }
 
-    /// Waits up to `timeout` seconds for a worker event: `(name, job)`
-    /// (a dict for "death" only), `("ended", None)` once the engine has
-    /// shut down and every event was read, None meanwhile.
-    fn next_event<'py>(&self, py: Python<'py>, timeout: f64) -> PyResult<Option<Event<'py>>> {
-        let next = blocking::wait(py, Some(timeout), |slice| self.0.next_event(slice).into_parts())?;
-        next.map(|parts| event(py, parts)).transpose()
+    /// Settles `delivery` by how its handler (a coroutine, on the event
+    /// loop) ended: it returned `outcome`, or raised it; as `run_slot` does.
+    fn settle(
+        &self,
+        py: Python<'_>,
+        delivery: &Bound<'_, PyDelivery>,
+        returned: bool,
+        outcome: Bound<'_, PyAny>,
+        describe: &Bound<'_, PyAny>,
+    ) {
+        let ended = if returned {
+            Ended::Returned(outcome)
+        } else {
+            Ended::Raised(PyErr::from_value(outcome))
+        };
+        settle(py, &self.0, delivery, ended, describe, false);
     }
 
-    /// As `next_event`, for the periodic jobs for the client middleware
-    /// alone (`("client_middleware", job)`), on a thread of their own.
-    fn next_client_middleware<'py>(&self, py: Python<'py>, timeout: f64) -> PyResult<Option<Event<'py>>> {
-        let next = blocking::wait(py, Some(timeout), |slice| {
-            self.0.next_client_middleware(slice).into_parts()
-        })?;
-        next.map(|parts| event(py, parts)).transpose()
+    /// Runs this thread as the worker's events thread until the engine has
+    /// shut down and every event was handled: `dispatch(name, job)` runs
+    /// the application's hooks for each (`job`: a dict for "death").
+    fn run_events(&self, py: Python<'_>, dispatch: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.0.run_events(
+            |slice| next_event(py, slice, |s| self.0.next_event(s)),
+            |event| {
+                let Some((name, job)) = NextEvent::Event(event).into_parts() else {
+                    return Ok(());
+                };
+                let called = job
+                    .map(|job| convert::to_py(py, &job))
+                    .transpose()
+                    .and_then(|job| dispatch.call1((name, job)));
+                if let Err(error) = called {
+                    error.write_unraisable(py, Some(dispatch));
+                }
+                Ok(())
+            },
+        )
     }
 
-    /// The client middleware's answer for the periodic job `jid` (a
-    /// ``client_middleware`` event): the job, or None to push nothing.
-    #[pyo3(signature = (jid, job=None))]
-    fn reply_client_middleware(&self, jid: &str, job: Option<&Bound<'_, PyAny>>) {
-        let job = job.map(convert::value);
-        self.0.reply_client_middleware(jid, job.as_ref());
+    /// Runs this thread for the periodic jobs the worker pushes through the
+    /// client middleware: `push(job)` returns the job to push, or None to
+    /// push nothing; one that raises is pushed as it was.
+    fn run_client_middleware(&self, py: Python<'_>, push: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.0.run_events(
+            |slice| next_event(py, slice, |s| self.0.next_client_middleware(s)),
+            |event| {
+                let WorkerEvent::ClientMiddleware { job } = event else {
+                    return Ok(());
+                };
+                let answer = match convert::to_py(py, &job).and_then(|dict| push.call1((dict,))) {
+                    Ok(pushed) if pushed.is_none() => Ok(None),
+                    Ok(pushed) => Ok(Some(convert::value(&pushed))),
+                    Err(error) => Err(crate::errors::describe(py, &error)),
+                };
+                self.0.answer_client_middleware(&job, answer);
+                Ok(())
+            },
+        )
     }
 
-    /// The client middleware raised `error` (a description) on the periodic
-    /// job `jid`: the engine pushes it as it was.
-    fn client_middleware_raised(&self, jid: &str, error: &str) {
-        self.0.client_middleware_raised(jid, error);
-    }
-
-    /// The next job if one is ready now (never blocks).
-    fn try_next_job(&self, py: Python<'_>) -> PyResult<(u8, Option<PyDelivery>)> {
-        state(py, self.0.try_next_job())
+    /// After the engine's shutdown: waits (the GIL released) until the slot
+    /// threads (unless `slots` is False) and events threads have left
+    /// their loops, up to `timeout` seconds; whether every slot did.
+    fn join(&self, py: Python<'_>, timeout: f64, slots: bool) -> bool {
+        let timeout = Duration::from_secs_f64(timeout.clamp(0.0, 1e9));
+        py.detach(|| self.0.join(timeout, slots))
     }
 
     /// Waits up to `timeout` seconds for the engine to finish its shutdown;
@@ -241,10 +259,66 @@ impl PyWorker {
     }
 }
 
-/// A worker event as Python sees it: its name, and the job (a dict) for
-/// "death" and "client_middleware".
-type Event<'py> = (&'static str, Option<Bound<'py, PyAny>>);
+/// A span's name, attributes and carried trace context, as dicts.
+type Span<'py> = (String, Bound<'py, PyAny>, Bound<'py, PyAny>);
 
-fn event<'py>(py: Python<'py>, (name, job): (&'static str, Option<serde_json::Value>)) -> PyResult<Event<'py>> {
-    Ok((name, job.map(|job| convert::to_py(py, &job)).transpose()?))
+/// A wait for the next event, in slices that stay interruptible.
+fn next_event(py: Python<'_>, slice: Duration, next: impl Fn(Duration) -> NextEvent + Sync) -> PyResult<NextEvent> {
+    let waited = blocking::wait(py, Some(slice.as_secs_f64()), |s| match next(s) {
+        NextEvent::Idle => None,
+        event => Some(event),
+    })?;
+    Ok(waited.unwrap_or(NextEvent::Idle))
+}
+
+/// The core's settle rule, with the package's `describe` for a failure
+/// (one that raises is reported as unraisable: the delivery is abandoned);
+/// `performed`: right after the slot's `perform` (see `HostWorker::performed`).
+fn settle(
+    py: Python<'_>,
+    worker: &HostWorker,
+    delivery: &Bound<'_, PyDelivery>,
+    ended: Ended<Bound<'_, PyAny>, PyErr>,
+    describe: &Bound<'_, PyAny>,
+    performed: bool,
+) {
+    let held = delivery.borrow();
+    let settle = if performed {
+        HostWorker::performed
+    } else {
+        HostWorker::settle
+    };
+    settle(
+        worker,
+        &held.delivery,
+        ended,
+        |value| convert::value(&value),
+        to_py,
+        |error: PyErr| {
+            let described = describe.call1((delivery, error.value(py))).and_then(|d| {
+                d.extract::<(
+                    Bound<'_, PyAny>,
+                    Bound<'_, PyAny>,
+                    Bound<'_, PyAny>,
+                    Bound<'_, PyAny>,
+                    bool,
+                )>()
+            });
+            match described {
+                Ok((class, message, backtrace, retry, stops_worker)) => Some(Described {
+                    failure: HostFailure::from_values(
+                        convert::value(&class),
+                        convert::value(&message),
+                        convert::value(&backtrace),
+                        convert::value(&retry),
+                    ),
+                    stops_worker,
+                }),
+                Err(error) => {
+                    error.write_unraisable(py, Some(describe));
+                    None
+                }
+            }
+        },
+    );
 }

@@ -2,7 +2,7 @@
 //! (`lib/cogworker/errors.rb`) and raised from here with `field` and `value`
 //! set: the only mapping.
 
-use magnus::{exception::ExceptionClass, prelude::*, Error, RModule, Ruby};
+use magnus::{exception::ExceptionClass, prelude::*, Error, RModule, RString, Ruby};
 
 fn class(ruby: &Ruby, name: &str) -> ExceptionClass {
     ruby.class_object()
@@ -31,4 +31,18 @@ pub fn to_ruby(ruby: &Ruby, error: cogworker::Error) -> Error {
         Ok(Error::from(exception))
     });
     built.unwrap_or_else(|e| e)
+}
+
+/// What an exception says, as a log line names it: `Class: message`
+/// (either part replaced when reading it raises).
+pub fn describe(exception: magnus::Value) -> String {
+    let class = exception
+        .funcall::<_, _, magnus::Value>("class", ())
+        .and_then(|class| class.funcall::<_, _, String>("name", ()))
+        .unwrap_or_else(|_| "(unknown error)".to_string());
+    let message = exception
+        .funcall::<_, _, RString>("message", ())
+        .and_then(|message| message.funcall::<_, _, String>("scrub", ()))
+        .unwrap_or_else(|_| "(the message could not be read)".to_string());
+    format!("{class}: {message}")
 }

@@ -15,7 +15,7 @@ mod testing;
 mod web;
 mod worker;
 
-use magnus::{function, method, prelude::*, Error, Ruby};
+use magnus::{function, method, prelude::*, Error, RString, Ruby, Value};
 
 /// Raises LoadError unless `package_version` (the gem's) is this native
 /// extension's own; `path` is where the extension was found.
@@ -26,6 +26,14 @@ fn check_version(ruby: &Ruby, package_version: String, path: String) -> Result<(
 
 /// Writes a Ruby log entry in the core's format (text or JSON, as
 /// `init_logging` chose): one format for the whole process.
+/// `[name, attributes]` of the PRODUCER span around a push of `count` jobs
+/// of `class_name` to `queue` (not a String: the default queue).
+fn producer_span(ruby: &Ruby, class_name: String, queue: Value, count: usize) -> (String, Value) {
+    let queue = RString::from_value(queue).and_then(|q| q.to_string().ok());
+    let (name, attributes) = cogworker::host::host_push_span(&class_name, queue.as_deref(), count);
+    (name, convert::from_json(ruby, &serde_json::Value::Object(attributes)))
+}
+
 fn log_line(level: String, thread: String, message: String, fields: Vec<(String, String)>) {
     cogworker::logging::host_line(&level, &thread, &message, &fields);
 }
@@ -47,6 +55,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("init_logging", function!(cogworker::logging::init, 1))?;
     native.define_module_function("check_version", function!(check_version, 2))?;
     native.define_module_function("log_line", function!(log_line, 4))?;
+    native.define_module_function("producer_span", function!(producer_span, 3))?;
     native.define_module_function("warn_secret_on_command_line", function!(warn_secret_on_command_line, 2))?;
     native.define_module_function("settings", function!(config::settings, 0))?;
     native.define_module_function("worker_flags", function!(config::worker_flags, 0))?;
@@ -94,31 +103,21 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
 
     let delivery = native.define_class("Delivery", ruby.class_object())?;
     delivery.define_method("info", method!(worker::RbDelivery::info, 0))?;
-    delivery.define_method("complete", method!(worker::RbDelivery::complete, 0))?;
     delivery.define_method("payload", method!(worker::RbDelivery::payload, 0))?;
-    delivery.define_method("wants_result", method!(worker::RbDelivery::wants_result, 0))?;
-    delivery.define_method("complete_with", method!(worker::RbDelivery::complete_with, 1))?;
-    delivery.define_method("fail", method!(worker::RbDelivery::fail, 4))?;
     delivery.define_method("abandon", method!(worker::RbDelivery::abandon, 1))?;
+    delivery.define_method("job_span", method!(worker::RbDelivery::job_span, 0))?;
 
     let worker = native.define_class("Worker", ruby.class_object())?;
     worker.define_singleton_method("new", function!(worker::RbWorker::new, 4))?;
     worker.define_method("start", method!(worker::RbWorker::start, 0))?;
-    worker.define_method("next_job", method!(worker::RbWorker::next_job, 1))?;
+    worker.define_method("run_slot", method!(worker::RbWorker::run_slot, 2))?;
+    worker.define_method("run_events", method!(worker::RbWorker::run_events, 1))?;
+    worker.define_method(
+        "run_client_middleware",
+        method!(worker::RbWorker::run_client_middleware, 1),
+    )?;
+    worker.define_method("join", method!(worker::RbWorker::join, 2))?;
     worker.define_method("wait", method!(worker::RbWorker::wait, 1))?;
-    worker.define_method("next_event", method!(worker::RbWorker::next_event, 1))?;
-    worker.define_method(
-        "next_client_middleware",
-        method!(worker::RbWorker::next_client_middleware, 1),
-    )?;
-    worker.define_method(
-        "reply_client_middleware",
-        method!(worker::RbWorker::reply_client_middleware, 2),
-    )?;
-    worker.define_method(
-        "client_middleware_raised",
-        method!(worker::RbWorker::client_middleware_raised, 2),
-    )?;
     worker.define_method("quiet", method!(worker::RbWorker::quiet, 0))?;
     worker.define_method("stop", method!(worker::RbWorker::stop, 0))?;
     worker.define_method("identity", method!(worker::RbWorker::identity, 0))?;

@@ -1,16 +1,19 @@
 //! `Cogworker::Native::Worker` and `Delivery`: the core's host worker. Ruby
-//! threads take deliveries with `next_job` (without the GVL, woken by
-//! interrupts) and settle each once with `complete`, `fail` or `abandon`;
-//! one collected unsettled is abandoned by the core.
+//! threads run the core's slot loop (`run_slot`: waits without the GVL,
+//! woken by interrupts), which calls the runner's `perform` for each
+//! delivery and settles it once by the core's rule; the events threads run
+//! the core's events loop. One delivery collected unsettled is abandoned by
+//! the core.
 
 use crate::blocking;
 use crate::config::RbConfig;
 use crate::convert;
 use crate::errors::{raise, to_ruby};
 use crate::periodic::RbPeriodic;
-use cogworker::host::{HostDelivery, HostFailure, HostWorker};
-use cogworker::NextJob;
-use magnus::{prelude::*, Error, RString, Ruby, Value};
+use cogworker::host::{Described, Ended, HostDelivery, HostFailure, HostWorker, NextEvent};
+use cogworker::WorkerEvent;
+use magnus::{prelude::*, typed_data::Obj, Error, RString, Ruby, Value};
+use std::time::Duration;
 
 #[magnus::wrap(class = "Cogworker::Native::Delivery", free_immediately, size)]
 pub struct RbDelivery(HostDelivery);
@@ -48,38 +51,18 @@ impl RbDelivery {
             .unwrap_or_else(|| ruby.qnil().as_value())
     }
 
-    /// Does the job keep its result (`result_ttl`)?
-    pub fn wants_result(&self) -> bool {
-        self.0.wants_result()
-    }
-
-    /// The job succeeded and returned `value`, kept as its result; raises
-    /// (without settling) if JSON cannot hold it.
-    pub fn complete_with(ruby: &Ruby, rb_self: &Self, value: Value) -> Result<(), Error> {
-        rb_self
-            .0
-            .complete_with(&convert::value(ruby, value))
-            .map_err(|e| to_ruby(ruby, e))
-    }
-
-    /// The job succeeded.
-    pub fn complete(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
-        rb_self.0.complete().map_err(|e| to_ruby(ruby, e))
-    }
-
-    /// The job failed. Each piece may be nil (reading it raised);
-    /// `retry_in` is what the retry hook returned; the core checks it.
-    pub fn fail(
-        ruby: &Ruby,
-        rb_self: &Self,
-        class: Value,
-        message: Value,
-        backtrace: Value,
-        retry: Value,
-    ) -> Result<(), Error> {
-        let [class, message, backtrace, retry] = [class, message, backtrace, retry].map(|v| convert::value(ruby, v));
-        let failure = HostFailure::from_values(class, message, backtrace, retry);
-        rb_self.0.fail(failure).map_err(|e| to_ruby(ruby, e))
+    /// `[name, attributes, carrier]` of the CONSUMER span around `perform`
+    /// (`carrier`: the trace context the job carries); nil once settled.
+    pub fn job_span(ruby: &Ruby, rb_self: &Self) -> Value {
+        match rb_self.0.job_span() {
+            Some((name, attributes, carrier)) => {
+                let [attributes, carrier] =
+                    [attributes, carrier].map(|m| convert::from_json(ruby, &serde_json::Value::Object(m)));
+                ruby.ary_new_from_values(&[ruby.str_new(&name).as_value(), attributes, carrier])
+                    .as_value()
+            }
+            None => ruby.qnil().as_value(),
+        }
     }
 
     /// The handler ended without an outcome (`how` says how); nothing once
@@ -118,40 +101,94 @@ impl RbWorker {
         rb_self.0.start().map_err(|e| to_ruby(ruby, e))
     }
 
-    /// A `Delivery`, `nil` when idle, `:stopped` when the worker is stopping.
-    pub fn next_job(ruby: &Ruby, rb_self: &Self, timeout: f64) -> Result<Value, Error> {
-        // A job already waiting is taken without giving up the GVL (under
-        // load, most calls): releasing and retaking it costs more than the job.
-        let next = match rb_self.0.try_next_job() {
-            NextJob::Idle => blocking::wait(ruby, Some(timeout), |slice| rb_self.0.next_job(slice))?,
-            ready => Some(ready),
-        };
-        Ok(match next {
-            Some(NextJob::Job(delivery)) => ruby.obj_wrap(RbDelivery(HostDelivery::new(delivery))).as_value(),
-            Some(NextJob::Stopped) => ruby.to_symbol("stopped").as_value(),
-            Some(NextJob::Idle) | None => ruby.qnil().as_value(),
-        })
+    /// Runs this thread as one of the worker's slots until it stops:
+    /// `perform.call(delivery)` runs the job and returns its value (or
+    /// raises); `describe.call(delivery, error)` runs the error handlers and
+    /// says what to record: `[error_class, message, backtrace, retry_in,
+    /// stops_worker]`. The core settles each delivery once. A thread killed
+    /// meanwhile leaves its delivery abandoned (filed by the engine).
+    pub fn run_slot(ruby: &Ruby, rb_self: &Self, perform: Value, describe: Value) -> Result<(), Error> {
+        let worker = &rb_self.0;
+        worker.run_slot(
+            |slice| blocking::wait(ruby, Some(slice.as_secs_f64()), |s| worker.next_job(s)),
+            |delivery| {
+                let delivery = ruby.obj_wrap(RbDelivery(delivery));
+                let ended = match perform.funcall::<_, _, Value>("call", (delivery,)) {
+                    Ok(value) => Ended::Returned(value),
+                    Err(error) => match exception(&error) {
+                        Some(raised) => Ended::Raised(raised),
+                        None => {
+                            delivery
+                                .0
+                                .abandon("the Ruby thread running it ended without settling it (killed?)");
+                            return Err(error);
+                        }
+                    },
+                };
+                let mut jumped = None;
+                worker.performed(
+                    &delivery.0,
+                    ended,
+                    |value| convert::value(ruby, value),
+                    |error| exception(&to_ruby(ruby, error)).unwrap_or_else(|| ruby.qnil().as_value()),
+                    |raised| described(ruby, describe, delivery, raised, &mut jumped),
+                );
+                jumped.map_or(Ok(()), Err)
+            },
+        )
     }
 
-    /// Waits up to `timeout` seconds for a worker event: `[name, job]`
-    /// (a Hash for "death" only), `["ended", nil]` once the engine has shut
-    /// down and every event was read, nil meanwhile.
-    pub fn next_event(ruby: &Ruby, rb_self: &Self, timeout: f64) -> Result<Option<(&'static str, Value)>, Error> {
-        let next = blocking::wait(ruby, Some(timeout), |slice| rb_self.0.next_event(slice).into_parts())?;
-        Ok(next.map(|parts| event(ruby, parts)))
+    /// Runs this thread as the worker's events thread until the engine has
+    /// shut down and every event was handled: `dispatch.call(name, job)`
+    /// runs the application's hooks for each (`job`: a Hash for "death").
+    pub fn run_events(ruby: &Ruby, rb_self: &Self, dispatch: Value) -> Result<(), Error> {
+        let worker = &rb_self.0;
+        worker.run_events(
+            |slice| next_event(ruby, slice, |s| worker.next_event(s)),
+            |event| {
+                let Some((name, job)) = NextEvent::Event(event).into_parts() else {
+                    return Ok(());
+                };
+                let job = job.map_or_else(|| ruby.qnil().as_value(), |job| convert::from_json(ruby, &job));
+                match dispatch.funcall::<_, _, Value>("call", (name, job)) {
+                    Err(error) if exception(&error).is_none() => Err(error),
+                    _ => Ok(()), // the hooks rescue and log what they raise
+                }
+            },
+        )
     }
 
-    /// As `next_event`, for the periodic jobs for the client middleware
-    /// alone (`["client_middleware", job]`), on a thread of their own.
-    pub fn next_client_middleware(
-        ruby: &Ruby,
-        rb_self: &Self,
-        timeout: f64,
-    ) -> Result<Option<(&'static str, Value)>, Error> {
-        let next = blocking::wait(ruby, Some(timeout), |slice| {
-            rb_self.0.next_client_middleware(slice).into_parts()
-        })?;
-        Ok(next.map(|parts| event(ruby, parts)))
+    /// Runs this thread for the periodic jobs the worker pushes through the
+    /// client middleware: `push.call(job)` returns the job to push, or nil
+    /// to push nothing; one that raises is pushed as it was.
+    pub fn run_client_middleware(ruby: &Ruby, rb_self: &Self, push: Value) -> Result<(), Error> {
+        let worker = &rb_self.0;
+        worker.run_events(
+            |slice| next_event(ruby, slice, |s| worker.next_client_middleware(s)),
+            |event| {
+                let WorkerEvent::ClientMiddleware { job } = event else {
+                    return Ok(());
+                };
+                let answer = match push.funcall::<_, _, Value>("call", (convert::from_json(ruby, &job),)) {
+                    Ok(pushed) if pushed.is_nil() => Ok(None),
+                    Ok(pushed) => Ok(Some(convert::value(ruby, pushed))),
+                    Err(error) => match exception(&error) {
+                        Some(raised) => Err(crate::errors::describe(raised)),
+                        None => return Err(error),
+                    },
+                };
+                worker.answer_client_middleware(&job, answer);
+                Ok(())
+            },
+        )
+    }
+
+    /// After the engine's shutdown: waits (without the GVL) until the slot
+    /// threads (unless `slots` is false) and events threads have left their
+    /// loops, up to `timeout` seconds; whether every slot did.
+    pub fn join(ruby: &Ruby, rb_self: &Self, timeout: f64, slots: bool) -> Result<bool, Error> {
+        let timeout = Duration::from_secs_f64(timeout.clamp(0.0, 1e9));
+        blocking::nogvl(ruby, || rb_self.0.join(timeout, slots))
     }
 
     /// Waits up to `timeout` seconds for the engine's shutdown; true once done.
@@ -163,17 +200,6 @@ impl RbWorker {
             .is_some())
     }
 
-    /// The client middleware's answer for the periodic job `jid`: the
-    /// job, or nil to push nothing.
-    pub fn reply_client_middleware(ruby: &Ruby, rb_self: &Self, jid: String, job: Value) {
-        let job = (!job.is_nil()).then(|| convert::value(ruby, job));
-        rb_self.0.reply_client_middleware(&jid, job.as_ref());
-    }
-
-    /// The client middleware raised on the periodic job `jid`: pushed as it was.
-    pub fn client_middleware_raised(&self, jid: String, error: String) {
-        self.0.client_middleware_raised(&jid, &error);
-    }
     pub fn quiet(&self) {
         self.0.quiet();
     }
@@ -210,9 +236,50 @@ impl RbWorker {
     }
 }
 
-/// A worker event as Ruby sees it: its name, and the job (a Hash) for
-/// "death" and "client_middleware".
-fn event(ruby: &Ruby, (name, job): (&'static str, Option<serde_json::Value>)) -> (&'static str, Value) {
-    let job = job.map_or_else(|| ruby.qnil().as_value(), |job| convert::from_json(ruby, &job));
-    (name, job)
+/// A wait for the next event, in slices that stay interruptible.
+fn next_event(ruby: &Ruby, slice: Duration, next: impl Fn(Duration) -> NextEvent) -> Result<NextEvent, Error> {
+    let waited = blocking::wait(ruby, Some(slice.as_secs_f64()), |s| match next(s) {
+        NextEvent::Idle => None,
+        event => Some(event),
+    })?;
+    Ok(waited.unwrap_or(NextEvent::Idle))
+}
+
+/// The exception an error carries; `None` for a jump (a killed thread,
+/// `throw`), which must go on unwinding.
+fn exception(error: &Error) -> Option<Value> {
+    match error.error_type() {
+        magnus::error::ErrorType::Exception(exception) => Some(exception.as_value()),
+        magnus::error::ErrorType::Error(class, message) => {
+            class.new_instance((message.as_ref(),)).ok().map(|e| e.as_value())
+        }
+        magnus::error::ErrorType::Jump(_) => None,
+    }
+}
+
+/// What the runner's `describe` says of `raised`; `None` when it raised
+/// (a jump out of it is kept in `jumped`, to go on once the job is settled).
+fn described(
+    ruby: &Ruby,
+    describe: Value,
+    delivery: Obj<RbDelivery>,
+    raised: Value,
+    jumped: &mut Option<Error>,
+) -> Option<Described> {
+    match describe.funcall::<_, _, (Value, Value, Value, Value, bool)>("call", (delivery, raised)) {
+        Ok((class, message, backtrace, retry, stops_worker)) => {
+            let [class, message, backtrace, retry] =
+                [class, message, backtrace, retry].map(|v| convert::value(ruby, v));
+            Some(Described {
+                failure: HostFailure::from_values(class, message, backtrace, retry),
+                stops_worker,
+            })
+        }
+        Err(error) => {
+            if exception(&error).is_none() {
+                *jumped = Some(error);
+            }
+            None
+        }
+    }
 }

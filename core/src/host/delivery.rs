@@ -43,12 +43,27 @@ impl HostDelivery {
         inner.as_ref().map(|delivery| f(delivery.job().args_slice()))
     }
 
+    /// The CONSUMER span the host opens around its handler (see
+    /// [`crate::host::host_job_span`]); `None` once settled.
+    pub fn job_span(&self) -> Option<crate::trace::HostSpan> {
+        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        inner
+            .as_ref()
+            .map(|delivery| crate::trace::host_job_span(delivery.job()))
+    }
+
     /// Moves it to the host's event loop (see [`Delivery::detach`]);
     /// nothing once settled.
     pub fn detach(&self) {
         if let Some(delivery) = self.inner.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
             delivery.detach();
         }
+    }
+
+    /// Has it gone on to the host's event loop (see [`Self::detach`])?
+    pub fn is_detached(&self) -> bool {
+        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        inner.as_ref().is_some_and(|delivery| delivery.detached)
     }
 
     /// Has it been settled (or abandoned)?

@@ -5,11 +5,15 @@
 //!
 //! - [`HostWorker`]: a worker whose slots are host threads, with the
 //!   allow-list of handler names; its deliveries settle exactly once
-//!   (see [`crate::Delivery`]);
+//!   (see [`crate::Delivery`]), by one rule ([`HostWorker::settle`]), in
+//!   one slot loop and one events loop ([`HostWorker::run_slot`],
+//!   [`HostWorker::run_events`]) run on the host's threads;
 //! - [`HostValue`]: a host's value, mapped type for type, judged here
 //!   (what JSON can hold, what a setting takes);
 //! - [`HostFailure`]: how a host reports a failure from raw pieces, none of
 //!   which can make recording the failure fail;
+//! - [`host_push_span`], [`host_job_span`]: the spans a host opens with
+//!   its own OpenTelemetry API, named and described as the engine's own;
 //! - [`periodic_entry`]: a periodic entry built and checked from host values;
 //! - [`PushRequest`]: the job payload built and validated once for every
 //!   language (pushes and the testing modes alike);
@@ -33,6 +37,7 @@ pub mod flags;
 mod periodic;
 mod push;
 mod session;
+mod slot;
 pub mod supervisor;
 pub mod testing;
 mod version;
@@ -40,6 +45,7 @@ mod wait;
 mod worker;
 
 pub use crate::job::MAX_NESTING;
+pub use crate::trace::{host_job_span, host_push_span, HostSpan};
 pub use crate::value::HostValue;
 pub use cli::{secret_on_command_line, warn_secret_on_command_line};
 pub use delivery::HostDelivery;
@@ -47,6 +53,7 @@ pub use failure::{HostFailure, RetryHint};
 pub use periodic::periodic_entry;
 pub use push::{payload_job, prepared, PushRequest};
 pub use session::{in_runtime, Session};
+pub use slot::{Described, Ended, WAIT_SLICE};
 pub use version::{check_version, VERSION};
 pub use wait::{deadline_after, spawn, start, wait, Pending, Waited, ON_CALLING_THREAD};
 pub use worker::{HostWorker, NextEvent, WORKER_SIGNALS};

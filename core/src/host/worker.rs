@@ -28,6 +28,10 @@ pub struct HostWorker {
     /// Client-middleware requests (none without client middleware).
     requests: Option<flume::Receiver<WorkerEvent>>,
     ended: Arc<AtomicBool>,
+    /// Host threads in [`HostWorker::run_slot`] and in
+    /// [`HostWorker::run_events`], for [`HostWorker::join`].
+    pub(super) slots: super::slot::Running,
+    pub(super) event_threads: super::slot::Running,
 }
 
 /// What [`HostWorker::next_event`] found.
@@ -90,6 +94,8 @@ impl HostWorker {
             events,
             requests,
             ended: Arc::default(),
+            slots: Default::default(),
+            event_threads: Default::default(),
         })
     }
 
@@ -169,6 +175,21 @@ impl HostWorker {
     /// (`error`: what it raised): the engine pushes the job as it was.
     pub fn client_middleware_raised(&self, jid: &str, error: &str) {
         self.handle.client_middleware_raised(jid, error);
+    }
+
+    /// The host's client middleware's answer for a periodic `job` it was
+    /// handed ([`WorkerEvent::ClientMiddleware`]): the job to push, `None`
+    /// to push nothing, or what it raised (the job is pushed as it was).
+    pub fn answer_client_middleware(
+        &self,
+        job: &serde_json::Value,
+        answer: std::result::Result<Option<super::HostValue>, String>,
+    ) {
+        let jid = job.get("jid").and_then(|jid| jid.as_str()).unwrap_or_default();
+        match answer {
+            Ok(job) => self.reply_client_middleware(jid, job.as_ref()),
+            Err(raised) => self.client_middleware_raised(jid, &raised),
+        }
     }
 
     /// Waits up to `timeout` for the engine to finish its shutdown: `None`

@@ -49,10 +49,13 @@ module Cogworker
       Native.init_logging(false)
       @native.start
       @config.concurrency.times { |i| start_slot(i) }
-      @events_thread = Thread.new { run_hooks(:next_event, 'cogworker.events') }
-      # The periodic ticker's requests to the client middleware, apart:
-      # never behind an app's hook on the events thread.
-      Thread.new { run_hooks(:next_client_middleware, 'cogworker.client-middleware') }
+      # The application's hooks run on an events thread; the periodic
+      # ticker's requests to the client middleware on one apart, never
+      # behind an app's hook.
+      { 'cogworker.events' => [:run_events, :dispatch],
+        'cogworker.client-middleware' => [:run_client_middleware, :periodic_push] }.each do |name, (run, hook)|
+        Thread.new { @native.public_send(run, @hooks.method(hook)) }.name = name
+      end
       Cogworker.logger.info("cogworker #{identity}: #{@handlers.size} handler(s): #{@handlers.keys.sort.join(', ')}")
       self
     end
@@ -62,16 +65,9 @@ module Cogworker
 
     # After `wait`: false if threads are still stuck in a handler (their jobs
     # were already put back on their queues). One deadline for all threads;
-    # `slots: false` joins only the events thread (the slots run handlers
-    # whose jobs were given back).
-    def join(timeout = 5, slots: true)
-      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
-      threads = slots ? @threads_lock.synchronize { @threads.dup } : []
-      threads.each { |t| t.join([deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC), 0].max) }
-      # The shutdown hooks run there; give them the rest of the time.
-      @events_thread&.join([deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC), 0].max)
-      threads.none?(&:alive?)
-    end
+    # `slots: false` waits only for the events threads (the slots run
+    # handlers whose jobs were given back).
+    def join(timeout = 5, slots: true) = @native.join(timeout.to_f, slots)
 
     # TTIN: the busy jobs (the engine logs them) and every thread's stack.
     def dump
@@ -105,10 +101,15 @@ module Cogworker
     # A slot thread. One that ends before the worker stops (Thread#kill, a
     # crash) is replaced, as Sidekiq's manager replaces a dead processor:
     # the worker keeps its full concurrency.
+    # A slot thread: runs jobs (the engine's slot loop calls `perform` and
+    # settles each) until the worker stops. One that ends before (Thread#kill,
+    # a crash) is replaced, as Sidekiq's manager replaces a dead processor:
+    # the worker keeps its full concurrency.
     def start_slot(index)
       thread = Thread.new do
         Thread.current.name = "cogworker.processor-#{index}"
-        stopped = slot
+        @native.run_slot(method(:perform), method(:describe))
+        stopped = true
       ensure
         replace_slot(index) unless stopped
       end
@@ -125,85 +126,36 @@ module Cogworker
       nil # the process is exiting: no new threads
     end
 
-    # Runs jobs until the worker stops; true then.
-    def slot
-      loop do
-        delivery = @native.next_job(0.5)
-        next if delivery.nil?
-        return true if delivery == :stopped
-
-        perform(delivery)
-      end
-    end
-
-    # The application's hooks on worker events, until the engine has shut
-    # down and every event was handled.
-    def run_hooks(next_event, thread_name)
-      Thread.current.name = thread_name
-      loop do
-        name, job = @native.public_send(next_event, 0.5)
-        next if name.nil?
-        break if name == 'ended'
-
-        if name == 'client_middleware'
-          answer_client_middleware(job)
-        else
-          @hooks.dispatch(name, job)
-        end
-      end
-    end
-
-    def answer_client_middleware(job)
-      @native.reply_client_middleware(job['jid'].to_s, @hooks.periodic_push(job))
-    rescue Exception => e # rubocop:disable Lint/RescueException -- a hook never loses a periodic run
-      @native.client_middleware_raised(job['jid'].to_s, "#{safe { e.class.name }}: #{safe { utf8(e.message) }}")
-    end
-
+    # Runs the delivery's job (through the server middleware, in a CONSUMER
+    # span when tracing records); returns what `perform` returned. The
+    # engine settles it.
     def perform(delivery)
-      class_name, jid, queue, retry_count, args, wants_result = delivery.info
-      klass = @handlers.fetch(class_name)
-      instance = klass.new
+      class_name, jid, queue, _, args = delivery.info
+      instance = @handlers.fetch(class_name).new
       instance.jid = jid if instance.respond_to?(:jid=)
       Thread.current[:cogworker_job] = { jid: jid, class: class_name }
-      value = if @hooks.server_middleware.empty? && !Tracing.recording?
-                instance.perform(*args)
-              else
-                job = delivery.payload
-                Tracing.consuming(job) do
-                  @hooks.server_middleware.invoke(instance, job, queue) { instance.perform(*job['args']) }
-                end
-              end
-      # A job with result_ttl keeps what perform returned; a value JSON
-      # cannot hold raises InvalidArgument (unsettled), failing the job below.
-      wants_result ? delivery.complete_with(value) : delivery.complete
-      settled = true
-    rescue Exception => e # rubocop:disable Lint/RescueException -- every way a job ends is recorded
-      report_error(e, delivery, job, queue)
-      fail_job(delivery, retry_delay(retry_count, klass, e), e)
-      settled = true
-      if e.is_a?(SystemExit)
-        Cogworker.logger.warn("exit called by #{class_name} jid=#{jid}: stopping the worker gracefully")
-        stop
+      return instance.perform(*args) if @hooks.server_middleware.empty? && !Tracing.recording?
+
+      job = delivery.payload
+      Tracing.consuming(delivery) do
+        @hooks.server_middleware.invoke(instance, job, queue) { instance.perform(*job['args']) }
       end
     ensure
       Thread.current[:cogworker_job] = nil
-      # Killed mid-job (or the failure could not be recorded): the engine
-      # files it. (A no-op once settled; skipped when known to be.)
-      delivery.abandon('the Ruby thread running it ended without settling it (killed?)') unless settled
     end
 
-    def report_error(error, delivery, job, queue)
-      return if @hooks.error_handlers.empty?
-
-      job ||= safe { delivery.payload }
-      @hooks.report_error(error, { context: 'Job raised exception', job: job, jid: job&.dig('jid'), queue: queue })
-    end
-
-    # Logged once, by the engine (class, message, jid, what happens next).
-    def fail_job(delivery, delay, error)
-      message = safe { utf8(error.message) }
+    # What the engine records of a failure, after the error handlers ran:
+    # `[error_class, message, backtrace, retry_in, stops_worker]` (`exit`
+    # stops the worker gracefully). The engine logs it once.
+    def describe(delivery, error)
+      class_name, _, queue, retry_count = delivery.info
+      unless @hooks.error_handlers.empty?
+        job = safe { delivery.payload }
+        @hooks.report_error(error, { context: 'Job raised exception', job: job, jid: job&.dig('jid'), queue: queue })
+      end
       backtrace = safe { error.backtrace&.map { |line| utf8(line) } } || []
-      delivery.fail(safe { error.class.name }, message, backtrace, delay)
+      [safe { error.class.name }, safe { utf8(error.message) }, backtrace,
+       retry_delay(retry_count, @handlers[class_name], error), error.is_a?(SystemExit)]
     end
 
     # What the class's retry hook says (seconds, nil for the default

@@ -14,7 +14,6 @@ module Cogworker
   # shows under the request that pushed it, in whatever language that was.
   # The same spans and attributes as the Python layer's.
   module Tracing
-    SYSTEM = 'cogworker'
     CONTEXT_FIELDS = %w[traceparent tracestate].freeze
 
     def self.enabled? = defined?(::OpenTelemetry.propagation) ? true : false
@@ -44,17 +43,15 @@ module Cogworker
 
     def self.tracer = ::OpenTelemetry.tracer_provider.tracer('cogworker', VERSION)
 
-    # A PRODUCER span around a push of `count` jobs; yields the trace
-    # context (a Hash, empty when tracing is off) for the jobs to carry and
-    # returns what the block returns (a jid names the span's message).
+    # A PRODUCER span around a push of `count` jobs (named and described by
+    # the engine); yields the trace context (a Hash, empty when tracing is
+    # off) for the jobs to carry and returns what the block returns (a jid
+    # names the span's message).
     def self.producing(class_name, queue, count = 1)
       return yield(current_context) unless recording?
 
-      queue ||= 'default'
-      attributes = { 'messaging.system' => SYSTEM, 'messaging.operation.type' => 'send',
-                     'messaging.destination.name' => queue, 'cogworker.job.class' => class_name }
-      attributes['messaging.batch.message_count'] = count if count > 1
-      tracer.in_span("send #{queue}", attributes: attributes, kind: :producer) do |span|
+      name, attributes = Native.producer_span(class_name.to_s, queue, count)
+      tracer.in_span(name, attributes: attributes, kind: :producer) do |span|
         result = yield current_context
         span.set_attribute('messaging.message.id', result) if result.is_a?(String)
         result
@@ -66,31 +63,26 @@ module Cogworker
     # Hashes are left as they were).
     def self.producing_payloads(payloads, &)
       first = payloads.first || {}
-      queue = first['queue'].is_a?(String) ? first['queue'] : nil
-      producing(first['class'].to_s, queue, payloads.size) do |context|
+      producing(first['class'].to_s, first['queue'], payloads.size) do |context|
         next yield(payloads) if context.empty?
 
         yield(payloads.map { |p| p.key?('traceparent') ? p : p.merge(context) })
       end
     end
 
-    # A CONSUMER span around `perform`, a child of the pushing span when the
-    # payload carries its context; a failure sets its status and records
-    # the exception, and is raised on unchanged.
-    def self.consuming(job, &)
-      return yield unless recording?
+    # A CONSUMER span around `perform` (named and described by the engine),
+    # a child of the pushing span when the job carries its context; a
+    # failure sets its status and records the exception, and is raised on
+    # unchanged.
+    def self.consuming(delivery, &)
+      return yield unless recording? && (name, attributes, carrier = delivery.job_span)
 
-      carrier = job.slice(*CONTEXT_FIELDS).select { |_, v| v.is_a?(String) }
       parent = ::OpenTelemetry.propagation.extract(carrier)
-      ::OpenTelemetry::Context.with_current(parent) { consumer_span(job, &) }
+      ::OpenTelemetry::Context.with_current(parent) { consumer_span(name, attributes, &) }
     end
 
-    def self.consumer_span(job)
-      queue = job['queue'] || 'default'
-      attributes = { 'messaging.system' => SYSTEM, 'messaging.operation.type' => 'process',
-                     'messaging.destination.name' => queue, 'messaging.message.id' => job['jid'].to_s,
-                     'cogworker.job.class' => job['class'].to_s, 'cogworker.job.retry_count' => job['retry_count'] || 0 }
-      span = tracer.start_span("process #{queue}", attributes: attributes, kind: :consumer)
+    def self.consumer_span(name, attributes)
+      span = tracer.start_span(name, attributes: attributes, kind: :consumer)
       ::OpenTelemetry::Trace.with_span(span) { yield }
     rescue Exception => e # rubocop:disable Lint/RescueException -- the span records every way a job fails
       record_failure(span, e) if span

@@ -1,0 +1,191 @@
+//! A host's slot thread and events thread, run here: the loops that take
+//! deliveries and events, and the rule that settles each delivery exactly
+//! once however its handler ended. The host supplies what only it can do —
+//! wait with its interpreter lock released, call the handler, describe what
+//! it raised — as closures; the bindings pass them from the host's own
+//! objects, so that Python and Ruby share one loop and one settle rule.
+
+use super::{HostDelivery, HostFailure, HostValue, HostWorker, NextEvent};
+use crate::error::Error;
+use crate::worker::NextJob;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// How long a slot or events wait lasts before the host gets its lock
+/// back (to run its pending signals and interrupts).
+pub const WAIT_SLICE: Duration = Duration::from_millis(500);
+
+/// How a host's handler call ended.
+pub enum Ended<V, R> {
+    /// It returned `V` (converted only when the job keeps its result).
+    Returned(V),
+    /// It raised `R`.
+    Raised(R),
+}
+
+/// A failure as the host describes it, after its error handlers ran.
+pub struct Described {
+    /// What the core records.
+    pub failure: HostFailure,
+    /// The worker stops gracefully after it (Python's `SystemExit` and
+    /// `KeyboardInterrupt`, Ruby's `exit`).
+    pub stops_worker: bool,
+}
+
+impl HostWorker {
+    /// Runs one host slot thread until the worker stops: takes deliveries
+    /// (`wait` blocks up to its slice with the host's lock released; a job
+    /// ready now is taken without releasing it) and hands each to `job`.
+    /// An error from either ends the slot with it (an interrupt, a killed
+    /// thread); the delivery it held is abandoned by its owner.
+    pub fn run_slot<E>(
+        &self,
+        mut wait: impl FnMut(Duration) -> std::result::Result<Option<NextJob>, E>,
+        mut job: impl FnMut(HostDelivery) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        let _running = self.slots.enter();
+        loop {
+            let next = match self.try_next_job() {
+                NextJob::Idle => wait(WAIT_SLICE)?.unwrap_or(NextJob::Idle),
+                ready => ready,
+            };
+            match next {
+                NextJob::Job(delivery) => job(HostDelivery::new(delivery))?,
+                NextJob::Idle => {}
+                NextJob::Stopped => return Ok(()),
+            }
+        }
+    }
+
+    /// What a slot does once the host's `perform` returned: settles
+    /// `delivery` as [`HostWorker::settle`] does, unless `perform` handed it
+    /// to the host's event loop ([`HostDelivery::detach`]), which settles it.
+    pub fn performed<V, R>(
+        &self,
+        delivery: &HostDelivery,
+        ended: Ended<V, R>,
+        value: impl FnOnce(V) -> HostValue,
+        error: impl FnOnce(Error) -> R,
+        describe: impl FnOnce(R) -> Option<Described>,
+    ) {
+        if !(delivery.is_detached() && matches!(ended, Ended::Returned(_))) {
+            self.settle(delivery, ended, value, error, describe);
+        }
+    }
+
+    /// Settles `delivery` by how its handler ended, once: success (with
+    /// the value kept when the job keeps its result), or the failure
+    /// `describe` makes of what was raised (it runs the host's error
+    /// handlers and retry hook). A value JSON cannot hold fails the job:
+    /// `describe` gets the core's error, converted by `error`. Whatever
+    /// happens here, the delivery ends settled or abandoned (`describe`
+    /// returns `None` when describing raised).
+    pub fn settle<V, R>(
+        &self,
+        delivery: &HostDelivery,
+        ended: Ended<V, R>,
+        value: impl FnOnce(V) -> HostValue,
+        error: impl FnOnce(Error) -> R,
+        describe: impl FnOnce(R) -> Option<Described>,
+    ) {
+        let raised = match ended {
+            Ended::Returned(_) if delivery.is_settled() => None,
+            Ended::Returned(returned) if delivery.wants_result() => {
+                delivery.complete_with(&value(returned)).err().map(error)
+            }
+            Ended::Returned(_) => delivery.complete().err().map(error),
+            Ended::Raised(raised) => Some(raised),
+        };
+        let Some(raised) = raised else {
+            return;
+        };
+        let Some(described) = describe(raised) else {
+            delivery.abandon("describing its failure raised");
+            return;
+        };
+        let error_class = described.failure.class.clone().unwrap_or_default();
+        if delivery.fail(described.failure).is_ok() && described.stops_worker {
+            let info = &delivery.info;
+            tracing::warn!(
+                "{error_class} raised by {} jid={}: stopping the worker gracefully",
+                info.class,
+                info.jid
+            );
+            self.stop();
+        }
+    }
+
+    /// Runs the host's hooks on worker events until the engine has shut
+    /// down and every event was handled: `next` reads one (`wait` with the
+    /// host's lock released), `handle` runs the hooks for it. An error from
+    /// either ends the loop with it.
+    pub fn run_events<E>(
+        &self,
+        mut wait: impl FnMut(Duration) -> std::result::Result<NextEvent, E>,
+        mut handle: impl FnMut(crate::events::WorkerEvent) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        let _running = self.event_threads.enter();
+        loop {
+            match wait(WAIT_SLICE)? {
+                NextEvent::Event(event) => handle(event)?,
+                NextEvent::Idle => {}
+                NextEvent::Ended => return Ok(()),
+            }
+        }
+    }
+
+    /// After the engine's shutdown, blocks (call it with the host's lock
+    /// released) until the slot threads (`slots`: see
+    /// [`HostWorker::join_slots`]) and the events threads have returned
+    /// from their loops, or `timeout` passes; whether every slot did.
+    pub fn join(&self, timeout: Duration, slots: bool) -> bool {
+        let deadline = Instant::now() + timeout;
+        let slots_done = !slots || self.slots.wait_until_none(deadline);
+        // The shutdown hooks run on the events thread: it gets the rest.
+        self.event_threads.wait_until_none(deadline);
+        slots_done && self.slots.running() == 0
+    }
+}
+
+/// How many host threads are inside one of the loops above.
+#[derive(Default)]
+pub(super) struct Running {
+    count: std::sync::atomic::AtomicUsize,
+    changed: (std::sync::Mutex<()>, std::sync::Condvar),
+}
+
+/// One thread inside; leaves when dropped (also by a panic or an error).
+pub(super) struct Inside<'a>(&'a Running);
+
+impl Running {
+    fn enter(&self) -> Inside<'_> {
+        self.count.fetch_add(1, Ordering::SeqCst);
+        Inside(self)
+    }
+
+    pub(super) fn running(&self) -> usize {
+        self.count.load(Ordering::SeqCst)
+    }
+
+    fn wait_until_none(&self, deadline: Instant) -> bool {
+        let (lock, changed) = &self.changed;
+        let mut guard = lock.lock().unwrap_or_else(|p| p.into_inner());
+        while self.running() > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            guard = changed.wait_timeout(guard, left).unwrap_or_else(|p| p.into_inner()).0;
+        }
+        true
+    }
+}
+
+impl Drop for Inside<'_> {
+    fn drop(&mut self) {
+        let (lock, changed) = &self.0.changed;
+        let _guard = lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.0.count.fetch_sub(1, Ordering::SeqCst);
+        changed.notify_all();
+    }
+}
