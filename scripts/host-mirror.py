@@ -102,26 +102,24 @@ MIRRORED: dict[str, tuple[list[str], list[str]]] = {
         ["_hooks.py:_Chain", "_hooks.py:MiddlewareChain", "_hooks.py:ClientMiddlewareChain"],
         ["hooks.rb:MiddlewareChain"],
     ),
-    "push through middleware, testing modes and tracing": (
+    # The order (client middleware, then a testing mode's record or the
+    # round trip) is the core's (host::push_through).
+    "push: options, tracing, the middleware as the core calls it": (
         [
             "client.py:options",
             "client.py:Client.enqueue_many",
-            "client.py:Client._enqueue_many",
             "client.py:Client.push_job",
-            "client.py:Client._push_job",
+            "client.py:Client._push",
+            "client.py:Client._apply",
             "client.py:Client.push_bulk",
-            "client.py:Client._push_bulk",
-            "client.py:Client._push_prepared",
         ],
         [
             "client.rb:options",
             "client.rb:push_bulk",
             "client.rb:push_job",
             "client.rb:push_payloads",
-            "client.rb:push_many",
-            "client.rb:push_one",
-            "client.rb:push_raw",
-            "client.rb:push_prepared",
+            "client.rb:push_through",
+            "client.rb:middleware",
         ],
     ),
     "result and status": (
@@ -131,7 +129,7 @@ MIRRORED: dict[str, tuple[list[str], list[str]]] = {
     "testing modes": (
         [
             "testing.py:_Mode",
-            "testing.py:record",
+            "testing.py:run_inline",
             "testing.py:RecordedJobs",
             "testing.py:perform_one",
             "testing.py:drain",
@@ -141,7 +139,7 @@ MIRRORED: dict[str, tuple[list[str], list[str]]] = {
         ],
         [
             "testing/modes.rb:switch",
-            "testing/modes.rb:record",
+            "testing/modes.rb:run_inline",
             "testing/modes.rb:RecordedJobs",
             "testing/modes.rb:perform_one",
             "testing/modes.rb:drain",

@@ -185,30 +185,29 @@ class Client:
         """Pushes one job per args tuple, all in one round trip (None for a
         unique job refused as a duplicate)."""
         opts = options(queue, retry, at, None, unique_for)
+        args_list = [list(args) for args in args_list]
         if _tracing.ENABLED:
-            args_list = list(args_list)
             with _tracing.producing(class_name, queue, len(args_list)) as (_span, context):
-                return self._enqueue_many(class_name, args_list, {**opts, **context})
-        return self._enqueue_many(class_name, args_list, opts)
-
-    def _enqueue_many(
-        self, class_name: str, args_list: Iterable[Sequence[Any]], opts: dict[str, Any]
-    ) -> list[str | None]:
-        if self._middleware:
-            return self._push_bulk([_core.prepare_job(class_name, list(args), **opts) for args in args_list])
-        if testing.active():
-            return [testing.record(_core.prepare_job(class_name, list(args), **opts)) for args in args_list]
-        return self._native.push_many(class_name, [list(args) for args in args_list], **opts)
+                return self._push(class_name, args_list, {**opts, **context})
+        return self._push(class_name, args_list, opts)
 
     def push_job(self, class_name: str, args: Sequence[Any], opts: dict[str, Any]) -> str | None:
         """Pushes ``class_name(*args)`` with ``options(...)`` (in a PRODUCER
         span whose trace context the job carries, with OpenTelemetry)."""
         if _tracing.ENABLED:
             with _tracing.producing(class_name, opts.get("queue")) as (span, context):
-                jid = self._push_job(class_name, args, {**opts, **context})
+                jid = self._push(class_name, [args], {**opts, **context})[0]
                 _tracing.name_message(span, jid)
                 return jid
-        return self._push_job(class_name, args, opts)
+        return self._push(class_name, [args], opts)[0]
+
+    def _push(self, class_name: str, args_list: list[Any], opts: dict[str, Any]) -> list[str | None]:
+        """Through the client middleware, then a testing mode's record or
+        one round trip: the engine's order."""
+        return self._native.push_many(class_name, args_list, self._apply(), testing.run_inline, **opts)
+
+    def _apply(self) -> Callable[[dict[str, Any]], dict[str, Any] | None] | None:
+        return self._middleware.apply if self._middleware else None
 
     async def apush_job(self, class_name: str, args: Sequence[Any], opts: dict[str, Any]) -> str | None:
         """``push_job`` for async code. A plain push (no client middleware,
@@ -227,13 +226,6 @@ class Client:
         self._native.push_many_then(class_name, [list(args)], done, **opts, **_tracing.current_context())
         return (await future)[0]
 
-    def _push_job(self, class_name: str, args: Sequence[Any], opts: dict[str, Any]) -> str | None:
-        if self._middleware:
-            return self._push_bulk([_core.prepare_job(class_name, args, **opts)])[0]
-        if testing.active():
-            return testing.record(_core.prepare_job(class_name, args, **opts))
-        return self._native.push_many(class_name, [args], **opts)[0]
-
     def push(self, payload: dict[str, Any]) -> str | None:
         """Pushes a raw job payload (a dict with at least ``class``); returns
         its jid, or None for a unique job whose duplicate holds the lock."""
@@ -244,25 +236,11 @@ class Client:
         with OpenTelemetry: the payloads without a trace context carry its)."""
         if _tracing.ENABLED and payloads:
             with _tracing.producing_payloads(payloads) as (span, traced):
-                jids = self._push_bulk(traced)
+                jids = self._native.push_payloads(traced, self._apply(), testing.run_inline)
                 if len(jids) == 1:
                     _tracing.name_message(span, jids[0])
                 return jids
-        return self._push_bulk(payloads)
-
-    def _push_bulk(self, payloads: Sequence[dict[str, Any]]) -> list[str | None]:
-        if self._middleware:
-            # Middleware sees each job as it will be stored (jid and times
-            # filled); None for those it stops, the rest in one round trip.
-            jobs = [self._middleware.apply(_core.prepare_payload(p)) for p in payloads]
-            pushed = iter(self._push_prepared([job for job in jobs if job is not None]))
-            return [None if job is None else next(pushed) for job in jobs]
-        return self._push_prepared(payloads)
-
-    def _push_prepared(self, payloads: Sequence[dict[str, Any]]) -> list[str | None]:
-        if testing.active():
-            return [testing.record(_core.prepare_payload(p)) for p in payloads]
-        return self._native.push_payloads(payloads)
+        return self._native.push_payloads(payloads, self._apply(), testing.run_inline)
 
 
 def _settle(future: asyncio.Future[Any], error: BaseException | None, value: Any) -> None:

@@ -61,15 +61,10 @@ def mode() -> str | None:
     return _core.testing_mode()
 
 
-def record(job: dict[str, Any]) -> str | None:
-    """A push in a testing mode (the job as the engine prepared it):
-    recorded (fake) or run (inline). Returns its jid; None for a unique
-    job whose duplicate is still recorded."""
-    verdict, value = _core.testing_record(job)
-    if verdict == "run":
-        _perform(value)
-        return value["jid"]
-    return value
+def run_inline(job: dict[str, Any]) -> None:
+    """Inline mode: a push's job (as the engine prepared it and recorded
+    its run) runs at once, in the caller; what it raises, the push raises."""
+    _perform(job)
 
 
 class RecordedJobs(list):  # type: ignore[type-arg]

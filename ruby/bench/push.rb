@@ -29,7 +29,7 @@ options = Cogworker::Client.options
 ROUNDS.times do
   timed('Client.push') { Cogworker::Client.push('PushBenchNoop', []) }
   timed('perform_async') { PushBenchNoop.perform_async }
-  timed('native push') { native.push_many('PushBenchNoop', [[]], options) }
+  timed('native push') { native.push_many('PushBenchNoop', [[]], options, nil, nil) }
   timed('status') { native.status('none') }
   server.cli('FLUSHALL')
 end

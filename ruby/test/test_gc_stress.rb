@@ -16,7 +16,7 @@ class TestGCStress < Minitest::Test
     worker.start
     GC.stress = true
     begin
-      jids = client.push_many('EchoJob', Array.new(5) { |i| [i, 'ü' * i, 2**70, { 'k' => [nil, true, 1.5] }] }, {})
+      jids = client.push_many('EchoJob', Array.new(5) { |i| [i, 'ü' * i, 2**70, { 'k' => [nil, true, 1.5] }] }, {}, nil, nil)
       assert_equal 5, jids.size
       taken = []
       perform = lambda do |delivery|
@@ -33,13 +33,13 @@ class TestGCStress < Minitest::Test
       # The arguments exactly as JSON.parse makes them from the payload.
       taken.each { |t| assert_equal [t[2][0], 'ü' * t[2][0], 2**70, { 'k' => [nil, true, 1.5] }], t[2] }
       assert_raises(Cogworker::ConfigError) { Cogworker::Native::Config.new({ 'concurrency' => 0 }) }
-      assert_raises(Cogworker::InvalidArgument) { client.push_many('EchoJob', [[Object.new]], {}) }
+      assert_raises(Cogworker::InvalidArgument) { client.push_many('EchoJob', [[Object.new]], {}, nil, nil) }
       assert_equal 'default', api.call('queues', []).first['name']
       assert_equal 20, entry.pjid.size
       assert_equal ['ü'], entry.entry['args']
       assert_raises(Cogworker::ConfigError) { Cogworker::Native::Periodic.new('x', 'A', {}) }
-      refute_nil client.push_many('EchoJob', [['u']], { 'unique_for' => 30, 'result_ttl' => 60 }).first
-      assert_nil client.push_many('EchoJob', [['u']], { 'unique_for' => 30 }).first
+      refute_nil client.push_many('EchoJob', [['u']], { 'unique_for' => 30, 'result_ttl' => 60 }, nil, nil).first
+      assert_nil client.push_many('EchoJob', [['u']], { 'unique_for' => 30 }, nil, nil).first
       assert_equal 1, api.call('unique_locks', [10]).size
       assert_kind_of Array, api.call('periodic', [])
       assert_includes api.admin('stats', nil), 'processed'
@@ -47,7 +47,7 @@ class TestGCStress < Minitest::Test
       assert_equal %w[pending unknown], client.result('nope', nil)
       assert_equal 'unknown', client.status('nope')
       Cogworker::Native.set_testing_mode('fake')
-      assert_equal 'kept', Cogworker::Native.testing_record(Cogworker::Native.prepare_job('EchoJob', ['ü'], {})).first
+      assert_equal 24, client.push_many('EchoJob', [['ü']], {}, ->(job) { job }, nil).first.size
       assert_equal [['ü']], Cogworker::Native.testing_jobs('EchoJob').map { |j| j['args'] }
       assert_equal ['ü'], Cogworker::Native.testing_take('EchoJob')['args']
       Cogworker::Native.set_testing_mode(nil)

@@ -5,7 +5,7 @@ use crate::blocking::run;
 use crate::config::PyConfig;
 use crate::convert;
 use crate::errors::to_py;
-use cogworker::host::{payload_job, prepared, HostValue, PushRequest, Session};
+use cogworker::host::{payload_job, prepared, push_through, HostValue, PushRequest, Session};
 use cogworker::Job;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -60,6 +60,32 @@ impl PyClient {
         let client = self.0.client().map_err(to_py)?;
         run(py, self.0.naming_redis(async move { client.push_bulk(jobs).await }))
     }
+
+    /// The core's push order (`push_through`): `middleware(job)` (a dict;
+    /// returns it or None), then a testing mode's record, where inline
+    /// mode's `run(job)` runs it, or one round trip.
+    fn push_through(
+        &self,
+        py: Python<'_>,
+        jobs: Vec<Job>,
+        middleware: Option<&Bound<'_, PyAny>>,
+        run: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<Option<String>>> {
+        let middleware = middleware.map(|middleware| {
+            move |job: Job| -> PyResult<Option<Job>> {
+                let passed = middleware.call1((convert::to_py(py, &job.into_value())?,))?;
+                if passed.is_none() {
+                    return Ok(None);
+                }
+                payload_job(&convert::value(&passed), "job").map(Some).map_err(to_py)
+            }
+        });
+        let run = |job: serde_json::Value| -> PyResult<()> {
+            let run = run.ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("inline mode: no runner given"))?;
+            run.call1((convert::to_py(py, &job)?,)).map(drop)
+        };
+        push_through(jobs, middleware, run, |jobs| self.push_jobs(py, jobs), to_py)
+    }
 }
 
 #[pymethods]
@@ -70,17 +96,20 @@ impl PyClient {
     }
 
     /// One job per args tuple, in one round trip; nothing is written if any
-    /// is invalid.
-    #[pyo3(signature = (class_name, args_list, **options))]
+    /// is invalid. Through the client `middleware` when given, and recorded
+    /// in a testing mode (inline mode: `run(job)` runs each).
+    #[pyo3(signature = (class_name, args_list, middleware=None, run=None, **options))]
     fn push_many(
         &self,
         py: Python<'_>,
         class_name: &str,
         args_list: &Bound<'_, PyAny>,
+        middleware: Option<&Bound<'_, PyAny>>,
+        run: Option<&Bound<'_, PyAny>>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Vec<Option<String>>> {
         let jobs = requests(class_name, args_list, options)?;
-        self.push_jobs(py, jobs)
+        self.push_through(py, jobs, middleware, run)
     }
 
     /// `push_many` without waiting: returns at once, and `done(error,
@@ -138,13 +167,21 @@ impl PyClient {
         crate::testing::outcome(py, outcome)
     }
 
-    /// Raw payloads (dicts with at least `class`), in one round trip.
-    fn push_payloads(&self, py: Python<'_>, payloads: &Bound<'_, PyAny>) -> PyResult<Vec<Option<String>>> {
+    /// Raw payloads (dicts with at least `class`), in one round trip;
+    /// `middleware` and `run` as for `push_many`.
+    #[pyo3(signature = (payloads, middleware=None, run=None))]
+    fn push_payloads(
+        &self,
+        py: Python<'_>,
+        payloads: &Bound<'_, PyAny>,
+        middleware: Option<&Bound<'_, PyAny>>,
+        run: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<Option<String>>> {
         let jobs = payloads
             .try_iter()?
             .enumerate()
             .map(|(i, payload)| payload_job(&convert::value(&payload?), &format!("jobs[{i}]")).map_err(to_py))
             .collect::<PyResult<Vec<Job>>>()?;
-        self.push_jobs(py, jobs)
+        self.push_through(py, jobs, middleware, run)
     }
 }

@@ -131,7 +131,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(api::api_calls, m)?)?;
     m.add_function(wrap_pyfunction!(testing::set_testing_mode, m)?)?;
     m.add_function(wrap_pyfunction!(testing::testing_mode, m)?)?;
-    m.add_function(wrap_pyfunction!(testing::testing_record, m)?)?;
     m.add_function(wrap_pyfunction!(testing::testing_jobs, m)?)?;
     m.add_function(wrap_pyfunction!(testing::testing_classes, m)?)?;
     m.add_function(wrap_pyfunction!(testing::testing_take, m)?)?;

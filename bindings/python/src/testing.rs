@@ -3,8 +3,7 @@
 
 use crate::convert;
 use crate::errors::to_py;
-use cogworker::host::payload_job;
-use cogworker::host::testing::{self, Recorded, TestingMode};
+use cogworker::host::testing::{self, TestingMode};
 use cogworker::JobOutcome;
 use pyo3::prelude::*;
 use pyo3::IntoPyObjectExt;
@@ -21,19 +20,6 @@ pub fn set_testing_mode(mode: Option<&str>) -> PyResult<Option<&'static str>> {
 #[pyfunction]
 pub fn testing_mode() -> Option<&'static str> {
     testing::mode().map(TestingMode::name)
-}
-
-/// A push in a testing mode (the job as `prepare_job` made it, maybe
-/// changed by client middleware): `("kept", jid)`, `("refused", None)`
-/// or `("run", job)`.
-#[pyfunction]
-pub fn testing_record<'py>(py: Python<'py>, job: &Bound<'py, PyAny>) -> PyResult<(&'static str, Bound<'py, PyAny>)> {
-    let job = payload_job(&convert::value(job), "job").map_err(to_py)?;
-    Ok(match testing::record(job) {
-        Recorded::Kept(jid) => ("kept", jid.into_bound_py_any(py)?),
-        Recorded::Refused => ("refused", py.None().into_bound(py)),
-        Recorded::RunNow(job) => ("run", convert::to_py(py, &job)?),
-    })
 }
 
 /// The recorded jobs of `class_name` (every class: None), oldest first.

@@ -5,7 +5,7 @@ use crate::blocking::run;
 use crate::config::RbConfig;
 use crate::convert;
 use crate::errors::to_ruby;
-use cogworker::host::{payload_job, prepared, PushRequest, Session};
+use cogworker::host::{payload_job, prepared, push_through, PushRequest, Session};
 use cogworker::Job;
 use magnus::{prelude::*, Error, RArray, RHash, Ruby, Value};
 use std::sync::Arc;
@@ -49,20 +49,55 @@ impl RbClient {
         run(ruby, self.0.naming_redis(async move { client.push_bulk(jobs).await }))
     }
 
+    /// The core's push order (`push_through`): `middleware.call(job)` (a
+    /// Hash; returns it or nil; nil: no middleware), then a testing mode's
+    /// record, where inline mode's `run.call(job)` runs it, or one round trip.
+    fn push_through(
+        &self,
+        ruby: &Ruby,
+        jobs: Vec<Job>,
+        middleware: Value,
+        run: Value,
+    ) -> Result<Vec<Option<String>>, Error> {
+        let middleware = (!middleware.is_nil()).then_some(|job: Job| -> Result<Option<Job>, Error> {
+            let passed: Value = middleware.funcall("call", (convert::from_json(ruby, &job.into_value()),))?;
+            if passed.is_nil() {
+                return Ok(None);
+            }
+            payload_job(&convert::value(ruby, passed), "job")
+                .map(Some)
+                .map_err(|e| to_ruby(ruby, e))
+        });
+        let run = |job: serde_json::Value| -> Result<(), Error> {
+            let _: Value = run.funcall("call", (convert::from_json(ruby, &job),))?;
+            Ok(())
+        };
+        push_through(
+            jobs,
+            middleware,
+            run,
+            |jobs| self.push_jobs(ruby, jobs),
+            |e| to_ruby(ruby, e),
+        )
+    }
+
     /// One job per args array, in one round trip; nothing is written if any
-    /// is invalid.
+    /// is invalid. Through the client `middleware` (nil: none), and
+    /// recorded in a testing mode (inline mode: `run.call(job)` runs each).
     pub fn push_many(
         ruby: &Ruby,
         rb_self: &Self,
         class_name: String,
         args_list: RArray,
         options: RHash,
+        middleware: Value,
+        run: Value,
     ) -> Result<Vec<Option<String>>, Error> {
         let jobs = args_list
             .into_iter()
             .map(|args| request(ruby, class_name.clone(), RArray::try_convert(args)?, options))
             .collect::<Result<_, Error>>()?;
-        rb_self.push_jobs(ruby, jobs)
+        rb_self.push_through(ruby, jobs, middleware, run)
     }
 
     /// queued, scheduled, running, retrying, dead, succeeded, failed or
@@ -84,12 +119,19 @@ impl RbClient {
         Ok(crate::testing::outcome(ruby, outcome))
     }
 
-    /// Raw payloads (Hashes with at least "class"), in one round trip.
-    pub fn push_payloads(ruby: &Ruby, rb_self: &Self, payloads: RArray) -> Result<Vec<Option<String>>, Error> {
+    /// Raw payloads (Hashes with at least "class"), in one round trip;
+    /// `middleware` and `run` as for `push_many`.
+    pub fn push_payloads(
+        ruby: &Ruby,
+        rb_self: &Self,
+        payloads: RArray,
+        middleware: Value,
+        run: Value,
+    ) -> Result<Vec<Option<String>>, Error> {
         let jobs = payloads.into_iter().enumerate().map(|(i, payload)| {
             payload_job(&convert::value(ruby, payload), &format!("jobs[{i}]")).map_err(|e| to_ruby(ruby, e))
         });
         let jobs = jobs.collect::<Result<_, Error>>()?;
-        rb_self.push_jobs(ruby, jobs)
+        rb_self.push_through(ruby, jobs, middleware, run)
     }
 }

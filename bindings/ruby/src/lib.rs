@@ -65,7 +65,6 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("api_calls", function!(api::api_calls, 0))?;
     native.define_module_function("set_testing_mode", function!(testing::set_mode, 1))?;
     native.define_module_function("testing_mode", function!(testing::mode, 0))?;
-    native.define_module_function("testing_record", function!(testing::record, 1))?;
     native.define_module_function("testing_jobs", function!(testing::jobs, 1))?;
     native.define_module_function("testing_classes", function!(testing::classes, 0))?;
     native.define_module_function("testing_take", function!(testing::take, 1))?;
@@ -96,8 +95,8 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
 
     let client = native.define_class("Client", ruby.class_object())?;
     client.define_singleton_method("new", function!(client::RbClient::new, 1))?;
-    client.define_method("push_many", method!(client::RbClient::push_many, 3))?;
-    client.define_method("push_payloads", method!(client::RbClient::push_payloads, 1))?;
+    client.define_method("push_many", method!(client::RbClient::push_many, 5))?;
+    client.define_method("push_payloads", method!(client::RbClient::push_payloads, 3))?;
     client.define_method("status", method!(client::RbClient::status, 1))?;
     client.define_method("result", method!(client::RbClient::result, 2))?;
 

@@ -3,8 +3,7 @@
 
 use crate::convert;
 use crate::errors::to_ruby;
-use cogworker::host::payload_job;
-use cogworker::host::testing::{self, Recorded, TestingMode};
+use cogworker::host::testing::{self, TestingMode};
 use cogworker::JobOutcome;
 use magnus::{value::ReprValue, Error, Ruby, Value};
 
@@ -17,18 +16,6 @@ pub fn set_mode(ruby: &Ruby, mode: Option<String>) -> Result<Option<&'static str
 /// "fake", "inline", or nil.
 pub fn mode() -> Option<&'static str> {
     testing::mode().map(TestingMode::name)
-}
-
-/// A push in a testing mode (the job as `prepare_job` made it, maybe
-/// changed by client middleware): `["kept", jid]`, `["refused", nil]` or
-/// `["run", job]`.
-pub fn record(ruby: &Ruby, job: Value) -> Result<(&'static str, Value), Error> {
-    let job = payload_job(&convert::value(ruby, job), "job").map_err(|e| to_ruby(ruby, e))?;
-    Ok(match testing::record(job) {
-        Recorded::Kept(jid) => ("kept", ruby.str_new(&jid).as_value()),
-        Recorded::Refused => ("refused", ruby.qnil().as_value()),
-        Recorded::RunNow(job) => ("run", convert::from_json(ruby, &job)),
-    })
 }
 
 /// The recorded jobs of `class_name` (every class: nil), oldest first.

@@ -164,6 +164,53 @@ pub fn prepared(mut job: Job) -> Result<Job> {
     Ok(job)
 }
 
+/// A push as both hosts make it, in one order: each job through the host's
+/// client `middleware` when it has some (it sees the job as it will be
+/// stored, and returns it, changed or not, or `None` to stop it), then,
+/// in a testing mode, recorded (inline mode: `run` runs it at once), else
+/// handed to `write`, all in one round trip. The jids, in the jobs' order:
+/// `None` for a job the middleware stopped or a unique duplicate refused.
+/// `error` converts the core's errors (a job that fails validation) to the
+/// host's, which the host's own calls return.
+pub fn push_through<E>(
+    jobs: Vec<Job>,
+    middleware: Option<impl FnMut(Job) -> std::result::Result<Option<Job>, E>>,
+    mut run: impl FnMut(Value) -> std::result::Result<(), E>,
+    write: impl FnOnce(Vec<Job>) -> std::result::Result<Vec<Option<String>>, E>,
+    error: impl Fn(Error) -> E,
+) -> std::result::Result<Vec<Option<String>>, E> {
+    let jobs: Vec<Option<Job>> = match middleware {
+        Some(mut middleware) => jobs
+            .into_iter()
+            .map(|job| middleware(prepared(job).map_err(&error)?))
+            .collect::<std::result::Result<_, E>>()?,
+        None => jobs.into_iter().map(Some).collect(),
+    };
+    if super::testing::mode().is_some() {
+        return jobs
+            .into_iter()
+            .map(|job| {
+                let Some(job) = job else { return Ok(None) };
+                match super::testing::record(prepared(job).map_err(&error)?) {
+                    super::testing::Recorded::Kept(jid) => Ok(Some(jid)),
+                    super::testing::Recorded::Refused => Ok(None),
+                    super::testing::Recorded::RunNow(job) => {
+                        let jid = job.get("jid").and_then(Value::as_str).map(str::to_string);
+                        run(job)?;
+                        Ok(jid)
+                    }
+                }
+            })
+            .collect();
+    }
+    let stopped: Vec<bool> = jobs.iter().map(Option::is_none).collect();
+    let mut written = write(jobs.into_iter().flatten().collect())?.into_iter();
+    Ok(stopped
+        .into_iter()
+        .map(|stopped| if stopped { None } else { written.next().flatten() })
+        .collect())
+}
+
 /// `seconds` as a JSON number; NaN and the infinities are refused, naming
 /// the field.
 fn finite(field: &str, seconds: f64, reason: &str) -> Result<Value> {

@@ -64,14 +64,14 @@ module Cogworker
       options = self.class.options(**options)
       args_list = args_list.to_a
       Tracing.producing(class_name.to_s, options['queue'], args_list.size) do |context|
-        push_many(class_name, args_list, options.merge(context))
+        push_through(class_name, args_list, options.merge(context))
       end
     end
 
     # `class_name(*args)` with options as `Client.options` builds them (in a
     # PRODUCER span whose trace context the job carries, with OpenTelemetry).
     def push_job(class_name, args, options)
-      Tracing.producing(class_name, options['queue']) { |context| push_one(class_name, args, options.merge(context)) }
+      Tracing.producing(class_name, options['queue']) { |context| push_through(class_name, [args], options.merge(context)).first }
     end
 
     # Raw payloads (Hashes with at least 'class'). Client middleware sees
@@ -79,44 +79,29 @@ module Cogworker
     # stops, the rest in one round trip. (With OpenTelemetry: one PRODUCER
     # span; payloads without a trace context carry its.)
     def push_payloads(payloads)
-      return push_raw(payloads) if payloads.empty?
+      return [] if payloads.empty?
 
-      Tracing.producing_payloads(payloads) { |traced| push_raw(traced) }
+      Tracing.producing_payloads(payloads) { |traced| @native.push_payloads(traced, middleware, RUN_INLINE) }
     end
 
     private
 
-    def push_many(class_name, args_list, options)
-      unless @middleware.empty?
-        return push_raw(args_list.map { |args| Native.prepare_job(class_name.to_s, args, options) })
-      end
-      return args_list.map { |args| Testing.record(Native.prepare_job(class_name.to_s, args, options)) } if Testing.enabled?
+    # Inline mode runs a job at once, in the caller (what it raises, the
+    # push raises).
+    RUN_INLINE = ->(job) { Testing.run_inline(job) }
 
-      @native.push_many(class_name.to_s, args_list.to_a, options)
+    # Through the client middleware, then a testing mode's record or one
+    # round trip: the engine's order.
+    def push_through(class_name, args_list, options)
+      @native.push_many(class_name.to_s, args_list.to_a, options, middleware, RUN_INLINE)
     end
 
-    def push_one(class_name, args, options)
-      return push_raw([Native.prepare_job(class_name, args, options)]).first unless @middleware.empty?
-      return Testing.record(Native.prepare_job(class_name, args, options)) if Testing.enabled?
+    # The client middleware as the engine calls it (nil: none): the job, or
+    # nil to stop it.
+    def middleware
+      return nil if @middleware.empty?
 
-      @native.push_many(class_name, [args], options).first
-    end
-
-    def push_raw(payloads)
-      return push_prepared(payloads) if @middleware.empty?
-
-      jobs = payloads.map do |payload|
-        job = Native.prepare_payload(payload)
-        job if @middleware.invoke_client(job['class'], job, job['queue'])
-      end
-      pushed = push_prepared(jobs.compact).each
-      jobs.map { |job| job && pushed.next }
-    end
-
-    def push_prepared(payloads)
-      return payloads.map { |p| Testing.record(Native.prepare_payload(p)) } if Testing.enabled?
-
-      @native.push_payloads(payloads)
+      ->(job) { job if @middleware.invoke_client(job['class'], job, job['queue']) }
     end
   end
 end

@@ -44,16 +44,9 @@ module Cogworker
         Native.testing_mode&.to_sym
       end
 
-      # A push in a testing mode (the job as the engine prepared it):
-      # recorded (fake) or run (inline). Returns its jid; nil for a unique
-      # job whose duplicate is still recorded.
-      def record(job)
-        verdict, value = Native.testing_record(job)
-        return value unless verdict == 'run'
-
-        perform(value)
-        value['jid']
-      end
+      # Inline mode: a push's job (as the engine prepared it and recorded
+      # its run) runs at once, in the caller; what it raises, the push raises.
+      def run_inline(job) = perform(job)
 
       def jobs_for(class_name) = RecordedJobs.new(class_name.to_s)
 
