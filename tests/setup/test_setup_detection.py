@@ -20,6 +20,7 @@ EVERYTHING = [
     "chromium",
     "npm",
     "prometheus",
+    "debootstrap",
 ]
 
 
