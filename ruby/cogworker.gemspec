@@ -10,6 +10,11 @@ Gem::Specification.new do |s|
                   'jobs cross languages through one Redis layout.'
   s.authors = ['cogworker']
   s.license = 'MIT'
+  s.homepage = 'https://example.invalid/cogworker'
+  s.metadata['source_code_uri'] = 'https://example.invalid/cogworker.git'
+  s.metadata['changelog_uri'] = 'https://example.invalid/cogworker/CHANGELOG.md'
+  s.metadata['documentation_uri'] = 'https://example.invalid/cogworker/docs'
+  s.metadata['bug_tracker_uri'] = 'https://example.invalid/cogworker/issues'
   s.required_ruby_version = '>= 3.1'
   s.bindir = 'exe'
   s.executables = ['cogworker']

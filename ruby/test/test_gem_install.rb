@@ -2,6 +2,9 @@
 
 require_relative 'test_helper'
 require 'open3'
+require 'rubygems/package'
+require 'zlib'
+require 'etc'
 
 # scripts/build-gem makes two gems, and each installs where users have it:
 # the source gem offline (it carries the Rust sources; empty cargo cache, no
@@ -74,7 +77,65 @@ class TestGemInstall < Minitest::Test
     end
   end
 
+  # Installed by root, a gem must work for every user: each file in it
+  # world-readable (cargo vendor keeps some crates' 0640 modes).
+  def test_every_file_in_both_gems_is_readable_by_every_user
+    [source_gem, platform_gem].each do |gem|
+      assert gem, self.class.gems.inspect
+      unreadable = gem_files(gem).select { |_, mode| mode.nobits?(0o004) }.map(&:first)
+      assert_empty unreadable, File.basename(gem)
+    end
+  end
+
+  # The platform gem installed by root into a directory of its own, then a
+  # worker run from it as `nobody` on jobs root pushed.
+  def test_a_gem_root_installed_runs_a_worker_for_an_unprivileged_user
+    skip 'installing as root and running as nobody needs root' unless Process.uid.zero?
+    setpriv = %w[/usr/bin/setpriv /bin/setpriv].find { |path| File.executable?(path) }
+    skip 'no setpriv to run as nobody' unless setpriv
+    Dir.mktmpdir('cogworker-system-gem-') do |tmp|
+      File.chmod(0o755, tmp)
+      gems = File.join(tmp, 'gems')
+      env = { 'PATH' => "#{gems}/bin:#{BARE_PATH}", 'GEM_HOME' => gems, 'GEM_PATH' => gems, 'HOME' => tmp }
+      out, status = Open3.capture2e(env, 'gem', 'install', '--local', '--no-document', '--install-dir', gems,
+                                    platform_gem, umask: 0o022)
+      assert status.success?, out
+      work = File.join(tmp, 'work')
+      Dir.mkdir(work)
+      File.chmod(0o777, work)
+      File.write(File.join(tmp, 'app.rb'), APP)
+      results = File.join(work, 'results.txt')
+      env = env.merge('COGWORKER_REDIS_URL' => @redis.url, 'RESULTS' => results, 'HOME' => work)
+      worker = Process.spawn(env, setpriv, '--reuid=nobody', '--regid=nogroup', '--clear-groups',
+                             File.join(gems, 'bin', 'cogworker'), '-r', File.join(tmp, 'app.rb'), '-c', '2',
+                             chdir: work, unsetenv_others: true, out: File::NULL, err: File.join(work, 'worker.log'))
+      out, status = Open3.capture2e(env, 'ruby', '-e', "require '#{tmp}/app'; 20.times { |n| Recorder.perform_async(n) }",
+                                    unsetenv_others: true)
+      assert status.success?, out
+      wait_for('20 jobs run by nobody', timeout: 30) { File.exist?(results) && File.readlines(results).size >= 20 }
+      assert_equal 'nobody', Etc.getpwuid(File.stat(results).uid).name
+      Process.kill('TERM', worker)
+      exited = wait_for('the worker to exit after TERM') { Process.wait2(worker, Process::WNOHANG)&.last }
+      assert exited.success?, File.read(File.join(work, 'worker.log'))
+    end
+  end
+
   private
+
+  # [name, mode] of every file a gem installs.
+  def gem_files(gem)
+    files = []
+    File.open(gem, 'rb') do |io|
+      Gem::Package::TarReader.new(io).each do |entry|
+        next unless entry.full_name == 'data.tar.gz'
+
+        Zlib::GzipReader.wrap(entry) do |gz|
+          Gem::Package::TarReader.new(gz).each { |file| files << [file.full_name, file.header.mode] }
+        end
+      end
+    end
+    files
+  end
 
   def install(env, gem, dir)
     out, status = Open3.capture2e(env, 'gem', 'install', '--local', '--no-document', '--install-dir', dir, gem)

@@ -61,6 +61,18 @@ def test_the_packaged_crate_builds_and_runs_a_job_outside_the_workspace(tmp_path
         text=True,
     )
     assert packaged.returncode == 0, packaged.stderr
+    # What crates.io would be sent, checked as `cargo publish` checks it
+    # (metadata, sources, dependencies from the registry), without the
+    # upload and without a second build.
+    published = subprocess.run(
+        ["cargo", "publish", "--dry-run", "-p", "cogworker", "--allow-dirty", "--locked", "--no-verify"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert published.returncode == 0, published.stderr
+    assert "aborting upload due to dry run" in published.stderr
     crate = ROOT / "target" / "package" / "cogworker-0.1.0.crate"
     with tarfile.open(crate) as archive:
         names = archive.getnames()

@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 import zipfile
 from pathlib import Path
@@ -82,6 +83,36 @@ def test_the_wheel_is_abi3_manylinux_and_carries_the_stubs() -> None:
     assert any(n.startswith("cogworker/_core") and n.endswith(".so") for n in names), names
     sdists = glob.glob(str(ROOT / "dist" / "cogworker-*.tar.gz"))
     assert len(sdists) == 1, sdists
+
+
+def test_every_file_in_the_wheel_and_the_sdist_is_readable_by_every_user() -> None:
+    """Installed by root, a package must work for every user: each file
+    world-readable, each directory searchable."""
+    unreadable = [
+        info.filename
+        for info in zipfile.ZipFile(the_wheel()).infolist()
+        if (info.external_attr >> 16) & 0o777 and not (info.external_attr >> 16) & 0o004
+    ]
+    assert unreadable == [], unreadable
+    [sdist] = glob.glob(str(ROOT / "dist" / "cogworker-*.tar.gz"))
+    with tarfile.open(sdist) as archive:
+        unreadable = [
+            member.name
+            for member in archive.getmembers()
+            if not member.mode & 0o004 or (member.isdir() and not member.mode & 0o001)
+        ]
+    assert unreadable == [], unreadable
+
+
+def test_twine_finds_the_wheel_and_the_sdist_fit_for_pypi() -> None:
+    """Their metadata renders and is complete, as PyPI would take it."""
+    twine = Path(sys.executable).parent / "twine"
+    checked = subprocess.run(
+        [str(twine), "check", "--strict", *glob.glob(str(ROOT / "dist" / "cogworker-*"))],
+        capture_output=True,
+        text=True,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def test_no_rust_on_the_bare_path() -> None:
