@@ -96,28 +96,17 @@ def clear(class_name: str | None = None) -> None:
 
 
 def perform_one(class_name: str) -> Any:
-    """Runs the oldest recorded job of ``class_name``; raises if there is none."""
-    job = _core.testing_take(class_name)
-    if job is None:
-        raise IndexError(f"no {class_name} jobs recorded")
-    return _perform(job)
+    """Runs the oldest recorded job of ``class_name``; IndexError if there is none."""
+    return _core.testing_perform_one(class_name, _perform)
 
 
 def drain(class_name: str) -> int:
     """Runs recorded jobs of ``class_name`` (including ones they push) until none are left."""
-    count = 0
-    while (job := _core.testing_take(class_name)) is not None:
-        _perform(job)
-        count += 1
-    return count
+    return _core.testing_drain(_perform, class_name)
 
 
 def drain_all() -> int:
-    count = 0
-    while classes := _core.testing_classes():
-        for name in classes:
-            count += drain(name)
-    return count
+    return _core.testing_drain(_perform)
 
 
 def result(jid: str) -> Any:
@@ -132,6 +121,7 @@ def status(jid: str) -> str:
 
 
 def _perform(job: dict[str, Any]) -> Any:
+    """Runs a recorded or inline job's handler; the engine keeps its outcome."""
     handle = _registry.handlers().get(job["class"])
     if handle is None:
         raise LookupError(f"no handler registered for class {job['class']!r}")
@@ -142,21 +132,10 @@ def _perform(job: dict[str, Any]) -> Any:
         job["class"], job["jid"], job.get("queue", "default"), job.get("retry_count", 0), args, job
     )
     token = set_current(running)
-    keeps_result = job.get("result_ttl") is not None
     try:
-        value = handle.run(args)
-    except BaseException as error:
-        if keeps_result:
-            from .worker import describe_error
-
-            error_class, message = describe_error(error)
-            _core.testing_settled(job, None, error_class or "?", message or "")
-        raise
+        return _core.testing_run(job, lambda: handle.run(args))
     finally:
         token.var.reset(token)
-    if keeps_result:
-        _core.testing_settled(job, value)
-    return value
 
 
 def free_port() -> int:

@@ -49,7 +49,7 @@ class TestGCStress < Minitest::Test
       Cogworker::Native.set_testing_mode('fake')
       assert_equal 24, client.push_many('EchoJob', [['ü']], {}, ->(job) { job }, nil).first.size
       assert_equal [['ü']], Cogworker::Native.testing_jobs('EchoJob').map { |j| j['args'] }
-      assert_equal ['ü'], Cogworker::Native.testing_take('EchoJob')['args']
+      assert_equal ['ü'], Cogworker::Native.testing_perform_one('EchoJob', ->(job) { job['args'] })
       Cogworker::Native.set_testing_mode(nil)
     ensure
       GC.stress = false

@@ -43,9 +43,15 @@ pub fn to_py(error: cogworker::Error) -> PyErr {
     err
 }
 
-/// What `error` says, as a log line names it: `module.Class: message`
-/// (either part replaced when reading it raises).
+/// What `error` says, as a log line names it: `module.Class: message`.
 pub fn describe(py: Python<'_>, error: &PyErr) -> String {
+    let (class, message) = describe_parts(py, error);
+    format!("{class}: {message}")
+}
+
+/// `(module.Class, message)` of `error`, either part replaced when
+/// reading it raises (`module.` left out for builtins and `__main__`).
+pub fn describe_parts(py: Python<'_>, error: &PyErr) -> (String, String) {
     let kind = error.get_type(py);
     let class = match (kind.module(), kind.qualname()) {
         (Ok(module), Ok(name)) if module != "builtins" && module != "__main__" => format!("{module}.{name}"),
@@ -57,5 +63,5 @@ pub fn describe(py: Python<'_>, error: &PyErr) -> String {
         .str()
         .map(|text| text.to_string_lossy().into_owned())
         .unwrap_or_else(|_| "(the message could not be read)".to_string());
-    format!("{class}: {message}")
+    (class, message)
 }

@@ -132,10 +132,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(testing::set_testing_mode, m)?)?;
     m.add_function(wrap_pyfunction!(testing::testing_mode, m)?)?;
     m.add_function(wrap_pyfunction!(testing::testing_jobs, m)?)?;
-    m.add_function(wrap_pyfunction!(testing::testing_classes, m)?)?;
-    m.add_function(wrap_pyfunction!(testing::testing_take, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::testing_perform_one, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::testing_drain, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::testing_run, m)?)?;
     m.add_function(wrap_pyfunction!(testing::testing_clear, m)?)?;
-    m.add_function(wrap_pyfunction!(testing::testing_settled, m)?)?;
     m.add_function(wrap_pyfunction!(testing::testing_result, m)?)?;
     m.add_function(wrap_pyfunction!(testing::testing_status, m)?)?;
     m.add_function(wrap_pyfunction!(api::admin_commands, m)?)?;

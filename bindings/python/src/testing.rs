@@ -32,18 +32,44 @@ pub fn testing_jobs<'py>(py: Python<'py>, class_name: Option<&str>) -> PyResult<
         .collect()
 }
 
-/// Classes with recorded jobs.
+/// Runs the oldest recorded job of `class_name` with `run(job)`; its
+/// value. IndexError when none is recorded.
 #[pyfunction]
-pub fn testing_classes() -> Vec<String> {
-    testing::classes()
+pub fn testing_perform_one<'py>(
+    py: Python<'py>,
+    class_name: &str,
+    run: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    testing::perform_one(class_name, |job| run.call1((convert::to_py(py, &job)?,))).unwrap_or_else(|| {
+        Err(pyo3::exceptions::PyIndexError::new_err(testing::nothing_recorded(
+            class_name,
+        )))
+    })
 }
 
-/// Takes the oldest recorded job of `class_name`, or None.
+/// Runs the recorded jobs of `class_name` (every class: None) with
+/// `run(job)`, jobs they push included, until none is left; how many ran.
 #[pyfunction]
-pub fn testing_take<'py>(py: Python<'py>, class_name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
-    testing::take_oldest(class_name)
-        .map(|job| convert::to_py(py, &job))
-        .transpose()
+#[pyo3(signature = (run, class_name=None))]
+pub fn testing_drain(py: Python<'_>, run: &Bound<'_, PyAny>, class_name: Option<&str>) -> PyResult<usize> {
+    testing::drain(class_name, |job| run.call1((convert::to_py(py, &job)?,)).map(drop))
+}
+
+/// Runs `job` with `call()` (the handler), keeping its outcome when the
+/// job keeps its result; returns its value, or raises what it raised.
+#[pyfunction]
+pub fn testing_run<'py>(
+    py: Python<'py>,
+    job: &Bound<'py, PyAny>,
+    call: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let job = convert::value(job).to_json("job").map_err(to_py)?;
+    testing::run(
+        &job,
+        || call.call0(),
+        |value| convert::value(value).to_json("result").map_err(to_py),
+        |error| crate::errors::describe_parts(py, error),
+    )
 }
 
 /// Forgets the recorded jobs of `class_name` (everything: None).
@@ -51,25 +77,6 @@ pub fn testing_take<'py>(py: Python<'py>, class_name: &str) -> PyResult<Option<B
 #[pyo3(signature = (class_name=None))]
 pub fn testing_clear(class_name: Option<&str>) {
     testing::clear(class_name);
-}
-
-/// A job run in a testing mode returned `value`, or raised
-/// (`error_class`, `error_message` given).
-#[pyfunction]
-#[pyo3(signature = (job, value, error_class=None, error_message=None))]
-pub fn testing_settled(
-    job: &Bound<'_, PyAny>,
-    value: &Bound<'_, PyAny>,
-    error_class: Option<String>,
-    error_message: Option<String>,
-) -> PyResult<()> {
-    let job = convert::value(job).to_json("job").map_err(to_py)?;
-    let outcome = match error_class {
-        Some(class) => Err((class, error_message.unwrap_or_default())),
-        None => Ok(convert::value(value).to_json("result").map_err(to_py)?),
-    };
-    testing::settled(&job, outcome);
-    Ok(())
 }
 
 /// `result(jid)` in a testing mode, as `Client.result` shapes it.

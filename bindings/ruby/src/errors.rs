@@ -33,9 +33,15 @@ pub fn to_ruby(ruby: &Ruby, error: cogworker::Error) -> Error {
     built.unwrap_or_else(|e| e)
 }
 
-/// What an exception says, as a log line names it: `Class: message`
-/// (either part replaced when reading it raises).
+/// What an exception says, as a log line names it: `Class: message`.
 pub fn describe(exception: magnus::Value) -> String {
+    let (class, message) = describe_parts(exception);
+    format!("{class}: {message}")
+}
+
+/// `(Class, message)` of an exception, either part replaced when reading
+/// it raises.
+pub fn describe_parts(exception: magnus::Value) -> (String, String) {
     let class = exception
         .funcall::<_, _, magnus::Value>("class", ())
         .and_then(|class| class.funcall::<_, _, String>("name", ()))
@@ -44,5 +50,5 @@ pub fn describe(exception: magnus::Value) -> String {
         .funcall::<_, _, RString>("message", ())
         .and_then(|message| message.funcall::<_, _, String>("scrub", ()))
         .unwrap_or_else(|_| "(the message could not be read)".to_string());
-    format!("{class}: {message}")
+    (class, message)
 }

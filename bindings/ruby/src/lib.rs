@@ -66,10 +66,10 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("set_testing_mode", function!(testing::set_mode, 1))?;
     native.define_module_function("testing_mode", function!(testing::mode, 0))?;
     native.define_module_function("testing_jobs", function!(testing::jobs, 1))?;
-    native.define_module_function("testing_classes", function!(testing::classes, 0))?;
-    native.define_module_function("testing_take", function!(testing::take, 1))?;
+    native.define_module_function("testing_perform_one", function!(testing::perform_one, 2))?;
+    native.define_module_function("testing_drain", function!(testing::drain, 2))?;
+    native.define_module_function("testing_run", function!(testing::run, 2))?;
     native.define_module_function("testing_clear", function!(testing::clear, 1))?;
-    native.define_module_function("testing_settled", function!(testing::settled, 4))?;
     native.define_module_function("testing_result", function!(testing::result, 1))?;
     native.define_module_function("testing_status", function!(testing::status, 1))?;
     native.define_module_function("admin_commands", function!(api::admin_commands, 0))?;

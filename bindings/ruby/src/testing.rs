@@ -23,39 +23,52 @@ pub fn jobs(ruby: &Ruby, class_name: Option<String>) -> Value {
     convert::array_from_json(ruby, &testing::jobs(class_name.as_deref()))
 }
 
-/// Classes with recorded jobs.
-pub fn classes() -> Vec<String> {
-    testing::classes()
+/// Runs the oldest recorded job of `class_name` with `run.call(job)`; its
+/// value. IndexError when none is recorded.
+pub fn perform_one(ruby: &Ruby, class_name: String, run: Value) -> Result<Value, Error> {
+    testing::perform_one(&class_name, |job| {
+        run.funcall("call", (convert::from_json(ruby, &job),))
+    })
+    .unwrap_or_else(|| {
+        Err(Error::new(
+            ruby.exception_index_error(),
+            testing::nothing_recorded(&class_name),
+        ))
+    })
 }
 
-/// Takes the oldest recorded job of `class_name`, or nil.
-pub fn take(ruby: &Ruby, class_name: String) -> Value {
-    testing::take_oldest(&class_name).map_or_else(|| ruby.qnil().as_value(), |job| convert::from_json(ruby, &job))
+/// Runs the recorded jobs of `class_name` (every class: nil) with
+/// `run.call(job)`, jobs they push included, until none is left; how many.
+pub fn drain(ruby: &Ruby, run: Value, class_name: Option<String>) -> Result<usize, Error> {
+    testing::drain(class_name.as_deref(), |job| {
+        run.funcall::<_, _, Value>("call", (convert::from_json(ruby, &job),))
+            .map(drop)
+    })
+}
+
+/// Runs `job` with `call.call` (the job's `perform`), keeping its outcome
+/// when the job keeps its result; returns its value, or raises what it
+/// raised.
+pub fn run(ruby: &Ruby, job: Value, call: Value) -> Result<Value, Error> {
+    let job = convert::value(ruby, job).to_json("job").map_err(|e| to_ruby(ruby, e))?;
+    testing::run(
+        &job,
+        || call.funcall("call", ()),
+        |value| {
+            convert::value(ruby, *value)
+                .to_json("result")
+                .map_err(|e| to_ruby(ruby, e))
+        },
+        |error| match error.value() {
+            Some(exception) => crate::errors::describe_parts(exception),
+            None => ("(unknown error)".to_string(), String::new()),
+        },
+    )
 }
 
 /// Forgets the recorded jobs of `class_name` (everything: nil).
 pub fn clear(class_name: Option<String>) {
     testing::clear(class_name.as_deref());
-}
-
-/// A job run in a testing mode returned `value`, or raised (`error_class`
-/// and `error_message` given).
-pub fn settled(
-    ruby: &Ruby,
-    job: Value,
-    value: Value,
-    error_class: Option<String>,
-    error_message: Option<String>,
-) -> Result<(), Error> {
-    let job = convert::value(ruby, job).to_json("job").map_err(|e| to_ruby(ruby, e))?;
-    let outcome = match error_class {
-        Some(class) => Err((class, error_message.unwrap_or_default())),
-        None => Ok(convert::value(ruby, value)
-            .to_json("result")
-            .map_err(|e| to_ruby(ruby, e))?),
-    };
-    testing::settled(&job, outcome);
-    Ok(())
 }
 
 /// `result(jid)` in a testing mode, as `Client#result` shapes it.

@@ -198,6 +198,61 @@ pub fn settled(job: &Value, outcome: Result<Value, (String, String)>) {
     with_state(|state| state.results.insert(jid, outcome));
 }
 
+/// Runs `job` (recorded, or pushed in inline mode) with the host's `call`
+/// (the handler's value, or what it raised) and keeps its outcome (see
+/// [`settled`]): `value` converts what the handler returned, when the job
+/// keeps its result; `describe` names what it raised (class, message),
+/// which is then returned as it was.
+pub fn run<V, E>(
+    job: &Value,
+    call: impl FnOnce() -> Result<V, E>,
+    value: impl FnOnce(&V) -> Result<Value, E>,
+    describe: impl FnOnce(&E) -> (String, String),
+) -> Result<V, E> {
+    let keeps_result = job.get("result_ttl").is_some_and(|ttl| !ttl.is_null());
+    match call() {
+        Ok(returned) => {
+            if keeps_result {
+                settled(job, Ok(value(&returned)?));
+            }
+            Ok(returned)
+        }
+        Err(raised) => {
+            settled(job, Err(describe(&raised)));
+            Err(raised)
+        }
+    }
+}
+
+/// Runs the oldest recorded job of `class` with the host's `run`; `None`
+/// when there is none.
+pub fn perform_one<V, E>(class: &str, run: impl FnOnce(Value) -> Result<V, E>) -> Option<Result<V, E>> {
+    take_oldest(class).map(run)
+}
+
+/// What `perform_one` says when there is nothing to run.
+pub fn nothing_recorded(class: &str) -> String {
+    format!("no {class} jobs recorded")
+}
+
+/// Runs the recorded jobs of `class` (`None`: of every class, class after
+/// class), oldest first, with the host's `run`, jobs they push included,
+/// until none is left; how many ran. What a job raises ends the drain.
+pub fn drain<E>(class: Option<&str>, mut run: impl FnMut(Value) -> Result<(), E>) -> Result<usize, E> {
+    let mut count = 0;
+    loop {
+        let next = match class {
+            Some(class) => take_oldest(class),
+            None => classes().first().and_then(|class| take_oldest(class)),
+        };
+        let Some(job) = next else {
+            return Ok(count);
+        };
+        run(job)?;
+        count += 1;
+    }
+}
+
 /// `result(jid)` in a testing mode: what a job run here came to; a
 /// recorded job is `queued`; anything else `unknown`.
 pub fn result(jid: &str) -> JobOutcome {

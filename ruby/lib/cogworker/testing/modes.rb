@@ -54,29 +54,12 @@ module Cogworker
       # included: nil).
       def clear(class_name = nil) = Native.testing_clear(class_name&.to_s)
 
-      def perform_one(class_name)
-        job = Native.testing_take(class_name.to_s)
-        raise IndexError, "no #{class_name} jobs recorded" unless job
+      # Runs the oldest recorded job of `class_name`; IndexError if none.
+      def perform_one(class_name) = Native.testing_perform_one(class_name.to_s, method(:perform))
 
-        perform(job)
-      end
-
-      def drain(class_name)
-        count = 0
-        while (job = Native.testing_take(class_name.to_s))
-          perform(job)
-          count += 1
-        end
-        count
-      end
-
-      def drain_all
-        count = 0
-        until (classes = Native.testing_classes).empty?
-          classes.each { |name| count += drain(name) }
-        end
-        count
-      end
+      # Runs recorded jobs of `class_name` (including ones they push) until none are left.
+      def drain(class_name) = Native.testing_drain(method(:perform), class_name.to_s)
+      def drain_all = Native.testing_drain(method(:perform), nil)
 
       # Client#result in a testing mode: what a job run here came to.
       def result(jid) = Cogworker.result_of(jid, Native.testing_result(jid.to_s))
@@ -96,21 +79,15 @@ module Cogworker
         end
       end
 
-      # Only registered job classes run, as in a worker.
+      # Only registered job classes run, as in a worker; the engine keeps
+      # the outcome.
       def perform(job)
         klass = Cogworker.registry[job['class']]
         raise NameError, "no job class registered as #{job['class']}" unless klass
 
         instance = klass.new
         instance.jid = job['jid'] if instance.respond_to?(:jid=)
-        begin
-          value = instance.perform(*job['args'])
-        rescue Exception => e # rubocop:disable Lint/RescueException -- recorded, then raised on
-          Native.testing_settled(job, nil, e.class.name, e.message)
-          raise
-        end
-        Native.testing_settled(job, job['result_ttl'] ? value : nil, nil, nil)
-        value
+        Native.testing_run(job, -> { instance.perform(*job['args']) })
       end
     end
   end
