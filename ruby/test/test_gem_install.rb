@@ -8,7 +8,8 @@ require 'etc'
 
 # scripts/build-gem makes two gems, and each installs where users have it:
 # the source gem offline (it carries the Rust sources; empty cargo cache, no
-# network), the platform gem with no Rust toolchain at all.
+# network: build-gem installs it so, and packs the extension that install
+# built into the platform gem), the platform gem with no Rust toolchain at all.
 class TestGemInstall < Minitest::Test
   include CogworkerTest
 
@@ -38,15 +39,17 @@ class TestGemInstall < Minitest::Test
   def source_gem = self.class.gems.find { |g| File.basename(g) == "cogworker-#{Cogworker::VERSION}.gem" }
   def platform_gem = self.class.gems.find { |g| File.basename(g).start_with?("cogworker-#{Cogworker::VERSION}-") }
 
+  # scripts/build-gem installed the source gem offline with an empty cargo
+  # home (ruby/pkg/source-install/): its extension is the platform gem's.
   def test_the_source_gem_is_small_and_installs_offline_and_works
     assert source_gem, self.class.gems.inspect
     assert_operator File.size(source_gem), :<=, SOURCE_GEM_LIMIT, "source gem is #{File.size(source_gem)} bytes"
+    installed = File.join(ROOT, 'ruby/pkg/source-install')
+    assert Dir.exist?(File.join(installed, 'gems', "cogworker-#{Cogworker::VERSION}")), 'the offline install'
     Dir.mktmpdir('cogworker-gem-') do |tmp|
-      env = { 'CARGO_HOME' => File.join(tmp, 'empty-cargo-home'), 'CARGO_NET_OFFLINE' => 'true',
-              'GEM_HOME' => File.join(tmp, 'gems'), 'GEM_PATH' => File.join(tmp, 'gems') }
-      install(env, source_gem, File.join(tmp, 'gems'))
+      env = { 'GEM_HOME' => installed, 'GEM_PATH' => installed, 'COGWORKER_REDIS_URL' => @redis.url }
       script = 'require "cogworker"; puts Cogworker::Client.push("GemCheck", [2**70])'
-      out, status = Open3.capture2e(env.merge('COGWORKER_REDIS_URL' => @redis.url), 'ruby', '-e', script, chdir: tmp)
+      out, status = Open3.capture2e(env, 'ruby', '-e', script, chdir: tmp)
       assert status.success?, out
       assert_match(/\A\h{24}\n\z/, out)
       assert_includes @redis.cli('LRANGE', 'cogworker:queue:default', '0', '-1'), '1180591620717411303424'

@@ -2,7 +2,8 @@
 
 # Writes a Makefile that builds the extension with cargo, offline, from the
 # crates this gem carries (ext/cogworker/crates, vendored dependencies in
-# ext/cogworker/vendor), and installs it as cogworker/cogworker_ext.
+# ext/cogworker/vendor), in the `dist` profile (release code, no debug
+# info, symbols stripped), and installs it as cogworker/cogworker_ext.
 require 'rbconfig'
 
 here = __dir__
@@ -19,8 +20,8 @@ File.write('Makefile', <<~MAKE)
   CRATES = #{here}/crates
   TARGET = $(CURDIR)/target
   all:
-  \tcd "$(CRATES)" && CARGO_TARGET_DIR="$(TARGET)" cargo build --release --offline --locked -p cogworker-ruby
-  \tcp "$(TARGET)/release/#{lib}" cogworker_ext.#{dlext}
+  \tcd "$(CRATES)" && CARGO_TARGET_DIR="$(TARGET)" cargo build --profile dist --offline --locked -p cogworker-ruby
+  \tcp "$(TARGET)/dist/#{lib}" cogworker_ext.#{dlext}
   install: all
   \tmkdir -p "$(sitearchdir)/cogworker"
   \tcp cogworker_ext.#{dlext} "$(sitearchdir)/cogworker/cogworker_ext.#{dlext}"
