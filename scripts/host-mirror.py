@@ -76,10 +76,11 @@ MIRRORED: dict[str, tuple[list[str], list[str]]] = {
             "cli.py:serve_processes",
             "cli.py:run_worker",
         ],
-        ["cli.rb:setting_flags", "cli.rb:run_worker", "cli.rb:run_processes"],
+        ["cli.rb:setting_flags", "cli.rb:run_worker", "cli.rb:run_processes", "signal_pipe.rb:*"],
     ),
     "web and metrics commands": (["cli.py:run_web"], ["admin.rb:web", "admin.rb:warn_secrets"]),
-    "-p N: fork and forward signals": (["_processes.py:*"], ["processes.rb:*", "signal_pipe.rb:*"]),
+    # The parent's loop is the core's (Supervisor::run).
+    "-p N: fork and forward signals": (["_processes.py:*"], ["processes.rb:*"]),
     "hooks: registry, dispatch, periodic push": (
         [
             "_hooks.py:Hooks.on",

@@ -4,8 +4,8 @@ worker (their own identity, heartbeat and in-progress jobs).
 
 What to fork and when, the backoff before a dead child is restarted, which
 signals reach the children and when the parent exits are the core's
-decisions (``_core.Supervisor``); this module forks, sleeps and passes
-signals on. A child dies with its parent: the kernel sends it TERM (a
+decisions, and its loop runs them (``_core.Supervisor.run``); this module
+forks and passes signals on. A child dies with its parent: the kernel sends it TERM (a
 graceful stop) when the parent goes, even by ``kill -9``.
 """
 
@@ -15,7 +15,6 @@ import logging
 import os
 import signal
 import sys
-import time
 from typing import Any, Callable
 
 from . import _core
@@ -41,17 +40,7 @@ def run_processes(count: int, settings: dict[str, Any], serve: Serve) -> int:
 
     for sig in FORWARDED:
         signal.signal(sig, forward)
-    while True:
-        spawn, status, wait = supervisor.poll()
-        for index in spawn:
-            pid = _fork(index, parent, settings, serve)
-            if pid is None:
-                supervisor.fork_failed(index, "fork failed")
-            else:
-                supervisor.started(index, pid)
-        if status is not None:
-            return status
-        time.sleep(wait)
+    return supervisor.run(lambda index: _fork(index, parent, settings, serve))
 
 
 def _fork(index: int, parent: int, settings: dict[str, Any], serve: Serve) -> int | None:

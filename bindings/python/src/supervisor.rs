@@ -3,12 +3,15 @@
 
 use cogworker::host::supervisor::{self, Supervisor};
 use pyo3::prelude::*;
+use std::sync::Mutex;
 
 use crate::errors;
 
 #[pyclass(name = "Supervisor", module = "cogworker._core")]
 pub struct PySupervisor {
-    inner: Supervisor,
+    /// Locked by `run` only between its waits: signal handlers call
+    /// `signal` while it waits.
+    inner: Mutex<Supervisor>,
 }
 
 #[pymethods]
@@ -16,25 +19,33 @@ impl PySupervisor {
     #[new]
     fn new(processes: i64) -> PyResult<Self> {
         let inner = Supervisor::new(processes).map_err(errors::to_py)?;
-        Ok(PySupervisor { inner })
+        Ok(PySupervisor {
+            inner: Mutex::new(inner),
+        })
     }
 
-    /// `(indexes to fork now, exit status or None, seconds to sleep)`.
-    fn poll(&mut self) -> (Vec<usize>, Option<i32>, f64) {
-        let poll = self.inner.poll();
-        (poll.spawn, poll.exit, poll.wait.as_secs_f64())
+    /// Runs the parent (the core's `Supervisor::run`) until its children
+    /// have stopped; its exit status. `fork(index)` forks child `index` and
+    /// returns its pid, or None when the fork failed; the waits release
+    /// the GIL and let the signal handlers run.
+    fn run(&self, py: Python<'_>, fork: &Bound<'_, PyAny>) -> PyResult<i32> {
+        Supervisor::run(
+            &self.inner,
+            |index| {
+                let pid: Option<i64> = fork.call1((index,))?.extract()?;
+                Ok(pid.ok_or_else(|| "fork failed".to_string()))
+            },
+            |duration| {
+                let seconds = Some(duration.as_secs_f64());
+                crate::blocking::wait(py, seconds, cogworker::host::sleep_slice).map(drop)
+            },
+        )
     }
 
-    fn started(&mut self, index: usize, pid: i64) {
-        self.inner.started(index, pid);
-    }
-
-    fn fork_failed(&mut self, index: usize, reason: &str) {
-        self.inner.fork_failed(index, reason);
-    }
-
-    fn signal(&mut self, name: &str) -> PyResult<()> {
-        self.inner.signal(name).map_err(errors::to_py)
+    /// A signal the parent caught, by name: passed on to the children.
+    fn signal(&self, name: &str) -> PyResult<()> {
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        inner.signal(name).map_err(errors::to_py)
     }
 }
 

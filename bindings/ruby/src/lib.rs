@@ -78,9 +78,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
 
     let supervisor = native.define_class("Supervisor", ruby.class_object())?;
     supervisor.define_singleton_method("new", function!(supervisor::RbSupervisor::new, 1))?;
-    supervisor.define_method("poll", method!(supervisor::RbSupervisor::poll, 0))?;
-    supervisor.define_method("started", method!(supervisor::RbSupervisor::started, 2))?;
-    supervisor.define_method("fork_failed", method!(supervisor::RbSupervisor::fork_failed, 2))?;
+    supervisor.define_method("run", method!(supervisor::RbSupervisor::run, 1))?;
     supervisor.define_method("signal", method!(supervisor::RbSupervisor::signal, 1))?;
 
     let periodic = native.define_class("Periodic", ruby.class_object())?;

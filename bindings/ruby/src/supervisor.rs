@@ -4,7 +4,7 @@
 use std::sync::Mutex;
 
 use cogworker::host::supervisor::{self, Supervisor};
-use magnus::{Error, Ruby};
+use magnus::{prelude::*, Error, Ruby, Value};
 
 use crate::errors::to_ruby;
 
@@ -25,18 +25,23 @@ impl RbSupervisor {
         f(&mut self.inner.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
-    /// `[indexes to fork now, exit status or nil, seconds to sleep]`.
-    pub fn poll(&self) -> (Vec<usize>, Option<i32>, f64) {
-        let poll = self.with(Supervisor::poll);
-        (poll.spawn, poll.exit, poll.wait.as_secs_f64())
-    }
-
-    pub fn started(&self, index: usize, pid: i64) {
-        self.with(|s| s.started(index, pid));
-    }
-
-    pub fn fork_failed(&self, index: usize, reason: String) {
-        self.with(|s| s.fork_failed(index, &reason));
+    /// Runs the parent (the core's `Supervisor::run`) until its children
+    /// have stopped; its exit status. `fork.call(index)` forks child `index`
+    /// and returns its pid, or nil when the fork failed; the waits run
+    /// without the GVL, and the trap handlers (which call `signal`) between
+    /// their slices.
+    pub fn run(ruby: &Ruby, rb_self: &Self, fork: Value) -> Result<i32, Error> {
+        Supervisor::run(
+            &rb_self.inner,
+            |index| {
+                let pid: Option<i64> = fork.funcall("call", (index,))?;
+                Ok(pid.ok_or_else(|| "fork failed".to_string()))
+            },
+            |duration| {
+                let seconds = Some(duration.as_secs_f64());
+                crate::blocking::wait(ruby, seconds, cogworker::host::sleep_slice).map(drop)
+            },
+        )
     }
 
     pub fn signal(ruby: &Ruby, rb_self: &Self, name: String) -> Result<(), Error> {

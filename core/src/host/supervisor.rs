@@ -201,6 +201,33 @@ impl Supervisor {
         Ok(())
     }
 
+    /// Runs the parent until every child has stopped after TERM/INT; its
+    /// exit status. `fork(index)` forks child `index` (the pid; a reason
+    /// when the fork failed; the child never returns from it); `wait(for)`
+    /// sleeps where the host's signal handlers run, and they call
+    /// [`Supervisor::signal`] meanwhile: the supervisor is locked only
+    /// between waits. An error from either ends the run with it.
+    pub fn run<E>(
+        supervisor: &std::sync::Mutex<Supervisor>,
+        mut fork: impl FnMut(usize) -> std::result::Result<std::result::Result<i64, String>, E>,
+        mut wait: impl FnMut(Duration) -> std::result::Result<(), E>,
+    ) -> std::result::Result<i32, E> {
+        let lock = || supervisor.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            let poll = lock().poll();
+            for index in poll.spawn {
+                match fork(index)? {
+                    Ok(pid) => lock().started(index, pid),
+                    Err(reason) => lock().fork_failed(index, &reason),
+                }
+            }
+            if let Some(status) = poll.exit {
+                return Ok(status);
+            }
+            wait(poll.wait)?;
+        }
+    }
+
     /// Pids of the children running now.
     pub fn pids(&self) -> Vec<i64> {
         self.running().map(i64::from).collect()
@@ -322,6 +349,37 @@ mod tests {
             assert!(Instant::now() < deadline, "timed out; last poll {poll:?}");
             std::thread::sleep(poll.wait.min(Duration::from_millis(20)));
         }
+    }
+
+    #[test]
+    fn run_forks_retries_a_failed_fork_and_returns_once_the_children_stopped_after_term() {
+        let supervisor = std::sync::Mutex::new(Supervisor::new(2).unwrap());
+        let (mut forks, mut waits) = (Vec::new(), 0);
+        let status = Supervisor::run(
+            &supervisor,
+            |index| {
+                forks.push(index);
+                // The first fork fails: child 0 is forked again after a backoff.
+                Ok::<_, ()>(if forks.len() == 1 {
+                    Err("no memory".into())
+                } else {
+                    Ok(sleeper("30"))
+                })
+            },
+            |wait| {
+                waits += 1;
+                let running = supervisor.lock().unwrap().pids().len();
+                if running == 2 {
+                    supervisor.lock().unwrap().signal("TERM").unwrap();
+                }
+                assert!(waits < 500, "the run never ended");
+                std::thread::sleep(wait.min(Duration::from_millis(20)));
+                Ok(())
+            },
+        );
+        assert_eq!(status, Ok(0));
+        assert_eq!(forks, [0, 1, 0]);
+        assert!(supervisor.lock().unwrap().pids().is_empty());
     }
 
     #[test]

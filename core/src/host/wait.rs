@@ -46,6 +46,13 @@ pub fn wait<T>(
     }
 }
 
+/// A [`wait`] poll that only sleeps its slice: waiting with it is a sleep
+/// the host can interrupt, and its signal handlers run between slices.
+pub fn sleep_slice(slice: Duration) -> Option<()> {
+    std::thread::sleep(slice);
+    None
+}
+
 /// The deadline `timeout` seconds from now for [`wait`], whatever number a
 /// host passes: `None` (forever) for `None`, an infinite or an
 /// unrepresentably long timeout; now for zero or a negative one; an

@@ -1,7 +1,5 @@
 # frozen_string_literal: true
 
-require_relative 'signal_pipe'
-
 module Cogworker
   # Multi-process workers (`cogworker -p N`): the app is loaded once, in the
   # parent, which then forks N children that each run an ordinary worker
@@ -9,8 +7,9 @@ module Cogworker
   #
   # What to fork and when, the backoff before a dead child is restarted,
   # which signals reach the children and when the parent exits are the
-  # core's decisions (Native::Supervisor); this class forks, waits and passes
-  # signals on. A child dies with its parent: the kernel sends it TERM (a
+  # core's decisions, and its loop runs them (Native::Supervisor#run, which
+  # waits without the GVL and lets the traps run between its slices); this
+  # class forks and passes signals on. A child dies with its parent: the kernel sends it TERM (a
   # graceful stop) when the parent goes, even by `kill -9`.
   class Processes
     # `child` is called in each forked child with the signals that reached
@@ -24,34 +23,27 @@ module Cogworker
     # Runs until TERM/INT and every child has stopped; the exit status.
     def run
       parent = Process.pid
-      pipe = SignalPipe.new
       # A child inherits these traps until it installs its own: what they
-      # catch there is kept for it, never forwarded to its siblings.
+      # catch there is kept for it, never passed on to its siblings.
       early = []
-      @signals.each { |sig| trap(sig) { Process.pid == parent ? pipe.push(sig) : early << sig } }
-      loop do
-        spawn, status, wait = @supervisor.poll
-        spawn.each { |index| start(index, parent, early, pipe) }
-        return status if status
-
-        pipe.wait(wait).each { |sig| @supervisor.signal(sig) }
-      end
+      @signals.each { |sig| trap(sig) { Process.pid == parent ? @supervisor.signal(sig) : early << sig } }
+      @supervisor.run(->(index) { start(index, parent, early) })
     end
 
     private
 
-    def start(index, parent, early, pipe)
+    # Child `index`'s pid; nil when it could not be forked.
+    def start(index, parent, early)
       $stdout.flush
       $stderr.flush
-      pid = Process.fork { run_child(index, parent, early, pipe) }
-      @supervisor.started(index, pid)
+      Process.fork { run_child(index, parent, early) }
     rescue SystemCallError => e
-      @supervisor.fork_failed(index, e.message)
+      Cogworker.logger.error("could not fork worker process #{index + 1}: #{e.message}")
+      nil
     end
 
-    def run_child(index, parent, early, pipe)
+    def run_child(index, parent, early)
       status = 1
-      pipe.close
       status = if Native.bind_to_parent(parent)
                  @child.call(early)
                else
