@@ -265,7 +265,7 @@ async fn rust_panics_anywhere_are_filed_and_the_worker_runs_on_at_full_concurren
 /// sees every slot out of its loop.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_host_slot_loop_settles_each_delivery_by_how_its_handler_ended() {
-    use cogworker::host::{Described, Ended, HostFailure, HostValue, HostWorker};
+    use cogworker::host::{Described, Ended, HostFailure, HostValue, HostWorker, SettledBy};
     let redis = TestRedis::start();
     let config = redis.config();
     let client = Client::new(&config).unwrap();
@@ -287,7 +287,8 @@ async fn the_host_slot_loop_settles_each_delivery_by_how_its_handler_ended() {
                         other => Ended::Raised(format!("{other}Error")),
                     };
                     let stops = delivery.info.class == "Exits";
-                    worker.performed(
+                    worker.settle(
+                        SettledBy::Slot,
                         &delivery,
                         ended,
                         |value| value,

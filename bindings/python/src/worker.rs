@@ -9,7 +9,7 @@ use crate::config::PyConfig;
 use crate::convert;
 use crate::errors::to_py;
 use crate::periodic::PyPeriodic;
-use cogworker::host::{Described, Ended, HostDelivery, HostFailure, HostWorker, NextEvent};
+use cogworker::host::{Described, Ended, HostDelivery, HostFailure, HostWorker, NextEvent, SettledBy};
 use cogworker::WorkerEvent;
 use pyo3::prelude::*;
 use std::time::Duration;
@@ -126,7 +126,7 @@ impl PyWorker {
                     Ok(value) => Ended::Returned(value),
                     Err(error) => Ended::Raised(error),
                 };
-                settle(py, &self.0, &delivery, ended, describe, true);
+                settle(py, &self.0, SettledBy::Slot, &delivery, ended, describe);
                 Ok(())
             },
         )
@@ -147,7 +147,7 @@ impl PyWorker {
         } else {
             Ended::Raised(PyErr::from_value(outcome))
         };
-        settle(py, &self.0, delivery, ended, describe, false);
+        settle(py, &self.0, SettledBy::EventLoop, delivery, ended, describe);
     }
 
     /// Runs this thread as the worker's events thread until the engine has
@@ -272,24 +272,18 @@ fn next_event(py: Python<'_>, slice: Duration, next: impl Fn(Duration) -> NextEv
 }
 
 /// The core's settle rule, with the package's `describe` for a failure
-/// (one that raises is reported as unraisable: the delivery is abandoned);
-/// `performed`: right after the slot's `perform` (see `HostWorker::performed`).
+/// (one that raises is reported as unraisable: the delivery is abandoned).
 fn settle(
     py: Python<'_>,
     worker: &HostWorker,
+    by: SettledBy,
     delivery: &Bound<'_, PyDelivery>,
     ended: Ended<Bound<'_, PyAny>, PyErr>,
     describe: &Bound<'_, PyAny>,
-    performed: bool,
 ) {
     let held = delivery.borrow();
-    let settle = if performed {
-        HostWorker::performed
-    } else {
-        HostWorker::settle
-    };
-    settle(
-        worker,
+    worker.settle(
+        by,
         &held.delivery,
         ended,
         |value| convert::value(&value),

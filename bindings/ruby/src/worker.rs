@@ -10,7 +10,7 @@ use crate::config::RbConfig;
 use crate::convert;
 use crate::errors::{raise, to_ruby};
 use crate::periodic::RbPeriodic;
-use cogworker::host::{Described, Ended, HostDelivery, HostFailure, HostWorker, NextEvent};
+use cogworker::host::{Described, Ended, HostDelivery, HostFailure, HostWorker, NextEvent, SettledBy};
 use cogworker::WorkerEvent;
 use magnus::{prelude::*, typed_data::Obj, Error, RString, Ruby, Value};
 use std::time::Duration;
@@ -126,7 +126,8 @@ impl RbWorker {
                     },
                 };
                 let mut jumped = None;
-                worker.performed(
+                worker.settle(
+                    SettledBy::Slot,
                     &delivery.0,
                     ended,
                     |value| convert::value(ruby, value),

@@ -53,7 +53,7 @@ pub use failure::{HostFailure, RetryHint};
 pub use periodic::periodic_entry;
 pub use push::{payload_job, prepared, push_through, PushRequest};
 pub use session::{in_runtime, Session};
-pub use slot::{Described, Ended, WAIT_SLICE};
+pub use slot::{Described, Ended, SettledBy, WAIT_SLICE};
 pub use version::{check_version, VERSION};
 pub use wait::{deadline_after, sleep_slice, spawn, start, wait, Pending, Waited, ON_CALLING_THREAD};
 pub use worker::{HostWorker, NextEvent, WORKER_SIGNALS};

@@ -23,6 +23,15 @@ pub enum Ended<V, R> {
     Raised(R),
 }
 
+/// Who settles a delivery (see [`HostWorker::settle`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SettledBy {
+    /// The slot whose `perform` just returned or raised.
+    Slot,
+    /// The host's event loop, where a coroutine handler ended.
+    EventLoop,
+}
+
 /// A failure as the host describes it, after its error handlers ran.
 pub struct Described {
     /// What the core records.
@@ -57,31 +66,18 @@ impl HostWorker {
         }
     }
 
-    /// What a slot does once the host's `perform` returned: settles
-    /// `delivery` as [`HostWorker::settle`] does, unless `perform` handed it
-    /// to the host's event loop ([`HostDelivery::detach`]), which settles it.
-    pub fn performed<V, R>(
-        &self,
-        delivery: &HostDelivery,
-        ended: Ended<V, R>,
-        value: impl FnOnce(V) -> HostValue,
-        error: impl FnOnce(Error) -> R,
-        describe: impl FnOnce(R) -> Option<Described>,
-    ) {
-        if !(delivery.is_detached() && matches!(ended, Ended::Returned(_))) {
-            self.settle(delivery, ended, value, error, describe);
-        }
-    }
-
     /// Settles `delivery` by how its handler ended, once: success (with
     /// the value kept when the job keeps its result), or the failure
     /// `describe` makes of what was raised (it runs the host's error
     /// handlers and retry hook). A value JSON cannot hold fails the job:
     /// `describe` gets the core's error, converted by `error`. Whatever
     /// happens here, the delivery ends settled or abandoned (`describe`
-    /// returns `None` when describing raised).
+    /// returns `None` when describing raised). `by` says who settles: a
+    /// slot leaves a delivery its `perform` handed to the host's event loop
+    /// ([`HostDelivery::detach`]) to that loop.
     pub fn settle<V, R>(
         &self,
+        by: SettledBy,
         delivery: &HostDelivery,
         ended: Ended<V, R>,
         value: impl FnOnce(V) -> HostValue,
@@ -89,6 +85,7 @@ impl HostWorker {
         describe: impl FnOnce(R) -> Option<Described>,
     ) {
         let raised = match ended {
+            Ended::Returned(_) if by == SettledBy::Slot && delivery.is_detached() => None,
             Ended::Returned(_) if delivery.is_settled() => None,
             Ended::Returned(returned) if delivery.wants_result() => {
                 delivery.complete_with(&value(returned)).err().map(error)
