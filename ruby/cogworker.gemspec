@@ -18,13 +18,16 @@ Gem::Specification.new do |s|
   s.required_ruby_version = '>= 3.1'
   s.bindir = 'exe'
   s.executables = ['cogworker']
-  native_abi = ENV.fetch('COGWORKER_NATIVE_GEM', nil)
-  if native_abi
-    # The platform gem (scripts/build-gem): the extension compiled for one
-    # Ruby minor version, under lib/cogworker/<major.minor>/; no Rust needed.
+  native_abis = ENV.fetch('COGWORKER_NATIVE_GEM', '').split.sort_by { |abi| Gem::Version.new(abi) }
+  if native_abis.any?
+    # The platform gem (scripts/build-gem): the extension compiled for each
+    # of these Ruby minor versions, under lib/cogworker/<major.minor>/; no
+    # Rust needed. A Ruby between them that has none is told, when it
+    # requires the gem, to install the source gem.
     s.platform = Gem::Platform.local
-    s.required_ruby_version = "~> #{native_abi}.0"
-    s.files = Dir.glob(%W[lib/**/*.rb lib/cogworker/#{native_abi}/cogworker_ext.so exe/* README.md])
+    newest = Gem::Version.new(native_abis.last).segments
+    s.required_ruby_version = [">= #{native_abis.first}", "< #{newest[0]}.#{newest[1] + 1}.dev"]
+    s.files = Dir.glob(%w[lib/**/*.rb exe/* README.md] + native_abis.map { |abi| "lib/cogworker/#{abi}/cogworker_ext.so" })
   else
     # The source gem: the Rust sources travel with it (the crates and the
     # `cargo vendor` output under ext/cogworker/), so `gem install` builds

@@ -3,12 +3,29 @@
 require 'json'
 require_relative 'cogworker/version'
 require_relative 'cogworker/errors'
-begin
-  # The platform gem carries the extension built for this Ruby minor version.
-  require "cogworker/#{RUBY_VERSION[/\A\d+\.\d+/]}/cogworker_ext"
-rescue LoadError
-  require 'cogworker/cogworker_ext' # built from source (gem install, or scripts/test)
+module Cogworker
+  # The platform gem carries an extension per Ruby minor version under
+  # cogworker/<major.minor>/; the source gem (and scripts/test) builds one
+  # for this Ruby as cogworker/cogworker_ext. A Ruby the platform gem has no
+  # extension for is told which it has and what to install instead.
+  def self.require_extension
+    abi = RUBY_VERSION[/\A\d+\.\d+/]
+    require "cogworker/#{abi}/cogworker_ext"
+  rescue LoadError
+    begin
+      require 'cogworker/cogworker_ext'
+    rescue LoadError
+      carried = Dir[File.join(__dir__, 'cogworker', '*', 'cogworker_ext.so')].map { |f| File.basename(File.dirname(f)) }
+      raise if carried.empty?
+
+      raise LoadError, "cogworker: this platform gem has the extension for Ruby #{carried.sort.join(' and ')}, " \
+                       "not for Ruby #{abi}: install the source gem, which builds it with cargo " \
+                       '(gem install cogworker --platform ruby)'
+    end
+  end
+  private_class_method :require_extension
 end
+Cogworker.send(:require_extension)
 # An extension of another version (a stale build on the load path) speaks
 # another protocol: refused here, saying what to do.
 Cogworker::Native.check_version(Cogworker::VERSION, $LOADED_FEATURES.grep(/cogworker_ext/).last.to_s)

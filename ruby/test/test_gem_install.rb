@@ -123,7 +123,74 @@ class TestGemInstall < Minitest::Test
     end
   end
 
+  # The platform gem carries a second Ruby's extension too (Debian trixie's
+  # Ruby 3.3, built by scripts/build-gem in a root made by
+  # scripts/debian-root): installed in that root with no Rust, it runs a
+  # worker under Ruby 3.3 on jobs pushed from here, under this Ruby.
+  def test_the_platform_gem_runs_a_worker_under_a_second_ruby
+    root = second_ruby_root
+    assert_equal [host_abi, '3.3'].sort, carried_abis(platform_gem)
+    FileUtils.cp(platform_gem, File.join(root, 'tmp'))
+    app = File.join(root, 'app')
+    FileUtils.rm_rf(app)
+    Dir.mkdir(app)
+    File.write(File.join(app, 'app.rb'), APP)
+    in_root = ['chroot', root, '/usr/bin/env', '-i', 'PATH=/app/gems/bin:/usr/bin:/bin', 'HOME=/root',
+               'LANG=C.UTF-8', 'GEM_HOME=/app/gems', 'GEM_PATH=/app/gems']
+    out, status = Open3.capture2e(*in_root, 'sh', '-c', 'command -v cargo rustc')
+    refute status.success?, "no Rust in the root: #{out}"
+    out, status = Open3.capture2e(*in_root, 'gem', 'install', '--local', '--no-document', '--install-dir', '/app/gems',
+                                  "/tmp/#{File.basename(platform_gem)}")
+    assert status.success?, out
+    worker = spawn_child(*in_root, "COGWORKER_REDIS_URL=#{@redis.url}", 'RESULTS=/app/results.txt',
+                         'ruby', '-e', 'warn "ruby #{RUBY_VERSION}"; load Gem.bin_path("cogworker", "cogworker")',
+                         '--', '-r', '/app/app.rb', '-c', '4', out: File::NULL, err: File.join(app, 'worker.log'))
+    50.times { |n| Cogworker::Client.push('Recorder', [n]) }
+    results = File.join(app, 'results.txt')
+    wait_for('50 jobs run under the second Ruby', timeout: 60) do
+      File.exist?(results) && File.readlines(results).size >= 50
+    end
+    assert_equal (0...50).to_a, File.readlines(results).map(&:to_i).sort
+    Process.kill('TERM', worker)
+    exited = wait_for('the worker to exit after TERM') { Process.wait2(worker, Process::WNOHANG)&.last }
+    log = File.read(File.join(app, 'worker.log'))
+    assert exited.success?, log
+    assert_match(/^ruby 3\.3\./, log)
+  end
+
+  # A Ruby the platform gem has no extension for is told which Rubies it
+  # has and to install the source gem (not a bare "cannot load such file").
+  def test_a_ruby_the_platform_gem_has_no_extension_for_is_told_what_to_install
+    Dir.mktmpdir('cogworker-unpacked-') do |tmp|
+      out, status = Open3.capture2e('gem', 'unpack', platform_gem, '--target', tmp)
+      assert status.success?, out
+      lib = Dir[File.join(tmp, '*', 'lib')].first
+      carried = carried_abis(platform_gem)
+      FileUtils.rm_rf(File.join(lib, 'cogworker', host_abi))
+      out, status = Open3.capture2e({ 'RUBYLIB' => nil }, 'ruby', '-I', lib, '-e', 'require "cogworker"')
+      refute status.success?
+      others = carried - [host_abi]
+      assert_match(/has the extension for Ruby #{Regexp.escape(others.join(' and '))}, not for Ruby #{host_abi}/, out)
+      assert_includes out, 'gem install cogworker --platform ruby'
+    end
+  end
+
   private
+
+  def host_abi = RUBY_VERSION[/\A\d+\.\d+/]
+
+  # The Ruby minor versions the platform gem has an extension for.
+  def carried_abis(gem)
+    gem_files(gem).filter_map { |name, _| name[%r{\Alib/cogworker/(\d+\.\d+)/cogworker_ext\.so\z}, 1] }.sort
+  end
+
+  # The Debian trixie root scripts/build-gem built the second extension in.
+  def second_ruby_root
+    out, err, status = Open3.capture3(File.join(ROOT, 'scripts/debian-root'), 'trixie')
+    skip err.strip if [3, 4].include?(status.exitstatus) # Debian's archive unreachable; not root
+    assert status.success?, err
+    out.strip
+  end
 
   # [name, mode] of every file a gem installs.
   def gem_files(gem)
