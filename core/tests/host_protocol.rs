@@ -261,11 +261,24 @@ async fn rust_panics_anywhere_are_filed_and_the_worker_runs_on_at_full_concurren
 /// The slot loop and the settle rule both hosts run (`host/slot.rs`), from
 /// Rust closures standing in for a host: a handler that returns, one that
 /// raises, one whose value JSON cannot hold (its failure is described from
-/// the core's error), one whose failure stops the worker; then the join
-/// sees every slot out of its loop.
+/// the core's error), one whose failure stops the worker; the hooks loop
+/// dispatches the worker's lifecycle by name; then the join sees every
+/// slot and the hooks thread out of their loops.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_host_slot_loop_settles_each_delivery_by_how_its_handler_ended() {
-    use cogworker::host::{Described, Ended, HostFailure, HostValue, HostWorker, SettledBy};
+    use cogworker::host::{Described, Ended, HostFailure, HostValue, HostWait, HostWorker, SettledBy};
+    /// A host with no interpreter lock: it just blocks.
+    struct Plain;
+    impl HostWait for Plain {
+        type Error = String;
+        fn wait<T: Send>(
+            &mut self,
+            slice: Duration,
+            mut poll: impl FnMut(Duration) -> Option<T> + Send,
+        ) -> Result<Option<T>, String> {
+            Ok(poll(slice))
+        }
+    }
     let redis = TestRedis::start();
     let config = redis.config();
     let client = Client::new(&config).unwrap();
@@ -275,38 +288,47 @@ async fn the_host_slot_loop_settles_each_delivery_by_how_its_handler_ended() {
     }
     let worker = Arc::new(HostWorker::new(config, &["Returns", "Raises", "NotJson", "Exits"], &[], false).unwrap());
     worker.start().unwrap();
+    let hooks = {
+        let worker = worker.clone();
+        std::thread::spawn(move || {
+            let mut names = Vec::new();
+            worker
+                .run_hooks(&mut Plain, |name, _job| {
+                    names.push(name);
+                    Ok(())
+                })
+                .map(|()| names)
+        })
+    };
     let slot = {
         let worker = worker.clone();
         std::thread::spawn(move || {
-            worker.run_slot(
-                |slice| Ok::<_, String>(worker.next_job(slice)),
-                |delivery| {
-                    let ended = match delivery.info.class.as_str() {
-                        "Returns" => Ended::Returned(HostValue::Int(7)),
-                        "NotJson" => Ended::Returned(HostValue::Float(f64::NAN)),
-                        other => Ended::Raised(format!("{other}Error")),
-                    };
-                    let stops = delivery.info.class == "Exits";
-                    worker.settle(
-                        SettledBy::Slot,
-                        &delivery,
-                        ended,
-                        |value| value,
-                        |error| format!("cogworker::InvalidArgument: {error}"),
-                        |raised| {
-                            Some(Described {
-                                failure: HostFailure {
-                                    class: Some(raised),
-                                    message: Some("it failed".into()),
-                                    ..Default::default()
-                                },
-                                stops_worker: stops,
-                            })
-                        },
-                    );
-                    Ok(())
-                },
-            )
+            worker.run_slot(&mut Plain, |delivery| {
+                let ended = match delivery.info.class.as_str() {
+                    "Returns" => Ended::Returned(HostValue::Int(7)),
+                    "NotJson" => Ended::Returned(HostValue::Float(f64::NAN)),
+                    other => Ended::Raised(format!("{other}Error")),
+                };
+                let stops = delivery.info.class == "Exits";
+                worker.settle(
+                    SettledBy::Slot,
+                    &delivery,
+                    ended,
+                    |value| value,
+                    |error| format!("cogworker::InvalidArgument: {error}"),
+                    |raised| {
+                        Some(Described {
+                            failure: HostFailure {
+                                class: Some(raised),
+                                message: Some("it failed".into()),
+                                ..Default::default()
+                            },
+                            stops_worker: stops,
+                        })
+                    },
+                );
+                Ok(())
+            })
         })
     };
     wait_for_stats(&api, 1, 2).await;
@@ -329,5 +351,8 @@ async fn the_host_slot_loop_settles_each_delivery_by_how_its_handler_ended() {
             .unwrap()
     );
     assert_eq!(slot.join().unwrap(), Ok(()));
+    let names = hooks.join().unwrap().unwrap();
+    assert_eq!(names.first(), Some(&"startup"), "{names:?}");
+    assert!(names.contains(&"shutdown"), "{names:?}");
     assert_eq!(api.stats().await.unwrap().failed, 3);
 }

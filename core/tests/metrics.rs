@@ -84,11 +84,7 @@ async fn each_execution_is_counted_by_class_with_its_run_time() {
         .unwrap();
     assert!(!minutes.is_empty(), "the runs wrote a minute hash");
     for minute in minutes {
-        let ttl: i64 = redis::cmd("TTL")
-            .arg(&minute)
-            .query_async(&mut conn)
-            .await
-            .unwrap();
+        let ttl: i64 = redis::cmd("TTL").arg(&minute).query_async(&mut conn).await.unwrap();
         assert!(ttl > 71 * 3600, "a minute is kept 72 h: {minute} {ttl}");
     }
     handle.stop();

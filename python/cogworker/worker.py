@@ -130,7 +130,7 @@ class Worker:
         # ticker's requests to the client middleware on one apart, never
         # behind an app's hook.
         for name, target, hook in (
-            ("cogworker.events", self._native.run_events, self.hooks.dispatch),
+            ("cogworker.events", self._native.run_hooks, self.hooks.dispatch),
             ("cogworker.client-middleware", self._native.run_client_middleware, self.hooks.periodic_push),
         ):
             threading.Thread(target=target, args=(hook,), name=name, daemon=True).start()

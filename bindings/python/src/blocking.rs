@@ -28,6 +28,21 @@ pub fn wait<T: Send>(
     }
 }
 
+/// The core's slot and events loops wait as above ([`host::HostWait`]).
+pub struct Blocking<'py>(pub Python<'py>);
+
+impl host::HostWait for Blocking<'_> {
+    type Error = PyErr;
+
+    fn wait<T: Send>(
+        &mut self,
+        slice: Duration,
+        poll: impl FnMut(Duration) -> Option<T> + Send,
+    ) -> PyResult<Option<T>> {
+        wait(self.0, Some(slice.as_secs_f64()), poll)
+    }
+}
+
 /// Runs a core operation to completion, waiting as above.
 pub fn run<F, T>(py: Python<'_>, future: F) -> PyResult<T>
 where

@@ -9,8 +9,7 @@ use crate::config::PyConfig;
 use crate::convert;
 use crate::errors::to_py;
 use crate::periodic::PyPeriodic;
-use cogworker::host::{Described, Ended, HostDelivery, HostFailure, HostWorker, NextEvent, SettledBy};
-use cogworker::WorkerEvent;
+use cogworker::host::{Described, Ended, HostDelivery, HostFailure, HostWorker, SettledBy};
 use pyo3::prelude::*;
 use std::time::Duration;
 
@@ -118,18 +117,15 @@ impl PyWorker {
     /// says what to record: `(error_class, message, backtrace, retry_in,
     /// stops_worker)`. The core settles each delivery once.
     fn run_slot(&self, py: Python<'_>, perform: &Bound<'_, PyAny>, describe: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.0.run_slot(
-            |slice| blocking::wait(py, Some(slice.as_secs_f64()), |s| self.0.next_job(s)),
-            |delivery| {
-                let delivery = Bound::new(py, PyDelivery::new(py, delivery)?)?;
-                let ended = match perform.call1((&delivery,)) {
-                    Ok(value) => Ended::Returned(value),
-                    Err(error) => Ended::Raised(error),
-                };
-                settle(py, &self.0, SettledBy::Slot, &delivery, ended, describe);
-                Ok(())
-            },
-        )
+        self.0.run_slot(&mut blocking::Blocking(py), |delivery| {
+            let delivery = Bound::new(py, PyDelivery::new(py, delivery)?)?;
+            let ended = match perform.call1((&delivery,)) {
+                Ok(value) => Ended::Returned(value),
+                Err(error) => Ended::Raised(error),
+            };
+            settle(py, &self.0, SettledBy::Slot, &delivery, ended, describe);
+            Ok(())
+        })
     }
 
     /// Settles `delivery` by how its handler (a coroutine, on the event
@@ -153,44 +149,31 @@ impl PyWorker {
     /// Runs this thread as the worker's events thread until the engine has
     /// shut down and every event was handled: `dispatch(name, job)` runs
     /// the application's hooks for each (`job`: a dict for "death").
-    fn run_events(&self, py: Python<'_>, dispatch: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.0.run_events(
-            |slice| next_event(py, slice, |s| self.0.next_event(s)),
-            |event| {
-                let Some((name, job)) = NextEvent::Event(event).into_parts() else {
-                    return Ok(());
-                };
-                let called = job
-                    .map(|job| convert::to_py(py, &job))
-                    .transpose()
-                    .and_then(|job| dispatch.call1((name, job)));
-                if let Err(error) = called {
-                    error.write_unraisable(py, Some(dispatch));
-                }
-                Ok(())
-            },
-        )
+    /// A dispatch that raises is reported as unraisable.
+    fn run_hooks(&self, py: Python<'_>, dispatch: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.0.run_hooks(&mut blocking::Blocking(py), |name, job| {
+            let called = job
+                .map(|job| convert::to_py(py, &job))
+                .transpose()
+                .and_then(|job| dispatch.call1((name, job)));
+            if let Err(error) = called {
+                error.write_unraisable(py, Some(dispatch));
+            }
+            Ok(())
+        })
     }
 
     /// Runs this thread for the periodic jobs the worker pushes through the
     /// client middleware: `push(job)` returns the job to push, or None to
     /// push nothing; one that raises is pushed as it was.
     fn run_client_middleware(&self, py: Python<'_>, push: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.0.run_events(
-            |slice| next_event(py, slice, |s| self.0.next_client_middleware(s)),
-            |event| {
-                let WorkerEvent::ClientMiddleware { job } = event else {
-                    return Ok(());
-                };
-                let answer = match convert::to_py(py, &job).and_then(|dict| push.call1((dict,))) {
-                    Ok(pushed) if pushed.is_none() => Ok(None),
-                    Ok(pushed) => Ok(Some(convert::value(&pushed))),
-                    Err(error) => Err(crate::errors::describe(py, &error)),
-                };
-                self.0.answer_client_middleware(&job, answer);
-                Ok(())
-            },
-        )
+        self.0.run_client_middleware(&mut blocking::Blocking(py), |job| {
+            Ok(match convert::to_py(py, job).and_then(|dict| push.call1((dict,))) {
+                Ok(pushed) if pushed.is_none() => Ok(None),
+                Ok(pushed) => Ok(Some(convert::value(&pushed))),
+                Err(error) => Err(crate::errors::describe(py, &error)),
+            })
+        })
     }
 
     /// After the engine's shutdown: waits (the GIL released) until the slot
@@ -263,14 +246,6 @@ impl PyWorker {
 type Span<'py> = (String, Bound<'py, PyAny>, Bound<'py, PyAny>);
 
 /// A wait for the next event, in slices that stay interruptible.
-fn next_event(py: Python<'_>, slice: Duration, next: impl Fn(Duration) -> NextEvent + Sync) -> PyResult<NextEvent> {
-    let waited = blocking::wait(py, Some(slice.as_secs_f64()), |s| match next(s) {
-        NextEvent::Idle => None,
-        event => Some(event),
-    })?;
-    Ok(waited.unwrap_or(NextEvent::Idle))
-}
-
 /// The core's settle rule, with the package's `describe` for a failure
 /// (one that raises is reported as unraisable: the delivery is abandoned).
 fn settle(

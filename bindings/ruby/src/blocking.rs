@@ -103,6 +103,21 @@ pub fn wait<T>(
     }
 }
 
+/// The core's slot and events loops wait as above ([`host::HostWait`]).
+pub struct Blocking<'a>(pub &'a Ruby);
+
+impl host::HostWait for Blocking<'_> {
+    type Error = Error;
+
+    fn wait<T: Send>(
+        &mut self,
+        slice: Duration,
+        poll: impl FnMut(Duration) -> Option<T> + Send,
+    ) -> Result<Option<T>, Error> {
+        wait(self.0, Some(slice.as_secs_f64()), poll)
+    }
+}
+
 /// Runs a core operation to completion: for `host::ON_CALLING_THREAD` on
 /// this thread, without the GVL in a blocking region with no unblock
 /// function, then, if still running, in the interruptible wait above.

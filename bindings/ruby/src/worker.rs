@@ -10,8 +10,7 @@ use crate::config::RbConfig;
 use crate::convert;
 use crate::errors::{raise, to_ruby};
 use crate::periodic::RbPeriodic;
-use cogworker::host::{Described, Ended, HostDelivery, HostFailure, HostWorker, NextEvent, SettledBy};
-use cogworker::WorkerEvent;
+use cogworker::host::{Described, Ended, HostDelivery, HostFailure, HostWorker, SettledBy};
 use magnus::{prelude::*, typed_data::Obj, Error, RString, Ruby, Value};
 use std::time::Duration;
 
@@ -109,79 +108,62 @@ impl RbWorker {
     /// meanwhile leaves its delivery abandoned (filed by the engine).
     pub fn run_slot(ruby: &Ruby, rb_self: &Self, perform: Value, describe: Value) -> Result<(), Error> {
         let worker = &rb_self.0;
-        worker.run_slot(
-            |slice| blocking::wait(ruby, Some(slice.as_secs_f64()), |s| worker.next_job(s)),
-            |delivery| {
-                let delivery = ruby.obj_wrap(RbDelivery(delivery));
-                let ended = match perform.funcall::<_, _, Value>("call", (delivery,)) {
-                    Ok(value) => Ended::Returned(value),
-                    Err(error) => match exception(&error) {
-                        Some(raised) => Ended::Raised(raised),
-                        None => {
-                            delivery
-                                .0
-                                .abandon("the Ruby thread running it ended without settling it (killed?)");
-                            return Err(error);
-                        }
-                    },
-                };
-                let mut jumped = None;
-                worker.settle(
-                    SettledBy::Slot,
-                    &delivery.0,
-                    ended,
-                    |value| convert::value(ruby, value),
-                    |error| exception(&to_ruby(ruby, error)).unwrap_or_else(|| ruby.qnil().as_value()),
-                    |raised| described(ruby, describe, delivery, raised, &mut jumped),
-                );
-                jumped.map_or(Ok(()), Err)
-            },
-        )
+        worker.run_slot(&mut blocking::Blocking(ruby), |delivery| {
+            let delivery = ruby.obj_wrap(RbDelivery(delivery));
+            let ended = match perform.funcall::<_, _, Value>("call", (delivery,)) {
+                Ok(value) => Ended::Returned(value),
+                Err(error) => match exception(&error) {
+                    Some(raised) => Ended::Raised(raised),
+                    None => {
+                        delivery
+                            .0
+                            .abandon("the Ruby thread running it ended without settling it (killed?)");
+                        return Err(error);
+                    }
+                },
+            };
+            let mut jumped = None;
+            worker.settle(
+                SettledBy::Slot,
+                &delivery.0,
+                ended,
+                |value| convert::value(ruby, value),
+                |error| exception(&to_ruby(ruby, error)).unwrap_or_else(|| ruby.qnil().as_value()),
+                |raised| described(ruby, describe, delivery, raised, &mut jumped),
+            );
+            jumped.map_or(Ok(()), Err)
+        })
     }
 
     /// Runs this thread as the worker's events thread until the engine has
     /// shut down and every event was handled: `dispatch.call(name, job)`
     /// runs the application's hooks for each (`job`: a Hash for "death").
-    pub fn run_events(ruby: &Ruby, rb_self: &Self, dispatch: Value) -> Result<(), Error> {
-        let worker = &rb_self.0;
-        worker.run_events(
-            |slice| next_event(ruby, slice, |s| worker.next_event(s)),
-            |event| {
-                let Some((name, job)) = NextEvent::Event(event).into_parts() else {
-                    return Ok(());
-                };
-                let job = job.map_or_else(|| ruby.qnil().as_value(), |job| convert::from_json(ruby, &job));
-                match dispatch.funcall::<_, _, Value>("call", (name, job)) {
-                    Err(error) if exception(&error).is_none() => Err(error),
-                    _ => Ok(()), // the hooks rescue and log what they raise
-                }
-            },
-        )
+    pub fn run_hooks(ruby: &Ruby, rb_self: &Self, dispatch: Value) -> Result<(), Error> {
+        rb_self.0.run_hooks(&mut blocking::Blocking(ruby), |name, job| {
+            let job = job.map_or_else(|| ruby.qnil().as_value(), |job| convert::from_json(ruby, &job));
+            match dispatch.funcall::<_, _, Value>("call", (name, job)) {
+                Err(error) if exception(&error).is_none() => Err(error),
+                _ => Ok(()), // the hooks rescue and log what they raise
+            }
+        })
     }
 
     /// Runs this thread for the periodic jobs the worker pushes through the
     /// client middleware: `push.call(job)` returns the job to push, or nil
     /// to push nothing; one that raises is pushed as it was.
     pub fn run_client_middleware(ruby: &Ruby, rb_self: &Self, push: Value) -> Result<(), Error> {
-        let worker = &rb_self.0;
-        worker.run_events(
-            |slice| next_event(ruby, slice, |s| worker.next_client_middleware(s)),
-            |event| {
-                let WorkerEvent::ClientMiddleware { job } = event else {
-                    return Ok(());
-                };
-                let answer = match push.funcall::<_, _, Value>("call", (convert::from_json(ruby, &job),)) {
+        rb_self.0.run_client_middleware(&mut blocking::Blocking(ruby), |job| {
+            Ok(
+                match push.funcall::<_, _, Value>("call", (convert::from_json(ruby, job),)) {
                     Ok(pushed) if pushed.is_nil() => Ok(None),
                     Ok(pushed) => Ok(Some(convert::value(ruby, pushed))),
                     Err(error) => match exception(&error) {
                         Some(raised) => Err(crate::errors::describe(raised)),
                         None => return Err(error),
                     },
-                };
-                worker.answer_client_middleware(&job, answer);
-                Ok(())
-            },
-        )
+                },
+            )
+        })
     }
 
     /// After the engine's shutdown: waits (without the GVL) until the slot
@@ -238,14 +220,6 @@ impl RbWorker {
 }
 
 /// A wait for the next event, in slices that stay interruptible.
-fn next_event(ruby: &Ruby, slice: Duration, next: impl Fn(Duration) -> NextEvent) -> Result<NextEvent, Error> {
-    let waited = blocking::wait(ruby, Some(slice.as_secs_f64()), |s| match next(s) {
-        NextEvent::Idle => None,
-        event => Some(event),
-    })?;
-    Ok(waited.unwrap_or(NextEvent::Idle))
-}
-
 /// The exception an error carries; `None` for a jump (a killed thread,
 /// `throw`), which must go on unwinding.
 fn exception(error: &Error) -> Option<Value> {

@@ -7,7 +7,7 @@
 //!   allow-list of handler names; its deliveries settle exactly once
 //!   (see [`crate::Delivery`]), by one rule ([`HostWorker::settle`]), in
 //!   one slot loop and one events loop ([`HostWorker::run_slot`],
-//!   [`HostWorker::run_events`]) run on the host's threads;
+//!   [`HostWorker::run_hooks`], [`HostWorker::run_client_middleware`]) run on the host's threads;
 //! - [`HostValue`]: a host's value, mapped type for type, judged here
 //!   (what JSON can hold, what a setting takes);
 //! - [`HostFailure`]: how a host reports a failure from raw pieces, none of
@@ -53,7 +53,7 @@ pub use failure::{HostFailure, RetryHint};
 pub use periodic::periodic_entry;
 pub use push::{payload_job, prepared, push_through, PushRequest};
 pub use session::{in_runtime, Session};
-pub use slot::{Described, Ended, SettledBy, WAIT_SLICE};
+pub use slot::{Described, Ended, HostWait, SettledBy, WAIT_SLICE};
 pub use version::{check_version, VERSION};
 pub use wait::{deadline_after, sleep_slice, spawn, start, wait, Pending, Waited, ON_CALLING_THREAD};
 pub use worker::{HostWorker, NextEvent, WORKER_SIGNALS};

@@ -7,6 +7,7 @@
 
 use super::{HostDelivery, HostFailure, HostValue, HostWorker, NextEvent};
 use crate::error::Error;
+use crate::events::WorkerEvent;
 use crate::worker::NextJob;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -14,6 +15,24 @@ use std::time::{Duration, Instant};
 /// How long a slot or events wait lasts before the host gets its lock
 /// back (to run its pending signals and interrupts).
 pub const WAIT_SLICE: Duration = Duration::from_millis(500);
+
+/// How a host thread blocks in the core's loops: the one thing about
+/// waiting that only the binding knows (releasing the GIL or GVL, running
+/// pending signals and interrupts between slices).
+pub trait HostWait {
+    /// What ends a wait early: a signal handler's exception, a killed
+    /// thread.
+    type Error;
+
+    /// Calls `poll` (which blocks up to the time it is given, and yields
+    /// when it has something) with the host's lock released, until it
+    /// yields; `None` once `slice` has passed.
+    fn wait<T: Send>(
+        &mut self,
+        slice: Duration,
+        poll: impl FnMut(Duration) -> Option<T> + Send,
+    ) -> std::result::Result<Option<T>, Self::Error>;
+}
 
 /// How a host's handler call ended.
 pub enum Ended<V, R> {
@@ -47,15 +66,15 @@ impl HostWorker {
     /// ready now is taken without releasing it) and hands each to `job`.
     /// An error from either ends the slot with it (an interrupt, a killed
     /// thread); the delivery it held is abandoned by its owner.
-    pub fn run_slot<E>(
+    pub fn run_slot<W: HostWait>(
         &self,
-        mut wait: impl FnMut(Duration) -> std::result::Result<Option<NextJob>, E>,
-        mut job: impl FnMut(HostDelivery) -> std::result::Result<(), E>,
-    ) -> std::result::Result<(), E> {
+        wait: &mut W,
+        mut job: impl FnMut(HostDelivery) -> std::result::Result<(), W::Error>,
+    ) -> std::result::Result<(), W::Error> {
         let _running = self.slots.enter();
         loop {
             let next = match self.try_next_job() {
-                NextJob::Idle => wait(WAIT_SLICE)?.unwrap_or(NextJob::Idle),
+                NextJob::Idle => wait.wait(WAIT_SLICE, |s| self.next_job(s))?.unwrap_or(NextJob::Idle),
                 ready => ready,
             };
             match next {
@@ -113,17 +132,64 @@ impl HostWorker {
     }
 
     /// Runs the host's hooks on worker events until the engine has shut
-    /// down and every event was handled: `next` reads one (`wait` with the
-    /// host's lock released), `handle` runs the hooks for it. An error from
-    /// either ends the loop with it.
-    pub fn run_events<E>(
+    /// down and every event was handled: `dispatch(name, job)` runs the
+    /// hooks registered for the event's name ([`WorkerEvent::name`]);
+    /// `job` is the dead job for `"death"`. An error from a wait or from
+    /// `dispatch` ends the loop with it.
+    pub fn run_hooks<W: HostWait>(
         &self,
-        mut wait: impl FnMut(Duration) -> std::result::Result<NextEvent, E>,
-        mut handle: impl FnMut(crate::events::WorkerEvent) -> std::result::Result<(), E>,
-    ) -> std::result::Result<(), E> {
+        wait: &mut W,
+        mut dispatch: impl FnMut(&'static str, Option<serde_json::Value>) -> std::result::Result<(), W::Error>,
+    ) -> std::result::Result<(), W::Error> {
+        self.run_events(
+            wait,
+            |s| self.next_event(s),
+            |event| match event {
+                WorkerEvent::Died { job } => dispatch("death", Some(job)),
+                event => dispatch(event.name(), None),
+            },
+        )
+    }
+
+    /// Runs the host's client middleware on the periodic jobs this worker
+    /// pushes until the engine has shut down: `push(job)` answers with the
+    /// job to push, `None` to push nothing, or what it raised (then the
+    /// job is pushed as it was). An error from a wait or from `push` (a
+    /// killed thread) ends the loop with it. Returns at once when the host
+    /// has no client middleware.
+    pub fn run_client_middleware<W: HostWait>(
+        &self,
+        wait: &mut W,
+        mut push: impl FnMut(
+            &serde_json::Value,
+        ) -> std::result::Result<std::result::Result<Option<HostValue>, String>, W::Error>,
+    ) -> std::result::Result<(), W::Error> {
+        self.run_events(
+            wait,
+            |s| self.next_client_middleware(s),
+            |event| {
+                if let WorkerEvent::ClientMiddleware { job } = event {
+                    let answer = push(&job)?;
+                    self.answer_client_middleware(&job, answer);
+                }
+                Ok(())
+            },
+        )
+    }
+
+    fn run_events<W: HostWait>(
+        &self,
+        wait: &mut W,
+        next: impl Fn(Duration) -> NextEvent + Sync,
+        mut handle: impl FnMut(WorkerEvent) -> std::result::Result<(), W::Error>,
+    ) -> std::result::Result<(), W::Error> {
         let _running = self.event_threads.enter();
         loop {
-            match wait(WAIT_SLICE)? {
+            let polled = wait.wait(WAIT_SLICE, |s| match next(s) {
+                NextEvent::Idle => None,
+                event => Some(event),
+            })?;
+            match polled.unwrap_or(NextEvent::Idle) {
                 NextEvent::Event(event) => handle(event)?,
                 NextEvent::Idle => {}
                 NextEvent::Ended => return Ok(()),

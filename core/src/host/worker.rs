@@ -29,7 +29,8 @@ pub struct HostWorker {
     requests: Option<flume::Receiver<WorkerEvent>>,
     ended: Arc<AtomicBool>,
     /// Host threads in [`HostWorker::run_slot`] and in
-    /// [`HostWorker::run_events`], for [`HostWorker::join`].
+    /// [`HostWorker::run_hooks`] or [`HostWorker::run_client_middleware`],
+    /// for [`HostWorker::join`].
     pub(super) slots: super::slot::Running,
     pub(super) event_threads: super::slot::Running,
 }
@@ -43,22 +44,6 @@ pub enum NextEvent {
     Idle,
     /// The engine has shut down and every event was read: stop asking.
     Ended,
-}
-
-impl NextEvent {
-    /// As the bindings hand it to their host: `None` while idle, else
-    /// `(name, job)`: `("ended", None)` at the end, the event's name
-    /// ([`WorkerEvent::name`]) otherwise, with the job for `"death"` and
-    /// `"client_middleware"`.
-    pub fn into_parts(self) -> Option<(&'static str, Option<serde_json::Value>)> {
-        match self {
-            NextEvent::Idle => None,
-            NextEvent::Ended => Some(("ended", None)),
-            NextEvent::Event(WorkerEvent::Died { job }) => Some(("death", Some(job))),
-            NextEvent::Event(WorkerEvent::ClientMiddleware { job }) => Some(("client_middleware", Some(job))),
-            NextEvent::Event(event) => Some((event.name(), None)),
-        }
-    }
 }
 
 impl HostWorker {

@@ -52,7 +52,7 @@ module Cogworker
       # The application's hooks run on an events thread; the periodic
       # ticker's requests to the client middleware on one apart, never
       # behind an app's hook.
-      { 'cogworker.events' => [:run_events, :dispatch],
+      { 'cogworker.events' => [:run_hooks, :dispatch],
         'cogworker.client-middleware' => [:run_client_middleware, :periodic_push] }.each do |name, (run, hook)|
         Thread.new { @native.public_send(run, @hooks.method(hook)) }.name = name
       end
