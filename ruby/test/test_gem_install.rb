@@ -27,13 +27,16 @@ class TestGemInstall < Minitest::Test
     end
   RUBY
 
+  # Built once for all the tests here; a failed build fails each of them
+  # with its output, without building again.
   def self.gems
     @gems ||= begin
       out, status = Open3.capture2e(File.join(ROOT, 'scripts/build-gem'))
-      raise "scripts/build-gem failed:\n#{out}" unless status.success?
-
-      Dir[File.join(ROOT, 'ruby/pkg', "cogworker-#{Cogworker::VERSION}*.gem")]
+      status.success? ? Dir[File.join(ROOT, 'ruby/pkg', "cogworker-#{Cogworker::VERSION}*.gem")] : out
     end
+    raise "scripts/build-gem failed:\n#{@gems}" if @gems.is_a?(String)
+
+    @gems
   end
 
   def source_gem = self.class.gems.find { |g| File.basename(g) == "cogworker-#{Cogworker::VERSION}.gem" }
