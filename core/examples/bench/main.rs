@@ -240,20 +240,21 @@ pub(crate) async fn start_workers(
     Ok(children)
 }
 
-/// Pushes 200 `Probe` jobs one at a time, 5–15 ms apart, to a worker that
-/// processed `before` jobs, and waits until it has run them (the worker
-/// notes each one's pickup latency).
+/// Pushes 200 `Probe` jobs one at a time, 5–15 ms apart (`--pickup-gap MS`:
+/// MS apart), to a worker that processed `before` jobs, and waits until it
+/// has run them (the worker notes each one's pickup latency).
 pub(crate) async fn probe_pickup(
     client: &Client,
     conn: &mut redis::aio::MultiplexedConnection,
     before: usize,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let processed = client.keys().stat("processed", None);
+    let gap: Option<u64> = arg("--pickup-gap").and_then(|ms| ms.parse().ok());
     let mut wait = 3u64;
     for _ in 0..200 {
         client.push(Job::new("Probe").args([json!(cogworker::now())])).await?;
         wait = (wait * 7 + 3) % 11;
-        tokio::time::sleep(Duration::from_millis(5 + wait)).await;
+        tokio::time::sleep(Duration::from_millis(gap.unwrap_or(5 + wait))).await;
     }
     let settle = Instant::now();
     while conn.get::<_, Option<u64>>(&processed).await?.unwrap_or(0) < (before + 200) as u64 {

@@ -1,0 +1,134 @@
+"""Pickup latency the way issue #33's shared harness measures it: a worker
+process started by its own command (Python ``cogworker worker``, Ruby's
+``cogworker``, the Rust example worker), concurrency 10, per-job logging
+off (``COGWORKER_LOG=warn``), left idle; another process (this one, Python)
+pushes 200 jobs one at a time, GAP ms apart, each carrying its push time
+(``time.time()`` taken before the push); the handler notes ``now - pushed``.
+Hosts alternate, ROUNDS rounds; p50 / p99 / max per run.
+
+Run with ``scripts/bench-pickup`` (release builds). Env: BENCH_GAP_MS (20),
+BENCH_ROUNDS (3), BENCH_PROBES (200)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import cogworker
+from cogworker.testing import RedisServer
+
+ROOT = Path(__file__).resolve().parents[2]
+GAP = float(os.environ.get("BENCH_GAP_MS", "20")) / 1000
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
+PROBES = int(os.environ.get("BENCH_PROBES", "200"))
+
+PYTHON_JOBS = """
+import os, time, cogworker
+
+@cogworker.job(name="Probe")
+def probe(pushed):
+    picked_up = time.time()
+    with open(os.environ["PICKUPS"], "a") as f:
+        f.write(f"{picked_up - pushed}\\n")
+"""
+
+RUBY_JOBS = """
+class Probe
+  include Cogworker::Job
+  def perform(pushed)
+    picked_up = Time.now.to_f
+    File.open(ENV.fetch('PICKUPS'), 'a') { |f| f.puts(picked_up - pushed) }
+  end
+end
+"""
+
+
+def worker_command(host: str, work: Path, url: str) -> list[str]:
+    if host == "Python":
+        return [sys.executable, "-m", "cogworker", "worker", "pickup_jobs", "-c", "10", "--redis-url", url]
+    if host == "Ruby":
+        return [
+            "ruby",
+            "-I",
+            str(ROOT / "ruby/lib"),
+            str(ROOT / "ruby/exe/cogworker"),
+            "-r",
+            str(work / "probe.rb"),
+            "-c",
+            "10",
+        ]
+    # The Rust example worker: concurrency 10; its Probe notes the same
+    # difference and prints the list when stopped.
+    return [str(ROOT / "target/release/examples/bench"), "--worker", url]
+
+
+def run(host: str, url: str, work: Path) -> list[float]:
+    pickups = work / f"pickups-{host}.txt"
+    pickups.unlink(missing_ok=True)
+    env = {**os.environ, "COGWORKER_LOG": "warn", "COGWORKER_REDIS_URL": url, "PICKUPS": str(pickups)}
+    env["PYTHONPATH"] = str(work)
+    worker = subprocess.Popen(
+        worker_command(host, work, url),
+        cwd=work,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        client = cogworker.Client(redis_url=url)
+        api = cogworker.Api(redis_url=url)
+        before = api.stats()["processed"]
+        # A first job: once it ran, the worker is up; then it idles.
+        client.enqueue("Probe", time.time())
+        deadline = time.monotonic() + 30
+        while api.stats()["processed"] < before + 1:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the {host} worker ran nothing within 30 s")
+            time.sleep(0.01)
+        time.sleep(1.0)
+        for _ in range(PROBES):
+            client.enqueue("Probe", time.time())
+            time.sleep(GAP)
+        while api.stats()["processed"] < before + PROBES + 1:
+            if time.monotonic() > deadline + 60:
+                raise RuntimeError(f"the {host} worker did not run every probe")
+            time.sleep(0.01)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        out, _ = worker.communicate(timeout=30)
+    if host == "Rust":
+        line = next(line for line in out.splitlines() if line.startswith("LATENCIES "))
+        values = [float(v) for v in line.split(" ", 1)[1].strip("[]").split(",") if v]
+    else:
+        values = [float(v) for v in pickups.read_text().split()]
+    return values[1:]  # the first probe met a worker still starting
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp, RedisServer() as server:
+        work = Path(tmp)
+        (work / "pickup_jobs.py").write_text(PYTHON_JOBS)
+        (work / "probe.rb").write_text(RUBY_JOBS)
+        print(f"pickup: {PROBES} pushes {GAP * 1000:.0f} ms apart from another process, idle worker, -c 10")
+        print("| round | host | p50 ms | p99 ms | max ms | probes |")
+        print("|---|---|---|---|---|---|")
+        for round_ in range(1, ROUNDS + 1):
+            for host in ("Rust", "Ruby", "Python"):
+                values = sorted(v * 1000 for v in run(host, server.url, work))
+                p99 = values[min(len(values) - 1, int(len(values) * 0.99))]
+                print(
+                    f"| {round_} | {host} | {statistics.median(values):.2f} | {p99:.2f}"
+                    f" | {values[-1]:.2f} | {len(values)} |",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()
