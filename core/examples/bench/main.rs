@@ -21,6 +21,8 @@
 //! `--mixed`: short jobs among bursts of long ones, two workers, prefetch
 //! on and off: the short jobs' pickup latency (see mixed.rs).
 //!
+//! `--push-floor`: where a one-by-one push's time goes (see push_floor.rs).
+//!
 //! The worker runs in a child process (this binary with `--worker`), so
 //! its RSS is its own.
 
@@ -38,6 +40,7 @@ mod cluster;
 mod hosts;
 mod idle;
 mod mixed;
+mod push_floor;
 
 /// `--basic`: the worker uses basic fetch (`BRPOP`, no in-progress record).
 fn basic_fetch() -> bool {
@@ -81,6 +84,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if std::env::args().any(|a| a == "--hosts") {
         return hosts::run().await;
+    }
+    if std::env::args().any(|a| a == "--push-floor") {
+        let floor = std::thread::spawn(push_floor::run)
+            .join()
+            .expect("the push-floor thread");
+        return floor.map_err(|e| e.to_string().into());
     }
     let jobs: usize = arg("--jobs").and_then(|n| n.parse().ok()).unwrap_or(20_000);
     let singles: usize = arg("--singles").and_then(|n| n.parse().ok()).unwrap_or(5_000);
