@@ -8,6 +8,15 @@ pickup latency p50/p99 on an idle worker (200 single pushes), peak RSS of
 the worker (summed over its processes), and the ratio of cogworker's drain
 to each.
 
+Per-job logging is equal on both sides, in two settings
+(``BENCH_LOGGING``, both by default, each its own rows): ``off`` — no line
+per job from any system (cogworker ``COGWORKER_LOG=warn``, Celery ``-l
+warning``, RQ ``-q``; Dramatiq logs no line per job at its default; arq's
+command always logs one) — and ``default`` — each at its command's default
+(cogworker and Celery at INFO: a line per job; RQ's lines). Systems
+alternate for ``BENCH_ROUNDS`` rounds (1); a ratio compares runs of the
+same round and setting.
+
 Run with `scripts/bench-python` (it makes the benchmark's own venv).
 """
 
@@ -107,8 +116,9 @@ class Fifo:
         os.close(self.fd)
 
 
-def worker_command(system: str) -> list[str]:
+def worker_command(system: str, logging: str) -> list[str]:
     bin_dir = os.path.dirname(sys.executable)
+    quiet = logging == "off"
     return {
         "cogworker": [os.path.join(bin_dir, "cogworker"), "worker", "apps", "-c", str(THREADS)],
         "dramatiq": [
@@ -132,10 +142,10 @@ def worker_command(system: str) -> list[str]:
             "--without-mingle",
             "--without-gossip",
             "-l",
-            "warning",
+            "warning" if quiet else "info",
         ],
         "arq": [os.path.join(bin_dir, "arq"), "apps.WorkerSettings"],
-        "rq": [os.path.join(bin_dir, "rq"), "worker", "-q"],
+        "rq": [os.path.join(bin_dir, "rq"), "worker", *(["-q"] if quiet else [])],
     }[system]
 
 
@@ -178,11 +188,12 @@ def make_pusher(system: str, url: str):  # noqa: ANN201 - returns (push_noop, pu
     raise ValueError(system)
 
 
-def run_system(system: str, jobs: int) -> Result:
+def run_system(system: str, jobs: int, logging: str) -> Result:
     server = Server()
     fifo = Fifo(os.path.join(server.dir, "bench.fifo"))
     env = {
         **os.environ,
+        **({"COGWORKER_LOG": "warn"} if logging == "off" else {}),
         "BENCH_FIFO": fifo.path,
         "BENCH_SYSTEM": system,
         "BENCH_REDIS_URL": server.url,
@@ -200,7 +211,7 @@ def run_system(system: str, jobs: int) -> Result:
             push_noop()
         enqueue_rate = jobs / (time.monotonic() - started)
 
-        args = worker_command(system)
+        args = worker_command(system, logging)
         if system == "rq":
             args += ["--url", server.url]
         spawned = time.monotonic()
@@ -264,22 +275,31 @@ def main() -> int:
         "rq": min(jobs, 600),
     }
     systems = [s for s in os.environ.get("BENCH_SYSTEMS", "cogworker,dramatiq,celery,arq,rq").split(",") if s]
-    results = []
-    for system in systems:
-        print(f"bench: {system} ({sizes[system]} jobs)...", file=sys.stderr, flush=True)
-        results.append(run_system(system, sizes[system]))
-    ours = next((r for r in results if r.system == "cogworker"), None)
+    settings = [s for s in os.environ.get("BENCH_LOGGING", "off,default").split(",") if s]
+    rounds = int(os.environ.get("BENCH_ROUNDS", "1"))
+    runs: list[tuple[int, str, Result]] = []
+    for round_ in range(1, rounds + 1):
+        for logging in settings:
+            for system in systems:
+                print(
+                    f"bench: round {round_}, logging {logging}: {system} ({sizes[system]} jobs)...",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                runs.append((round_, logging, run_system(system, sizes[system], logging)))
     print(
-        "| system | enqueue 1-by-1 jobs/s | drain jobs/s | cogworker drain ratio | pickup p50 ms | "
-        "pickup p99 ms | worker peak RSS MB | first job after start s |"
+        "| round | per-job logging | system | enqueue 1-by-1 jobs/s | drain jobs/s | cogworker drain ratio | "
+        "pickup p50 ms | pickup p99 ms | worker peak RSS MB | first job after start s |"
     )
-    print("|---|---|---|---|---|---|---|---|")
-    for r in results:
-        ratio = f"{ours.drain / r.drain:.1f}x" if ours else "-"
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for round_, logging, r in runs:
+        ours = next((o for n, g, o in runs if (n, g, o.system) == (round_, logging, "cogworker")), None)
+        ratio = f"{ours.drain / r.drain:.2f}x" if ours else "-"
         print(
-            f"| {r.system} ({r.drained} jobs) | {r.enqueue:,.0f} | {r.drain:,.0f} | {ratio} | {r.p50:.1f} | "
-            f"{r.p99:.1f} | {r.rss_mb:.0f} | {r.startup:.2f} |"
+            f"| {round_} | {logging} | {r.system} ({r.drained} jobs) | {r.enqueue:,.0f} | {r.drain:,.0f} "
+            f"| {ratio} | {r.p50:.1f} | {r.p99:.1f} | {r.rss_mb:.0f} | {r.startup:.2f} |"
         )
+    results = [r for _, _, r in runs]
     print(json.dumps([r.__dict__ for r in results]), file=sys.stderr)
     return 0
 

@@ -24,6 +24,10 @@ when 'sidekiq'
   # redis-rb 4.8 warns on stderr at every Sidekiq push (Redis#sadd's return
   # type): equal terms mean no per-push output on either side.
   Redis.silence_deprecations = true if Redis.respond_to?(:silence_deprecations=)
+  # BENCH_LOGGING=off: no line per job (cogworker gets COGWORKER_LOG=warn
+  # from the harness); default: each at its default level (Sidekiq's INFO
+  # logs each job's start and end, as cogworker's default does).
+  Sidekiq.configure_server { |config| config.logger.level = Logger::WARN } if ENV['BENCH_LOGGING'] == 'off'
   class SqNoop
     include Sidekiq::Worker
     sidekiq_options retry: false

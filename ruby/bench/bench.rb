@@ -5,7 +5,11 @@
 # no-op job (it writes a line to a FIFO the harness reads) and one worker
 # process with 10 threads. Printed: enqueue jobs/s one by one and in bulk
 # (1,000 per call), drain jobs/s, pickup p50/p99 on an idle worker (200
-# single pushes), worker peak RSS, and the ratios.
+# single pushes), worker peak RSS, and the ratios. The systems alternate,
+# BENCH_ROUNDS rounds (3), each round with per-job logging off on both sides
+# (Sidekiq's logger at WARN, COGWORKER_LOG=warn) and then both at their
+# defaults (a line per job on each side, written to /dev/null on each);
+# a ratio compares runs of the same round and logging.
 #
 # Run with `scripts/bench-ruby`.
 
@@ -13,17 +17,25 @@ HERE = __dir__
 ROOT = File.expand_path('../..', HERE)
 THREADS = 10
 
-Result = Struct.new(:system, :single, :bulk, :drain, :p50, :p99, :rss, keyword_init: true)
+Result = Struct.new(:round, :logging, :system, :single, :bulk, :drain, :p50, :p99, :rss, keyword_init: true)
 
 require_relative 'harness'
 
-def run(system, jobs)
+def run(system, jobs, logging)
   server = Server.new
   fifo = Fifo.new(File.join(server.dir, 'bench.fifo'))
   env = { 'BENCH_SYSTEM' => system, 'BENCH_FIFO' => fifo.path, 'REDIS_URL' => server.url,
-          'COGWORKER_REDIS_URL' => server.url }
+          'COGWORKER_REDIS_URL' => server.url, 'BENCH_LOGGING' => logging,
+          'COGWORKER_LOG' => logging == 'off' ? 'warn' : nil }
   env.each { |k, v| ENV[k] = v }
   load File.join(HERE, 'app.rb')
+  # Each run has its own server: the clients of the harness are pointed at it.
+  if system == 'sidekiq'
+    Sidekiq.redis = { url: server.url }
+  else
+    Cogworker.reset!
+    Cogworker.configure { |c| c.redis_url = server.url }
+  end
   noop, probe, push, push_bulk =
     if system == 'sidekiq'
       [SqNoop, SqProbe, ->(k, args) { Sidekiq::Client.push('class' => k, 'args' => args) },
@@ -62,7 +74,7 @@ def run(system, jobs)
   rss = peak_rss_mb(worker)
   Process.kill('TERM', worker)
   Process.wait(worker)
-  Result.new(system: system, single: single, bulk: bulk, drain: drain, p50: latencies[99],
+  Result.new(logging: logging, system: system, single: single, bulk: bulk, drain: drain, p50: latencies[99],
              p99: latencies[197], rss: rss)
 ensure
   fifo&.close
@@ -70,17 +82,22 @@ ensure
 end
 
 jobs = Integer(ENV.fetch('BENCH_JOBS', '20000'))
+rounds = Integer(ENV.fetch('BENCH_ROUNDS', '3'))
 systems = ENV.fetch('BENCH_SYSTEMS', 'cogworker,sidekiq').split(',')
-results = systems.map do |s|
-  warn "bench: #{s} (#{jobs} jobs)..."
-  run(s, jobs)
+results = (1..rounds).flat_map do |round|
+  %w[off default].flat_map do |logging|
+    systems.map do |s|
+      warn "bench: round #{round}, logging #{logging}: #{s} (#{jobs} jobs)..."
+      run(s, jobs, logging).tap { |r| r.round = round }
+    end
+  end
 end
-ours = results.find { |r| r.system == 'cogworker' }
-puts '| system | enqueue 1-by-1 jobs/s | enqueue bulk jobs/s | drain jobs/s | cogworker drain ratio | ' \
-     'pickup p50 / p99 ms | worker peak RSS MB |'
-puts '|---|---|---|---|---|---|---|'
+puts '| round | per-job logging | system | enqueue 1-by-1 jobs/s | enqueue bulk jobs/s | drain jobs/s | ' \
+     'cogworker drain ratio | pickup p50 / p99 ms | worker peak RSS MB |'
+puts '|---|---|---|---|---|---|---|---|---|'
 results.each do |r|
-  ratio = ours ? format('%.1fx', ours.drain / r.drain) : '-'
-  puts format('| %s | %d | %d | %d | %s | %.1f / %.1f | %.0f |', r.system, r.single, r.bulk, r.drain, ratio,
-              r.p50, r.p99, r.rss)
+  ours = results.find { |o| o.system == 'cogworker' && o.round == r.round && o.logging == r.logging }
+  ratio = ours ? format('%.2fx', ours.drain / r.drain) : '-'
+  puts format('| %d | %s | %s | %d | %d | %d | %s | %.1f / %.1f | %.0f |', r.round, r.logging, r.system, r.single,
+              r.bulk, r.drain, ratio, r.p50, r.p99, r.rss)
 end
