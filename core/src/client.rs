@@ -54,6 +54,8 @@ pub struct Client {
     redis: Redis,
     keys: Keys,
     middleware: ClientChain,
+    /// What it was made from (`cogworker bench` makes a worker of it).
+    config: Arc<Config>,
 }
 
 impl Client {
@@ -63,6 +65,7 @@ impl Client {
             redis: Redis::new(config)?,
             keys: Keys::for_config(config),
             middleware: ClientChain::default(),
+            config: Arc::new(config.clone()),
         })
     }
 
@@ -80,6 +83,10 @@ impl Client {
 
     pub(crate) fn redis(&self) -> &Redis {
         &self.redis
+    }
+
+    pub(crate) fn config(&self) -> &Config {
+        &self.config
     }
 
     /// Pushes one job; returns its jid, or `None` for a unique job (see

@@ -145,7 +145,9 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
                 outcome: Outcome::Success,
                 finished_at,
             } => {
-                log_success(&delivery, finished_at);
+                if shared.success_lines {
+                    log_success(&delivery, finished_at);
+                }
                 successes.push((delivery, finished_at));
             }
             Completion::Done {

@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 mod api;
+pub mod bench;
 mod client;
 mod clock;
 mod completion;

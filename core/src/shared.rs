@@ -101,6 +101,9 @@ pub(crate) struct Shared {
     /// The one periodic job waiting for the host's answer: its jid and
     /// where the answer goes.
     pub host_answer: Mutex<Option<(String, tokio::sync::oneshot::Sender<crate::events::MiddlewareAnswer>)>>,
+    /// Each success gets its `done` line (off for `cogworker bench`, whose
+    /// thousands of no-op jobs would bury its table).
+    pub success_lines: bool,
 }
 
 impl Shared {
@@ -139,6 +142,7 @@ impl Shared {
             client_middleware: ClientChain::default(),
             host_client_middleware: false,
             host_answer: Mutex::new(None),
+            success_lines: true,
         }
     }
 

@@ -67,7 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     for name, arg, help_text in _core.admin_commands():
         admin = sub.add_parser(name, parents=[connection], help=help_text)
         if arg is not None:
-            admin.add_argument("target", metavar=arg)
+            # "[JOBS]": the engine says the argument may be left out.
+            admin.add_argument("target", metavar=arg, nargs="?" if arg.startswith("[") else None)
     return parser
 
 

@@ -95,24 +95,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let singles: usize = arg("--singles").and_then(|n| n.parse().ok()).unwrap_or(5_000);
     let (redis, client, mut conn) = private_redis().await?;
 
-    // Enqueue one by one.
-    let started = Instant::now();
-    for i in 0..singles {
-        client.push(Job::new("Noop").args([json!(i)])).await?;
-    }
-    let single_rate = singles as f64 / started.elapsed().as_secs_f64();
+    // Enqueue one by one, then in bulk (1,000 per call): as `cogworker
+    // bench` measures them.
+    let single_rate = cogworker::bench::enqueue_one_by_one(&client, singles).await?;
     let _: () = redis::cmd("FLUSHALL").query_async(&mut conn).await?;
-
-    // Enqueue in bulk, 1,000 per call.
     reset_stats(&mut conn).await?;
-    let started = Instant::now();
-    for chunk in 0..jobs.div_ceil(1000) {
-        let n = (jobs - chunk * 1000).min(1000);
-        client
-            .push_bulk((0..n).map(|i| Job::new("Noop").args([json!(i)])).collect())
-            .await?;
-    }
-    let bulk_rate = jobs as f64 / started.elapsed().as_secs_f64();
+    let bulk_rate = cogworker::bench::enqueue_in_bulk(&client, jobs).await?;
 
     // Drain: the worker starts with every job already queued.
     reset_stats(&mut conn).await?;

@@ -183,6 +183,10 @@ impl Api {
         self.client.redis().conn()
     }
 
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
     pub(crate) fn keys(&self) -> &crate::keys::Keys {
         self.client.keys()
     }

@@ -75,6 +75,11 @@ pub const COMMANDS: &[AdminCommand] = &[
         arg: Some("IDENTITY"),
         help: "tell a process to shut down",
     },
+    AdminCommand {
+        name: "bench",
+        arg: Some("[JOBS]"),
+        help: "measure push, drain and pickup against this Redis, in a namespace of its own (default 10000 jobs)",
+    },
 ];
 
 /// Runs `command` (with its argument, if it takes one); the output to print.
@@ -87,7 +92,8 @@ pub async fn run(api: &Api, command: &str, arg: Option<&str>) -> Result<String> 
         ));
     };
     let target = match (spec.arg, arg) {
-        (Some(name), None) => {
+        // `[ARG]`: the argument may be left out.
+        (Some(name), None) if !name.starts_with('[') => {
             return Err(Error::invalid_argument(command, "nothing", format!("takes {name}")));
         }
         (_, arg) => arg.unwrap_or_default(),
@@ -182,6 +188,10 @@ pub async fn run(api: &Api, command: &str, arg: Option<&str>) -> Result<String> 
                 _ => api.stop_process(target).await?,
             }
             let _ = writeln!(out, "{command}: {shown_target}");
+        }
+        "bench" => {
+            let jobs = crate::bench::jobs_from(arg)?;
+            out = crate::bench::run(api.client().config(), jobs).await?;
         }
         _ => unreachable!("every command in COMMANDS is handled"),
     }

@@ -27,9 +27,17 @@ pub struct WorkerBuilder {
     host_events: bool,
     client_middleware: ClientChain,
     host_client_middleware: bool,
+    success_lines: bool,
 }
 
 impl WorkerBuilder {
+    /// No `done` line per successful job (`cogworker bench`); failures
+    /// are still logged.
+    pub(crate) fn without_success_lines(mut self) -> Self {
+        self.success_lines = false;
+        self
+    }
+
     /// An async handler for jobs whose `class` is `class`.
     pub fn register<F, Fut>(self, class: &str, handler: F) -> Self
     where
@@ -195,6 +203,7 @@ impl WorkerBuilder {
         let mut shared = Shared::new(self.config, redis, completions_tx, self.periodic, handlers, events);
         shared.client_middleware = self.client_middleware;
         shared.host_client_middleware = host_client_middleware;
+        shared.success_lines = self.success_lines;
         let shared = Arc::new(shared);
         let (handover, intake) = handover::pair(self.host_slots);
         Ok(Worker {
@@ -224,6 +233,7 @@ impl Worker {
             host_events: false,
             client_middleware: ClientChain::default(),
             host_client_middleware: false,
+            success_lines: true,
         }
     }
 }

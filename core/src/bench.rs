@@ -1,0 +1,182 @@
+//! `cogworker bench [JOBS]`: the engine measured against the user's own
+//! Redis, so that the speed this project claims can be checked where it
+//! runs. In a namespace of its own (`{cogworker-bench-<random>}`, deleted
+//! afterwards; nothing of the application's is read or touched): JOBS
+//! pushes one by one, JOBS in bulk (1,000 per call), a worker at
+//! concurrency 10 with no-op handlers draining the 2 × JOBS, and the pickup
+//! latency of 200 pushes 20 ms apart to the idle worker. What it prints
+//! is the table `scripts/bench` prints here.
+
+use crate::client::Client;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::job::{now, Job};
+use crate::worker::Worker;
+use serde_json::json;
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Jobs per phase when the command names none.
+pub const DEFAULT_JOBS: usize = 10_000;
+const MAX_JOBS: usize = 1_000_000;
+const PROBES: usize = 200;
+const PROBE_GAP: Duration = Duration::from_millis(20);
+const CONCURRENCY: i64 = 10;
+/// How long the drain may take before the run gives up.
+const DRAIN_LIMIT: Duration = Duration::from_secs(300);
+
+/// `arg`: the jobs per phase, as typed (`None`: [`DEFAULT_JOBS`]).
+pub fn jobs_from(arg: Option<&str>) -> Result<usize> {
+    let Some(text) = arg.filter(|t| !t.is_empty()) else {
+        return Ok(DEFAULT_JOBS);
+    };
+    match text.parse::<usize>() {
+        Ok(n) if (1..=MAX_JOBS).contains(&n) => Ok(n),
+        _ => Err(Error::invalid_argument(
+            "bench",
+            format!("{text:?}"),
+            format!("takes a number of jobs from 1 to {MAX_JOBS}"),
+        )),
+    }
+}
+
+/// Runs the benchmark against the Redis of `config` and returns the table.
+pub async fn run(config: &Config, jobs: usize) -> Result<String> {
+    let mut config = config.clone();
+    let namespace = format!("{{cogworker-bench-{:016x}}}", rand::random::<u64>());
+    config.set_namespace(&namespace)?.set_shard_by_queue(false);
+    config.set_concurrency(CONCURRENCY)?;
+    let client = Client::new(&config)?;
+    let measured = measure(&config, &client, jobs).await;
+    let cleaned = delete_namespace(&client, &namespace).await;
+    let table = measured?;
+    cleaned?;
+    Ok(table)
+}
+
+/// Pushes `jobs` no-op jobs (class `Noop`) one at a time, each awaited;
+/// pushes per second.
+pub async fn enqueue_one_by_one(client: &Client, jobs: usize) -> Result<f64> {
+    let started = Instant::now();
+    for i in 0..jobs {
+        client.push(Job::new("Noop").args([json!(i)])).await?;
+    }
+    Ok(jobs as f64 / started.elapsed().as_secs_f64())
+}
+
+/// Pushes `jobs` no-op jobs (class `Noop`) 1,000 per call; jobs per second.
+pub async fn enqueue_in_bulk(client: &Client, jobs: usize) -> Result<f64> {
+    let started = Instant::now();
+    for chunk in 0..jobs.div_ceil(1000) {
+        let n = (jobs - chunk * 1000).min(1000);
+        client
+            .push_bulk((0..n).map(|i| Job::new("Noop").args([json!(i)])).collect())
+            .await?;
+    }
+    Ok(jobs as f64 / started.elapsed().as_secs_f64())
+}
+
+async fn measure(config: &Config, client: &Client, jobs: usize) -> Result<String> {
+    let one_by_one = enqueue_one_by_one(client, jobs).await?;
+    let bulk = enqueue_in_bulk(client, jobs).await?;
+
+    let pickups: Arc<Mutex<Vec<f64>>> = Arc::default();
+    let noted = pickups.clone();
+    let worker = Worker::builder(config.clone())
+        .register("Noop", |_job| async { Ok(()) })
+        .register("Probe", move |job| {
+            let picked_up = now();
+            let pushed = job.args_slice().first().and_then(|v| v.as_f64()).unwrap_or(picked_up);
+            noted.lock().unwrap().push(picked_up - pushed);
+            async { Ok(()) }
+        })
+        .without_success_lines()
+        .build()?;
+    let handle = worker.handle();
+    let started = Instant::now();
+    let running = tokio::spawn(worker.run());
+    let api = crate::api::Api::new(client.clone());
+    let drained = 2 * jobs as u64;
+    while api.stats().await?.processed < drained {
+        if started.elapsed() > DRAIN_LIMIT || running.is_finished() {
+            handle.stop();
+            return Err(gave_up("the drain did not finish within 300 s"));
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let drain = drained as f64 / started.elapsed().as_secs_f64();
+
+    for _ in 0..PROBES {
+        client.push(Job::new("Probe").args([json!(now())])).await?;
+        tokio::time::sleep(PROBE_GAP).await;
+    }
+    while api.stats().await?.processed < drained + PROBES as u64 && started.elapsed() < DRAIN_LIMIT {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    handle.stop();
+    running.await.map_err(|e| gave_up(&format!("the worker task: {e}")))??;
+    let mut pickups = pickups.lock().unwrap().clone();
+    pickups.sort_by(f64::total_cmp);
+    let ms = |q: f64| pickups.get(((pickups.len() as f64 * q) as usize).min(pickups.len().saturating_sub(1)));
+
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "cogworker {} bench against {}",
+        env!("CARGO_PKG_VERSION"),
+        config.redis_url_redacted()
+    );
+    let _ = writeln!(out, "| measure | result |");
+    let _ = writeln!(out, "|---|---|");
+    let _ = writeln!(
+        out,
+        "| enqueue one by one ({jobs} jobs, each awaited) | {one_by_one:.0} jobs/s |"
+    );
+    let _ = writeln!(
+        out,
+        "| enqueue in bulk ({jobs} jobs, 1,000 per call) | {bulk:.0} jobs/s |"
+    );
+    let _ = writeln!(
+        out,
+        "| drain ({drained} no-op jobs, one worker, concurrency {CONCURRENCY}) | {drain:.0} jobs/s |"
+    );
+    if let (Some(p50), Some(p99)) = (ms(0.50), ms(0.99)) {
+        let _ = writeln!(
+            out,
+            "| pickup p50 / p99 ({} pushes 20 ms apart, idle worker) | {:.2} / {:.2} ms |",
+            pickups.len(),
+            p50 * 1000.0,
+            p99 * 1000.0
+        );
+    }
+    Ok(out)
+}
+
+/// The run could not finish: reported as a Redis that did not keep up.
+fn gave_up(why: &str) -> Error {
+    Error::Redis(std::io::Error::new(std::io::ErrorKind::TimedOut, format!("cogworker bench: {why}")).into())
+}
+
+/// Deletes every key of the benchmark's namespace (all on one node: the
+/// namespace is hash-tagged and nothing is sharded by queue).
+async fn delete_namespace(client: &Client, namespace: &str) -> Result<()> {
+    let mut cursor = 0u64;
+    loop {
+        let scan = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(format!("{namespace}:*"))
+            .arg("COUNT")
+            .arg(1000)
+            .clone();
+        let (next, keys): (u64, Vec<String>) = client.redis().on_namespace_node(&scan).await?;
+        for key in keys {
+            let _: i64 = redis::AsyncCommands::del(&mut client.redis().conn(), key).await?;
+        }
+        if next == 0 {
+            return Ok(());
+        }
+        cursor = next;
+    }
+}

@@ -1,0 +1,45 @@
+//! `cogworker bench` (the admin command both CLIs run): it measures the
+//! Redis it is pointed at in a namespace of its own, prints the table, and
+//! leaves nothing behind and the application's keys as they were.
+
+mod common;
+
+use cogworker::host::admin;
+use cogworker::{Api, Client, Job};
+use common::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bench_measures_in_its_own_namespace_and_deletes_it() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    client.push(Job::new("AppJob")).await.unwrap();
+    let mut conn = redis.conn().await;
+    let before: Vec<String> = redis::cmd("KEYS").arg("*").query_async(&mut conn).await.unwrap();
+
+    let table = admin::run(&api, "bench", Some("200")).await.unwrap();
+    for line in [
+        "| enqueue one by one (200 jobs, each awaited) |",
+        "| enqueue in bulk (200 jobs, 1,000 per call) |",
+        "| drain (400 no-op jobs, one worker, concurrency 10) |",
+        "| pickup p50 / p99 (200 pushes 20 ms apart, idle worker) |",
+    ] {
+        assert!(table.contains(line), "{line} in:\n{table}");
+    }
+    let mut after: Vec<String> = redis::cmd("KEYS").arg("*").query_async(&mut conn).await.unwrap();
+    let mut before = before;
+    before.sort();
+    after.sort();
+    assert_eq!(
+        after, before,
+        "the bench's namespace is gone, the app's keys are as they were"
+    );
+    assert_eq!(api.queues().await.unwrap()[0].size, 1);
+
+    let refused = admin::run(&api, "bench", Some("0")).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("takes a number of jobs from 1 to 1000000"),
+        "{refused}"
+    );
+}
