@@ -46,7 +46,9 @@ pub async fn run(config: &Config, jobs: usize) -> Result<String> {
     let mut config = config.clone();
     let namespace = format!("{{cogworker-bench-{:016x}}}", rand::random::<u64>());
     config.set_namespace(&namespace)?.set_shard_by_queue(false);
-    config.set_concurrency(CONCURRENCY)?;
+    // Whatever queues the environment names, the bench pushes to and
+    // works `default` alone.
+    config.set_concurrency(CONCURRENCY)?.set_queues(&["default"])?;
     let client = Client::new(&config)?;
     let measured = measure(&config, &client, jobs).await;
     let cleaned = delete_namespace(&client, &namespace).await;
