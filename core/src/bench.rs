@@ -173,8 +173,9 @@ async fn delete_namespace(client: &Client, namespace: &str) -> Result<()> {
             .arg(1000)
             .clone();
         let (next, keys): (u64, Vec<String>) = client.redis().on_namespace_node(&scan).await?;
-        for key in keys {
-            let _: i64 = redis::AsyncCommands::del(&mut client.redis().conn(), key).await?;
+        if !keys.is_empty() {
+            // One slot (the hash tag): one DEL for the whole batch.
+            let _: i64 = redis::AsyncCommands::del(&mut client.redis().conn(), keys).await?;
         }
         if next == 0 {
             return Ok(());

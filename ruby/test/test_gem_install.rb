@@ -75,11 +75,7 @@ class TestGemInstall < Minitest::Test
       pusher = 'require "./app"; 100.times { |n| Recorder.perform_async(n) }'
       out, status = Open3.capture2e(env, 'ruby', '-e', pusher, chdir: tmp, unsetenv_others: true)
       assert status.success?, out
-      wait_for('100 jobs run by the worker', timeout: 30) { File.exist?(results) && File.readlines(results).size >= 100 }
-      assert_equal (0...100).to_a, File.readlines(results).map(&:to_i).sort
-      Process.kill('TERM', worker)
-      exited = wait_for('the worker to exit after TERM') { Process.wait2(worker, Process::WNOHANG)&.last }
-      assert exited.success?, File.read(File.join(tmp, 'worker.log'))
+      assert_ran_then_stops(worker, results, 100, File.join(tmp, 'worker.log'))
     end
   end
 
@@ -118,11 +114,8 @@ class TestGemInstall < Minitest::Test
       out, status = Open3.capture2e(env, 'ruby', '-e', "require '#{tmp}/app'; 20.times { |n| Recorder.perform_async(n) }",
                                     unsetenv_others: true)
       assert status.success?, out
-      wait_for('20 jobs run by nobody', timeout: 30) { File.exist?(results) && File.readlines(results).size >= 20 }
+      assert_ran_then_stops(worker, results, 20, File.join(work, 'worker.log'))
       assert_equal 'nobody', Etc.getpwuid(File.stat(results).uid).name
-      Process.kill('TERM', worker)
-      exited = wait_for('the worker to exit after TERM') { Process.wait2(worker, Process::WNOHANG)&.last }
-      assert exited.success?, File.read(File.join(work, 'worker.log'))
     end
   end
 
@@ -149,16 +142,9 @@ class TestGemInstall < Minitest::Test
                          'ruby', '-e', 'warn "ruby #{RUBY_VERSION}"; load Gem.bin_path("cogworker", "cogworker")',
                          '--', '-r', '/app/app.rb', '-c', '4', out: File::NULL, err: File.join(app, 'worker.log'))
     50.times { |n| Cogworker::Client.push('Recorder', [n]) }
-    results = File.join(app, 'results.txt')
-    wait_for('50 jobs run under the second Ruby', timeout: 60) do
-      File.exist?(results) && File.readlines(results).size >= 50
-    end
-    assert_equal (0...50).to_a, File.readlines(results).map(&:to_i).sort
-    Process.kill('TERM', worker)
-    exited = wait_for('the worker to exit after TERM') { Process.wait2(worker, Process::WNOHANG)&.last }
-    log = File.read(File.join(app, 'worker.log'))
-    assert exited.success?, log
-    assert_match(/^ruby 3\.3\./, log)
+    log = File.join(app, 'worker.log')
+    assert_ran_then_stops(worker, File.join(app, 'results.txt'), 50, log, timeout: 60)
+    assert_match(/^ruby 3\.3\./, File.read(log))
   end
 
   # A Ruby the platform gem has no extension for is told which Rubies it
@@ -179,6 +165,18 @@ class TestGemInstall < Minitest::Test
   end
 
   private
+
+  # The worker ran jobs 0...count (each wrote its number to `results`),
+  # then exits 0 on TERM (its log shown if not).
+  def assert_ran_then_stops(worker, results, count, log, timeout: 30)
+    wait_for("#{count} jobs run by the worker", timeout: timeout) do
+      File.exist?(results) && File.readlines(results).size >= count
+    end
+    assert_equal (0...count).to_a, File.readlines(results).map(&:to_i).sort
+    Process.kill('TERM', worker)
+    exited = wait_for('the worker to exit after TERM') { Process.wait2(worker, Process::WNOHANG)&.last }
+    assert exited.success?, File.read(log)
+  end
 
   def host_abi = RUBY_VERSION[/\A\d+\.\d+/]
 
