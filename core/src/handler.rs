@@ -259,9 +259,6 @@ impl Registry {
     pub fn get(&self, class: &str) -> Option<&Arc<dyn Handler>> {
         self.handlers.get(class)
     }
-    pub fn is_empty(&self) -> bool {
-        self.handlers.is_empty()
-    }
     pub fn classes(&self) -> Vec<String> {
         let mut names: Vec<String> = self.handlers.keys().cloned().collect();
         names.sort();

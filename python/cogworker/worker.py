@@ -136,12 +136,6 @@ class Worker:
             threading.Thread(target=target, args=(hook,), name=name, daemon=True).start()
         # Plain atexit runs after non-daemon threads are joined: too late.
         threading._register_atexit(self._stop_at_exit)  # type: ignore[attr-defined]
-        logger.info(
-            "cogworker worker %s: %d handler(s): %s",
-            self.identity,
-            len(self._handlers),
-            ", ".join(sorted(self._handlers)) or "(none)",
-        )
 
     def quiet(self) -> None:
         """Stop taking new jobs; running ones go on."""

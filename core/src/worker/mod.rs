@@ -91,12 +91,18 @@ impl Worker {
                 .join(", "),
             if config.strict_order() { " (strict)" } else { "" },
         );
-        if !self.intake.is_host() {
-            if self.registry.is_empty() {
-                tracing::warn!("no handlers registered: every job taken will fail");
-            } else {
-                tracing::info!("handlers: {}", self.registry.classes().join(", "));
-            }
+        // One line for every worker, whichever language runs its handlers.
+        let mut classes = if self.intake.is_host() {
+            self.host_classes.clone()
+        } else {
+            self.registry.classes()
+        };
+        classes.sort();
+        classes.dedup();
+        if classes.is_empty() {
+            tracing::warn!("no handlers registered: every job taken will fail");
+        } else {
+            tracing::info!("{} handler(s): {}", classes.len(), classes.join(", "));
         }
 
         self.report_periodic();

@@ -56,7 +56,6 @@ module Cogworker
         'cogworker.client-middleware' => [:run_client_middleware, :periodic_push] }.each do |name, (run, hook)|
         Thread.new { @native.public_send(run, @hooks.method(hook)) }.name = name
       end
-      Cogworker.logger.info("cogworker #{identity}: #{@handlers.size} handler(s): #{@handlers.keys.sort.join(', ')}")
       self
     end
 
