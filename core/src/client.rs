@@ -81,6 +81,12 @@ impl Client {
         &self.keys
     }
 
+    /// Defines `limit` in this client's Redis (see [`crate::Limit`]) and
+    /// gives the limiter that takes capacity from it.
+    pub async fn limiter(&self, limit: crate::Limit) -> Result<crate::Limiter> {
+        crate::Limiter::define(limit, self.redis.clone(), self.keys.clone()).await
+    }
+
     pub(crate) fn redis(&self) -> &Redis {
         &self.redis
     }

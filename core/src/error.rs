@@ -54,6 +54,15 @@ pub enum Error {
         source: redis::RedisError,
     },
 
+    /// A rate limiter had no capacity to give within the wait allowed.
+    #[error("over limit: {limiter} ({reason})")]
+    OverLimit {
+        /// The limiter's name.
+        limiter: String,
+        /// Its kind and numbers, and how long was waited.
+        reason: String,
+    },
+
     /// A Lua script returned something other than its header promises.
     #[error("script {script}: {reason}")]
     Script {

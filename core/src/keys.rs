@@ -229,6 +229,21 @@ impl Keys {
     pub fn signals(&self, identity: &str) -> String {
         format!("{}:signals:{}", self.ns, identity)
     }
+    /// A rate limiter's definition (hash: kind, limit, interval,
+    /// lease_ttl) and its over-limit count (field `over`).
+    pub fn limiter(&self, name: &str) -> String {
+        format!("{}:limiter:{}", self.ns, name)
+    }
+    /// What a rate limiter has given out: leases (concurrent), this
+    /// interval's count (bucket), recent grants (window), or the next
+    /// free time (leaky).
+    pub fn limiter_state(&self, name: &str) -> String {
+        format!("{}:limiter:{}:state", self.ns, name)
+    }
+    /// Set of every rate limiter name defined.
+    pub fn limiters(&self) -> String {
+        self.key("limiters")
+    }
 }
 
 #[cfg(test)]

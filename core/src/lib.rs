@@ -25,6 +25,7 @@ pub mod host;
 mod in_progress;
 mod job;
 mod keys;
+mod limiter;
 
 mod locks;
 pub mod logging;
@@ -67,6 +68,7 @@ pub use events::{EventHook, WorkerEvent, EVENT_BACKLOG};
 pub use handler::{ErrorHook, Failure, Handler, HandlerResult, Middleware, Next, Outcome, UNKNOWN_HANDLER};
 pub use job::{new_jid, now, safe_string, unique_digest, Job, Retry, CLASS_MAX_LEN, UNPARSEABLE_CLASS};
 pub use keys::Keys;
+pub use limiter::{Attempt, Lease, Limit, LimitKind, Limiter, DEFAULT_LEASE_TTL, LIMITER_NAME_MAX_LEN};
 pub use metrics::{
     ClassMetrics, MinuteMetrics, TotalMetrics, BUCKETS_SECS, MAX_CLASSES as METRICS_MAX_CLASSES, OTHER_CLASSES,
     UNKNOWN_CLASS,

@@ -25,6 +25,8 @@ pub(crate) struct Scripts {
     pub claim_to_outbox: Script,
     pub push_once: Script,
     pub take_held: Script,
+    pub limit_define: Script,
+    pub limit_acquire: Script,
 }
 
 /// One script's source: the fragments it declares in its header line
@@ -72,10 +74,12 @@ const SIGNAL: ScriptSource = script!("signal.lua");
 const CLAIM_TO_OUTBOX: ScriptSource = script!("claim_to_outbox.lua");
 const PUSH_ONCE: ScriptSource = script!("push_once.lua", "wake.lua");
 const TAKE_HELD: ScriptSource = script!("take_held.lua", "take_fields.lua");
+const LIMIT_DEFINE: ScriptSource = script!("limit_define.lua");
+const LIMIT_ACQUIRE: ScriptSource = script!("limit_acquire.lua", "clock.lua");
 
 /// Every script, for the header check.
 #[cfg(test)]
-const ALL: [&ScriptSource; 17] = [
+const ALL: [&ScriptSource; 19] = [
     &FETCH_RELIABLE,
     &ACK,
     &FAIL,
@@ -93,6 +97,8 @@ const ALL: [&ScriptSource; 17] = [
     &CLAIM_TO_OUTBOX,
     &PUSH_ONCE,
     &TAKE_HELD,
+    &LIMIT_DEFINE,
+    &LIMIT_ACQUIRE,
 ];
 
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
@@ -113,6 +119,8 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     claim_to_outbox: CLAIM_TO_OUTBOX.load(),
     push_once: PUSH_ONCE.load(),
     take_held: TAKE_HELD.load(),
+    limit_define: LIMIT_DEFINE.load(),
+    limit_acquire: LIMIT_ACQUIRE.load(),
 });
 
 #[cfg(test)]

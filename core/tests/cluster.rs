@@ -53,6 +53,19 @@ async fn push_run_retry_schedule_unique_and_periodic_on_a_cluster() {
 
     scenario_outcomes(&api, &ran, &flaky, 203).await;
 
+    // A rate limiter's keys live on the namespace's slot.
+    let limiter = client
+        .limiter(cogworker::Limit::concurrent("on-cluster", 1).unwrap())
+        .await
+        .unwrap();
+    let lease = limiter.acquire(Duration::ZERO).await.unwrap();
+    assert!(matches!(
+        limiter.acquire(Duration::ZERO).await,
+        Err(cogworker::Error::OverLimit { .. })
+    ));
+    lease.release().await;
+    limiter.acquire(Duration::ZERO).await.unwrap().release().await;
+
     // Orphan recovery: a dead process's in-progress list goes back.
     let mut owner = cluster.owner().await;
     let orphan = Job::new("Count").jid("a".repeat(24)).to_json();

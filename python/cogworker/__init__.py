@@ -11,7 +11,7 @@ from __future__ import annotations
 import os as _os
 
 from . import _core, testing
-from ._core import ConfigError, Error, InvalidArgument, InvalidJob, RedisError, ScriptError
+from ._core import ConfigError, Error, InvalidArgument, InvalidJob, OverLimit, RedisError, ScriptError
 from ._hooks import (
     Hooks,
     JobDied,
@@ -47,6 +47,7 @@ __all__ = [
     "JobFailed",
     "JobContextFilter",
     "JobHandle",
+    "OverLimit",
     "Pending",
     "RedisError",
     "RunningJob",

@@ -24,6 +24,7 @@ exceptions! {
     InvalidArgument(InvalidJob): "An argument is invalid (`field`, `value`): a job argument JSON cannot hold, or an API call's.";
     RedisError(Error): "Talking to Redis failed.";
     ScriptError(Error): "A cogworker Lua script misbehaved.";
+    OverLimit(Error): "A rate limiter had no capacity to give within the wait allowed.";
 }
 
 pub fn to_py(error: cogworker::Error) -> PyErr {
@@ -34,6 +35,7 @@ pub fn to_py(error: cogworker::Error) -> PyErr {
         cogworker::Error::InvalidArgument { .. } => InvalidArgument::new_err(message),
         cogworker::Error::Redis(_) | cogworker::Error::RedisAt { .. } => RedisError::new_err(message),
         cogworker::Error::Script { .. } => ScriptError::new_err(message),
+        cogworker::Error::OverLimit { .. } => OverLimit::new_err(message),
     };
     Python::attach(|py| {
         let instance = err.value(py);

@@ -42,6 +42,8 @@ module Cogworker
   class RedisError < Error; end
   # A cogworker Lua script misbehaved.
   class ScriptError < Error; end
+  # A rate limiter had no capacity to give within the wait allowed.
+  class OverLimit < Error; end
   # A wrapped job (ActiveJob's) names a class that may not run here.
   class UnknownJobClass < Error; end
 

@@ -1,0 +1,190 @@
+//! A limiter bound to a Redis: takes capacity (one script call each try)
+//! and waits for it within a deadline.
+
+use super::lease::Lease;
+use super::{Limit, LimitKind};
+use crate::connection::Redis;
+use crate::error::{Error, Result};
+use crate::keys::Keys;
+use crate::scripts::SCRIPTS;
+use std::time::{Duration, Instant};
+
+/// What one try to take capacity came to.
+#[derive(Debug)]
+pub enum Attempt {
+    /// Taken: hold the lease while the limited work runs (only a concurrent
+    /// limiter's lease holds anything; releasing it frees the place).
+    Taken(Lease),
+    /// Over the limit. `retry_in`: when capacity is expected back (`None`
+    /// for a concurrent limiter: when a holder releases).
+    Over {
+        /// When to try again.
+        retry_in: Option<Duration>,
+    },
+}
+
+/// A [`Limit`] defined in a Redis (see [`crate::Client::limiter`]). Cheap to
+/// clone; clones share the connection.
+#[derive(Clone)]
+pub struct Limiter {
+    limit: Limit,
+    redis: Redis,
+    keys: Keys,
+}
+
+impl std::fmt::Debug for Limiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Limiter")
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The shortest and longest pause between two tries while waiting.
+const PAUSE_MIN: Duration = Duration::from_millis(5);
+const PAUSE_MAX: Duration = Duration::from_millis(250);
+
+impl Limiter {
+    /// Writes `limit`'s definition (a different one under the same name is
+    /// replaced, with a warning: the fleet should agree on it).
+    pub(crate) async fn define(limit: Limit, redis: Redis, keys: Keys) -> Result<Limiter> {
+        let limiter = Limiter { limit, redis, keys };
+        limiter.write_definition().await?;
+        Ok(limiter)
+    }
+
+    /// Its definition.
+    pub fn limit(&self) -> &Limit {
+        &self.limit
+    }
+
+    async fn write_definition(&self) -> Result<()> {
+        let (name, kind) = (self.limit.name(), self.limit.kind());
+        let interval = kind.interval().map_or(0.0, |i| i.as_secs_f64());
+        let lease_ttl = match kind {
+            LimitKind::Concurrent { lease_ttl, .. } => lease_ttl.as_secs_f64(),
+            _ => 0.0,
+        };
+        let answer: Vec<redis::Value> = SCRIPTS
+            .limit_define
+            .key(self.keys.limiter(name))
+            .key(self.keys.limiter_state(name))
+            .key(self.keys.limiters())
+            .arg(name)
+            .arg(kind.name())
+            .arg(kind.limit())
+            .arg(interval.to_string())
+            .arg(lease_ttl.to_string())
+            .invoke_async(&mut self.redis.conn())
+            .await?;
+        let texts: Vec<String> = answer
+            .iter()
+            .skip(1)
+            .map(|v| redis::from_redis_value::<String>(v.clone()).unwrap_or_default())
+            .collect();
+        if let (Some(redis::Value::Int(2)), [old_kind, old_limit, old_interval, old_ttl]) =
+            (answer.first(), texts.as_slice())
+        {
+            tracing::warn!(
+                "limiter {name} redefined as {kind} (it was {old_kind} {old_limit}, interval {old_interval}s, \
+                 lease TTL {old_ttl}s): every process that uses it should define it alike"
+            );
+        }
+        Ok(())
+    }
+
+    /// One try: takes capacity if the limiter has some to give.
+    pub async fn try_acquire(&self) -> Result<Attempt> {
+        match self.take().await? {
+            Taken::Yes(lease) => Ok(Attempt::Taken(lease)),
+            Taken::Over(retry_in) => Ok(Attempt::Over { retry_in }),
+            // Its definition is gone (a flushed or restarted Redis): written
+            // again, and tried once more.
+            Taken::Undefined => {
+                self.write_definition().await?;
+                match self.take().await? {
+                    Taken::Yes(lease) => Ok(Attempt::Taken(lease)),
+                    Taken::Over(retry_in) => Ok(Attempt::Over { retry_in }),
+                    Taken::Undefined => Err(Error::Script {
+                        script: "limit_acquire",
+                        reason: format!("limiter {} is not defined right after defining it", self.limit.name()),
+                    }),
+                }
+            }
+        }
+    }
+
+    async fn take(&self) -> Result<Taken> {
+        let name = self.limit.name();
+        let token = crate::job::new_jid();
+        let (taken, retry_ms): (i64, i64) = SCRIPTS
+            .limit_acquire
+            .key(self.keys.limiter(name))
+            .key(self.keys.limiter_state(name))
+            .arg(&token)
+            .arg(crate::clock::fallback())
+            .invoke_async(&mut self.redis.conn())
+            .await?;
+        Ok(match taken {
+            1 => Taken::Yes(match self.limit.kind() {
+                LimitKind::Concurrent { lease_ttl, .. } => {
+                    Lease::held(self.redis.clone(), self.keys.limiter_state(name), token, *lease_ttl)
+                }
+                _ => Lease::nothing_held(),
+            }),
+            0 => Taken::Over((retry_ms > 0).then(|| Duration::from_millis(retry_ms as u64))),
+            _ => Taken::Undefined,
+        })
+    }
+
+    /// Takes capacity, waiting up to `wait` for it: `Error::OverLimit` if
+    /// none came.
+    pub async fn acquire(&self, wait: Duration) -> Result<Lease> {
+        let started = Instant::now();
+        let deadline = started + wait;
+        let mut pause = PAUSE_MIN;
+        loop {
+            let retry_in = match self.try_acquire().await? {
+                Attempt::Taken(lease) => return Ok(lease),
+                Attempt::Over { retry_in } => retry_in,
+            };
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(Error::OverLimit {
+                    limiter: self.limit.name().to_string(),
+                    reason: format!(
+                        "{}; no capacity within {:.3}s",
+                        self.limit.kind(),
+                        (now - started).as_secs_f64()
+                    ),
+                });
+            }
+            // When the limiter says, or (concurrent: whenever a holder
+            // releases) a pause that grows; never past the deadline.
+            let jitter = Duration::from_micros(rand::random::<u64>() % 2_000);
+            let next = retry_in.unwrap_or(pause).clamp(PAUSE_MIN, PAUSE_MAX) + jitter;
+            tokio::time::sleep(next.min(deadline - now)).await;
+            pause = (pause * 2).min(PAUSE_MAX);
+        }
+    }
+
+    /// Runs `body` once capacity is taken (waiting up to `wait` for it;
+    /// `Error::OverLimit` if none came, and `body` never runs), holding a
+    /// concurrent lease until it ends.
+    pub async fn within_limit<F, Fut, T>(&self, wait: Duration, body: F) -> Result<T>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = T>,
+    {
+        let lease = self.acquire(wait).await?;
+        let value = body().await;
+        lease.release().await;
+        Ok(value)
+    }
+}
+
+enum Taken {
+    Yes(Lease),
+    Over(Option<Duration>),
+    Undefined,
+}

@@ -1,0 +1,81 @@
+-- Fragments (prepended, in this order): clock.lua
+-- Take one unit of a rate limiter's capacity, if it has one to give, in one
+-- atomic step, by Redis's clock (clock.lua). The kind and its numbers are
+-- read from the definition (limit_define.lua), so every process applies
+-- the same limit whatever it was built with.
+--
+-- concurrent: at most `limit` leases at once. A lease is a member of the
+--   state zset scored with its expiry (now + lease_ttl); its holder renews
+--   it every third of that while it holds it, so a holder killed with -9
+--   frees it within one lease_ttl.
+-- bucket: at most `limit` per fixed interval (floor(now / interval)).
+-- window: at most `limit` in any sliding `interval` (a zset of grants).
+-- leaky: a smooth rate of `limit` per `interval`, with bursts of up to
+--   `limit` after a quiet spell (GCRA: the state is the time the next
+--   unit is due).
+--
+-- KEYS[1] NS:limiter:<name> (hash: kind, limit, interval, lease_ttl, over)
+-- KEYS[2] NS:limiter:<name>:state (zset, hash, zset or string, by kind)
+-- ARGV[1] a token unique to this attempt (the lease, or the window's grant)
+-- ARGV[2] this host's clock (epoch seconds), used only where TIME is refused
+--
+-- Returns {1, 0}: taken (concurrent: the lease is the member ARGV[1]);
+-- {0, ms}: over the limit, capacity expected back in `ms` milliseconds
+-- (0: unknown, as when a concurrent holder will release); {-1, 0}: no
+-- such limiter.
+local def = redis.call("HMGET", KEYS[1], "kind", "limit", "interval", "lease_ttl")
+local kind, limit, interval = def[1], tonumber(def[2]), tonumber(def[3])
+if not kind or not limit then
+  return {-1, 0}
+end
+local now = now_or(ARGV[2])
+local function over(seconds)
+  redis.call("HINCRBY", KEYS[1], "over", 1)
+  return {0, math.max(0, math.ceil(seconds * 1000))}
+end
+
+if kind == "concurrent" then
+  local state = KEYS[2]
+  redis.call("ZREMRANGEBYSCORE", state, "-inf", now)
+  if redis.call("ZCARD", state) >= limit then
+    return over(0)
+  end
+  redis.call("ZADD", state, now + (tonumber(def[4]) or 15), ARGV[1])
+  return {1, 0}
+elseif kind == "bucket" then
+  local bucket = math.floor(now / interval)
+  local held = redis.call("HMGET", KEYS[2], "bucket", "count")
+  local count = 0
+  if tonumber(held[1]) == bucket then
+    count = tonumber(held[2]) or 0
+  end
+  if count >= limit then
+    return over((bucket + 1) * interval - now)
+  end
+  redis.call("HSET", KEYS[2], "bucket", bucket, "count", count + 1)
+  redis.call("PEXPIRE", KEYS[2], math.ceil(interval * 2000) + 1000)
+  return {1, 0}
+elseif kind == "window" then
+  redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", now - interval)
+  if redis.call("ZCARD", KEYS[2]) >= limit then
+    local oldest = redis.call("ZRANGE", KEYS[2], 0, 0, "WITHSCORES")
+    return over(tonumber(oldest[2]) + interval - now)
+  end
+  redis.call("ZADD", KEYS[2], now, ARGV[1])
+  redis.call("PEXPIRE", KEYS[2], math.ceil(interval * 1000) + 1000)
+  return {1, 0}
+elseif kind == "leaky" then
+  local step = interval / limit
+  local due = tonumber(redis.call("GET", KEYS[2])) or now
+  if due < now then
+    due = now
+  end
+  -- A burst of `limit` may run ahead of the steady rate, no further.
+  local earliest = due - (interval - step)
+  if now < earliest then
+    return over(earliest - now)
+  end
+  redis.call("SET", KEYS[2], string.format("%.6f", due + step), "PX", math.ceil((due + step - now) * 1000) + 1000)
+  return {1, 0}
+end
+return {-1, 0}
