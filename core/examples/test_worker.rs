@@ -8,14 +8,20 @@
 //!   executions); with `fail_once`, the first attempt anywhere (the one that
 //!   creates `<token>` in `TEST_FAIL_DIR`) fails instead; retried in 0.2 s;
 //! - `Overlap [seconds]`: appends `start <jid> <pid>` to `<ns>:test:events`,
-//!   sleeps, then appends `end <jid> <pid>` (for the periodic overlap test).
+//!   sleeps, then appends `end <jid> <pid>` (for the periodic overlap test);
+//! - `Span token millis`: appends `start <token> <epoch> <pid>` to
+//!   `TEST_RESULTS_FILE`, sleeps, then appends `end ...` (the rate limiter
+//!   fault test measures how many run at once from these).
+//!
+//! `TEST_LIMITER=name:limit:lease_ttl` defines a concurrent rate limiter at
+//! boot (the Python and Ruby workers of the fault suite have no way yet).
 //!
 //! `TEST_SHARD_BY_QUEUE=1` sets `shard_by_queue`. `TEST_PERIODIC` holds a JSON array of periodic entries to tick for, and
 //! `TEST_CATCH_UP` (`latest` | `all`) the catch-up mode.
 //!
 //! Settings come from the environment (TEST_* variables below).
 
-use cogworker::{CatchUp, Config, Failure, FetchMode, Job, Periodic, Worker};
+use cogworker::{CatchUp, Client, Config, Failure, FetchMode, Job, Limit, Periodic, Worker};
 use redis::AsyncCommands;
 use std::time::Duration;
 
@@ -37,6 +43,15 @@ fn account(token: &str) -> std::io::Result<()> {
     let path = std::env::var("TEST_RESULTS_FILE").map_err(std::io::Error::other)?;
     let mut file = std::fs::OpenOptions::new().append(true).create(true).open(path)?;
     file.write_all(format!("{token}\n").as_bytes())
+}
+
+/// `start`/`end` lines of a `Span` job: what ran when, and where.
+fn span_line(what: &str, token: &str) -> std::io::Result<()> {
+    account(&format!(
+        "{what} {token} {:.6} {}",
+        cogworker::now(),
+        std::process::id()
+    ))
 }
 
 /// `fail_once` jobs: does this attempt fail? Only the first, in any process:
@@ -72,6 +87,15 @@ async fn main() -> cogworker::Result<()> {
     }
     if let Ok(mode) = std::env::var("TEST_CATCH_UP") {
         config.set_periodic_catch_up(mode.parse::<CatchUp>()?);
+    }
+    if let Ok(spec) = std::env::var("TEST_LIMITER") {
+        let parts: Vec<&str> = spec.split(':').collect();
+        let [name, limit, ttl] = parts[..] else {
+            panic!("TEST_LIMITER is name:limit:lease_ttl, not {spec}");
+        };
+        let limit = Limit::concurrent(name, limit.parse().expect("a whole limit"))?
+            .with_lease_ttl(Duration::from_secs_f64(ttl.parse().expect("seconds")))?;
+        Client::new(&config)?.limiter(limit).await?;
     }
     let url = config.redis_url().to_string();
     let results = redis::Client::open(url.as_str()).expect("url");
@@ -112,6 +136,15 @@ async fn main() -> cogworker::Result<()> {
             account(&token).map_err(|e| Failure::new("IoError", e.to_string()))
         })
         .retry_in("Account", |_count, _job| Some(0.2))
+        .register("Span", |job| async move {
+            let args = job.args_slice();
+            let token = args.first().and_then(|v| v.as_str()).unwrap_or("").to_string();
+            let millis = args.get(1).and_then(|v| v.as_u64()).unwrap_or(0);
+            let io = |e: std::io::Error| Failure::new("IoError", e.to_string());
+            span_line("start", &token).map_err(io)?;
+            tokio::time::sleep(Duration::from_millis(millis)).await;
+            span_line("end", &token).map_err(io)
+        })
         .register("Overlap", move |job| {
             let (mut conn, ns) = (r3.clone(), ns3.clone());
             async move {

@@ -8,7 +8,7 @@
 
 use crate::delivery::{Completion, Delivery};
 use crate::events::WorkerEvent;
-use crate::handler::Outcome;
+use crate::handler::{Failure, Outcome};
 use crate::in_progress::{own_entry, NOT_HELD};
 use crate::job::{now, Job};
 use crate::locks::{self, JobLocks};
@@ -154,31 +154,30 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
                 delivery,
                 outcome: Outcome::Failure(failure),
                 finished_at,
+            } => file_failure(shared, &delivery, &failure, finished_at).await,
+            Completion::OverLimit {
+                delivery,
+                limiter,
+                retry_in,
             } => {
-                // The retry's due time on the fleet's clock: a host whose
-                // clock is behind would file it already due.
-                let offset = crate::clock::offset(&shared.redis).await;
-                let mut plan = plan_failure(&delivery.job, &failure, finished_at + offset, &shared.identity);
-                plan.started_at = delivery.started_at;
-                let history = history_entry(&delivery.job, delivery.started_at, finished_at, Some(&failure));
-                log_failure(&delivery, &failure, &plan, finished_at);
-                let entry = own_entry(shared, delivery.token);
-                persist(shared, "filing a failed job", || {
-                    file(
-                        shared,
-                        &shared.identity,
-                        &entry,
-                        &delivery.queue,
-                        &delivery.raw,
-                        &delivery.job,
-                        &plan,
-                        &history,
-                    )
-                })
-                .await;
-                if plan.disposition == Disposition::Dead {
-                    let job = serde_json::from_str(&plan.payload).unwrap_or(serde_json::Value::Null);
-                    shared.events.emit(WorkerEvent::Died { job });
+                let count = delivery.job.over_limit_count().saturating_add(1);
+                if count > shared.config.over_limit_max() {
+                    let failure = Failure::new(
+                        crate::admission::OVER_LIMIT,
+                        format!("over limit: {limiter} (rescheduled {} times)", count - 1),
+                    );
+                    file_failure(shared, &delivery, &failure, now()).await;
+                } else {
+                    let at = now() + crate::clock::offset(&shared.redis).await;
+                    let plan = crate::retry::plan_over_limit(&delivery.job, retry_in, count, at);
+                    tracing::info!(
+                        jid = delivery.job.jid_str(),
+                        class = delivery.job.display_class(),
+                        "over limit {limiter}: rescheduled in {:.2}s ({count} of at most {})",
+                        plan.score - at,
+                        shared.config.over_limit_max()
+                    );
+                    file_delivery(shared, &delivery, &plan, "", "rescheduling a job over its limit").await;
                 }
             }
             Completion::Bury {
@@ -240,6 +239,42 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
     }
 }
 
+/// Files `delivery`'s failure (retry, dead or discard, as its policy says)
+/// and tells the death hooks of a job filed in dead.
+async fn file_failure(shared: &Shared, delivery: &Delivery, failure: &Failure, finished_at: f64) {
+    // The retry's due time on the fleet's clock: a host whose clock is
+    // behind would file it already due.
+    let offset = crate::clock::offset(&shared.redis).await;
+    let mut plan = plan_failure(&delivery.job, failure, finished_at + offset, &shared.identity);
+    plan.started_at = delivery.started_at;
+    let history = history_entry(&delivery.job, delivery.started_at, finished_at, Some(failure));
+    log_failure(delivery, failure, &plan, finished_at);
+    file_delivery(shared, delivery, &plan, &history, "filing a failed job").await;
+    if plan.disposition == Disposition::Dead {
+        let job = serde_json::from_str(&plan.payload).unwrap_or(serde_json::Value::Null);
+        shared.events.emit(WorkerEvent::Died { job });
+    }
+}
+
+/// Files `delivery` as `plan` says (`fail.lua`), retrying until it is
+/// written (`what` names the write in the log).
+async fn file_delivery(shared: &Shared, delivery: &Delivery, plan: &FailurePlan, history: &str, what: &str) {
+    let entry = own_entry(shared, delivery.token);
+    persist(shared, what, || {
+        file(
+            shared,
+            &shared.identity,
+            &entry,
+            &delivery.queue,
+            &delivery.raw,
+            &delivery.job,
+            plan,
+            history,
+        )
+    })
+    .await;
+}
+
 /// The `running` records of the batch, in one round trip; best effort (a
 /// status, not a job: the outcome overwrites it either way).
 async fn record_running(shared: &Shared, batch: &[Completion]) {
@@ -295,6 +330,7 @@ fn log_failure(delivery: &Delivery, failure: &crate::handler::Failure, plan: &Fa
         Disposition::Retry => format!("retry in {:.1}s", (plan.score - now()).max(0.0)),
         Disposition::Dead => "out of retries, moved to dead".to_string(),
         Disposition::Discard => "retry disabled, discarded".to_string(),
+        Disposition::Reschedule => "rescheduled".to_string(),
     };
     // An absent field (None) is not written at all.
     let backtrace = (crate::logging::json() || tracing::enabled!(tracing::Level::DEBUG))
@@ -317,7 +353,7 @@ fn log_failure(delivery: &Delivery, failure: &crate::handler::Failure, plan: &Fa
     }
     match plan.disposition {
         Disposition::Dead => line!(error),
-        Disposition::Retry | Disposition::Discard => line!(warn),
+        Disposition::Retry | Disposition::Discard | Disposition::Reschedule => line!(warn),
     }
 }
 
@@ -508,7 +544,14 @@ async fn file(
     let today = day_of(at);
     let target = match plan.disposition {
         Disposition::Retry => shared.keys.retry(),
+        Disposition::Reschedule => shared.keys.schedule(),
         _ => shared.keys.dead(),
+    };
+    // A reschedule is no execution: no History entry.
+    let history_max = if plan.disposition == Disposition::Reschedule {
+        0
+    } else {
+        shared.config.history_max()
     };
     let (dead_max, dead_min_score) = dead_bounds(&shared.config, at);
     let locks = JobLocks::of(job, &shared.keys);
@@ -538,7 +581,13 @@ async fn file(
         Some(ttl) => {
             let filed = Job::parse(plan.payload.as_bytes()).unwrap_or_else(|_| job.clone());
             let (record, final_status) = results::failed(&filed, plan.disposition, plan.started_at, at, owner);
-            (ttl, record, final_status)
+            // A rescheduled job's record lasts while it waits, too.
+            let wait = if plan.disposition == Disposition::Reschedule {
+                (plan.score - at).max(0.0).ceil() as u64
+            } else {
+                0
+            };
+            (ttl + wait, record, final_status)
         }
         None => (0, String::new(), false),
     };
@@ -558,7 +607,7 @@ async fn file(
         .arg(&plan.attempt)
         .arg(shared.config.dead_timeout_secs().ceil() as u64)
         .arg(history)
-        .arg(shared.config.history_max())
+        .arg(history_max)
         .arg(dead_max)
         .arg(dead_min_score)
         .key(locks.run_lock.as_ref().unwrap_or(&in_progress))

@@ -124,6 +124,8 @@ pub struct Config {
     heartbeat_interval: f64,
     scheduler_poll_interval: f64,
     history_max: usize,
+    over_limit_max: u32,
+    over_limit_wait: f64,
     dead_max_jobs: usize,
     dead_timeout: f64,
 }
@@ -159,6 +161,8 @@ impl Default for Config {
             heartbeat_interval: 5.0,
             scheduler_poll_interval: 5.0,
             history_max: 1_000,
+            over_limit_max: 20,
+            over_limit_wait: 5.0,
             dead_max_jobs: 10_000,
             dead_timeout: 180.0 * 86_400.0,
         }
@@ -359,6 +363,26 @@ impl Config {
         self.history_max = entries;
         self
     }
+    /// Seconds a job over a rate limiter it declares waits in the worker
+    /// for capacity (holding a slot) before it goes back to the schedule:
+    /// 0 to 3600.
+    pub fn set_over_limit_wait(&mut self, seconds: f64) -> Result<&mut Self> {
+        if !(seconds.is_finite() && (0.0..=3600.0).contains(&seconds)) {
+            return Err(Error::config(
+                "over_limit_wait",
+                seconds,
+                "must be from 0 to 3600 seconds",
+            ));
+        }
+        self.over_limit_wait = seconds;
+        Ok(self)
+    }
+    /// How many times a job over a rate limiter it declares is rescheduled
+    /// before it fails with `cogworker::OverLimit`.
+    pub fn set_over_limit_max(&mut self, times: u32) -> &mut Self {
+        self.over_limit_max = times;
+        self
+    }
     /// Seconds a job is kept in `dead` before it is trimmed.
     pub fn set_dead_timeout(&mut self, seconds: f64) -> Result<&mut Self> {
         self.dead_timeout = positive("dead_timeout", seconds)?;
@@ -453,6 +477,15 @@ impl Config {
     /// Entries kept in History.
     pub fn history_max(&self) -> usize {
         self.history_max
+    }
+    /// Reschedules of a job over its limiters before it fails.
+    pub fn over_limit_max(&self) -> u32 {
+        self.over_limit_max
+    }
+    /// How long a job over a limiter waits in the worker for capacity
+    /// before it is rescheduled.
+    pub fn over_limit_wait(&self) -> Duration {
+        Duration::from_secs_f64(self.over_limit_wait)
     }
     /// Most jobs kept in `dead`.
     pub fn dead_max_jobs(&self) -> usize {

@@ -34,6 +34,9 @@ pub struct Delivery {
     pub(crate) returned: Option<Box<serde_json::Value>>,
     /// The stalls noticed when the fetch took it (see [`crate::stall`]).
     pub(crate) fetched_at: u64,
+    /// The capacity taken from the limiters the job declared (see
+    /// [`crate::admission`]), freed the moment it settles.
+    pub(crate) leases: Vec<crate::limiter::Lease>,
     /// Who settles it; `None` once it is settled or given back.
     owner: Option<Arc<Shared>>,
 }
@@ -67,6 +70,7 @@ impl Delivery {
             detached: false,
             returned: None,
             fetched_at: owner.stall.stalls(),
+            leases: Vec::new(),
             owner: Some(owner),
         }
     }
@@ -130,6 +134,7 @@ impl Delivery {
 
     /// Settles with `outcome`.
     pub fn settle(mut self, outcome: Outcome) {
+        self.leases.clear();
         if let Some(owner) = self.owner.take() {
             owner.finish(self, outcome);
         }
@@ -139,8 +144,19 @@ impl Delivery {
     /// killed, an object collected): filed as failed with `error_class`
     /// [`HANDLER_ABORTED`], or left for shutdown's requeue while stopping.
     pub fn abandon(mut self, how: &str) {
+        self.leases.clear();
         if let Some(owner) = self.owner.take() {
             owner.abandon(self, how);
+        }
+    }
+
+    /// A limiter it declared (`limiter`) had no capacity: it goes back to
+    /// the schedule, due when capacity is expected (`retry_in`, if known),
+    /// not run and not counted as a failure.
+    pub(crate) fn over_limit(mut self, limiter: &str, retry_in: Option<std::time::Duration>) {
+        self.leases.clear();
+        if let Some(owner) = self.owner.take() {
+            owner.over_limit(self, limiter, retry_in);
         }
     }
 
@@ -171,6 +187,7 @@ impl Delivery {
             detached: self.detached,
             returned: self.returned.take(),
             fetched_at: self.fetched_at,
+            leases: std::mem::take(&mut self.leases),
             owner: None,
         }
     }
@@ -189,6 +206,7 @@ impl std::fmt::Debug for Delivery {
 
 impl Drop for Delivery {
     fn drop(&mut self) {
+        self.leases.clear();
         if let Some(owner) = self.owner.take() {
             let delivery = self.take_out();
             owner.abandon(delivery, "dropped without being completed or failed");
@@ -202,6 +220,13 @@ pub(crate) enum Completion {
         delivery: Delivery,
         outcome: Outcome,
         finished_at: f64,
+    },
+    /// Over a limiter it declared: back to the schedule (or, past
+    /// `over_limit_max` times, failed).
+    OverLimit {
+        delivery: Delivery,
+        limiter: String,
+        retry_in: Option<std::time::Duration>,
     },
     /// Not a runnable job: bury its bytes in `dead`.
     Bury {

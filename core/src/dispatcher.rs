@@ -139,7 +139,12 @@ fn hand_over(shared: &Arc<Shared>, slots: &Handover, batch: Vec<Fetched>) {
         match Job::parse(&raw) {
             Ok(mut job) => {
                 job.normalize(crate::job::now());
-                slots.send(shared.new_delivery(queue, raw, job, token));
+                let delivery = shared.new_delivery(queue, raw, job, token);
+                if delivery.job.limit_names().is_empty() {
+                    slots.send(delivery);
+                } else {
+                    crate::admission::admit(shared.clone(), slots.clone(), delivery);
+                }
             }
             Err(reason) => {
                 tracing::warn!("burying an unparseable payload from queue {queue}: {reason}");

@@ -101,6 +101,15 @@ impl Job {
         self.fields.insert("result_ttl".into(), float(seconds));
         self
     }
+    /// Runs only within the rate limiters `names` (see [`crate::Limit`]):
+    /// each is taken before a slot runs the job; over one, the job is
+    /// rescheduled (not failed, not a retry) until it gets its turn, at most
+    /// `over_limit_max` times.
+    pub fn limits<S: Into<String>, I: IntoIterator<Item = S>>(mut self, names: I) -> Self {
+        let names = names.into_iter().map(|n| Value::String(n.into())).collect();
+        self.fields.insert("limits".into(), Value::Array(names));
+        self
+    }
     /// Any other field, kept as given.
     pub fn field(mut self, key: impl Into<String>, value: Value) -> Self {
         self.fields.insert(key.into(), value);
@@ -232,6 +241,19 @@ impl Job {
                 return Err(bad("unique_for", ttl, "must be a positive number of seconds"));
             }
         }
+        match self.fields.get("limits") {
+            None => {}
+            Some(Value::Array(names)) if !names.is_empty() && names.len() <= LIMITS_MAX => {
+                for (i, name) in names.iter().enumerate() {
+                    let field = format!("limits[{i}]");
+                    match name {
+                        Value::String(text) => check_limiter_name(text).map_err(|reason| bad(&field, name, reason))?,
+                        other => return Err(bad(&field, other, "must be a limiter's name")),
+                    }
+                }
+            }
+            Some(v) => return Err(bad("limits", v, "must be a list of 1 to 8 limiter names")),
+        }
         Ok(())
     }
 
@@ -274,6 +296,21 @@ impl Job {
         let until_executed = matches!(self.fields.get("periodic_until_executed"), Some(Value::Bool(true)));
         self.str_field("periodic_pjid")
             .filter(|p| until_executed && !p.is_empty())
+    }
+
+    /// The rate limiters it runs within (see [`Job::limits`]).
+    pub fn limit_names(&self) -> Vec<&str> {
+        match self.fields.get("limits") {
+            Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        }
+    }
+    /// How many times it was rescheduled because a limiter was full.
+    pub fn over_limit_count(&self) -> u32 {
+        self.fields
+            .get("over_limit")
+            .and_then(Value::as_u64)
+            .map_or(0, |n| n.min(u32::MAX as u64) as u32)
     }
 
     /// The handler name.
@@ -392,6 +429,27 @@ pub fn unique_digest(class: &str, queue: &str, args: &[Value]) -> String {
     use sha1::Digest as _;
     let text = serde_json::to_string(&(class, queue, args)).expect("JSON values always serialize");
     hex::encode(sha1::Sha1::digest(text.as_bytes()))
+}
+
+/// The most rate limiters one job may run within.
+pub const LIMITS_MAX: usize = 8;
+
+/// A rate limiter's name every process can share: at most 128 bytes, no
+/// spaces, control characters or braces (they would move its keys off the
+/// namespace's cluster slot). The reason when it is not.
+pub(crate) fn check_limiter_name(name: &str) -> std::result::Result<(), &'static str> {
+    if name.is_empty() {
+        Err("must not be empty")
+    } else if name.len() > 128 {
+        Err("must be at most 128 bytes")
+    } else if name
+        .chars()
+        .any(|c| c.is_whitespace() || c.is_control() || c == '{' || c == '}')
+    {
+        Err("must not hold spaces, control characters or braces")
+    } else {
+        Ok(())
+    }
 }
 
 /// 24 lowercase hex characters (96 random bits).

@@ -6,6 +6,7 @@
 
 #![warn(missing_docs)]
 
+mod admission;
 mod api;
 pub mod bench;
 mod client;
@@ -56,6 +57,7 @@ mod wakeups;
 pub mod web;
 mod worker;
 
+pub use admission::{OVER_LIMIT, UNKNOWN_LIMITER};
 pub use api::{
     Api, BusyJob, JobSet, LockInfo, PeriodicInfo, ProcessInfo, QueueInfo, SetEntry, SetSearch, Stats, SEARCH_SCAN_MAX,
     SEARCH_TEXT_MAX, SEARCH_TIME_MAX,
@@ -66,9 +68,9 @@ pub use delivery::{Delivery, DeliveryInfo, HANDLER_ABORTED};
 pub use error::{Error, Result};
 pub use events::{EventHook, WorkerEvent, EVENT_BACKLOG};
 pub use handler::{ErrorHook, Failure, Handler, HandlerResult, Middleware, Next, Outcome, UNKNOWN_HANDLER};
-pub use job::{new_jid, now, safe_string, unique_digest, Job, Retry, CLASS_MAX_LEN, UNPARSEABLE_CLASS};
+pub use job::{new_jid, now, safe_string, unique_digest, Job, Retry, CLASS_MAX_LEN, LIMITS_MAX, UNPARSEABLE_CLASS};
 pub use keys::Keys;
-pub use limiter::{Attempt, Lease, Limit, LimitKind, Limiter, DEFAULT_LEASE_TTL, LIMITER_NAME_MAX_LEN};
+pub use limiter::{Attempt, Lease, Limit, LimitKind, Limiter, DEFAULT_LEASE_TTL};
 pub use metrics::{
     ClassMetrics, MinuteMetrics, TotalMetrics, BUCKETS_SECS, MAX_CLASSES as METRICS_MAX_CLASSES, OTHER_CLASSES,
     UNKNOWN_CLASS,

@@ -84,6 +84,11 @@ pub(crate) fn failed(
         Disposition::Retry => "retrying",
         Disposition::Dead => "dead",
         Disposition::Discard => "failed",
+        Disposition::Reschedule => {
+            let mut record = base(payload, "scheduled", at);
+            record["due_at"] = payload.get("at").cloned().unwrap_or(Value::Null);
+            return (record.to_string(), false);
+        }
     };
     let mut record = ran(payload, status, at, started_at, worker);
     record["finished_at"] = float(at);

@@ -15,6 +15,8 @@ pub(crate) enum Disposition {
     Retry,
     Dead,
     Discard,
+    /// Back to the schedule, not run: over a rate limiter it declared.
+    Reschedule,
 }
 
 impl Disposition {
@@ -23,6 +25,7 @@ impl Disposition {
             Disposition::Retry => "retry",
             Disposition::Dead => "dead",
             Disposition::Discard => "discard",
+            Disposition::Reschedule => "reschedule",
         }
     }
 }
@@ -36,6 +39,30 @@ pub(crate) struct FailurePlan {
     pub attempt: String,
     /// When the failed run began (for a kept result's `started_at`).
     pub started_at: f64,
+}
+
+/// The plan for a job over the limiter it declared, for the `count`th
+/// time (`now` on the fleet's clock): back to the schedule with its count,
+/// due when the limiter said capacity comes back (`retry_in`), or, where it
+/// cannot say (a concurrent limiter), after a pause that doubles each
+/// time from 1 s up to a minute; jittered so that the jobs it turned away
+/// do not all return at once.
+pub(crate) fn plan_over_limit(job: &Job, retry_in: Option<std::time::Duration>, count: u32, now: f64) -> FailurePlan {
+    let base = match retry_in {
+        Some(wait) => wait.as_secs_f64(),
+        None => 2f64.powi(count.saturating_sub(1).min(6) as i32).min(60.0),
+    };
+    let delay = base * (1.0 + rand::random_range(0.0..0.25)) + 0.01;
+    let mut next = job.clone();
+    next.set("over_limit", Value::from(count));
+    next.set("at", float(now + delay));
+    FailurePlan {
+        disposition: Disposition::Reschedule,
+        score: now + delay,
+        payload: next.to_json(),
+        attempt: String::new(),
+        started_at: 0.0,
+    }
 }
 
 /// Default backoff before retry number `count + 1`:

@@ -183,6 +183,23 @@ pub const SETTINGS: &[Setting] = &[
         read: |c| HostValue::Int(c.history_max() as i64),
     },
     Setting {
+        name: "over_limit_max",
+        help: "times a job over a rate limiter it declares is rescheduled before it fails (cogworker::OverLimit)",
+        apply: |c, name, v| {
+            let n = whole(name, v)?;
+            let n = u32::try_from(n).map_err(|_| Error::config(name, v, "must be a whole number >= 0"))?;
+            c.set_over_limit_max(n);
+            Ok(())
+        },
+        read: |c| HostValue::Int(i64::from(c.over_limit_max())),
+    },
+    Setting {
+        name: "over_limit_wait",
+        help: "seconds a job over a rate limiter it declares waits in the worker for capacity before it is rescheduled",
+        apply: |c, name, v| c.set_over_limit_wait(seconds(name, v)?).map(drop),
+        read: |c| HostValue::Float(c.over_limit_wait().as_secs_f64()),
+    },
+    Setting {
         name: "dead_max_jobs",
         help: "most jobs kept in dead (the oldest are trimmed)",
         apply: |c, name, v| {

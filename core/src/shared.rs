@@ -374,6 +374,27 @@ impl Shared {
         self.release(detached);
     }
 
+    /// `delivery` was over a limiter it declared (see
+    /// [`Delivery::over_limit`]): the completion task reschedules it; its
+    /// slot is freed.
+    pub(crate) fn over_limit(&self, delivery: Delivery, limiter: &str, retry_in: Option<std::time::Duration>) {
+        let (token, detached) = (delivery.token, delivery.detached);
+        let limiter = limiter.to_string();
+        if self
+            .completions
+            .send(Completion::OverLimit {
+                delivery,
+                limiter,
+                retry_in,
+            })
+            .is_err()
+        {
+            tracing::debug!("over-limit reschedule after shutdown dropped; the job was requeued");
+        }
+        self.busy.lock().unwrap().remove(&token);
+        self.release(detached);
+    }
+
     /// `delivery` was abandoned (see [`Delivery::abandon`]): its slot and
     /// busy entry are freed, and the job is
     /// - put back on its queue if no slot began it;

@@ -93,13 +93,7 @@ async fn over_the_limit_a_wait_ends_in_over_limit_naming_the_limiter_and_counts(
         matches!(limiter.try_acquire().await.unwrap(), Attempt::Taken(_)),
         "released, the place is free"
     );
-    let mut conn = redis.conn().await;
-    let over: i64 = redis::cmd("HGET")
-        .arg("cogworker:limiter:one")
-        .arg("over")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    let over = limiter_refusals(&redis, "one").await;
     assert!(over >= 2, "each refusal is counted: {over}");
 }
 

@@ -38,3 +38,18 @@ class Account
     false
   end
 end
+
+# `start`/`end` lines around a sleep: how many ran at once, and where.
+class Span
+  include Cogworker::Job
+
+  def perform(token, millis)
+    line("start #{token} #{format('%.6f', Time.now.to_f)} #{Process.pid}")
+    sleep(millis / 1000.0)
+    line("end #{token} #{format('%.6f', Time.now.to_f)} #{Process.pid}")
+  end
+
+  private
+
+  def line(text) = File.open(ENV.fetch('TEST_RESULTS_FILE'), 'a') { |f| f.write("#{text}\n") }
+end

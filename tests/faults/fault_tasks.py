@@ -32,6 +32,19 @@ def _first_attempt(token: str) -> bool:
     return True
 
 
+def _line(line: str) -> None:
+    with open(os.environ["TEST_RESULTS_FILE"], "a", encoding="utf-8") as f:
+        f.write(line + "\n")
+
+
+@cogworker.job(name="Span")
+def span(token: str, millis: int) -> None:
+    """`start`/`end` lines around a sleep: how many ran at once, and where."""
+    _line(f"start {token} {time.time():.6f} {os.getpid()}")
+    time.sleep(millis / 1000)
+    _line(f"end {token} {time.time():.6f} {os.getpid()}")
+
+
 @cogworker.job(name="Account", retry_in=lambda count, error: 0.2)
 def account(token: str, millis: int = 0, fail_once: bool = False) -> None:
     time.sleep(millis / 1000)

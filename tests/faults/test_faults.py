@@ -33,6 +33,8 @@ from harness import (
     wait_registered,
 )
 
+import cogworker
+
 SOAK = os.environ.get("FAULT_SOAK") == "1"
 JOBS = int(os.environ.get("FAULT_JOBS", "100000" if SOAK else "3000"))
 DRAIN_LIMIT = 3600 if SOAK else 180
@@ -203,3 +205,76 @@ def test_eviction_policy_is_warned_about_at_start(paths, policy):
                 text = f.read()
             warned = f"maxmemory-policy is {policy}" in text
             assert warned == (policy != "noeviction"), f"{name}:\n{text}"
+
+
+def spans(results: str) -> list[tuple[str, str, float, int]]:
+    """The `start`/`end` lines `Span` jobs wrote: (what, token, time, pid)."""
+    if not os.path.exists(results):
+        return []
+    with open(results, encoding="utf-8") as f:
+        rows = [line.split() for line in f if line.strip()]
+    return [(what, token, float(at), int(pid)) for what, token, at, pid in rows]
+
+
+def most_at_once(rows: list[tuple[str, str, float, int]], killed: dict[int, float]) -> int:
+    """The most `Span` bodies running at one time. A body of a process
+    killed with -9 ends when the process died."""
+    open_bodies: dict[tuple[str, int], float] = {}
+    events: list[tuple[float, int]] = []
+    for what, token, at, pid in rows:
+        if what == "start":
+            open_bodies[(token, pid)] = at
+            events.append((at, 1))
+        else:
+            open_bodies.pop((token, pid), None)
+            events.append((at, -1))
+    for (_, pid), _started in open_bodies.items():
+        assert pid in killed, f"a body of live process {pid} never ended"
+        events.append((killed[pid], -1))
+    running, most = 0, 0
+    # At one instant an end comes before a start: the end freed the place.
+    for _, change in sorted(events):
+        running += change
+        most = max(most, running)
+    return most
+
+
+def test_a_fleet_wide_concurrent_limit_holds_through_kill_9(paths):
+    """A concurrent limit of 5, defined by the Rust worker, on jobs that a
+    Python, a Ruby and a Rust worker (4 slots each) run: never 6 bodies at
+    once, also while the Python worker is killed with -9 holding places;
+    its places come back within the lease TTL (2 s), its jobs are
+    recovered, none is lost, and no lease is left over."""
+    results, logdir = paths
+    with Redis() as server:
+        r = server.client()
+        env = {"TEST_ORPHAN_THRESHOLD": "3", "TEST_LIMITER": "erp:5:2"}
+        fleet = Fleet(server.url, results, logdir, env=env)
+        fleet.start("rust")
+        deadline = time.monotonic() + 60
+        while not r.hget(f"{NS}:limiter:erp", "kind"):
+            assert time.monotonic() < deadline, fleet.logs()[-5000:]
+            time.sleep(0.1)
+        fleet.start("python")
+        fleet.start("ruby")
+        wait_registered(r, fleet)
+        tokens = [f"s{i:03d}" for i in range(90)]
+        client = cogworker.Client(redis_url=server.url)
+        client.push_bulk([{"class": "Span", "args": [t, 250], "limits": ["erp"]} for t in tokens])
+        python = next(w for w in fleet.workers if w.language == "python")
+        # Killed once it runs jobs (holds places).
+        deadline = time.monotonic() + 30
+        while not any(pid == python.proc.pid for _, _, _, pid in spans(results)):
+            assert time.monotonic() < deadline, fleet.logs()[-5000:]
+            time.sleep(0.02)
+        fleet.kill9(python)
+        killed = {python.proc.pid: time.time()}
+        assert wait_drained(r, 120), fleet.logs()[-20000:]
+        codes = fleet.stop_all()
+        rows = spans(results)
+        ended = {token for what, token, _, _ in rows if what == "end"}
+        assert ended == set(tokens), f"lost: {sorted(set(tokens) - ended)}"
+        assert most_at_once(rows, killed) == 5, "5 at once at most, and 5 reached"
+        assert r.zcard(f"{NS}:limiter:erp:state") == 0, "no lease left over"
+        assert int(r.hget(f"{NS}:limiter:erp", "over") or 0) > 0, "the limit turned jobs away"
+        assert all(code == 0 for code in codes), codes

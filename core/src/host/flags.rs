@@ -59,11 +59,12 @@ pub const STRICT: &str = "strict";
 
 fn value_of(setting: &str) -> FlagValue {
     match setting {
-        "concurrency" | "async_concurrency" | "history_max" | "dead_max_jobs" => FlagValue::Whole,
+        "concurrency" | "async_concurrency" | "history_max" | "dead_max_jobs" | "over_limit_max" => FlagValue::Whole,
         "shard_by_queue" | "prefetch" => FlagValue::Boolean,
         "queues" | "labels" => FlagValue::Repeated,
         name if name.ends_with("_interval")
             || name.ends_with("_timeout")
+            || name.ends_with("_wait")
             || name.ends_with("_threshold")
             || name.ends_with("_ttl") =>
         {

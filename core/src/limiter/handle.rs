@@ -115,26 +115,7 @@ impl Limiter {
     }
 
     async fn take(&self) -> Result<Taken> {
-        let name = self.limit.name();
-        let token = crate::job::new_jid();
-        let (taken, retry_ms): (i64, i64) = SCRIPTS
-            .limit_acquire
-            .key(self.keys.limiter(name))
-            .key(self.keys.limiter_state(name))
-            .arg(&token)
-            .arg(crate::clock::fallback())
-            .invoke_async(&mut self.redis.conn())
-            .await?;
-        Ok(match taken {
-            1 => Taken::Yes(match self.limit.kind() {
-                LimitKind::Concurrent { lease_ttl, .. } => {
-                    Lease::held(self.redis.clone(), self.keys.limiter_state(name), token, *lease_ttl)
-                }
-                _ => Lease::nothing_held(),
-            }),
-            0 => Taken::Over((retry_ms > 0).then(|| Duration::from_millis(retry_ms as u64))),
-            _ => Taken::Undefined,
-        })
+        take(&self.redis, &self.keys, self.limit.name()).await
     }
 
     /// Takes capacity, waiting up to `wait` for it: `Error::OverLimit` if
@@ -183,8 +164,33 @@ impl Limiter {
     }
 }
 
-enum Taken {
+/// What one try at the limiter `name` came to.
+pub(crate) enum Taken {
     Yes(Lease),
+    /// Over the limit; when capacity is expected back, if known.
     Over(Option<Duration>),
+    /// No limiter of that name is defined in this Redis.
     Undefined,
+}
+
+/// One try at the limiter named `name`, by its definition in Redis (a
+/// worker checks a job's declared limits so, whichever process defined
+/// them).
+pub(crate) async fn take(redis: &Redis, keys: &Keys, name: &str) -> Result<Taken> {
+    let token = crate::job::new_jid();
+    let (taken, ms): (i64, i64) = SCRIPTS
+        .limit_acquire
+        .key(keys.limiter(name))
+        .key(keys.limiter_state(name))
+        .arg(&token)
+        .arg(crate::clock::fallback())
+        .invoke_async(&mut redis.conn())
+        .await?;
+    let ms = Duration::from_millis(ms.max(0) as u64);
+    Ok(match taken {
+        1 if ms.is_zero() => Taken::Yes(Lease::nothing_held()),
+        1 => Taken::Yes(Lease::held(redis.clone(), keys.limiter_state(name), token, ms)),
+        0 => Taken::Over((!ms.is_zero()).then_some(ms)),
+        _ => Taken::Undefined,
+    })
 }

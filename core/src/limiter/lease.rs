@@ -55,13 +55,16 @@ impl Lease {
 }
 
 impl Drop for Lease {
-    /// Dropped unreleased (a panic, a cancelled future): freed in the
-    /// background where a runtime runs, else left to expire.
+    /// Dropped unreleased (a panic, a cancelled future, a settled job's
+    /// declared limits): freed in the background, on the runtime of this
+    /// thread or, on a host's thread, the engine's.
     fn drop(&mut self) {
         if let Some(held) = self.0.take() {
             held.renewal.abort();
-            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                runtime.spawn(async move { remove(&held.redis, &held.state, &held.member).await });
+            let release = async move { remove(&held.redis, &held.state, &held.member).await };
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => drop(runtime.spawn(release)),
+                Err(_) => drop(crate::runtime::global().spawn(release)),
             }
         }
     }

@@ -23,14 +23,12 @@
 mod handle;
 mod lease;
 
+pub(crate) use handle::{take, Taken};
 pub use handle::{Attempt, Limiter};
 pub use lease::Lease;
 
 use crate::error::{Error, Result};
 use std::time::Duration;
-
-/// The longest limiter name (it is part of two Redis keys).
-pub const LIMITER_NAME_MAX_LEN: usize = 128;
 
 /// How long a concurrent lease lives without a renewal, by default: a
 /// holder renews it every third of that while it holds it, so a holder
@@ -205,26 +203,10 @@ impl Limit {
     }
 }
 
-/// A name every process can share: printable, no spaces, no braces (they
-/// would move its keys off the namespace's cluster slot).
+/// A name every process can share (the rule is the job field's, `limits`).
 fn check_name(name: &str) -> Result<()> {
-    let reason = if name.is_empty() {
-        "must not be empty"
-    } else if name.len() > LIMITER_NAME_MAX_LEN {
-        "must be at most 128 bytes"
-    } else if name
-        .chars()
-        .any(|c| c.is_whitespace() || c.is_control() || c == '{' || c == '}')
-    {
-        "must not hold spaces, control characters, or braces"
-    } else {
-        return Ok(());
-    };
-    Err(Error::invalid_argument(
-        "limiter",
-        crate::printable::shown(name),
-        reason,
-    ))
+    crate::job::check_limiter_name(name)
+        .map_err(|reason| Error::invalid_argument("limiter", crate::printable::shown(name), reason))
 }
 
 #[cfg(test)]

@@ -1,10 +1,12 @@
 -- Fragments (prepended, in this order): in_progress.lua
--- File a failed (or unparseable) job under retry or dead, or discard it, and
--- take it off its in-progress key in the same atomic step, so the job is
--- always in exactly one place: never lost between the two, never in both.
+-- File a failed (or unparseable) job under retry or dead, or discard it, or
+-- put a job that was over a rate limiter it declared back on the schedule
+-- (not a failure: no stats, no attempt, no history), and take it off its
+-- in-progress key in the same atomic step, so the job is always in exactly
+-- one place: never lost between the two, never in both.
 --
 -- KEYS[1] NS:in_progress:<identity> (hash, or a list of an earlier release)
--- KEYS[2] the target set: NS:retry or NS:dead (zset)
+-- KEYS[2] the target set: NS:retry, NS:dead or NS:schedule (zset)
 -- KEYS[3] NS:stat:failed
 -- KEYS[4] NS:stat:failed:<yyyy-mm-dd>
 -- KEYS[5] NS:attempts:<jid> (list)
@@ -12,8 +14,8 @@
 -- ARGV[1]  the job's entry in KEYS[1]: its field, "*" for a list entry,
 --          "-" for none (basic fetch); see in_progress.lua, prepended
 -- ARGV[2]  the payload exactly as fetched (how a list entry is found)
--- ARGV[3]  "retry" | "dead" | "discard"
--- ARGV[4]  score in KEYS[2] (epoch seconds: retry-at or died-at)
+-- ARGV[3]  "retry" | "dead" | "discard" | "reschedule"
+-- ARGV[4]  score in KEYS[2] (epoch seconds: retry-at, died-at or run-at)
 -- ARGV[5]  the payload to file (with retry_count, error fields, ...)
 -- ARGV[6]  attempt entry JSON, or "" to record none
 -- ARGV[7]  attempts list TTL (whole seconds)
@@ -43,7 +45,7 @@
 --          when ARGV[20] is "0" or absent.
 -- ARGV[20] the marker's TTL (whole seconds), "0" for none
 --
--- Locks: a retried job keeps them, each extended over the delay, so no
+-- Locks: a retried or rescheduled job keeps them, each extended over the delay, so no
 -- duplicate gets in while it waits; a dead or discarded job releases them.
 -- Only ever the owner's lock.
 --
@@ -57,15 +59,17 @@ if (ARGV[20] or "0") ~= "0" and not redis.call("SET", KEYS[11], "1", "NX", "EX",
   return 0
 end
 local mode = ARGV[3]
-if mode == "retry" or mode == "dead" then
+if mode == "retry" or mode == "dead" or mode == "reschedule" then
   redis.call("ZADD", KEYS[2], ARGV[4], ARGV[5])
 end
 if mode == "dead" then
   redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", "(" .. ARGV[11])
   redis.call("ZREMRANGEBYRANK", KEYS[2], 0, -(tonumber(ARGV[10]) + 1))
 end
-redis.call("INCR", KEYS[3])
-redis.call("INCR", KEYS[4])
+if mode ~= "reschedule" then
+  redis.call("INCR", KEYS[3])
+  redis.call("INCR", KEYS[4])
+end
 if ARGV[6] ~= "" then
   redis.call("RPUSH", KEYS[5], ARGV[6])
   redis.call("EXPIRE", KEYS[5], ARGV[7])
@@ -73,7 +77,7 @@ end
 local function owns(lock)
   return redis.call("GET", lock) == ARGV[14]
 end
-if mode == "retry" then
+if mode == "retry" or mode == "reschedule" then
   if ARGV[12] == "1" and owns(KEYS[7]) then
     redis.call("EXPIRE", KEYS[7], ARGV[15])
   end

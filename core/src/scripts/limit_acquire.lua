@@ -19,8 +19,8 @@
 -- ARGV[1] a token unique to this attempt (the lease, or the window's grant)
 -- ARGV[2] this host's clock (epoch seconds), used only where TIME is refused
 --
--- Returns {1, 0}: taken (concurrent: the lease is the member ARGV[1]);
--- {0, ms}: over the limit, capacity expected back in `ms` milliseconds
+-- Returns {1, 0}: taken; {1, ms}: taken, a concurrent lease (the member
+-- ARGV[1]) that lives `ms` milliseconds unless renewed; {0, ms}: over the limit, capacity expected back in `ms` milliseconds
 -- (0: unknown, as when a concurrent holder will release); {-1, 0}: no
 -- such limiter.
 local def = redis.call("HMGET", KEYS[1], "kind", "limit", "interval", "lease_ttl")
@@ -40,8 +40,9 @@ if kind == "concurrent" then
   if redis.call("ZCARD", state) >= limit then
     return over(0)
   end
-  redis.call("ZADD", state, now + (tonumber(def[4]) or 15), ARGV[1])
-  return {1, 0}
+  local ttl = tonumber(def[4]) or 15
+  redis.call("ZADD", state, now + ttl, ARGV[1])
+  return {1, math.ceil(ttl * 1000)}
 elseif kind == "bucket" then
   local bucket = math.floor(now / interval)
   local held = redis.call("HMGET", KEYS[2], "bucket", "count")

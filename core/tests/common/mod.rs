@@ -263,3 +263,15 @@ pub fn gated_worker(config: Config, class: &str) -> (Worker, Arc<tokio::sync::No
         .unwrap();
     (worker, release)
 }
+
+/// How many checks the rate limiter `name` refused (field `over`).
+pub async fn limiter_refusals(redis: &TestRedis, name: &str) -> i64 {
+    let mut conn = redis.conn().await;
+    redis::cmd("HGET")
+        .arg(format!("cogworker:limiter:{name}"))
+        .arg("over")
+        .query_async::<Option<i64>>(&mut conn)
+        .await
+        .unwrap()
+        .unwrap_or(0)
+}

@@ -1,0 +1,99 @@
+//! A job that declares rate limiters (`limits`, see [`crate::Job::limits`])
+//! takes capacity from each before a slot runs it, whatever language runs
+//! it: one `limit_acquire.lua` call per limiter and try, on a task of its
+//! own so the fetch loop never waits. Over one, it waits there (holding
+//! one of this worker's slots, as a Sidekiq thread waits on a limiter) up
+//! to `over_limit_wait` for capacity; then it goes back to the schedule
+//! (the completion task files it). A limiter no process has defined fails
+//! the job, loudly. A job without limits never comes here and pays nothing.
+
+use crate::delivery::Delivery;
+use crate::handler::Failure;
+use crate::handover::Handover;
+use crate::limiter::{Lease, Taken};
+use crate::shared::{Lifecycle, Shared};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// `error_class` of a job that declares a limiter no process defined.
+pub const UNKNOWN_LIMITER: &str = "cogworker::UnknownLimiter";
+
+/// `error_class` of a job still over its limiter after `over_limit_max`
+/// reschedules.
+pub const OVER_LIMIT: &str = "cogworker::OverLimit";
+
+/// The shortest and longest pause between two tries.
+const PAUSE_MIN: Duration = Duration::from_millis(5);
+const PAUSE_MAX: Duration = Duration::from_millis(200);
+
+/// What taking every declared limit came to.
+enum Admitted {
+    Yes(Vec<Lease>),
+    /// Over `limiter`; capacity expected back in `retry_in`, if known.
+    Over {
+        limiter: String,
+        retry_in: Option<Duration>,
+    },
+    Undefined(String),
+}
+
+/// Takes `delivery`'s limits, then hands it to a slot holding them.
+pub(crate) fn admit(shared: Arc<Shared>, slots: Handover, mut delivery: Delivery) {
+    tokio::spawn(async move {
+        let names: Vec<String> = delivery.job.limit_names().into_iter().map(str::to_string).collect();
+        // A short wait (a holder about to finish, a window about to
+        // slide) costs less than a reschedule.
+        let deadline = Instant::now() + shared.config.over_limit_wait();
+        let mut pause = PAUSE_MIN;
+        loop {
+            match take_all(&shared, &names).await {
+                Ok(Admitted::Yes(leases)) => {
+                    delivery.leases = leases;
+                    return slots.send(delivery);
+                }
+                Ok(Admitted::Undefined(name)) => {
+                    delivery.mark_started();
+                    let message = format!("no rate limiter named {name:?} is defined in this Redis");
+                    return delivery.fail(Failure::new(UNKNOWN_LIMITER, message));
+                }
+                Ok(Admitted::Over { limiter, retry_in }) => {
+                    let now = Instant::now();
+                    if now >= deadline || retry_in.is_some_and(|wait| now + wait > deadline) {
+                        return delivery.over_limit(&limiter, retry_in);
+                    }
+                    let next = retry_in.unwrap_or(pause).clamp(PAUSE_MIN, PAUSE_MAX);
+                    pause = (pause * 2).min(PAUSE_MAX);
+                    tokio::select! {
+                        _ = tokio::time::sleep(next) => {}
+                        // Stopping: given back to its queue, unstarted.
+                        _ = shared.reached(Lifecycle::Quiet) => return drop(delivery),
+                    }
+                }
+                Err(e) => {
+                    // Given back to its queue, unstarted, for a later try.
+                    tracing::warn!("could not check the limits of {} ({e}); put back", delivery.job);
+                    return drop(delivery);
+                }
+            }
+        }
+    });
+}
+
+/// One try at every limiter `names`, in order; over one, the capacity
+/// taken from those before it is given back at once.
+async fn take_all(shared: &Shared, names: &[String]) -> crate::Result<Admitted> {
+    let mut leases = Vec::with_capacity(names.len());
+    for name in names {
+        match crate::limiter::take(&shared.redis, &shared.keys, name).await? {
+            Taken::Yes(lease) => leases.push(lease),
+            Taken::Over(retry_in) => {
+                return Ok(Admitted::Over {
+                    limiter: name.clone(),
+                    retry_in,
+                })
+            }
+            Taken::Undefined => return Ok(Admitted::Undefined(name.clone())),
+        }
+    }
+    Ok(Admitted::Yes(leases))
+}
