@@ -59,8 +59,8 @@ mod worker;
 
 pub use admission::{OVER_LIMIT, UNKNOWN_LIMITER};
 pub use api::{
-    Api, BusyJob, JobSet, LockInfo, PeriodicInfo, ProcessInfo, QueueInfo, SetEntry, SetSearch, Stats, SEARCH_SCAN_MAX,
-    SEARCH_TEXT_MAX, SEARCH_TIME_MAX,
+    Api, BusyJob, JobSet, LimiterInfo, LockInfo, PeriodicInfo, ProcessInfo, QueueInfo, SetEntry, SetSearch, Stats,
+    SEARCH_SCAN_MAX, SEARCH_TEXT_MAX, SEARCH_TIME_MAX,
 };
 pub use client::{Client, ClientMiddleware};
 pub use config::{CatchUp, Config, FetchMode, QueueSpec, DEFAULT_REDIS_URL};

@@ -262,3 +262,48 @@ async fn a_flushed_definition_is_written_again_and_a_new_kind_starts_afresh() {
         .unwrap();
     assert_eq!(names, vec!["again".to_string()]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_lists_every_limiter_with_what_it_gave_out_and_refused() {
+    let redis = TestRedis::start();
+    let client = client(&redis);
+    let api = cogworker::Api::new(client.clone());
+    assert!(api.limiters().await.unwrap().is_empty());
+    let erp = client.limiter(Limit::concurrent("erp", 2).unwrap()).await.unwrap();
+    let minute = Duration::from_secs(60);
+    let window = client
+        .limiter(Limit::window("window", 3, minute).unwrap())
+        .await
+        .unwrap();
+    let bucket = client
+        .limiter(Limit::bucket("bucket", 3, Duration::from_secs(3600)).unwrap())
+        .await
+        .unwrap();
+    let leaky = client.limiter(Limit::leaky("leaky", 4, minute).unwrap()).await.unwrap();
+    let _held = [
+        erp.acquire(Duration::ZERO).await.unwrap(),
+        erp.acquire(Duration::ZERO).await.unwrap(),
+    ];
+    assert!(matches!(erp.try_acquire().await.unwrap(), Attempt::Over { .. }));
+    for _ in 0..2 {
+        window.acquire(Duration::ZERO).await.unwrap();
+        leaky.acquire(Duration::ZERO).await.unwrap();
+    }
+    bucket.acquire(Duration::ZERO).await.unwrap();
+    let listed: Vec<(String, String, u64, Option<f64>, u64, u64)> = api
+        .limiters()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|l| (l.name, l.kind, l.limit, l.interval, l.in_use, l.refused))
+        .collect();
+    assert_eq!(
+        listed,
+        vec![
+            ("bucket".into(), "bucket".into(), 3, Some(3600.0), 1, 0),
+            ("erp".into(), "concurrent".into(), 2, None, 2, 1),
+            ("leaky".into(), "leaky".into(), 4, Some(60.0), 2, 0),
+            ("window".into(), "window".into(), 3, Some(60.0), 2, 0),
+        ]
+    );
+}

@@ -74,7 +74,7 @@ fn app(redis: &TestRedis, options: &WebOptions) -> Router {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_page_renders_with_strict_headers_and_escapes_job_data() {
     let redis = TestRedis::start();
-    let (_client, api) = seed(&redis).await;
+    let (client, api) = seed(&redis).await;
     let app = app(&redis, &WebOptions::default());
     let dead = api.set_page(JobSet::Dead, 0, 10).await.unwrap();
     let xss_job = dead
@@ -82,6 +82,12 @@ async fn every_page_renders_with_strict_headers_and_escapes_job_data() {
         .find_map(|e| e.job().filter(|j| j.args_slice()[0] == json!(XSS)))
         .unwrap();
     let detail = format!("/sets/dead/job/{}", xss_job.jid_str());
+    // A limiter whose name is markup, one place of its five taken.
+    let limiter = client
+        .limiter(cogworker::Limit::concurrent("<b>erp", 5).unwrap())
+        .await
+        .unwrap();
+    let _lease = limiter.acquire(Duration::ZERO).await.unwrap();
     for path in [
         "/",
         "/queues",
@@ -94,6 +100,7 @@ async fn every_page_renders_with_strict_headers_and_escapes_job_data() {
         detail.as_str(),
         "/history",
         "/periodic",
+        "/limiters",
     ] {
         let page = get(&app, path).await;
         assert_eq!(page.status, StatusCode::OK, "{path}: {}", page.body);
@@ -125,6 +132,8 @@ async fn every_page_renders_with_strict_headers_and_escapes_job_data() {
     assert!(page.body.contains("handler.rs:1 &lt;img"), "backtrace escaped");
     let page = get(&app, "/queues/mail").await;
     assert!(page.body.contains("&lt;img src=x"));
+    let page = get(&app, "/limiters").await.body;
+    assert!(page.contains("&lt;b&gt;erp") && page.contains("concurrent"), "{page}");
     let json = get(&app, "/api/stats").await;
     assert!(json.body.contains("\"failed\":4"), "{}", json.body);
     assert_eq!(get(&app, "/static/app.js").await.status, StatusCode::OK);
@@ -453,6 +462,25 @@ async fn the_metrics_pages_and_the_prometheus_exposition() {
     );
     assert!(text.contains("cogworker_queue_size{queue=\"mail\"} 2"), "{text}");
     assert!(text.contains("cogworker_dead_jobs 3"), "{text}");
+    assert!(
+        !text.contains("cogworker_limiter"),
+        "no limiter, no limiter families: {text}"
+    );
+    let limiter = client
+        .limiter(cogworker::Limit::window("partner-api", 10, Duration::from_secs(60)).unwrap())
+        .await
+        .unwrap();
+    for _ in 0..11 {
+        let _ = limiter.try_acquire().await.unwrap();
+    }
+    let text = get(&dashboard, "/metrics").await.body;
+    for line in [
+        "cogworker_limiter_in_use{limiter=\"partner-api\"} 10",
+        "cogworker_limiter_limit{limiter=\"partner-api\"} 10",
+        "cogworker_limiter_refused_total{limiter=\"partner-api\"} 1",
+    ] {
+        assert!(text.contains(line), "{line} in {text}");
+    }
 
     // `cogworker metrics`: /metrics alone, to the Host names it serves (a
     // DNS-rebinding page would read class and queue names), with the

@@ -250,31 +250,36 @@ def test_a_fleet_wide_concurrent_limit_holds_through_kill_9(paths):
         r = server.client()
         env = {"TEST_ORPHAN_THRESHOLD": "3", "TEST_LIMITER": "erp:5:2"}
         fleet = Fleet(server.url, results, logdir, env=env)
-        fleet.start("rust")
-        deadline = time.monotonic() + 60
-        while not r.hget(f"{NS}:limiter:erp", "kind"):
-            assert time.monotonic() < deadline, fleet.logs()[-5000:]
-            time.sleep(0.1)
-        fleet.start("python")
-        fleet.start("ruby")
-        wait_registered(r, fleet)
-        tokens = [f"s{i:03d}" for i in range(90)]
-        client = cogworker.Client(redis_url=server.url)
-        client.push_bulk([{"class": "Span", "args": [t, 250], "limits": ["erp"]} for t in tokens])
-        python = next(w for w in fleet.workers if w.language == "python")
-        # Killed once it runs jobs (holds places).
-        deadline = time.monotonic() + 30
-        while not any(pid == python.proc.pid for _, _, _, pid in spans(results)):
-            assert time.monotonic() < deadline, fleet.logs()[-5000:]
-            time.sleep(0.02)
-        fleet.kill9(python)
-        killed = {python.proc.pid: time.time()}
-        assert wait_drained(r, 120), fleet.logs()[-20000:]
-        codes = fleet.stop_all()
-        rows = spans(results)
-        ended = {token for what, token, _, _ in rows if what == "end"}
-        assert ended == set(tokens), f"lost: {sorted(set(tokens) - ended)}"
-        assert most_at_once(rows, killed) == 5, "5 at once at most, and 5 reached"
-        assert r.zcard(f"{NS}:limiter:erp:state") == 0, "no lease left over"
-        assert int(r.hget(f"{NS}:limiter:erp", "over") or 0) > 0, "the limit turned jobs away"
+        codes: list[int] = []
+        try:
+            fleet.start("rust")
+            deadline = time.monotonic() + 60
+            while not r.hget(f"{NS}:limiter:erp", "kind"):
+                assert time.monotonic() < deadline, fleet.logs()[-5000:]
+                time.sleep(0.1)
+            fleet.start("python")
+            fleet.start("ruby")
+            wait_registered(r, fleet)
+            tokens = [f"s{i:03d}" for i in range(90)]
+            client = cogworker.Client(redis_url=server.url)
+            client.push_bulk([{"class": "Span", "args": [t, 250], "limits": ["erp"]} for t in tokens])
+            python = next(w for w in fleet.workers if w.language == "python")
+            # Killed once it runs jobs (holds places).
+            deadline = time.monotonic() + 30
+            while not any(pid == python.proc.pid for _, _, _, pid in spans(results)):
+                assert time.monotonic() < deadline, fleet.logs()[-5000:]
+                time.sleep(0.02)
+            fleet.kill9(python)
+            killed = {python.proc.pid: time.time()}
+            assert wait_drained(r, 120), fleet.logs()[-20000:]
+            codes += fleet.stop_all()
+            rows = spans(results)
+            ended = {token for what, token, _, _ in rows if what == "end"}
+            assert ended == set(tokens), f"lost: {sorted(set(tokens) - ended)}"
+            assert most_at_once(rows, killed) == 5, "5 at once at most, and 5 reached"
+            assert r.zcard(f"{NS}:limiter:erp:state") == 0, "no lease left over"
+            assert int(r.hget(f"{NS}:limiter:erp", "over") or 0) > 0, "the limit turned jobs away"
+        finally:
+            # Failed early, the processes still run: stopped, not leaked.
+            codes += fleet.stop_all()
         assert all(code == 0 for code in codes), codes

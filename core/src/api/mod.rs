@@ -3,7 +3,10 @@
 //! now, delete, kill), processes (list, quiet, stop) and stats. Reads page
 //! with range queries; nothing loads a whole set.
 
+mod limiters;
 mod metrics;
+
+pub use limiters::LimiterInfo;
 
 use crate::client::Client;
 use crate::error::{Error, Result};

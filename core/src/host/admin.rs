@@ -41,6 +41,11 @@ pub const COMMANDS: &[AdminCommand] = &[
         help: "the jobs running now",
     },
     AdminCommand {
+        name: "limiters",
+        arg: None,
+        help: "rate limiters: kind, limit, in use, refused",
+    },
+    AdminCommand {
         name: "retry-all",
         arg: Some("SET"),
         help: "retry every job of a set now (scheduled, retry, dead)",
@@ -164,6 +169,27 @@ pub async fn run(api: &Api, command: &str, arg: Option<&str>) -> Result<String> 
                     shown(&b.identity),
                     shown(&b.queue),
                     now() - b.run_at
+                );
+            }
+        }
+        "limiters" => {
+            let limiters = api.limiters().await?;
+            if limiters.is_empty() {
+                out.push_str("no rate limiters are defined\n");
+            }
+            for l in limiters {
+                let per = l
+                    .interval
+                    .map(|i| format!(" per {i}s"))
+                    .unwrap_or_else(|| " at once".into());
+                let _ = writeln!(
+                    out,
+                    "{:<24} {:<10} {:>6}{per:<14} in use {:>6}  refused {}",
+                    shown(&l.name),
+                    l.kind,
+                    l.limit,
+                    l.in_use,
+                    l.refused
                 );
             }
         }

@@ -232,6 +232,12 @@ pub const CALLS: &[ApiCall] = &[
         |api, _a| { api.periodic().await? }
     ),
     call!(
+        "limiters",
+        [],
+        "rate limiters: [{name, kind, limit, interval, in_use, refused}]",
+        |api, _a| { api.limiters().await? }
+    ),
+    call!(
         "class_metrics",
         ["minutes=60"],
         "job classes that ran in the last minutes (up to 4320), most run time first: \

@@ -238,6 +238,7 @@ fn build_router(config: &Config, options: &WebOptions, bound: SocketAddr) -> Res
         .route("/classes", get(metrics_pages::classes))
         .route("/class", get(metrics_pages::class))
         .route("/periodic", get(pages::periodic))
+        .route("/limiters", get(pages::limiters))
         .route("/unique/{digest}/clear", post(actions::clear_unique))
         .route("/api/stats", get(pages::stats_json))
         .route("/static/app.js", get(pages::script))

@@ -64,6 +64,7 @@ pub(crate) fn layout(title: &str, active: &str, csrf: &CsrfToken, body: Markup) 
         ("/sets/retry", "Retries"),
         ("/sets/dead", "Dead"),
         ("/periodic", "Periodic"),
+        ("/limiters", "Limiters"),
         ("/history", "History"),
         ("/classes", "Metrics"),
     ];
@@ -543,6 +544,30 @@ pub(crate) async fn periodic(Extension(csrf): Extension<CsrfToken>, state: axum:
         }
     };
     Ok(layout("Periodic", "/periodic", &csrf, body))
+}
+
+pub(crate) async fn limiters(Extension(csrf): Extension<CsrfToken>, state: axum::extract::State<State>) -> PageResult {
+    let limiters = state.api.limiters().await?;
+    let body = html! {
+        @if limiters.is_empty() { p.empty { "No rate limiter is defined." } } @else {
+            table {
+                thead { tr { th { "Name" } th { "Kind" } th.num { "Limit" } th.num { "Interval" } th.num { "In use" } th.num { "Refused" } } }
+                tbody {
+                    @for l in &limiters {
+                        tr {
+                            td { code { (l.name) } }
+                            td { (l.kind) }
+                            td.num { (l.limit) }
+                            td.num { @if let Some(i) = l.interval { (i) "s" } @else { "—" } }
+                            td.num { (l.in_use) }
+                            td.num { (l.refused) }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    Ok(layout("Limiters", "/limiters", &csrf, body))
 }
 
 pub(crate) async fn stats_json(state: axum::extract::State<State>) -> Result<Response, WebError> {

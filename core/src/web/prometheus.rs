@@ -174,6 +174,32 @@ pub async fn render(api: &Api) -> Result<String> {
         out.family(name, "gauge", help);
         out.sample(name, &[], api.set_size(set).await? as f64);
     }
+    let limiters = api.limiters().await?;
+    type Read = fn(&crate::api::LimiterInfo) -> u64;
+    let families: [(&str, &str, &str, Read); 3] = [
+        (
+            "cogworker_limiter_in_use",
+            "gauge",
+            "What a rate limiter has given out now (leases held, grants in its interval).",
+            |l| l.in_use,
+        ),
+        ("cogworker_limiter_limit", "gauge", "What a rate limiter allows.", |l| {
+            l.limit
+        }),
+        (
+            "cogworker_limiter_refused_total",
+            "counter",
+            "Checks a rate limiter refused (a job waited or went back to the schedule).",
+            |l| l.refused,
+        ),
+    ];
+    // No limiter, no families.
+    for (name, kind, help, read) in families.iter().filter(|_| !limiters.is_empty()) {
+        out.family(name, kind, help);
+        for l in &limiters {
+            out.sample(name, &[("limiter", &l.name)], read(l) as f64);
+        }
+    }
     Ok(out.0)
 }
 
