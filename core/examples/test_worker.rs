@@ -13,8 +13,9 @@
 //!   `TEST_RESULTS_FILE`, sleeps, then appends `end ...` (the rate limiter
 //!   fault test measures how many run at once from these).
 //!
-//! `TEST_LIMITER=name:limit:lease_ttl` defines a concurrent rate limiter at
-//! boot (the Python and Ruby workers of the fault suite have no way yet).
+//! `TEST_LIMITER=name:kind:limit:seconds` defines a rate limiter at boot
+//! (`seconds`: a concurrent limiter's lease TTL, the others' interval; the
+//! Python and Ruby workers of the fault suite have no way yet).
 //!
 //! `TEST_SHARD_BY_QUEUE=1` sets `shard_by_queue`. `TEST_PERIODIC` holds a JSON array of periodic entries to tick for, and
 //! `TEST_CATCH_UP` (`latest` | `all`) the catch-up mode.
@@ -90,11 +91,17 @@ async fn main() -> cogworker::Result<()> {
     }
     if let Ok(spec) = std::env::var("TEST_LIMITER") {
         let parts: Vec<&str> = spec.split(':').collect();
-        let [name, limit, ttl] = parts[..] else {
-            panic!("TEST_LIMITER is name:limit:lease_ttl, not {spec}");
+        let [name, kind, limit, seconds] = parts[..] else {
+            panic!("TEST_LIMITER is name:kind:limit:seconds, not {spec}");
         };
-        let limit = Limit::concurrent(name, limit.parse().expect("a whole limit"))?
-            .with_lease_ttl(Duration::from_secs_f64(ttl.parse().expect("seconds")))?;
+        let limit: u32 = limit.parse().expect("a whole limit");
+        let seconds = Duration::from_secs_f64(seconds.parse().expect("seconds"));
+        let limit = match kind {
+            "concurrent" => Limit::concurrent(name, limit)?.with_lease_ttl(seconds)?,
+            "window" => Limit::window(name, limit, seconds)?,
+            "bucket" => Limit::bucket(name, limit, seconds)?,
+            _ => Limit::leaky(name, limit, seconds)?,
+        };
         Client::new(&config)?.limiter(limit).await?;
     }
     let url = config.redis_url().to_string();

@@ -10,8 +10,11 @@ docs/reliability.md.
 
 from __future__ import annotations
 
+import bisect
 import os
 import random
+import subprocess
+import sys
 import threading
 import time
 
@@ -20,6 +23,7 @@ import redis
 from harness import (
     LANGUAGES,
     NS,
+    ROOT,
     BlackholeProxy,
     Fleet,
     Redis,
@@ -239,6 +243,19 @@ def most_at_once(rows: list[tuple[str, str, float, int]], killed: dict[int, floa
     return most
 
 
+def start_limited_fleet(fleet: Fleet, r: redis.Redis, limiter: str) -> None:
+    """The Rust worker first (it defines `limiter`, from TEST_LIMITER), then
+    the Python and Ruby workers, all registered."""
+    fleet.start("rust")
+    deadline = time.monotonic() + 60
+    while not r.hget(f"{NS}:limiter:{limiter}", "kind"):
+        assert time.monotonic() < deadline, fleet.logs()[-5000:]
+        time.sleep(0.1)
+    fleet.start("python")
+    fleet.start("ruby")
+    wait_registered(r, fleet)
+
+
 def test_a_fleet_wide_concurrent_limit_holds_through_kill_9(paths):
     """A concurrent limit of 5, defined by the Rust worker, on jobs that a
     Python, a Ruby and a Rust worker (4 slots each) run: never 6 bodies at
@@ -248,18 +265,11 @@ def test_a_fleet_wide_concurrent_limit_holds_through_kill_9(paths):
     results, logdir = paths
     with Redis() as server:
         r = server.client()
-        env = {"TEST_ORPHAN_THRESHOLD": "3", "TEST_LIMITER": "erp:5:2"}
+        env = {"TEST_ORPHAN_THRESHOLD": "3", "TEST_LIMITER": "erp:concurrent:5:2"}
         fleet = Fleet(server.url, results, logdir, env=env)
         codes: list[int] = []
         try:
-            fleet.start("rust")
-            deadline = time.monotonic() + 60
-            while not r.hget(f"{NS}:limiter:erp", "kind"):
-                assert time.monotonic() < deadline, fleet.logs()[-5000:]
-                time.sleep(0.1)
-            fleet.start("python")
-            fleet.start("ruby")
-            wait_registered(r, fleet)
+            start_limited_fleet(fleet, r, "erp")
             tokens = [f"s{i:03d}" for i in range(90)]
             client = cogworker.Client(redis_url=server.url)
             client.push_bulk([{"class": "Span", "args": [t, 250], "limits": ["erp"]} for t in tokens])
@@ -281,5 +291,68 @@ def test_a_fleet_wide_concurrent_limit_holds_through_kill_9(paths):
             assert int(r.hget(f"{NS}:limiter:erp", "over") or 0) > 0, "the limit turned jobs away"
         finally:
             # Failed early, the processes still run: stopped, not leaked.
+            codes += fleet.stop_all()
+        assert all(code == 0 for code in codes), codes
+
+
+# A window of this many per second, held this long (FAULT_SOAK: issue #30's 100 for 30 s).
+WINDOW_RATE, WINDOW_SECONDS = (100, 30) if SOAK else (25, 4)
+
+PUSH_PY = """
+import os, sys, cogworker
+client = cogworker.Client(redis_url=os.environ["COGWORKER_REDIS_URL"])
+for token in sys.argv[1:]:
+    client.push({"class": "Span", "args": [token, 1], "limits": ["api"]})
+"""
+PUSH_RB = """
+require "cogworker"
+ARGV.each do |t|
+  Cogworker.client.push_payloads([{ "class" => "Span", "args" => [t, 1], "limits" => ["api"] }])
+end
+"""
+
+
+def test_a_fleet_wide_window_holds_while_three_processes_push_and_work(paths):
+    """A window of WINDOW_RATE jobs per second, defined by the Rust worker,
+    on jobs that this process, a Python and a Ruby process push one by one
+    at once, and a Rust, a Python and a Ruby worker run: no one-second span
+    holds more starts than the window allows, and the limit is what paces
+    them (they take as long as it says)."""
+    results, logdir = paths
+    with Redis() as server:
+        r = server.client()
+        fleet = Fleet(server.url, results, logdir, env={"TEST_LIMITER": f"api:window:{WINDOW_RATE}:1"})
+        codes: list[int] = []
+        try:
+            start_limited_fleet(fleet, r, "api")
+            tokens = [f"w{i:05d}" for i in range(WINDOW_RATE * WINDOW_SECONDS)]
+            shares = [tokens[i::3] for i in range(3)]
+            env = {**os.environ, "COGWORKER_REDIS_URL": server.url}
+            ruby_lib = os.path.join(ROOT, "ruby/lib")
+            pushers = [
+                subprocess.Popen([sys.executable, "-c", PUSH_PY, *shares[0]], env=env),
+                subprocess.Popen(["ruby", "-I", ruby_lib, "-e", PUSH_RB, *shares[1]], env=env),
+            ]
+            client = cogworker.Client(redis_url=server.url)
+            for token in shares[2]:
+                client.push({"class": "Span", "args": [token, 1], "limits": ["api"]})
+            assert all(p.wait(60) == 0 for p in pushers)
+            assert wait_drained(r, WINDOW_SECONDS * 3 + 30), fleet.logs()[-20000:]
+            codes += fleet.stop_all()
+            rows = spans(results)
+            assert {t for what, t, _, _ in rows if what == "end"} == set(tokens)
+            starts = sorted(at for what, _, at, _ in rows if what == "start")
+            # A start is written a moment after its grant: a span a little
+            # under a second may not hold more than the window allows.
+            span = 0.95
+            busiest = max(bisect.bisect_left(starts, at + span) - i for i, at in enumerate(starts))
+            assert busiest <= WINDOW_RATE, f"{busiest} starts within {span} s"
+            took = starts[-1] - starts[0]
+            assert took >= WINDOW_SECONDS - 1.2, f"{len(starts)} jobs in {took:.1f} s: the window paced them"
+            print(
+                f"window {WINDOW_RATE}/s: {len(starts)} jobs in {took:.2f} s, busiest span {busiest}",
+                file=sys.stderr,
+            )
+        finally:
             codes += fleet.stop_all()
         assert all(code == 0 for code in codes), codes
