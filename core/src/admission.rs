@@ -37,10 +37,24 @@ enum Admitted {
     Undefined(String),
 }
 
-/// Takes `delivery`'s limits, then hands it to a slot holding them.
-pub(crate) fn admit(shared: Arc<Shared>, slots: Handover, mut delivery: Delivery) {
+/// The limiters `job` runs within: those its push declared, then its
+/// class's (see [`crate::WorkerBuilder::limits`]). Empty, without a
+/// lookup, for a job that has none where no class has any.
+pub(crate) fn limits_of(shared: &Shared, job: &crate::job::Job) -> Vec<String> {
+    let mut names: Vec<String> = job.limit_names().into_iter().map(str::to_string).collect();
+    if !shared.class_limits.is_empty() {
+        for name in shared.class_limits.get(job.class()).into_iter().flatten() {
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+    }
+    names
+}
+
+/// Takes the limiters `names`, then hands `delivery` to a slot holding them.
+pub(crate) fn admit(shared: Arc<Shared>, slots: Handover, mut delivery: Delivery, names: Vec<String>) {
     tokio::spawn(async move {
-        let names: Vec<String> = delivery.job.limit_names().into_iter().map(str::to_string).collect();
         // A short wait (a holder about to finish, a window about to
         // slide) costs less than a reschedule.
         let deadline = Instant::now() + shared.config.over_limit_wait();

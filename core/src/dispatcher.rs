@@ -140,10 +140,11 @@ fn hand_over(shared: &Arc<Shared>, slots: &Handover, batch: Vec<Fetched>) {
             Ok(mut job) => {
                 job.normalize(crate::job::now());
                 let delivery = shared.new_delivery(queue, raw, job, token);
-                if delivery.job.limit_names().is_empty() {
+                let limits = crate::admission::limits_of(shared, &delivery.job);
+                if limits.is_empty() {
                     slots.send(delivery);
                 } else {
-                    crate::admission::admit(shared.clone(), slots.clone(), delivery);
+                    crate::admission::admit(shared.clone(), slots.clone(), delivery, limits);
                 }
             }
             Err(reason) => {

@@ -104,6 +104,9 @@ pub(crate) struct Shared {
     /// Each success gets its `done` line (off for `cogworker bench`, whose
     /// thousands of no-op jobs would bury its table).
     pub success_lines: bool,
+    /// Rate limiters every job of a class runs within (see
+    /// [`crate::admission`]); empty for most workers.
+    pub class_limits: HashMap<String, Vec<String>>,
 }
 
 impl Shared {
@@ -143,6 +146,7 @@ impl Shared {
             host_client_middleware: false,
             host_answer: Mutex::new(None),
             success_lines: true,
+            class_limits: HashMap::new(),
         }
     }
 

@@ -18,6 +18,15 @@ fn limited_worker(
     most: Arc<AtomicUsize>,
     ran: Arc<AtomicUsize>,
 ) -> Worker {
+    limited_builder(config, running, most, ran).build().unwrap()
+}
+
+fn limited_builder(
+    config: cogworker::Config,
+    running: Arc<AtomicUsize>,
+    most: Arc<AtomicUsize>,
+    ran: Arc<AtomicUsize>,
+) -> cogworker::WorkerBuilder {
     Worker::builder(config)
         .register("Limited", move |_job| {
             let (running, most, ran) = (running.clone(), most.clone(), ran.clone());
@@ -31,8 +40,6 @@ fn limited_worker(
             }
         })
         .register("Never", |_job| async { Err(Failure::new("Ran", "it must not run")) })
-        .build()
-        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -71,6 +78,38 @@ async fn a_declared_concurrent_limit_holds_and_every_job_runs_once() {
     assert_eq!(zcard(&mut conn, "cogworker:schedule").await, 0);
     handle.stop();
     task.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limits_declared_on_a_class_hold_for_jobs_pushed_without_them() {
+    let redis = TestRedis::start();
+    let mut config = redis.config();
+    config.set_concurrency(6).unwrap();
+    let client = Client::new(&config).unwrap();
+    client
+        .limiter(Limit::concurrent("class-pair", 2).unwrap())
+        .await
+        .unwrap();
+    for _ in 0..6 {
+        client.push(Job::new("Limited")).await.unwrap();
+    }
+    let (most, ran) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let worker = limited_builder(config.clone(), Arc::default(), most.clone(), ran.clone())
+        .limits("Limited", ["class-pair"])
+        .build()
+        .unwrap();
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    wait_for_count("all 6 ran", &ran, 6, Duration::from_secs(30)).await;
+    assert_eq!(most.load(Ordering::SeqCst), 2);
+    handle.stop();
+    task.await.unwrap().unwrap();
+    let refused = limited_builder(config, Arc::default(), Arc::default(), Arc::default())
+        .limits("Limited", ["not ok"])
+        .build()
+        .err()
+        .expect("a bad name is refused at build");
+    assert!(refused.to_string().contains("limits of Limited"), "{refused}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -28,9 +28,24 @@ pub struct WorkerBuilder {
     client_middleware: ClientChain,
     host_client_middleware: bool,
     success_lines: bool,
+    class_limits: std::collections::HashMap<String, Vec<String>>,
 }
 
 impl WorkerBuilder {
+    /// Every job of `class` runs within the rate limiters `names` (see
+    /// [`crate::Limit`]), besides any its push declared ([`Job::limits`]):
+    /// taken before a slot runs it, as for those.
+    pub fn limits<S: Into<String>, I: IntoIterator<Item = S>>(mut self, class: &str, names: I) -> Self {
+        let entry = self.class_limits.entry(class.to_string()).or_default();
+        for name in names {
+            let name = name.into();
+            if !entry.contains(&name) {
+                entry.push(name);
+            }
+        }
+        self
+    }
+
     /// No `done` line per successful job (`cogworker bench`); failures
     /// are still logged.
     pub(crate) fn without_success_lines(mut self) -> Self {
@@ -183,6 +198,13 @@ impl WorkerBuilder {
     /// names settings that do not fit together ([`Config::validate`]).
     pub fn build(self) -> Result<Worker> {
         self.config.validate()?;
+        for (class, names) in &self.class_limits {
+            for name in names {
+                crate::job::check_limiter_name(name).map_err(|reason| {
+                    crate::Error::invalid_argument(format!("limits of {class}"), crate::printable::shown(name), reason)
+                })?;
+            }
+        }
         let redis = Redis::new(&self.config)?;
         let (completions_tx, completions_rx) = flume::unbounded();
         let mut handlers: std::collections::HashSet<String> = self.registry.classes().into_iter().collect();
@@ -204,6 +226,7 @@ impl WorkerBuilder {
         shared.client_middleware = self.client_middleware;
         shared.host_client_middleware = host_client_middleware;
         shared.success_lines = self.success_lines;
+        shared.class_limits = self.class_limits;
         let shared = Arc::new(shared);
         let (handover, intake) = handover::pair(self.host_slots);
         Ok(Worker {
@@ -234,6 +257,7 @@ impl Worker {
             client_middleware: ClientChain::default(),
             host_client_middleware: false,
             success_lines: true,
+            class_limits: std::collections::HashMap::new(),
         }
     }
 }
