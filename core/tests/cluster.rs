@@ -118,6 +118,7 @@ async fn sharded_by_queue_three_queues_live_on_three_masters() {
     let queues = cluster.queue_per_master();
     let mut config = cluster.config();
     config.set_shard_by_queue(true).set_queues(&queues).unwrap();
+    config.set_over_limit_wait(0.1).unwrap();
     let client = Client::new(&config).unwrap();
     let api = Api::new(client.clone());
 
@@ -164,6 +165,36 @@ async fn sharded_by_queue_three_queues_live_on_three_masters() {
 
     // The 30 + 3 Count jobs.
     scenario_outcomes(&api, &ran, &flaky, 33).await;
+    // A job over its limit goes back to the schedule (on the namespace's
+    // slot) from a queue's slot, taken off in progress there; it runs
+    // once the place is free.
+    let limiter = client
+        .limiter(cogworker::Limit::concurrent("sharded-one", 1).unwrap())
+        .await
+        .unwrap();
+    let lease = limiter.acquire(Duration::ZERO).await.unwrap();
+    let failed_before = api.stats().await.unwrap().failed;
+    client
+        .push(Job::new("Count").queue(&queues[2]).limits(["sharded-one"]))
+        .await
+        .unwrap()
+        .unwrap();
+    let a = api.clone();
+    wait_until("rescheduled over its limit", Duration::from_secs(20), move || {
+        let a = a.clone();
+        async move { a.set_size(JobSet::Scheduled).await.unwrap() == 1 }
+    })
+    .await;
+    let mut q2_node = cluster.nodes[2].conn().await;
+    let in_progress = format!("{{cogworker:{}}}:in_progress:{}", queues[2], handle.identity());
+    assert_eq!(held(&mut q2_node, &in_progress).await, 0, "taken off in progress");
+    lease.release().await;
+    wait_for_count("the limited job ran", &ran, 34, Duration::from_secs(20)).await;
+    assert_eq!(
+        api.stats().await.unwrap().failed,
+        failed_before,
+        "a reschedule is no failure"
+    );
     // Dead -> its queue (a hand-over from the namespace's slot), and dead again.
     let failed = api.stats().await.unwrap().failed;
     assert_eq!(api.retry_all(JobSet::Dead).await.unwrap(), 1);
@@ -213,7 +244,7 @@ async fn sharded_by_queue_three_queues_live_on_three_masters() {
             let mut owner = owner.clone();
             async move {
                 let ghosts: Vec<String> = owner.smembers(format!("{NS}:in_progress_identities")).await.unwrap();
-                r.load(Ordering::SeqCst) == 35 && !ghosts.contains(&"ghost".to_string()) && a.stats().await.is_ok()
+                r.load(Ordering::SeqCst) == 36 && !ghosts.contains(&"ghost".to_string()) && a.stats().await.is_ok()
             }
         },
     )
@@ -234,9 +265,9 @@ async fn sharded_by_queue_three_queues_live_on_three_masters() {
         .unwrap()
         .unwrap();
     assert_eq!(never.load(Ordering::SeqCst), 0, "the filed job did not run again");
-    assert_eq!(ran.load(Ordering::SeqCst), 35, "the handed-over job ran once");
-    // 35 Count runs and Flaky's successful retry.
-    assert_eq!(api.stats().await.unwrap().processed, 36);
+    assert_eq!(ran.load(Ordering::SeqCst), 36, "the handed-over job ran once");
+    // 36 Count runs and Flaky's successful retry.
+    assert_eq!(api.stats().await.unwrap().processed, 37);
 }
 
 /// The worker of the scenarios: `Count` counts its runs, `Flaky` fails its
