@@ -11,16 +11,10 @@ use crate::delivery::Delivery;
 use crate::handler::Failure;
 use crate::handover::Handover;
 use crate::limiter::{Lease, Taken};
+use crate::retry::UNKNOWN_LIMITER;
 use crate::shared::{Lifecycle, Shared};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// `error_class` of a job that declares a limiter no process defined.
-pub const UNKNOWN_LIMITER: &str = "cogworker::UnknownLimiter";
-
-/// `error_class` of a job still over its limiter after `over_limit_max`
-/// reschedules.
-pub const OVER_LIMIT: &str = "cogworker::OverLimit";
 
 /// The shortest and longest pause between two tries.
 const PAUSE_MIN: Duration = Duration::from_millis(5);

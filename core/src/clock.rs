@@ -67,6 +67,12 @@ pub(crate) async fn offset(redis: &Redis) -> f64 {
     }
 }
 
+/// The last [`offset`] measured (0 before the first): for a decision that
+/// cannot wait for a round trip and is not hurt by a stale one.
+pub(crate) fn cached_offset(redis: &Redis) -> f64 {
+    redis.clock_offset.lock().unwrap().map_or(0.0, |(offset, _)| offset)
+}
+
 /// The host's time, the fallback a script uses where `TIME` is refused.
 pub(crate) fn fallback() -> f64 {
     crate::job::now()

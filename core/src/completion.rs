@@ -119,6 +119,8 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
     let mut successes = Vec::new();
     let mut flushes = Vec::new();
     let mut ended = HashSet::new();
+    // Expired jobs dropped, by queue: one line per queue and batch.
+    let mut expired: std::collections::BTreeMap<String, usize> = Default::default();
     for completion in batch {
         if let Completion::Done {
             delivery,
@@ -155,6 +157,12 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
                 outcome: Outcome::Failure(failure),
                 finished_at,
             } => file_failure(shared, &delivery, &failure, finished_at).await,
+            Completion::Expired(delivery) => {
+                let at = now() + crate::clock::offset(&shared.redis).await;
+                let plan = crate::retry::plan_expired(&delivery.job, at);
+                file_delivery(shared, &delivery, &plan, "", "dropping an expired job").await;
+                *expired.entry(delivery.queue.clone()).or_default() += 1;
+            }
             Completion::OverLimit {
                 delivery,
                 limiter,
@@ -163,7 +171,7 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
                 let count = delivery.job.over_limit_count().saturating_add(1);
                 if count > shared.config.over_limit_max() {
                     let failure = Failure::new(
-                        crate::admission::OVER_LIMIT,
+                        crate::retry::OVER_LIMIT,
                         format!("over limit: {limiter} (rescheduled {} times)", count - 1),
                     );
                     file_failure(shared, &delivery, &failure, now()).await;
@@ -220,6 +228,9 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
             Completion::Flush(reply) => flushes.push(reply),
             Completion::ResultStarted { .. } => {}
         }
+    }
+    for (queue, count) in expired {
+        tracing::info!("dropped {count} expired job(s) from queue {queue}, unstarted");
     }
     if shared.keys.is_sharded_by_queue() && !successes.is_empty() {
         successes = take_acknowledged(shared, successes).await;
@@ -331,6 +342,7 @@ fn log_failure(delivery: &Delivery, failure: &crate::handler::Failure, plan: &Fa
         Disposition::Dead => "out of retries, moved to dead".to_string(),
         Disposition::Discard => "retry disabled, discarded".to_string(),
         Disposition::Reschedule => "rescheduled".to_string(),
+        Disposition::Expired | Disposition::ExpiredDead => "expired".to_string(),
     };
     // An absent field (None) is not written at all.
     let backtrace = (crate::logging::json() || tracing::enabled!(tracing::Level::DEBUG))
@@ -353,7 +365,11 @@ fn log_failure(delivery: &Delivery, failure: &crate::handler::Failure, plan: &Fa
     }
     match plan.disposition {
         Disposition::Dead => line!(error),
-        Disposition::Retry | Disposition::Discard | Disposition::Reschedule => line!(warn),
+        Disposition::Retry
+        | Disposition::Discard
+        | Disposition::Reschedule
+        | Disposition::Expired
+        | Disposition::ExpiredDead => line!(warn),
     }
 }
 
@@ -547,11 +563,16 @@ async fn file(
         Disposition::Reschedule => shared.keys.schedule(),
         _ => shared.keys.dead(),
     };
-    // A reschedule is no execution: no History entry.
-    let history_max = if plan.disposition == Disposition::Reschedule {
-        0
-    } else {
-        shared.config.history_max()
+    // A reschedule or an expiry is no execution: no History entry; an
+    // expiry counts as expired, not failed.
+    let not_run = matches!(
+        plan.disposition,
+        Disposition::Reschedule | Disposition::Expired | Disposition::ExpiredDead
+    );
+    let history_max = if not_run { 0 } else { shared.config.history_max() };
+    let stat = match plan.disposition {
+        Disposition::Expired | Disposition::ExpiredDead => "expired",
+        _ => "failed",
     };
     let (dead_max, dead_min_score) = dead_bounds(&shared.config, at);
     let locks = JobLocks::of(job, &shared.keys);
@@ -595,8 +616,8 @@ async fn file(
         .fail
         .key(&in_progress)
         .key(target)
-        .key(shared.keys.stat("failed", None))
-        .key(shared.keys.stat("failed", Some(&today)))
+        .key(shared.keys.stat(stat, None))
+        .key(shared.keys.stat(stat, Some(&today)))
         .key(shared.keys.attempts(job.jid_str()))
         .key(shared.keys.history())
         .arg(entry_here)

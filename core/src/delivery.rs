@@ -150,6 +150,14 @@ impl Delivery {
         }
     }
 
+    /// It was not started by its `expires_at`: dropped (or filed in dead,
+    /// as the job asks) unrun, counted as expired.
+    pub(crate) fn expire(mut self) {
+        if let Some(owner) = self.owner.take() {
+            owner.expire(self);
+        }
+    }
+
     /// A limiter it declared (`limiter`) had no capacity: it goes back to
     /// the schedule, due when capacity is expected (`retry_in`, if known),
     /// not run and not counted as a failure.
@@ -228,6 +236,8 @@ pub(crate) enum Completion {
         limiter: String,
         retry_in: Option<std::time::Duration>,
     },
+    /// Not started by its `expires_at`: dropped, or filed in dead.
+    Expired(Delivery),
     /// Not a runnable job: bury its bytes in `dead`.
     Bury {
         queue: String,

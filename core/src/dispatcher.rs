@@ -140,6 +140,12 @@ fn hand_over(shared: &Arc<Shared>, slots: &Handover, batch: Vec<Fetched>) {
             Ok(mut job) => {
                 job.normalize(crate::job::now());
                 let delivery = shared.new_delivery(queue, raw, job, token);
+                if let Some(expiry) = delivery.job.expiry() {
+                    if expiry <= crate::job::now() + crate::clock::cached_offset(&shared.redis) {
+                        delivery.expire();
+                        continue;
+                    }
+                }
                 let limits = crate::admission::limits_of(shared, &delivery.job);
                 if limits.is_empty() {
                     slots.send(delivery);

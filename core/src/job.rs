@@ -101,6 +101,25 @@ impl Job {
         self.fields.insert("result_ttl".into(), float(seconds));
         self
     }
+    /// Dropped, never run, if it has not started `seconds` after it is
+    /// pushed: counted as `expired`, logged, and kept in `dead` only with
+    /// [`Job::keep_expired`].
+    pub fn expires_in(mut self, seconds: f64) -> Self {
+        self.fields.insert("expires_in".into(), float(seconds));
+        self
+    }
+    /// Dropped, never run, if it has not started by `epoch_seconds` (see
+    /// [`Job::expires_in`]).
+    pub fn expires_at(mut self, epoch_seconds: f64) -> Self {
+        self.fields.insert("expires_at".into(), float(epoch_seconds));
+        self
+    }
+    /// Once expired, filed in `dead` (as `cogworker::Expired`) instead of
+    /// dropped.
+    pub fn keep_expired(mut self) -> Self {
+        self.fields.insert("keep_expired".into(), Value::Bool(true));
+        self
+    }
     /// Runs only within the rate limiters `names` (see [`crate::Limit`]):
     /// each is taken before a slot runs the job; over one, the job is
     /// rescheduled (not failed, not a retry) until it gets its turn, at most
@@ -241,6 +260,20 @@ impl Job {
                 return Err(bad("unique_for", ttl, "must be a positive number of seconds"));
             }
         }
+        if let Some(ttl) = self.fields.get("expires_in") {
+            if !ttl.as_f64().is_some_and(|t| t.is_finite() && t > 0.0) {
+                return Err(bad("expires_in", ttl, "must be a positive number of seconds"));
+            }
+        }
+        if let Some(at) = self.fields.get("expires_at") {
+            if !at.as_f64().is_some_and(f64::is_finite) {
+                return Err(bad("expires_at", at, "must be epoch seconds"));
+            }
+        }
+        match self.fields.get("keep_expired") {
+            None | Some(Value::Bool(_)) => {}
+            Some(v) => return Err(bad("keep_expired", v, "must be true or false")),
+        }
         match self.fields.get("limits") {
             None => {}
             Some(Value::Array(names)) if !names.is_empty() && names.len() <= LIMITS_MAX => {
@@ -265,6 +298,11 @@ impl Job {
         }
         if !self.fields.contains_key("created_at") {
             self.fields.insert("created_at".into(), float(now));
+        }
+        // Counted from the push, on the fleet's clock (`now`).
+        if let Some(ttl) = self.fields.remove("expires_in").and_then(|t| t.as_f64()) {
+            let at = self.expiry().map_or(now + ttl, |at| at.min(now + ttl));
+            self.fields.insert("expires_at".into(), float(at));
         }
         if self.unique_for_secs().is_some() {
             let digest = unique_digest(self.class(), self.queue_name(), self.args_slice());
@@ -304,6 +342,14 @@ impl Job {
             Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
             _ => Vec::new(),
         }
+    }
+    /// When it expires unstarted (epoch seconds), if it does.
+    pub fn expiry(&self) -> Option<f64> {
+        self.fields.get("expires_at").and_then(Value::as_f64)
+    }
+    /// Is it filed in `dead` when it expires (else dropped)?
+    pub fn keeps_expired(&self) -> bool {
+        matches!(self.fields.get("keep_expired"), Some(Value::Bool(true)))
     }
     /// How many times it was rescheduled because a limiter was full.
     pub fn over_limit_count(&self) -> u32 {

@@ -57,7 +57,6 @@ mod wakeups;
 pub mod web;
 mod worker;
 
-pub use admission::{OVER_LIMIT, UNKNOWN_LIMITER};
 pub use api::{
     Api, BusyJob, JobSet, LimiterInfo, LockInfo, PeriodicInfo, ProcessInfo, QueueInfo, SetEntry, SetSearch, Stats,
     SEARCH_SCAN_MAX, SEARCH_TEXT_MAX, SEARCH_TIME_MAX,
@@ -78,7 +77,7 @@ pub use metrics::{
 pub use periodic::Periodic;
 pub use redis_url::redact_url;
 pub use results::JobOutcome;
-pub use retry::default_backoff;
+pub use retry::{default_backoff, EXPIRED, OVER_LIMIT, UNKNOWN_LIMITER};
 pub use settings::{Setting, SETTINGS};
 pub use shared::{BusyEntry, Lifecycle};
 pub use worker::{NextJob, Worker, WorkerBuilder, WorkerHandle};

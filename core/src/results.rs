@@ -16,7 +16,7 @@ use crate::retry::Disposition;
 use serde_json::{json, Value};
 
 /// Statuses after which nothing more happens to a job.
-pub const FINAL: [&str; 3] = ["succeeded", "failed", "dead"];
+pub const FINAL: [&str; 4] = ["succeeded", "failed", "dead", "expired"];
 
 /// How long a `queued`/`scheduled` status lasts beyond the job's due time
 /// and its `result_ttl`: a day of waiting on a queue.
@@ -84,6 +84,8 @@ pub(crate) fn failed(
         Disposition::Retry => "retrying",
         Disposition::Dead => "dead",
         Disposition::Discard => "failed",
+        Disposition::Expired => "expired",
+        Disposition::ExpiredDead => "dead",
         Disposition::Reschedule => {
             let mut record = base(payload, "scheduled", at);
             record["due_at"] = payload.get("at").cloned().unwrap_or(Value::Null);
@@ -132,7 +134,7 @@ impl JobOutcome {
         };
         match record["status"].as_str().unwrap_or("unknown") {
             "succeeded" => JobOutcome::Succeeded(record.get_mut("value").map(Value::take).unwrap_or(Value::Null)),
-            "failed" | "dead" => JobOutcome::Failed(record),
+            "failed" | "dead" | "expired" => JobOutcome::Failed(record),
             other => JobOutcome::Pending(other.to_string()),
         }
     }
@@ -147,7 +149,7 @@ mod tests {
         assert_eq!(JobOutcome::of(None), JobOutcome::Pending("unknown".into()));
         let done = json!({"status": "succeeded", "value": [1]});
         assert_eq!(JobOutcome::of(Some(done)), JobOutcome::Succeeded(json!([1])));
-        for status in ["failed", "dead"] {
+        for status in ["failed", "dead", "expired"] {
             let record = json!({"status": status, "jid": "j", "error_class": "E", "error_message": "m"});
             assert_eq!(JobOutcome::of(Some(record.clone())), JobOutcome::Failed(record.clone()));
         }

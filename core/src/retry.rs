@@ -10,6 +10,17 @@ use serde_json::{json, Value};
 /// Longest backtrace line stored, in characters.
 const BACKTRACE_LINE_LIMIT: usize = 1_000;
 
+/// `error_class` of a job that declares a limiter no process defined.
+pub const UNKNOWN_LIMITER: &str = "cogworker::UnknownLimiter";
+
+/// `error_class` of a job filed in dead because it expired unstarted
+/// (one pushed with `keep_expired`).
+pub const EXPIRED: &str = "cogworker::Expired";
+
+/// `error_class` of a job still over its limiter after `over_limit_max`
+/// reschedules.
+pub const OVER_LIMIT: &str = "cogworker::OverLimit";
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Disposition {
     Retry,
@@ -17,6 +28,10 @@ pub(crate) enum Disposition {
     Discard,
     /// Back to the schedule, not run: over a rate limiter it declared.
     Reschedule,
+    /// Not started by its `expires_at`: dropped, counted as expired.
+    Expired,
+    /// The same, filed in dead (the job asked for it).
+    ExpiredDead,
 }
 
 impl Disposition {
@@ -26,6 +41,8 @@ impl Disposition {
             Disposition::Dead => "dead",
             Disposition::Discard => "discard",
             Disposition::Reschedule => "reschedule",
+            Disposition::Expired => "discard",
+            Disposition::ExpiredDead => "dead",
         }
     }
 }
@@ -60,6 +77,34 @@ pub(crate) fn plan_over_limit(job: &Job, retry_in: Option<std::time::Duration>, 
         disposition: Disposition::Reschedule,
         score: now + delay,
         payload: next.to_json(),
+        attempt: String::new(),
+        started_at: 0.0,
+    }
+}
+
+/// The plan for a job that expired unstarted (`now` on the fleet's clock):
+/// dropped, or, if it asked to be kept, filed in dead as
+/// `cogworker::Expired`.
+pub(crate) fn plan_expired(job: &Job, now: f64) -> FailurePlan {
+    let mut filed = job.clone();
+    filed.set("error_class", Value::from(EXPIRED));
+    filed.set(
+        "error_message",
+        Value::from(format!(
+            "not started by its expires_at ({:.3}); dropped at {now:.3}",
+            job.expiry().unwrap_or(now)
+        )),
+    );
+    filed.set("failed_at", float(now));
+    let disposition = if job.keeps_expired() {
+        Disposition::ExpiredDead
+    } else {
+        Disposition::Expired
+    };
+    FailurePlan {
+        disposition,
+        score: now,
+        payload: filed.to_json(),
         attempt: String::new(),
         started_at: 0.0,
     }

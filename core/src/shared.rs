@@ -378,6 +378,17 @@ impl Shared {
         self.release(detached);
     }
 
+    /// `delivery` expired before it started (see [`Delivery::expire`]): the
+    /// completion task drops it; its slot is freed.
+    pub(crate) fn expire(&self, delivery: Delivery) {
+        let (token, detached) = (delivery.token, delivery.detached);
+        if self.completions.send(Completion::Expired(delivery)).is_err() {
+            tracing::debug!("an expired job after shutdown: requeued with the rest");
+        }
+        self.busy.lock().unwrap().remove(&token);
+        self.release(detached);
+    }
+
     /// `delivery` was over a limiter it declared (see
     /// [`Delivery::over_limit`]): the completion task reschedules it; its
     /// slot is freed.

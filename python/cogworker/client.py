@@ -129,7 +129,7 @@ class Client:
         return await off_loop(self.result, jid, wait)
 
     def status(self, jid: str) -> str:
-        """queued, scheduled, running, retrying, dead, succeeded, failed or unknown."""
+        """queued, scheduled, running, retrying, dead, succeeded, failed, expired or unknown."""
         if testing.active():
             return testing.status(jid)
         return self._native.status(jid)

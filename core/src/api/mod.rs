@@ -109,13 +109,15 @@ pub struct ProcessInfo {
     pub beat: f64,
 }
 
-/// Processed and failed counts.
+/// Processed, failed and expired counts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Stats {
     /// Jobs that succeeded.
     pub processed: u64,
     /// Failed attempts.
     pub failed: u64,
+    /// Jobs dropped unstarted past their `expires_at`.
+    pub expired: u64,
 }
 
 /// A job running now.
@@ -598,14 +600,16 @@ impl Api {
     /// Counts for one UTC day (`yyyy-mm-dd`), or the totals.
     pub async fn stats_for(&self, day: Option<&str>) -> Result<Stats> {
         let keys = self.client.keys();
-        let (processed, failed): (Option<u64>, Option<u64>) = redis::pipe()
+        let (processed, failed, expired): (Option<u64>, Option<u64>, Option<u64>) = redis::pipe()
             .get(keys.stat("processed", day))
             .get(keys.stat("failed", day))
+            .get(keys.stat("expired", day))
             .query_async(&mut self.conn())
             .await?;
         Ok(Stats {
             processed: processed.unwrap_or(0),
             failed: failed.unwrap_or(0),
+            expired: expired.unwrap_or(0),
         })
     }
     /// Processed and failed today (UTC).

@@ -110,6 +110,7 @@ pub async fn run(api: &Api, command: &str, arg: Option<&str>) -> Result<String> 
             let (totals, today) = (api.stats().await?, api.stats_for(Some(&day_of(now()))).await?);
             let _ = writeln!(out, "processed  {:>12}  today {}", totals.processed, today.processed);
             let _ = writeln!(out, "failed     {:>12}  today {}", totals.failed, today.failed);
+            let _ = writeln!(out, "expired    {:>12}  today {}", totals.expired, today.expired);
             for (name, set) in [
                 ("scheduled", JobSet::Scheduled),
                 ("retry", JobSet::Retry),

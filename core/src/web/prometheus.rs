@@ -115,6 +115,12 @@ pub async fn render(api: &Api) -> Result<String> {
         );
     }
 
+    out.family(
+        "cogworker_jobs_expired_total",
+        "counter",
+        "Jobs dropped unstarted past their expires_at.",
+    );
+    out.sample("cogworker_jobs_expired_total", &[], api.stats().await?.expired as f64);
     out.family("cogworker_queue_size", "gauge", "Jobs waiting on a queue.");
     for q in &queues {
         out.sample("cogworker_queue_size", &[("queue", &q.name)], q.size as f64);

@@ -39,7 +39,7 @@ module Cogworker
       Cogworker.result_of(jid, @native.result(jid.to_s, wait&.to_f))
     end
 
-    # queued, scheduled, running, retrying, dead, succeeded, failed or unknown.
+    # queued, scheduled, running, retrying, dead, succeeded, failed, expired or unknown.
     def status(jid)
       return Testing.status(jid) if Testing.enabled?
 

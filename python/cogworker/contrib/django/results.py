@@ -20,6 +20,7 @@ _STATUS = {
     "succeeded": "SUCCESSFUL",
     "failed": "FAILED",
     "dead": "FAILED",
+    "expired": "FAILED",  # never started: dropped past its expires_at
 }
 
 
@@ -121,7 +122,7 @@ def from_record(record: dict[str, Any], attempts: list[dict[str, Any]]) -> Any:
     worker_ids = [str(attempt.get("worker") or "") for attempt in attempts]
     if status in ("running", "succeeded") and record.get("worker"):
         worker_ids.append(record["worker"])
-    finished = status in ("succeeded", "failed", "dead")
+    finished = status in ("succeeded", "failed", "dead", "expired")
     return new(
         task,
         result_id,
