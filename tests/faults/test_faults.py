@@ -287,7 +287,10 @@ def test_a_fleet_wide_concurrent_limit_holds_through_kill_9(paths):
             ended = {token for what, token, _, _ in rows if what == "end"}
             assert ended == set(tokens), f"lost: {sorted(set(tokens) - ended)}"
             assert most_at_once(rows, killed) == 5, "5 at once at most, and 5 reached"
-            assert r.zcard(f"{NS}:limiter:erp:state") == 0, "no lease left over"
+            # Expired leases are removed by the next check; none may be live.
+            seconds, micros = r.time()
+            live = r.zcount(f"{NS}:limiter:erp:state", seconds + micros / 1e6, "+inf")
+            assert live == 0, "no lease left over"
             assert int(r.hget(f"{NS}:limiter:erp", "over") or 0) > 0, "the limit turned jobs away"
         finally:
             # Failed early, the processes still run: stopped, not leaked.
@@ -342,9 +345,10 @@ def test_a_fleet_wide_window_holds_while_three_processes_push_and_work(paths):
             rows = spans(results)
             assert {t for what, t, _, _ in rows if what == "end"} == set(tokens)
             starts = sorted(at for what, _, at, _ in rows if what == "start")
-            # A start is written a moment after its grant: a span a little
-            # under a second may not hold more than the window allows.
-            span = 0.95
+            # A start is written a moment after its grant (tens of ms on a
+            # busy 2-core machine, more for some than for others): a span
+            # of 0.9 s may not hold more than the window allows.
+            span = 0.9
             busiest = max(bisect.bisect_left(starts, at + span) - i for i, at in enumerate(starts))
             assert busiest <= WINDOW_RATE, f"{busiest} starts within {span} s"
             took = starts[-1] - starts[0]
