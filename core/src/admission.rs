@@ -10,15 +10,11 @@
 use crate::delivery::Delivery;
 use crate::handler::Failure;
 use crate::handover::Handover;
-use crate::limiter::{Lease, Taken};
+use crate::limiter::{Lease, Pause, Taken};
 use crate::retry::UNKNOWN_LIMITER;
 use crate::shared::{Lifecycle, Shared};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// The shortest and longest pause between two tries.
-const PAUSE_MIN: Duration = Duration::from_millis(5);
-const PAUSE_MAX: Duration = Duration::from_millis(200);
 
 /// What taking every declared limit came to.
 enum Admitted {
@@ -52,7 +48,7 @@ pub(crate) fn admit(shared: Arc<Shared>, slots: Handover, mut delivery: Delivery
         // A short wait (a holder about to finish, a window about to
         // slide) costs less than a reschedule.
         let deadline = Instant::now() + shared.config.over_limit_wait();
-        let mut pause = PAUSE_MIN;
+        let mut pause = Pause::new();
         loop {
             match take_all(&shared, &names).await {
                 Ok(Admitted::Yes(leases)) => {
@@ -69,10 +65,8 @@ pub(crate) fn admit(shared: Arc<Shared>, slots: Handover, mut delivery: Delivery
                     if now >= deadline || retry_in.is_some_and(|wait| now + wait > deadline) {
                         return delivery.over_limit(&limiter, retry_in);
                     }
-                    let next = retry_in.unwrap_or(pause).clamp(PAUSE_MIN, PAUSE_MAX);
-                    pause = (pause * 2).min(PAUSE_MAX);
                     tokio::select! {
-                        _ = tokio::time::sleep(next) => {}
+                        _ = tokio::time::sleep(pause.next(retry_in)) => {}
                         // Stopping: given back to its queue, unstarted.
                         _ = shared.reached(Lifecycle::Quiet) => return drop(delivery),
                     }

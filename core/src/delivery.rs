@@ -152,19 +152,29 @@ impl Delivery {
 
     /// It was not started by its `expires_at`: dropped (or filed in dead,
     /// as the job asks) unrun, counted as expired.
-    pub(crate) fn expire(mut self) {
-        if let Some(owner) = self.owner.take() {
-            owner.expire(self);
-        }
+    pub(crate) fn expire(self) {
+        self.set_aside(Completion::Expired);
     }
 
     /// A limiter it declared (`limiter`) had no capacity: it goes back to
     /// the schedule, due when capacity is expected (`retry_in`, if known),
     /// not run and not counted as a failure.
-    pub(crate) fn over_limit(mut self, limiter: &str, retry_in: Option<std::time::Duration>) {
+    pub(crate) fn over_limit(self, limiter: &str, retry_in: Option<std::time::Duration>) {
+        let limiter = limiter.to_string();
+        self.set_aside(move |delivery| Completion::OverLimit {
+            delivery,
+            limiter,
+            retry_in,
+        });
+    }
+
+    /// It will not run here: the completion task files it as `completion`
+    /// (made of it) says; its leases and its slot are freed now.
+    fn set_aside(mut self, completion: impl FnOnce(Delivery) -> Completion) {
         self.leases.clear();
         if let Some(owner) = self.owner.take() {
-            owner.over_limit(self, limiter, retry_in);
+            let (token, detached) = (self.token, self.detached);
+            owner.set_aside(token, detached, completion(self));
         }
     }
 

@@ -378,33 +378,13 @@ impl Shared {
         self.release(detached);
     }
 
-    /// `delivery` expired before it started (see [`Delivery::expire`]): the
-    /// completion task drops it; its slot is freed.
-    pub(crate) fn expire(&self, delivery: Delivery) {
-        let (token, detached) = (delivery.token, delivery.detached);
-        if self.completions.send(Completion::Expired(delivery)).is_err() {
-            tracing::debug!("an expired job after shutdown: requeued with the rest");
-        }
-        self.busy.lock().unwrap().remove(&token);
-        self.release(detached);
-    }
-
-    /// `delivery` was over a limiter it declared (see
-    /// [`Delivery::over_limit`]): the completion task reschedules it; its
-    /// slot is freed.
-    pub(crate) fn over_limit(&self, delivery: Delivery, limiter: &str, retry_in: Option<std::time::Duration>) {
-        let (token, detached) = (delivery.token, delivery.detached);
-        let limiter = limiter.to_string();
-        if self
-            .completions
-            .send(Completion::OverLimit {
-                delivery,
-                limiter,
-                retry_in,
-            })
-            .is_err()
-        {
-            tracing::debug!("over-limit reschedule after shutdown dropped; the job was requeued");
+    /// The delivery `token` will not run here (it expired, or was over a
+    /// limiter it declared; see [`Delivery::expire`],
+    /// [`Delivery::over_limit`]): `completion` files it, and its slot is
+    /// freed.
+    pub(crate) fn set_aside(&self, token: u64, detached: bool, completion: Completion) {
+        if self.completions.send(completion).is_err() {
+            tracing::debug!("a job set aside after shutdown: requeued with the rest");
         }
         self.busy.lock().unwrap().remove(&token);
         self.release(detached);

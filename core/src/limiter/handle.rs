@@ -40,9 +40,28 @@ impl std::fmt::Debug for Limiter {
     }
 }
 
-/// The shortest and longest pause between two tries while waiting.
-const PAUSE_MIN: Duration = Duration::from_millis(5);
-const PAUSE_MAX: Duration = Duration::from_millis(250);
+/// The pause between two tries at a full limiter: when it says capacity
+/// comes back, or else one that doubles from 5 ms (a concurrent limiter
+/// frees a place whenever a holder ends); always within 5-200 ms, so a
+/// place that frees is seen soon. One rule for `Limiter::acquire` and the
+/// worker's declared limits (`crate::admission`).
+pub(crate) struct Pause(Duration);
+
+impl Pause {
+    const MIN: Duration = Duration::from_millis(5);
+    const MAX: Duration = Duration::from_millis(200);
+
+    pub(crate) fn new() -> Self {
+        Pause(Self::MIN)
+    }
+
+    /// The next pause, given when the limiter expects capacity back.
+    pub(crate) fn next(&mut self, retry_in: Option<Duration>) -> Duration {
+        let next = retry_in.unwrap_or(self.0).clamp(Self::MIN, Self::MAX);
+        self.0 = (self.0 * 2).min(Self::MAX);
+        next
+    }
+}
 
 impl Limiter {
     /// Writes `limit`'s definition (a different one under the same name is
@@ -95,22 +114,20 @@ impl Limiter {
 
     /// One try: takes capacity if the limiter has some to give.
     pub async fn try_acquire(&self) -> Result<Attempt> {
-        match self.take().await? {
-            Taken::Yes(lease) => Ok(Attempt::Taken(lease)),
-            Taken::Over(retry_in) => Ok(Attempt::Over { retry_in }),
+        let mut taken = self.take().await?;
+        if matches!(taken, Taken::Undefined) {
             // Its definition is gone (a flushed or restarted Redis): written
             // again, and tried once more.
-            Taken::Undefined => {
-                self.write_definition().await?;
-                match self.take().await? {
-                    Taken::Yes(lease) => Ok(Attempt::Taken(lease)),
-                    Taken::Over(retry_in) => Ok(Attempt::Over { retry_in }),
-                    Taken::Undefined => Err(Error::Script {
-                        script: "limit_acquire",
-                        reason: format!("limiter {} is not defined right after defining it", self.limit.name()),
-                    }),
-                }
-            }
+            self.write_definition().await?;
+            taken = self.take().await?;
+        }
+        match taken {
+            Taken::Yes(lease) => Ok(Attempt::Taken(lease)),
+            Taken::Over(retry_in) => Ok(Attempt::Over { retry_in }),
+            Taken::Undefined => Err(Error::Script {
+                script: "limit_acquire",
+                reason: format!("limiter {} is not defined right after defining it", self.limit.name()),
+            }),
         }
     }
 
@@ -123,7 +140,7 @@ impl Limiter {
     pub async fn acquire(&self, wait: Duration) -> Result<Lease> {
         let started = Instant::now();
         let deadline = started + wait;
-        let mut pause = PAUSE_MIN;
+        let mut pause = Pause::new();
         loop {
             let retry_in = match self.try_acquire().await? {
                 Attempt::Taken(lease) => return Ok(lease),
@@ -140,12 +157,10 @@ impl Limiter {
                     ),
                 });
             }
-            // When the limiter says, or (concurrent: whenever a holder
-            // releases) a pause that grows; never past the deadline.
+            // Jittered (callers that wait together do not try together),
+            // never past the deadline.
             let jitter = Duration::from_micros(rand::random::<u64>() % 2_000);
-            let next = retry_in.unwrap_or(pause).clamp(PAUSE_MIN, PAUSE_MAX) + jitter;
-            tokio::time::sleep(next.min(deadline - now)).await;
-            pause = (pause * 2).min(PAUSE_MAX);
+            tokio::time::sleep((pause.next(retry_in) + jitter).min(deadline - now)).await;
         }
     }
 

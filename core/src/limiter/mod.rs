@@ -23,7 +23,7 @@
 mod handle;
 mod lease;
 
-pub(crate) use handle::{take, Taken};
+pub(crate) use handle::{take, Pause, Taken};
 pub use handle::{Attempt, Limiter};
 pub use lease::Lease;
 
