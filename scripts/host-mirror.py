@@ -107,7 +107,7 @@ MIRRORED: dict[str, tuple[list[str], list[str]]] = {
     # round trip) is the core's (host::push_through).
     "push: options, tracing, the middleware as the core calls it": (
         [
-            "client.py:options",
+            "client.py:given",
             "client.py:Client.enqueue_many",
             "client.py:Client.push_job",
             "client.py:Client._push",

@@ -259,11 +259,9 @@ fn whole(name: &'static str, value: &HostValue) -> Result<i64> {
 }
 
 fn seconds(name: &'static str, value: &HostValue) -> Result<f64> {
-    match value {
-        HostValue::Int(n) => Ok(*n as f64),
-        HostValue::Float(x) => Ok(*x),
-        other => Err(Error::config(name, other, "must be a number of seconds")),
-    }
+    value
+        .as_seconds()
+        .ok_or_else(|| Error::config(name, value, "must be a number of seconds or a duration"))
 }
 
 /// A string, or a list of strings.

@@ -31,6 +31,22 @@ pub enum HostValue {
     /// Lists and maps went on nesting past [`MAX_NESTING`](crate::job::MAX_NESTING): a binding stops
     /// converting there (a value that contains itself never ends).
     TooDeep,
+    /// A point in time (Python `datetime`, Ruby `Time`), as epoch seconds;
+    /// where a time is wanted (`at`), it is one; elsewhere it is not JSON.
+    Time {
+        /// Seconds since the epoch (a naive `datetime` is local time).
+        epoch_seconds: f64,
+        /// `repr()` / `#inspect`.
+        shown: String,
+    },
+    /// A length of time (Python `timedelta`, `ActiveSupport::Duration`),
+    /// in seconds; where seconds are wanted (`delay`), it is taken as them.
+    Duration {
+        /// Its length in seconds.
+        seconds: f64,
+        /// `repr()` / `#inspect`.
+        shown: String,
+    },
     /// A value of any other type: its type's name and how the host shows it.
     Other {
         /// `object`, `Set`, `Symbol`, ...
@@ -53,7 +69,9 @@ impl std::fmt::Display for HostValue {
             HostValue::BigInt(digits) => write!(f, "{digits}"),
             HostValue::Float(x) => write!(f, "{x:?}"),
             HostValue::Text(s) | HostValue::InvalidText(s) => write!(f, "{s:?}"),
-            HostValue::Other { shown, .. } => write!(f, "{shown}"),
+            HostValue::Other { shown, .. } | HostValue::Time { shown, .. } | HostValue::Duration { shown, .. } => {
+                write!(f, "{shown}")
+            }
             HostValue::TooDeep => write!(f, "…"),
             HostValue::List(items) => list(f, items.iter().map(ToString::to_string).collect(), "[", "]"),
             HostValue::Map(pairs) => list(f, pairs.iter().map(|(k, v)| format!("{k}: {v}")).collect(), "{", "}"),
@@ -104,8 +122,8 @@ impl HostValue {
                 }
                 Value::Object(object)
             }
-            HostValue::Other { type_name, .. } => {
-                return Err(bad(format!("a {type_name} is not JSON data ({JSON_TYPES})")))
+            HostValue::Other { .. } | HostValue::Time { .. } | HostValue::Duration { .. } => {
+                return Err(bad(format!("a {} is not JSON data ({JSON_TYPES})", self.type_name())))
             }
             HostValue::TooDeep => return Err(Error::invalid_argument(root, self, crate::job::too_deep())),
         })
@@ -120,6 +138,26 @@ impl HostValue {
             .collect()
     }
 
+    /// Seconds, from a number or a length of time (`delay`, `unique_for`).
+    pub fn as_seconds(&self) -> Option<f64> {
+        match self {
+            HostValue::Int(n) => Some(*n as f64),
+            HostValue::Float(x) => Some(*x),
+            HostValue::Duration { seconds, .. } => Some(*seconds),
+            _ => None,
+        }
+    }
+
+    /// Epoch seconds, from a number or a point in time (`at`).
+    pub fn as_epoch_seconds(&self) -> Option<f64> {
+        match self {
+            HostValue::Int(n) => Some(*n as f64),
+            HostValue::Float(x) => Some(*x),
+            HostValue::Time { epoch_seconds, .. } => Some(*epoch_seconds),
+            _ => None,
+        }
+    }
+
     fn type_name(&self) -> &str {
         match self {
             HostValue::Null => "null",
@@ -129,6 +167,8 @@ impl HostValue {
             HostValue::Text(_) | HostValue::InvalidText(_) => "string",
             HostValue::List(_) | HostValue::TooDeep => "list",
             HostValue::Map(_) => "map",
+            HostValue::Time { .. } => "time",
+            HostValue::Duration { .. } => "duration",
             HostValue::Other { type_name, .. } => type_name,
         }
     }

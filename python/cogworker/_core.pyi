@@ -7,6 +7,7 @@ from typing_extensions import final
 
 __version__: str
 WORKER_SIGNALS: list[str]
+PUSH_OPTIONS: list[str]
 __all__ = [
     "Api",
     "Client",
@@ -26,6 +27,7 @@ __all__ = [
     "Worker",
     "__version__",
     "WORKER_SIGNALS",
+    "PUSH_OPTIONS",
     "admin_commands",
     "after_fork_in_child",
     "api_calls",

@@ -6,10 +6,13 @@ import asyncio
 import datetime as _dt
 import functools
 import threading
-from collections.abc import Iterable, Sequence
-from typing import Any, Callable, TypeVar, Union
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, TypedDict, TypeVar, Union
 
 from . import _core, _hooks, _settings, _tracing, testing
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 When = Union[float, int, _dt.datetime]
 Delay = Union[float, int, _dt.timedelta]
@@ -17,41 +20,26 @@ RetryOption = Union[bool, int]
 T = TypeVar("T")
 
 
-def epoch(when: When) -> float:
-    """Epoch seconds from a datetime (naive = local time) or a number."""
-    if isinstance(when, _dt.datetime):
-        return when.timestamp()
-    if isinstance(when, (int, float)) and not isinstance(when, bool):
-        return float(when)
-    raise TypeError(f"expected a datetime or epoch seconds, got {when!r}")
+class PushOptions(TypedDict, total=False):
+    """A push's options, the same in Python, Ruby and Rust (the core's
+    ``PUSH_OPTIONS``; it checks each and names a bad one). Times are
+    datetimes (naive: local time) or epoch seconds; lengths of time are
+    timedeltas or seconds."""
+
+    queue: str
+    retry: RetryOption
+    at: When
+    unique_for: Delay
+    result_ttl: Delay
+    expires_in: Delay
+    expires_at: When
+    keep_expired: bool
+    limits: Sequence[str]
 
 
-def seconds(delay: Delay) -> float:
-    if isinstance(delay, _dt.timedelta):
-        return delay.total_seconds()
-    if isinstance(delay, (int, float)) and not isinstance(delay, bool):
-        return float(delay)
-    raise TypeError(f"expected seconds or a timedelta, got {delay!r}")
-
-
-def options(
-    queue: str | None = None,
-    retry: RetryOption | None = None,
-    at: When | None = None,
-    delay: Delay | None = None,
-    unique_for: Delay | None = None,
-    result_ttl: Delay | None = None,
-) -> dict[str, Any]:
-    """A push's options as the core takes them (datetimes and timedeltas as
-    seconds; None: not given)."""
-    return {
-        "queue": queue,
-        "retry": retry,
-        "at": None if at is None else epoch(at),
-        "delay": None if delay is None else seconds(delay),
-        "unique_for": None if unique_for is None else seconds(unique_for),
-        "result_ttl": None if result_ttl is None else seconds(result_ttl),
-    }
+def given(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options given (None: not given), for the core."""
+    return {name: value for name, value in options.items() if value is not None}
 
 
 class JobFailed(_core.Error):
@@ -134,65 +122,45 @@ class Client:
             return testing.status(jid)
         return self._native.status(jid)
 
-    def enqueue(
-        self,
-        class_name: str,
-        *args: Any,
-        queue: str | None = None,
-        at: When | None = None,
-        retry: RetryOption | None = None,
-        unique_for: Delay | None = None,
-        result_ttl: Delay | None = None,
-    ) -> str | None:
-        """Pushes one job for handler ``class_name``; returns its jid.
+    def enqueue(self, class_name: str, *args: Any, **options: Unpack[PushOptions]) -> str | None:
+        """Pushes one job for handler ``class_name``; returns its jid, or
+        None when ``unique_for`` refused it: while a job with the same
+        class, queue and args is queued, scheduled, running or retrying (at
+        most that long), a push is refused. ``options``: see
+        ``PushOptions``."""
+        return self.push_job(class_name, args, given(options))
 
-        ``unique_for`` (seconds): while a job with the same class, queue and
-        args is queued, scheduled, running or retrying (at most that long),
-        the push is refused and returns None.
-        """
-        return self.push_job(class_name, args, options(queue, retry, at, None, unique_for, result_ttl))
-
-    async def aenqueue(self, class_name: str, *args: Any, **opts: Any) -> str | None:
+    async def aenqueue(self, class_name: str, *args: Any, **options: Unpack[PushOptions]) -> str | None:
         """``enqueue`` for async code, with its options: awaits the push
         without blocking the loop."""
-        if "delay" in opts:  # enqueue_in's, not enqueue's
-            raise TypeError("aenqueue() got an unexpected keyword argument 'delay'")
-        return await self.apush_job(class_name, args, options(**opts))
+        return await self.apush_job(class_name, args, given(options))
 
     async def aenqueue_many(
-        self, class_name: str, args_list: Iterable[Sequence[Any]], **opts: Any
+        self, class_name: str, args_list: Iterable[Sequence[Any]], **options: Unpack[PushOptions]
     ) -> list[str | None]:
         """``enqueue_many`` for async code."""
-        return await off_loop(self.enqueue_many, class_name, list(args_list), **opts)
+        return await off_loop(self.enqueue_many, class_name, list(args_list), **options)
 
-    def enqueue_in(self, delay: Delay, class_name: str, *args: Any, **opts: Any) -> str | None:
+    def enqueue_in(
+        self, delay: Delay, class_name: str, *args: Any, **options: Unpack[PushOptions]
+    ) -> str | None:
         """Like ``enqueue``, to run ``delay`` (seconds or a timedelta) from now."""
-        given = {name: opts.pop(name, None) for name in ("queue", "retry", "unique_for")}
-        if opts:
-            raise TypeError(f"unexpected options {sorted(opts)}")
-        return self.push_job(class_name, args, options(delay=delay, **given))
+        return self.push_job(class_name, args, {**given(options), "delay": delay})
 
     def enqueue_many(
-        self,
-        class_name: str,
-        args_list: Iterable[Sequence[Any]],
-        *,
-        queue: str | None = None,
-        at: When | None = None,
-        retry: RetryOption | None = None,
-        unique_for: Delay | None = None,
+        self, class_name: str, args_list: Iterable[Sequence[Any]], **options: Unpack[PushOptions]
     ) -> list[str | None]:
         """Pushes one job per args tuple, all in one round trip (None for a
         unique job refused as a duplicate)."""
-        opts = options(queue, retry, at, None, unique_for)
+        opts = given(options)
         args_list = [list(args) for args in args_list]
         if _tracing.ENABLED:
-            with _tracing.producing(class_name, queue, len(args_list)) as (_span, context):
+            with _tracing.producing(class_name, opts.get("queue"), len(args_list)) as (_span, context):
                 return self._push(class_name, args_list, {**opts, **context})
         return self._push(class_name, args_list, opts)
 
     def push_job(self, class_name: str, args: Sequence[Any], opts: dict[str, Any]) -> str | None:
-        """Pushes ``class_name(*args)`` with ``options(...)`` (in a PRODUCER
+        """Pushes ``class_name(*args)`` with push options (in a PRODUCER
         span whose trace context the job carries, with OpenTelemetry)."""
         if _tracing.ENABLED:
             with _tracing.producing(class_name, opts.get("queue")) as (span, context):

@@ -6,10 +6,13 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Sequence
-from typing import Any, Callable, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar, overload
 
-from . import _registry, testing
-from .client import Delay, RetryOption, When, default_client, off_loop, options
+from . import _core, _registry, testing
+from .client import Delay, PushOptions, RetryOption, When, default_client, given, off_loop
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -33,20 +36,26 @@ class JobHandle(Generic[F]):
         func: F,
         *,
         name: str | None = None,
-        queue: str = "default",
-        retry: RetryOption = True,
         retry_in: RetryIn | None = None,
-        unique_for: Delay | None = None,
-        result_ttl: Delay | None = None,
+        **options: Unpack[PushOptions],
     ) -> None:
         functools.update_wrapper(self, func)
         self.func = func
         self.name = name or f"{func.__module__}.{func.__qualname__}"
-        self.queue = queue
-        self.retry = retry
         self.retry_in = retry_in
-        self.unique_for = unique_for
-        self.result_ttl = result_ttl
+        # Every push's options unless it gives its own; checked now, so a
+        # misspelt name fails where it is written.
+        self.push_options = given(options)
+        _core.prepare_job(self.name, [], **self.push_options)
+
+    @property
+    def queue(self) -> str:
+        return str(self.push_options.get("queue", "default"))
+
+    @property
+    def retry(self) -> RetryOption:
+        retry: RetryOption = self.push_options.get("retry", True)
+        return retry
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.func(*args, **kwargs)
@@ -64,23 +73,12 @@ class JobHandle(Generic[F]):
             return asyncio.run(_await(result))
         return result
 
-    def options(
-        self,
-        *,
-        queue: str | None = None,
-        retry: RetryOption | None = None,
-        unique_for: Delay | None = None,
-    ) -> _Bound:
+    def options(self, **options: Unpack[PushOptions]) -> _Bound:
         """Enqueue with other options: ``handle.options(queue="critical").enqueue(...)``."""
-        return _Bound(
-            self,
-            queue=self.queue if queue is None else queue,
-            retry=self.retry if retry is None else retry,
-            unique_for=self.unique_for if unique_for is None else unique_for,
-        )
+        return _Bound(self, {**self.push_options, **given(options)})
 
     def _bound(self) -> _Bound:
-        return _Bound(self, self.queue, self.retry, self.unique_for)
+        return _Bound(self, self.push_options)
 
     def enqueue(self, *args: Any) -> str | None:
         """Pushes a job; returns its jid (None: a unique duplicate was refused)."""
@@ -122,14 +120,11 @@ class JobHandle(Generic[F]):
 class _Bound:
     """A handle with per-call options."""
 
-    def __init__(
-        self, handle: JobHandle[Any], queue: str, retry: RetryOption, unique_for: Delay | None = None
-    ) -> None:
-        self.handle, self.queue, self.retry, self.unique_for = handle, queue, retry, unique_for
+    def __init__(self, handle: JobHandle[Any], options: dict[str, Any]) -> None:
+        self.handle, self.push_options = handle, options
 
-    def _push(self, args: Sequence[Any], at: When | None = None, delay: Delay | None = None) -> str | None:
-        opts = options(self.queue, self.retry, at, delay, self.unique_for, self.handle.result_ttl)
-        return default_client().push_job(self.handle.name, args, opts)
+    def _push(self, args: Sequence[Any], **timing: Any) -> str | None:
+        return default_client().push_job(self.handle.name, args, {**self.push_options, **timing})
 
     def enqueue(self, *args: Any) -> str | None:
         return self._push(args)
@@ -141,8 +136,7 @@ class _Bound:
         return self._push(args, at=when)
 
     async def aenqueue(self, *args: Any) -> str | None:
-        opts = options(self.queue, self.retry, None, None, self.unique_for, self.handle.result_ttl)
-        return await default_client().apush_job(self.handle.name, args, opts)
+        return await default_client().apush_job(self.handle.name, args, self.push_options)
 
 
 @overload
@@ -151,50 +145,35 @@ def job(func: F) -> JobHandle[F]: ...
 
 @overload
 def job(
-    *,
-    queue: str = "default",
-    retry: RetryOption = True,
-    name: str | None = None,
-    retry_in: RetryIn | None = None,
-    unique_for: Delay | None = None,
-    result_ttl: Delay | None = None,
+    *, name: str | None = None, retry_in: RetryIn | None = None, **options: Unpack[PushOptions]
 ) -> Callable[[F], JobHandle[F]]: ...
 
 
 def job(
     func: Any = None,
     *,
-    queue: str = "default",
-    retry: RetryOption = True,
     name: str | None = None,
     retry_in: RetryIn | None = None,
-    unique_for: Delay | None = None,
-    result_ttl: Delay | None = None,
+    **options: Unpack[PushOptions],
 ) -> Any:
     """Registers a function (plain or ``async def``) as the handler of jobs of
     class ``name`` (default ``module.qualname``; two functions may not share
     one: that raises ``cogworker.ConfigError``).
 
-    ``retry``: True (25 retries), False (discard on failure) or a number.
+    ``options`` are every push's (see ``PushOptions``; a push's own
+    options win), checked here: ``queue`` (default ``"default"``);
+    ``retry``: True (25 retries), False (discard on failure) or a number;
+    ``result_ttl`` (seconds or timedelta): keep the outcome (the returned
+    value, JSON data, or the error) that long, read with
+    ``cogworker.Client().result(jid, wait=...)``; ``unique_for``: a push
+    while a job with the same args is pending (at most that long) is
+    refused and returns None; ``expires_in``, ``limits``, ...
     ``retry_in(retry_count, exception)``: seconds (or a timedelta) until the
     next retry, or None for the default backoff.
-    ``result_ttl`` (seconds or timedelta): keep the outcome (the returned
-    value, JSON data, or the error) that long; read it with
-    ``cogworker.Client().result(jid, wait=...)``.
-    ``unique_for`` (seconds or timedelta): a push while a job with the same
-    args is pending (at most that long) is refused and returns None.
     """
 
     def register(f: F) -> JobHandle[F]:
-        handle = JobHandle(
-            f,
-            name=name,
-            queue=queue,
-            retry=retry,
-            retry_in=retry_in,
-            unique_for=unique_for,
-            result_ttl=result_ttl,
-        )
+        handle = JobHandle(f, name=name, retry_in=retry_in, **options)
         _registry.register(handle)
         return handle
 

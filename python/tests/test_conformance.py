@@ -237,7 +237,10 @@ class Run:
 
     def expect_recorded(self, step: dict[str, Any]) -> None:
         for class_name, count in step["expect_recorded"].items():
-            assert len(testing.jobs_for(class_name)) == count, f"{class_name}: {testing.jobs_for(class_name)}"
+            jobs = testing.jobs_for(class_name)
+            assert len(jobs) == count, f"{class_name}: {jobs}"
+            assert {k: jobs[-1].get(k) for k in step.get("fields", {})} == step.get("fields", {}), jobs[-1]
+            assert all(field in jobs[-1] for field in step.get("has", [])), jobs[-1]
 
     def cli_help(self, step: dict[str, Any]) -> None:
         shown = subprocess.run(

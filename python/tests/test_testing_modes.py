@@ -46,3 +46,34 @@ def test_inline_mode_raises_handler_errors() -> None:
 def test_perform_one_with_nothing_recorded() -> None:
     with testing.fake(), pytest.raises(IndexError):
         tasks.echo.perform_one()
+
+
+def test_push_options_are_the_cores_and_are_checked_where_a_job_declares_them() -> None:
+    import datetime as dt
+    import typing
+
+    from cogworker import _core
+    from cogworker.client import PushOptions
+
+    # The typed options are the core's, less those with a method of their
+    # own (enqueue_in) or set by the tracing.
+    assert set(typing.get_type_hints(PushOptions)) | {"delay", "traceparent", "tracestate"} == set(
+        _core.PUSH_OPTIONS
+    )
+    with pytest.raises(cogworker.InvalidArgument, match="limts"):
+        cogworker.job(limts=["stripe"])(lambda: None)  # type: ignore[call-arg]
+    with pytest.raises(cogworker.InvalidJob, match="expires_in"):
+        cogworker.job(name="Bad.Expiry", expires_in="soon")(lambda: None)  # type: ignore[arg-type]
+
+    def limited() -> None: ...
+
+    handle = cogworker.job(name="Limited.Job", limits=["stripe"], expires_in=dt.timedelta(minutes=1))(limited)
+    with testing.fake():
+        soon = dt.datetime.now() + dt.timedelta(hours=1)
+        handle.options(queue="mail", keep_expired=True).enqueue_at(soon, 1)
+        [job] = handle.jobs
+    assert (job["queue"], job["limits"], job["keep_expired"]) == ("mail", ["stripe"], True)
+    assert abs(job["at"] - soon.timestamp()) < 0.01
+    assert job["expires_at"] > job["created_at"] + 59
+    with pytest.raises(cogworker.InvalidJob, match="at"):
+        cogworker.Client().enqueue("X", at=dt.timedelta(hours=1))  # type: ignore[arg-type]

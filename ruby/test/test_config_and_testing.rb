@@ -68,6 +68,30 @@ class TestTestingModes < Minitest::Test
     end
   end
 
+  # Every push option is the core's, by name: a job class declares any of
+  # them, checked where it is written; Time and Duration-like values work.
+  def test_push_options_are_the_cores_and_are_checked_where_a_job_declares_them
+    error = assert_raises(Cogworker::InvalidArgument) do
+      Class.new { include Cogworker::Job }.class_eval { cogworker_options(limts: ['stripe']) }
+    end
+    assert_match(/limts/, error.message)
+    limited = Class.new do
+      include Cogworker::Job
+      def self.name = 'LimitedJob'
+      cogworker_options limits: ['stripe'], expires_in: 60
+    end
+    soon = Time.now + 3600
+    Cogworker::Testing.fake! do
+      limited.set(queue: :mail, keep_expired: true).perform_at(soon, 1)
+      job = Cogworker::Testing.jobs_for('LimitedJob').last
+      assert_equal ['mail', ['stripe'], true], job.values_at('queue', 'limits', 'keep_expired')
+      assert_in_delta soon.to_f, job['at'], 0.01
+      assert_operator job['expires_at'], :>, job['created_at'] + 59
+      Cogworker::Testing.clear('LimitedJob')
+    end
+    assert_raises(Cogworker::InvalidJob) { Cogworker::Client.push('X', [], expires_at: 'tomorrow') }
+  end
+
   def test_inline_mode_runs_at_push
     Cogworker::Testing.inline! { EchoJob.perform_async('now') }
     assert_equal [['now']], Jobs.seen

@@ -260,7 +260,13 @@ class TestConformance < Minitest::Test
 
   def step_expect_recorded(step)
     step['expect_recorded'].each do |class_name, count|
-      assert_equal count, Cogworker::Testing.jobs_for(class_name).size, class_name
+      jobs = Cogworker::Testing.jobs_for(class_name)
+      assert_equal count, jobs.size, class_name
+      next if count.zero?
+
+      fields = step.fetch('fields', {})
+      assert_equal fields, jobs.last.slice(*fields.keys)
+      step.fetch('has', []).each { |field| assert jobs.last.key?(field), "#{field} in #{jobs.last}" }
     end
   end
 end

@@ -36,7 +36,32 @@ fn nested_value(v: &Bound<'_, PyAny>, depth: usize) -> HostValue {
     } else if let Ok(dict) = v.cast::<PyDict>() {
         HostValue::Map(dict.iter().map(|(k, v)| (inner(&k), inner(&v))).collect())
     } else {
-        other(v)
+        time(v).unwrap_or_else(|| other(v))
+    }
+}
+
+/// A `datetime` as a point in time (a naive one is local time, as
+/// `timestamp()` takes it), a `timedelta` as a length of time. (Looked up
+/// by class, as the limited API has no datetime types: only values of no
+/// plainer type come here.)
+fn time(v: &Bound<'_, PyAny>) -> Option<HostValue> {
+    let py = v.py();
+    let datetime = py.import("datetime").ok()?;
+    let shown = || v.repr().map_or_else(|_| "?".into(), |r| r.to_string());
+    if v.is_instance(&datetime.getattr("datetime").ok()?).ok()? {
+        let epoch_seconds = v.call_method0("timestamp").ok()?.extract().ok()?;
+        Some(HostValue::Time {
+            epoch_seconds,
+            shown: shown(),
+        })
+    } else if v.is_instance(&datetime.getattr("timedelta").ok()?).ok()? {
+        let seconds = v.call_method0("total_seconds").ok()?.extract().ok()?;
+        Some(HostValue::Duration {
+            seconds,
+            shown: shown(),
+        })
+    } else {
+        None
     }
 }
 

@@ -141,5 +141,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(api::admin_commands, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("WORKER_SIGNALS", cogworker::host::WORKER_SIGNALS)?;
+    let push_options: Vec<&str> = cogworker::host::PUSH_OPTIONS.iter().map(|(name, _)| *name).collect();
+    m.add("PUSH_OPTIONS", push_options)?;
     Ok(())
 }

@@ -44,12 +44,35 @@ fn nested_value(ruby: &Ruby, v: Value, depth: usize) -> HostValue {
         });
         HostValue::Map(pairs)
     } else {
-        let type_name = v.class().inspect();
-        HostValue::Other {
-            type_name,
+        time(ruby, v).unwrap_or_else(|| HostValue::Other {
+            type_name: v.class().inspect(),
             shown: v.inspect(),
-        }
+        })
     }
+}
+
+/// A `Time` (or anything that is one: `ActiveSupport::TimeWithZone`) as a
+/// point in time, an `ActiveSupport::Duration` as a length of time. (Only
+/// values of no plainer type come here.)
+fn time(ruby: &Ruby, v: Value) -> Option<HostValue> {
+    if v.is_kind_of(ruby.class_time()) {
+        let epoch_seconds: f64 = v.funcall("to_f", ()).ok()?;
+        return Some(HostValue::Time {
+            epoch_seconds,
+            shown: v.inspect(),
+        });
+    }
+    let duration: Value = ruby
+        .eval("defined?(ActiveSupport::Duration) && ActiveSupport::Duration")
+        .ok()?;
+    if !duration.to_bool() || !v.funcall::<_, _, bool>("is_a?", (duration,)).ok()? {
+        return None;
+    }
+    let seconds: f64 = v.funcall("to_f", ()).ok()?;
+    Some(HostValue::Duration {
+        seconds,
+        shown: v.inspect(),
+    })
 }
 
 /// `v` as `JSON.parse` would give it: Hash with String keys (in order),

@@ -126,6 +126,8 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     worker.define_method("join_slots", method!(worker::RbWorker::join_slots, 0))?;
     worker.define_method("exit_at_once", method!(worker::RbWorker::exit_at_once, 1))?;
     native.const_set("WORKER_SIGNALS", cogworker::host::WORKER_SIGNALS.to_vec())?;
+    let push_options: Vec<&str> = cogworker::host::PUSH_OPTIONS.iter().map(|(name, _)| *name).collect();
+    native.const_set("PUSH_OPTIONS", push_options)?;
 
     let api = native.define_class("Api", ruby.class_object())?;
     api.define_singleton_method("new", function!(api::RbApi::new, 1))?;

@@ -51,7 +51,7 @@ pub use cli::{secret_on_command_line, warn_secret_on_command_line};
 pub use delivery::HostDelivery;
 pub use failure::{HostFailure, RetryHint};
 pub use periodic::periodic_entry;
-pub use push::{payload_job, prepared, push_through, PushRequest};
+pub use push::{payload_job, prepared, push_through, PushRequest, PUSH_OPTIONS};
 pub use session::{in_runtime, Session};
 pub use slot::{Described, Ended, HostWait, SettledBy, WAIT_SLICE};
 pub use version::{check_version, VERSION};

@@ -33,7 +33,45 @@ pub struct PushRequest {
     pub traceparent: Option<String>,
     /// See `traceparent`.
     pub tracestate: Option<String>,
+    /// Dropped, never run, if not started within this many seconds.
+    pub expires_in: Option<f64>,
+    /// Dropped, never run, if not started by then (epoch seconds).
+    pub expires_at: Option<f64>,
+    /// Once expired, kept in `dead` instead of dropped.
+    pub keep_expired: bool,
+    /// The rate limiters it runs within (their names).
+    pub limits: Option<Vec<String>>,
 }
+
+/// The options of a push, the same in every language (Python keywords,
+/// Ruby keywords and `cogworker_options`, the Rust [`Job`] builder), with
+/// what each takes. A host passes them on by name; the core checks them.
+pub const PUSH_OPTIONS: &[(&str, &str)] = &[
+    ("queue", "the queue's name (default: default)"),
+    ("retry", "true (25 retries), false (none) or a number of retries"),
+    ("at", "run no earlier than this time (a time, or epoch seconds)"),
+    ("delay", "run this long from now (a duration, or seconds)"),
+    (
+        "unique_for",
+        "refuse a push while a job of the same class, queue and args is pending, at most this long",
+    ),
+    ("result_ttl", "keep the job's outcome this long after it settles"),
+    (
+        "expires_in",
+        "drop the job, never run, if it has not started within this long",
+    ),
+    (
+        "expires_at",
+        "drop the job, never run, if it has not started by this time",
+    ),
+    (
+        "keep_expired",
+        "true: an expired job is kept in dead instead of dropped",
+    ),
+    ("limits", "the names of the rate limiters the job runs within"),
+    ("traceparent", "the W3C trace context the job continues"),
+    ("tracestate", "the W3C trace state that goes with traceparent"),
+];
 
 impl PushRequest {
     /// `class` with `args` (each must be JSON data; the error names it).
@@ -55,14 +93,19 @@ impl PushRequest {
         request.into_job()
     }
 
-    /// Sets the option `name` (`queue`, `retry`, `at`, `delay`,
-    /// `unique_for`, `result_ttl`) from a host's value; `Nil`-like values are the host's
-    /// business (it passes none). The error names the option.
+    /// Sets the option `name` (one of [`PUSH_OPTIONS`]) from a host's
+    /// value; `Nil`-like values are the host's business (it passes none).
+    /// The error names the option.
     pub fn set(&mut self, name: &str, value: &HostValue) -> Result<()> {
-        let seconds = |value: &HostValue| match value {
-            HostValue::Int(n) => Ok(*n as f64),
-            HostValue::Float(x) => Ok(*x),
-            other => Err(Error::invalid_value(name, other, "must be a number of seconds")),
+        let seconds = |value: &HostValue| {
+            value
+                .as_seconds()
+                .ok_or_else(|| Error::invalid_value(name, value, "must be a duration or a number of seconds"))
+        };
+        let epoch = |value: &HostValue| {
+            value
+                .as_epoch_seconds()
+                .ok_or_else(|| Error::invalid_value(name, value, "must be a time or epoch seconds"))
         };
         match name {
             "queue" => match value {
@@ -80,22 +123,42 @@ impl PushRequest {
                     ))
                 }
             },
-            "at" => self.at = Some(seconds(value)?),
+            "at" => self.at = Some(epoch(value)?),
             "delay" => self.delay = Some(seconds(value)?),
             "unique_for" => self.unique_for = Some(seconds(value)?),
             "result_ttl" => self.result_ttl = Some(seconds(value)?),
+            "expires_in" => self.expires_in = Some(seconds(value)?),
+            "expires_at" => self.expires_at = Some(epoch(value)?),
+            "keep_expired" => match value {
+                HostValue::Bool(keep) => self.keep_expired = *keep,
+                other => return Err(Error::invalid_value(name, other, "must be true or false")),
+            },
+            "limits" => {
+                let names = match value {
+                    HostValue::Text(one) => vec![one.clone()],
+                    HostValue::List(items) => items
+                        .iter()
+                        .map(|item| match item {
+                            HostValue::Text(text) => Ok(text.clone()),
+                            other => Err(Error::invalid_value(name, other, "must be limiter names")),
+                        })
+                        .collect::<Result<_>>()?,
+                    other => return Err(Error::invalid_value(name, other, "must be a list of limiter names")),
+                };
+                self.limits = Some(names);
+            }
             "traceparent" | "tracestate" => match value {
                 HostValue::Text(text) if name == "traceparent" => self.traceparent = Some(text.clone()),
                 HostValue::Text(text) => self.tracestate = Some(text.clone()),
                 other => return Err(Error::invalid_value(name, other, "must be a string")),
             },
             other => {
+                let known: Vec<&str> = PUSH_OPTIONS.iter().map(|(name, _)| *name).collect();
                 return Err(Error::invalid_argument(
                     other,
                     value,
-                    "not an option of a push (queue, retry, at, delay, unique_for, result_ttl, \
-                     traceparent, tracestate)",
-                ))
+                    format!("not an option of a push ({})", known.join(", ")),
+                ));
             }
         }
         Ok(())
@@ -139,6 +202,21 @@ impl PushRequest {
         }
         if let Some(tracestate) = self.tracestate {
             job = job.field(trace::TRACESTATE, Value::String(tracestate));
+        }
+        if let Some(seconds) = self.expires_in {
+            job = job.field(
+                "expires_in",
+                finite("expires_in", seconds, "must be a number of seconds")?,
+            );
+        }
+        if let Some(at) = self.expires_at {
+            job = job.field("expires_at", finite("expires_at", at, "must be epoch seconds")?);
+        }
+        if self.keep_expired {
+            job = job.keep_expired();
+        }
+        if let Some(names) = self.limits {
+            job = job.limits(names);
         }
         job.validate()?;
         Ok(job)
@@ -302,5 +380,54 @@ mod tests {
             let err = request.into_job().unwrap_err();
             assert_eq!(err.field(), Some(field), "{err}");
         }
+    }
+
+    fn option(name: &str, value: HostValue) -> (String, HostValue) {
+        (name.to_string(), value)
+    }
+
+    #[test]
+    fn every_option_is_taken_by_name_with_times_and_durations() {
+        let hour = HostValue::Duration {
+            seconds: 3600.0,
+            shown: "timedelta(hours=1)".into(),
+        };
+        let when = HostValue::Time {
+            epoch_seconds: now() + 7200.0,
+            shown: "datetime(...)".into(),
+        };
+        let options = [
+            option("queue", HostValue::Text("mail".into())),
+            option("at", when.clone()),
+            option("unique_for", hour.clone()),
+            option("result_ttl", HostValue::Int(60)),
+            option("expires_at", when),
+            option("keep_expired", HostValue::Bool(true)),
+            option("limits", HostValue::List(vec![HostValue::Text("stripe".into())])),
+        ];
+        let job = PushRequest::job("A", &[], &options).unwrap();
+        assert!(job.run_at().unwrap() > now() + 7100.0);
+        assert_eq!(job.unique_for_secs(), Some(3600.0));
+        assert_eq!(job.get("keep_expired"), Some(&json!(true)));
+        assert_eq!(job.get("limits"), Some(&json!(["stripe"])));
+        let job = PushRequest::job("A", &[], &[option("expires_in", hour.clone())]).unwrap();
+        assert_eq!(job.get("expires_in"), Some(&json!(3600.0)));
+        let job = PushRequest::job("A", &[], &[option("limits", HostValue::Text("one".into()))]).unwrap();
+        assert_eq!(job.get("limits"), Some(&json!(["one"])));
+        // A length of time is not a time, nor a time a length of time.
+        for (name, value) in [("at", hour), ("delay", HostValue::Bool(true))] {
+            let err = PushRequest::job("A", &[], &[option(name, value)]).unwrap_err();
+            assert_eq!(err.field(), Some(name), "{err}");
+        }
+    }
+
+    #[test]
+    fn declared_options_are_checked_where_they_are_declared() {
+        PushRequest::job("A", &[], &[option("queue", HostValue::Text("a".into()))]).unwrap();
+        let err = PushRequest::job("A", &[], &[option("limts", HostValue::Text("a".into()))]).unwrap_err();
+        assert_eq!(err.field(), Some("limts"));
+        assert!(err.to_string().contains("expires_in, expires_at"), "{err}");
+        let err = PushRequest::job("A", &[], &[option("limits", HostValue::Text("no spaces".into()))]).unwrap_err();
+        assert_eq!(err.field(), Some("limits[0]"), "{err}");
     }
 }

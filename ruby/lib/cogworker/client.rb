@@ -19,11 +19,13 @@ module Cogworker
       Cogworker.client.push_bulk(class_name, args_list, **options)
     end
 
-    # The push options as the engine takes them (Time and Duration as
-    # epoch seconds / seconds).
-    def self.options(queue: nil, retry: nil, at: nil, delay: nil, unique_for: nil, result_ttl: nil)
-      { 'queue' => queue&.to_s, 'retry' => binding.local_variable_get(:retry), 'at' => at&.to_f,
-        'delay' => delay&.to_f, 'unique_for' => unique_for&.to_f, 'result_ttl' => result_ttl&.to_f }
+    # The push options given (nil: not given), by name as the engine takes
+    # them: Cogworker::Native::PUSH_OPTIONS, the same in every language,
+    # each checked by the engine (queue, retry, at, unique_for, result_ttl,
+    # expires_in, expires_at, keep_expired, limits). Times are Time or
+    # epoch seconds, lengths of time Durations or seconds.
+    def self.options(options)
+      options.to_h { |name, value| [name.to_s, value] }.compact
     end
 
     # What a job pushed with `result_ttl` returned; raises JobFailed if it
@@ -53,15 +55,16 @@ module Cogworker
 
     # Returns the jid (nil: a unique job's duplicate holds the lock).
     # `at:` (Time or epoch seconds) schedules it; `unique_for:` seconds
-    # refuses duplicates (same class, queue, args) while one is pending.
+    # refuses duplicates (same class, queue, args) while one is pending;
+    # the other options: see `Client.options`.
     def push(class_name, args = [], **options)
-      push_job(class_name.to_s, Array(args), self.class.options(**options))
+      push_job(class_name.to_s, Array(args), self.class.options(options))
     end
 
     # One round trip for all; returns the jids. (With OpenTelemetry: one
     # PRODUCER span, whose trace context every job carries.)
     def push_bulk(class_name, args_list, **options)
-      options = self.class.options(**options)
+      options = self.class.options(options)
       args_list = args_list.to_a
       Tracing.producing(class_name.to_s, options['queue'], args_list.size) do |context|
         push_through(class_name, args_list, options.merge(context))
@@ -71,7 +74,9 @@ module Cogworker
     # `class_name(*args)` with options as `Client.options` builds them (in a
     # PRODUCER span whose trace context the job carries, with OpenTelemetry).
     def push_job(class_name, args, options)
-      Tracing.producing(class_name, options['queue']) { |context| push_through(class_name, [args], options.merge(context)).first }
+      Tracing.producing(class_name, options['queue']&.to_s) do |context|
+        push_through(class_name, [args], options.merge(context)).first
+      end
     end
 
     # Raw payloads (Hashes with at least 'class'). Client middleware sees

@@ -20,24 +20,21 @@ module Cogworker
 
     # Per-class options and the push methods.
     module ClassMethods
-      # `unique_for:` seconds: while a job of this class with the same args
-      # is pending (at most that long), pushing another returns nil.
-      # `result_ttl:` seconds: keep what `perform` returns (JSON data) or the
-      # error that long; read it with `Cogworker::Client.result(jid)`.
-      def cogworker_options(queue: nil, retry: nil, unique_for: nil, result_ttl: nil)
-        @cogworker_queue = queue.to_s if queue
-        retry_option = binding.local_variable_get(:retry)
-        @cogworker_retry = retry_option unless retry_option.nil?
-        @cogworker_unique_for = unique_for.to_f if unique_for
-        @cogworker_result_ttl = result_ttl.to_f if result_ttl
+      # Every push's options unless it gives its own (`set`), checked here
+      # so a misspelt name fails where it is written: `queue:`, `retry:`,
+      # `unique_for:` seconds (while a job of this class with the same args
+      # is pending, at most that long, pushing another returns nil),
+      # `result_ttl:` seconds (keep what `perform` returns, JSON data, or
+      # the error that long; read it with `Cogworker::Client.result(jid)`),
+      # `expires_in:`, `limits:`, ... (see `Client.options`).
+      def cogworker_options(**options)
+        options = cogworker_push_options.merge(Client.options(options))
+        Native.prepare_job(name || 'AnonymousJob', [], options)
+        @cogworker_push_options = options
       end
 
-      def cogworker_result_ttl
-        @cogworker_result_ttl if defined?(@cogworker_result_ttl)
-      end
-
-      def cogworker_unique_for
-        @cogworker_unique_for if defined?(@cogworker_unique_for)
+      def cogworker_push_options
+        defined?(@cogworker_push_options) ? @cogworker_push_options : {}
       end
 
       # Seconds until the next retry, or nil for the default backoff:
@@ -47,11 +44,11 @@ module Cogworker
       end
 
       def cogworker_queue
-        @cogworker_queue || 'default'
+        cogworker_push_options.fetch('queue', 'default').to_s
       end
 
       def cogworker_retry
-        defined?(@cogworker_retry) ? @cogworker_retry : true
+        cogworker_push_options.fetch('retry', true)
       end
 
       def cogworker_retry_delay(count, error)
@@ -71,8 +68,8 @@ module Cogworker
       end
 
       # Per-push options: `HardWorker.set(queue: 'low').perform_async(1)`.
-      def set(queue: nil, retry: nil, unique_for: nil)
-        Setter.new(self, queue: queue, retry: binding.local_variable_get(:retry), unique_for: unique_for)
+      def set(**options)
+        Setter.new(self, **options)
       end
 
       # Fake-mode helpers (cogworker/testing).
@@ -96,12 +93,9 @@ module Cogworker
     # A class with per-push options. The push methods return the jid, or
     # nil for a unique job whose duplicate holds the lock.
     class Setter
-      def initialize(klass, queue: nil, retry: nil, unique_for: nil)
+      def initialize(klass, **options)
         @klass = klass
-        @queue = (queue || klass.cogworker_queue).to_s
-        retry_option = binding.local_variable_get(:retry)
-        @retry = retry_option.nil? ? klass.cogworker_retry : retry_option
-        @unique_for = unique_for || klass.cogworker_unique_for
+        @options = klass.cogworker_push_options.merge(Client.options(options))
       end
 
       def perform_async(*args)
@@ -109,19 +103,17 @@ module Cogworker
       end
 
       def perform_in(seconds, *args)
-        push(args, delay: seconds)
+        push(args, 'delay' => seconds)
       end
 
       def perform_at(time, *args)
-        push(args, at: time)
+        push(args, 'at' => time)
       end
 
       private
 
-      def push(args, at: nil, delay: nil)
-        options = Client.options(queue: @queue, retry: @retry, at: at, delay: delay, unique_for: @unique_for,
-                                 result_ttl: @klass.cogworker_result_ttl)
-        Cogworker.client.push_job(@klass.name, args, options)
+      def push(args, timing = {})
+        Cogworker.client.push_job(@klass.name, args, @options.merge(timing))
       end
     end
   end

@@ -22,7 +22,7 @@ from django.db import DEFAULT_DB_ALIAS, transaction
 
 from ... import _core
 from ...api import Api
-from ...client import Client, options
+from ...client import Client, given
 from . import _compat, results, runner
 
 # What OPTIONS may hold, with the defaults. A task that fails is not
@@ -103,11 +103,13 @@ class CogworkerBackend(_compat.BaseTaskBackend):  # type: ignore[misc]
     def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
         self.validate_task(task)
         retry = getattr(task, "retry", None)
-        opts = options(
-            queue=task.queue_name,
-            retry=self.settings["retry"] if retry is None else retry,
-            at=task.run_after,
-            result_ttl=self.settings["result_ttl"],
+        opts = given(
+            {
+                "queue": task.queue_name,
+                "retry": self.settings["retry"] if retry is None else retry,
+                "at": task.run_after,
+                "result_ttl": self.settings["result_ttl"],
+            }
         )
         # Django's own argument check (a JSON round trip), then the engine's.
         args, kwargs = _compat.normalize_json(list(args)), _compat.normalize_json(dict(kwargs))
