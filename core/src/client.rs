@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::job::{float, now, Job};
 use crate::keys::Keys;
 use crate::scripts::SCRIPTS;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use tracing::Instrument;
 
@@ -128,7 +128,11 @@ impl Client {
         let offset = crate::clock::offset(&self.redis).await;
         let at = now() + offset;
         let mut jids = Vec::with_capacity(jobs.len());
-        let mut immediate: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        // By queue and priority level: each is a list of its own.
+        let mut immediate: BTreeMap<(String, u8), Vec<String>> = BTreeMap::new();
+        // The priority levels the jobs use (other than the default), to
+        // list where workers find them.
+        let mut levels: BTreeSet<String> = BTreeSet::new();
         let mut scheduled: Vec<(f64, String)> = Vec::new();
         // `queued`/`scheduled` records of the jobs that keep their result.
         let mut statuses: Vec<(String, String, u64)> = Vec::new();
@@ -157,6 +161,9 @@ impl Client {
                 job.set("at", float(run_at + offset));
             }
             jids.push(Some(job.jid_str().to_string()));
+            if job.priority_level() != crate::priority::DEFAULT {
+                levels.insert(crate::priority::member(job.queue_name(), job.priority_level()));
+            }
             // Unique jobs write theirs in their own script.
             if let (Some(ttl), None) = (job.result_ttl_secs(), job.unique_for_secs()) {
                 let (record, ttl) = crate::results::pushed(&job, at, ttl);
@@ -172,7 +179,7 @@ impl Client {
                     job.remove("at");
                     job.set("enqueued_at", float(at));
                     immediate
-                        .entry(job.queue_name().to_string())
+                        .entry((job.queue_name().to_string(), job.priority_level()))
                         .or_default()
                         .push(job.to_json());
                 }
@@ -189,7 +196,7 @@ impl Client {
         let sharded = self.keys.is_sharded_by_queue();
         if sharded && !immediate.is_empty() {
             // Named first, so a queued job is always in a listed queue.
-            let names: Vec<&String> = immediate.keys().collect();
+            let names: BTreeSet<&String> = immediate.keys().map(|(queue, _)| queue).collect();
             let _: i64 = self
                 .retry_once_on_drop(|mut conn| {
                     let (key, names) = (self.keys.queues(), &names);
@@ -204,9 +211,12 @@ impl Client {
             (immediate, BTreeMap::new())
         };
         let mut invocation = SCRIPTS.push.prepare_invoke();
-        invocation.key(self.keys.queues()).key(self.keys.schedule());
-        for queue in on_this_slot.keys() {
-            invocation.key(self.keys.queue(queue));
+        invocation
+            .key(self.keys.queues())
+            .key(self.keys.schedule())
+            .key(self.keys.priorities());
+        for (queue, level) in on_this_slot.keys() {
+            invocation.key(self.keys.queue_at(queue, *level));
         }
         for (key, _, _) in &statuses {
             invocation.key(key);
@@ -215,8 +225,12 @@ impl Client {
             .arg(self.keys.wake())
             .arg(on_this_slot.len())
             .arg(scheduled.len())
-            .arg(statuses.len());
-        for (queue, payloads) in &on_this_slot {
+            .arg(statuses.len())
+            .arg(levels.len());
+        for member in &levels {
+            invocation.arg(member);
+        }
+        for ((queue, _), payloads) in &on_this_slot {
             invocation.arg(queue).arg(payloads.len()).arg(payloads);
         }
         for (score, payload) in &scheduled {
@@ -227,7 +241,9 @@ impl Client {
         }
         // At worst a push whose reply was lost is pushed twice, which
         // at-least-once delivery allows; a push must never be lost.
-        if !on_this_slot.is_empty() || !scheduled.is_empty() || !statuses.is_empty() {
+        // (Sharded by queue, the levels are listed here, on the
+        // namespace's slot, before the jobs are pushed onto their queues.)
+        if !on_this_slot.is_empty() || !scheduled.is_empty() || !statuses.is_empty() || !levels.is_empty() {
             let _: usize = self
                 .retry_once_on_drop(|mut conn| {
                     let invocation = &invocation;
@@ -236,8 +252,8 @@ impl Client {
                 .await?;
         }
         if sharded {
-            for (queue, payloads) in &immediate_sharded {
-                self.push_onto_own_slot(queue, payloads).await?;
+            for ((queue, level), payloads) in &immediate_sharded {
+                self.push_onto_own_slot(queue, *level, payloads).await?;
             }
         }
         Ok(jids)
@@ -246,8 +262,8 @@ impl Client {
     /// Sharded by queue: pushes onto one queue (its own slot; its result
     /// records and its name were written on the namespace's slot first).
     /// A push that finds the queue empty wakes idle workers.
-    async fn push_onto_own_slot(&self, queue: &str, payloads: &[String]) -> Result<()> {
-        let key = self.keys.queue(queue);
+    async fn push_onto_own_slot(&self, queue: &str, level: u8, payloads: &[String]) -> Result<()> {
+        let key = self.keys.queue_at(queue, level);
         let length: usize = self
             .retry_once_on_drop(|mut conn| {
                 let key = &key;
@@ -282,7 +298,7 @@ impl Client {
                 if self.keys.is_sharded_by_queue() {
                     (self.keys.outbox(), "outbox")
                 } else {
-                    (self.keys.queue(&queue), "queue")
+                    (self.keys.queue_at(&queue, job.priority_level()), "queue")
                 }
             }
         };
@@ -305,7 +321,12 @@ impl Client {
             .arg(record_ttl)
             .arg(record)
             .arg(self.keys.wake())
-            .arg(&handover);
+            .arg(&handover)
+            .key(self.keys.priorities())
+            .arg(match job.priority_level() {
+                crate::priority::DEFAULT => String::new(),
+                level => crate::priority::member(&queue, level),
+            });
         // A retry of a push that did land finds the lock held by this jid
         // and pushes nothing more.
         let pushed: i64 = self

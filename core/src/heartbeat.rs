@@ -67,6 +67,10 @@ async fn warn_about_eviction(shared: &Shared) {
 
 async fn resolve_and_beat(shared: &Shared) -> Result<()> {
     resolve_fetch_mode(shared).await?;
+    // The priority levels in use, before the first fetch reads any queue.
+    let levels: Vec<String> =
+        redis::AsyncCommands::smembers(&mut shared.redis.conn(), shared.keys.priorities()).await?;
+    shared.levels.learn_members(&levels);
     if shared.keys.is_sharded_by_queue() {
         // Recovery looks for a dead process's jobs in the listed queues'
         // slots: list ours before anything is taken from them.
@@ -89,6 +93,9 @@ pub(crate) async fn run(shared: Arc<Shared>) {
         }
         match beat(&shared).await {
             Ok(()) => {
+                if shared.levels.is_unread() {
+                    learn_priority_levels(&shared).await;
+                }
                 if let Some(gap) = shared.stall.beat() {
                     tracing::warn!(
                         "no heartbeat written for {:.1}s (this process was frozen, or cut off from Redis): \
@@ -166,13 +173,15 @@ pub(crate) async fn listen_for_signals(shared: Arc<Shared>) {
             Ok(mut pubsub) => match pubsub.subscribe(&[&channel, &wake]).await {
                 Ok(()) => {
                     take_queued_signals(&shared).await;
+                    learn_priority_levels(&shared).await;
                     shared.wakeups.every_queue();
                     let mut messages = pubsub.on_message();
                     while let Some(message) = messages.next().await {
                         let text: String = message.get_payload().unwrap_or_default();
                         if message.get_channel_name() == wake {
-                            if shared.config.queues().iter().any(|q| q.name == text) {
-                                shared.wakeups.queue(&text);
+                            let queue = shared.levels.learn_message(&text).unwrap_or(&text);
+                            if shared.config.queues().iter().any(|q| q.name == queue) {
+                                shared.wakeups.queue(queue);
                             }
                             continue;
                         }
@@ -188,6 +197,22 @@ pub(crate) async fn listen_for_signals(shared: Arc<Shared>) {
         }
         if sleep_unless(&shared, Duration::from_secs(1), Lifecycle::Stopping).await {
             return;
+        }
+    }
+}
+
+/// Reads which priority levels of which queues are in use (a push that
+/// uses a new one also says so on the wake channel, heard above; this
+/// covers those made while nobody listened). A failed read is tried again
+/// at each heartbeat until one succeeds.
+pub(crate) async fn learn_priority_levels(shared: &Shared) {
+    let members: redis::RedisResult<Vec<String>> =
+        redis::AsyncCommands::smembers(&mut shared.redis.conn(), shared.keys.priorities()).await;
+    match members {
+        Ok(members) => shared.levels.learn_members(&members),
+        Err(e) => {
+            tracing::warn!("reading the priority levels in use failed (trying again at the next heartbeat): {e}");
+            shared.levels.mark_unread();
         }
     }
 }

@@ -4,6 +4,11 @@
 use crate::error::{Error, Result};
 use serde_json::{Map, Value};
 
+/// The priority level of a job that names none (see [`crate::priority`]).
+pub const DEFAULT_PRIORITY: u8 = 5;
+/// The highest priority level (taken first); 0 is the lowest.
+pub const HIGHEST_PRIORITY: u8 = 9;
+
 /// Longest `error_message` stored, in characters.
 pub const ERROR_MESSAGE_LIMIT: usize = 10_000;
 /// Most `error_backtrace` lines stored.
@@ -99,6 +104,14 @@ impl Job {
     /// [`crate::Api::status`]. A job without it pays nothing for results.
     pub fn result_ttl(mut self, seconds: f64) -> Self {
         self.fields.insert("result_ttl".into(), float(seconds));
+        self
+    }
+    /// Its priority within its queue: 0 (last) to 9 (first); a job
+    /// without one is at 5. Strict: a worker takes every job of a higher
+    /// level of a queue before one of a lower level (see
+    /// [`crate::priority`]).
+    pub fn priority(mut self, level: u8) -> Self {
+        self.fields.insert("priority".into(), Value::from(level));
         self
     }
     /// Dropped, never run, if it has not started `seconds` after it is
@@ -270,6 +283,15 @@ impl Job {
                 return Err(bad("expires_at", at, "must be epoch seconds"));
             }
         }
+        if let Some(level) = self.fields.get("priority") {
+            if level.as_u64().is_none_or(|l| l > u64::from(HIGHEST_PRIORITY)) {
+                return Err(bad(
+                    "priority",
+                    level,
+                    "must be a whole number from 0 (last) to 9 (first)",
+                ));
+            }
+        }
         match self.fields.get("keep_expired") {
             None | Some(Value::Bool(_)) => {}
             Some(v) => return Err(bad("keep_expired", v, "must be true or false")),
@@ -376,6 +398,14 @@ impl Job {
     /// The queue.
     pub fn queue_name(&self) -> &str {
         self.str_field("queue").unwrap_or("default")
+    }
+    /// Its priority level within its queue (5 when it has none, or one out
+    /// of range: such a payload, pushed raw, runs at the default level).
+    pub fn priority_level(&self) -> u8 {
+        match self.fields.get("priority").and_then(Value::as_u64) {
+            Some(level) if level <= u64::from(HIGHEST_PRIORITY) => level as u8,
+            _ => DEFAULT_PRIORITY,
+        }
     }
     /// The job id (empty before a push gives one).
     pub fn jid_str(&self) -> &str {

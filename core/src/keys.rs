@@ -74,6 +74,23 @@ impl Keys {
             None => format!("{}:queue:{}", self.ns, name),
         }
     }
+    /// The list of queue `name`'s jobs at priority `level`: the queue's
+    /// own list at the default level, a list of the level's otherwise (see
+    /// [`crate::priority`]).
+    pub fn queue_at(&self, name: &str, level: u8) -> String {
+        if level == crate::job::DEFAULT_PRIORITY {
+            return self.queue(name);
+        }
+        match self.queue_slot(name) {
+            Some(slot) => format!("{slot}:queue@{level}"),
+            None => format!("{}:queue@{level}:{name}", self.ns),
+        }
+    }
+    /// Set of the priority levels in use, `"<level> <queue>"` (the default
+    /// level is not listed).
+    pub fn priorities(&self) -> String {
+        self.key("priorities")
+    }
     /// The queue name back from a queue key, if it is one of ours.
     pub fn queue_name<'a>(&self, key: &'a str) -> Option<&'a str> {
         match &self.shard_by_queue {

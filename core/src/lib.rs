@@ -35,6 +35,7 @@ mod outbox;
 mod periodic;
 mod periodic_ticker;
 mod printable;
+pub mod priority;
 mod processor;
 mod read_ahead;
 mod recovery;

@@ -24,6 +24,7 @@ use redis::AsyncCommands;
 
 use crate::connection::Redis;
 use crate::error::Result;
+use crate::job::Job;
 use crate::keys::Keys;
 use crate::scripts::SCRIPTS;
 
@@ -63,23 +64,27 @@ pub(crate) async fn deliver_all(redis: &Redis, keys: &Keys) -> Result<usize> {
     deliver_entries(redis, keys, entries).await
 }
 
+/// The hand-overs onto one list: their ids, and their payloads.
+type HandOvers = (Vec<String>, Vec<Vec<u8>>);
+
 async fn deliver_entries(redis: &Redis, keys: &Keys, entries: Vec<(String, Vec<u8>)>) -> Result<usize> {
-    // Per queue: (ids, payloads).
-    let mut by_queue: BTreeMap<String, (Vec<String>, Vec<Vec<u8>>)> = BTreeMap::new();
+    // Per queue and priority level (a list each).
+    let mut by_queue: BTreeMap<(String, u8), HandOvers> = BTreeMap::new();
     for (id, value) in entries {
         let Some(split) = value.iter().position(|&b| b == b'\n') else {
             tracing::error!("outbox entry {id} has no queue name (left in place)");
             continue;
         };
         let queue = String::from_utf8_lossy(&value[..split]).into_owned();
-        let slot = by_queue.entry(queue).or_default();
+        let level = Job::parse(&value[split + 1..]).map_or(crate::priority::DEFAULT, |job| job.priority_level());
+        let slot = by_queue.entry((queue, level)).or_default();
         slot.0.push(id);
         slot.1.push(value[split + 1..].to_vec());
     }
     let mut pushed = 0;
-    for (queue, (ids, payloads)) in by_queue {
+    for ((queue, level), (ids, payloads)) in by_queue {
         let mut invocation = SCRIPTS.push_once.prepare_invoke();
-        invocation.key(keys.queue(&queue));
+        invocation.key(keys.queue_at(&queue, level));
         for id in &ids {
             invocation.key(keys.landed(&queue, id));
         }

@@ -31,7 +31,7 @@ pub(crate) async fn requeue_one(
         return requeue_on_its_slot(shared, identity, raw, job, entry, from).await;
     }
     let queue = job.queue_name();
-    let queue_key = shared.keys.queue(queue);
+    let queue_key = shared.keys.queue_at(queue, job.priority_level());
     let run_lock = JobLocks::of(job, &shared.keys).run_lock;
     let result: i64 = SCRIPTS
         .requeue_in_progress
@@ -77,7 +77,7 @@ async fn requeue_on_its_slot(
         let _: i64 = conn.del(&filed).await?;
         return Ok(0);
     }
-    let queue_key = keys.queue(from);
+    let queue_key = keys.queue_at(from, job.priority_level());
     // KEYS[2], [4] and [5] are not touched (no listing, no staleness
     // check, no lock here) but must be on the queue's slot.
     let result: i64 = SCRIPTS

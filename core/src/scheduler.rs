@@ -67,12 +67,7 @@ pub(crate) async fn enqueue_due(shared: &Shared, set: &str, reported: &mut HashS
                 Some(mut job) => {
                     job.remove("at");
                     job.set("enqueued_at", float(at));
-                    due.push(Due {
-                        queue: job.queue_name().to_string(),
-                        payload: job.to_json(),
-                        jid: job.jid_str().to_string(),
-                        raw,
-                    });
+                    due.push(Due::new(raw, &job));
                 }
                 None => {
                     skipped += 1;
@@ -97,9 +92,24 @@ pub(crate) struct Due {
     /// The entry as stored.
     pub raw: Vec<u8>,
     pub queue: String,
+    /// Its priority level (which of the queue's lists it goes on).
+    pub level: u8,
     /// What to push (`enqueued_at` re-stamped).
     pub payload: String,
     pub jid: String,
+}
+
+impl Due {
+    /// The entry `raw`, read as `job` (re-stamped), for its queue.
+    pub fn new(raw: Vec<u8>, job: &Job) -> Self {
+        Due {
+            raw,
+            queue: job.queue_name().to_string(),
+            level: job.priority_level(),
+            payload: job.to_json(),
+            jid: job.jid_str().to_string(),
+        }
+    }
 }
 
 /// Claims each entry of `set` and pushes it onto its queue; returns how
@@ -128,7 +138,7 @@ pub(crate) async fn move_to_queues(redis: &Redis, keys: &Keys, set: &str, due: &
     invocation.key(set).key(keys.queues()).arg(keys.wake());
     for entry in due {
         invocation
-            .key(keys.queue(&entry.queue))
+            .key(keys.queue_at(&entry.queue, entry.level))
             .arg(&entry.raw[..])
             .arg(&entry.queue)
             .arg(&entry.payload);

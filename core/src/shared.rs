@@ -77,6 +77,9 @@ pub(crate) struct Shared {
     /// A push found one of this process's queues empty (a message on the
     /// wake channel), or the channel was (re)subscribed: fetch again.
     pub wakeups: Wakeups,
+    /// The priority levels in use of the queues, as far as this process
+    /// has heard (see `priority.rs`).
+    pub levels: crate::priority::Levels,
     pub completions: flume::Sender<Completion>,
     /// Set once the first orphan-recovery pass has completed.
     pub recovered_once: AtomicBool,
@@ -135,6 +138,7 @@ impl Shared {
             detached: AtomicUsize::new(0),
             capacity_freed: Notify::new(),
             wakeups: Wakeups::default(),
+            levels: Default::default(),
             completions,
             recovered_once: AtomicBool::new(false),
             given_back: std::sync::OnceLock::new(),

@@ -270,6 +270,60 @@ async fn sharded_by_queue_three_queues_live_on_three_masters() {
     assert_eq!(api.stats().await.unwrap().processed, 37);
 }
 
+/// Sharded by queue, a queue's priority levels are lists on its own slot;
+/// a plain, a unique (through the outbox) and a scheduled push at a level
+/// all reach them, and a worker takes them before the default level.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_by_queue_priority_levels_live_on_the_queues_slot() {
+    let cluster = Cluster::start();
+    let queues = cluster.queue_per_master();
+    let queue = &queues[1];
+    let mut config = cluster.config();
+    config.set_shard_by_queue(true).set_queues(&queues).unwrap();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    api.pause_queue(queue).await.unwrap();
+    let step = |n: i64| Job::new("Step").args([json!(n)]).queue(queue);
+    client.push_bulk((0..3).map(step).collect()).await.unwrap();
+    client.push(step(10).priority(9)).await.unwrap().unwrap();
+    client
+        .push(step(11).priority(9).unique_for(60.0))
+        .await
+        .unwrap()
+        .unwrap();
+    client.push(step(12).priority(9).delay(0.2)).await.unwrap().unwrap();
+    let mut node = cluster.nodes[1].conn().await;
+    let level_list = format!("{{cogworker:{queue}}}:queue@9");
+    assert_eq!(llen(&mut node, &level_list).await, 2, "the plain and the unique push");
+    let (worker, ran) = recording_worker(config, Duration::ZERO);
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    wait_until(
+        "the scheduled one is due and moved",
+        Duration::from_secs(10),
+        move || {
+            let (mut node, l) = (node.clone(), level_list.clone());
+            async move { llen(&mut node, &l).await == 3 }
+        },
+    )
+    .await;
+    assert_eq!(api.queue(queue).await.unwrap().size, 6);
+    api.unpause_queue(queue).await.unwrap();
+    let r = ran.clone();
+    wait_until("all six ran", Duration::from_secs(20), move || {
+        let r = r.clone();
+        async move { r.lock().unwrap().len() == 6 }
+    })
+    .await;
+    assert_eq!(*ran.lock().unwrap(), vec![10, 11, 12, 0, 1, 2]);
+    handle.stop();
+    tokio::time::timeout(Duration::from_secs(20), running)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
+
 /// The worker of the scenarios: `Count` counts its runs, `Flaky` fails its
 /// first attempt (retry in 0.5 s), `Dies` always fails, `Never` counts runs
 /// that must not happen; a periodic `Tick` every second onto queue `ticks`,

@@ -64,6 +64,7 @@ async fn seed(redis: &TestRedis) -> (Client, Api) {
         .await
         .unwrap();
     client.push(Job::new("Waiting").queue("mail")).await.unwrap();
+    client.push(Job::new("Urgent").queue("mail").priority(8)).await.unwrap();
     (client, api)
 }
 
@@ -132,6 +133,10 @@ async fn every_page_renders_with_strict_headers_and_escapes_job_data() {
     assert!(page.body.contains("handler.rs:1 &lt;img"), "backtrace escaped");
     let page = get(&app, "/queues/mail").await;
     assert!(page.body.contains("&lt;img src=x"));
+    // Every priority level's jobs, the highest first.
+    assert!(page.body.contains("3 jobs"), "{}", page.body);
+    let urgent = page.body.find("Urgent").unwrap();
+    assert!(urgent < page.body.find("Waiting").unwrap(), "{}", page.body);
     let page = get(&app, "/limiters").await.body;
     assert!(page.contains("&lt;b&gt;erp") && page.contains("concurrent"), "{page}");
     let json = get(&app, "/api/stats").await;
@@ -460,7 +465,10 @@ async fn the_metrics_pages_and_the_prometheus_exposition() {
         text.contains("# TYPE cogworker_job_duration_seconds histogram"),
         "{text}"
     );
-    assert!(text.contains("cogworker_queue_size{queue=\"mail\"} 2"), "{text}");
+    assert!(
+        text.contains("cogworker_queue_size{queue=\"mail\"} 3"),
+        "every level: {text}"
+    );
     assert!(text.contains("cogworker_dead_jobs 3"), "{text}");
     assert!(
         !text.contains("cogworker_limiter"),

@@ -35,6 +35,7 @@ class PushOptions(TypedDict, total=False):
     expires_at: When
     keep_expired: bool
     limits: Sequence[str]
+    priority: int
 
 
 def given(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ use crate::scripts::SCRIPTS;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// One of the sorted sets of jobs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -212,9 +212,10 @@ impl Api {
         let mut names: Vec<String> = conn.smembers(keys.queues()).await?;
         names.sort();
         let paused: Vec<String> = conn.smembers(keys.paused_queues()).await?;
+        let levels = self.levels_in_use().await?;
         let mut out = Vec::with_capacity(names.len());
         for name in names {
-            out.push(self.queue_with(&name, &paused).await?);
+            out.push(self.queue_with(&name, &paused, &levels).await?);
         }
         Ok(out)
     }
@@ -222,22 +223,39 @@ impl Api {
     /// One queue.
     pub async fn queue(&self, name: &str) -> Result<QueueInfo> {
         let paused: Vec<String> = self.conn().smembers(self.client.keys().paused_queues()).await?;
-        self.queue_with(name, &paused).await
+        self.queue_with(name, &paused, &self.levels_in_use().await?).await
     }
 
-    async fn queue_with(&self, name: &str, paused: &[String]) -> Result<QueueInfo> {
-        let key = self.client.keys().queue(name);
-        let mut conn = self.conn();
-        let (size, oldest): (u64, Option<Vec<u8>>) =
-            redis::pipe().llen(&key).lindex(&key, -1).query_async(&mut conn).await?;
-        let latency = oldest
-            .and_then(|raw| Job::parse(&raw).ok())
-            .and_then(|job| job.get("enqueued_at").and_then(Value::as_f64))
-            .map_or(0.0, |at| (now() - at).max(0.0));
+    /// The priority levels in use, by queue (see `priority.rs`).
+    async fn levels_in_use(&self) -> Result<HashMap<String, u16>> {
+        let members: Vec<String> = self.conn().smembers(self.client.keys().priorities()).await?;
+        Ok(crate::priority::from_members(&members))
+    }
+
+    /// The lists of queue `name`, in the order workers take from them.
+    async fn lists_of(&self, name: &str) -> Result<Vec<String>> {
+        let levels = self.levels_in_use().await?;
+        let lists = crate::priority::lists(self.client.keys(), name, &levels);
+        Ok(lists.into_iter().map(|(key, _)| key).collect())
+    }
+
+    /// A queue's size is that of all its lists (one per priority level in
+    /// use), its latency that of its oldest job.
+    async fn queue_with(&self, name: &str, paused: &[String], levels: &HashMap<String, u16>) -> Result<QueueInfo> {
+        let mut pipe = redis::pipe();
+        for (key, _) in crate::priority::lists(self.client.keys(), name, levels) {
+            pipe.llen(&key).lindex(&key, -1);
+        }
+        let lists: Vec<(u64, Option<Vec<u8>>)> = pipe.query_async(&mut self.conn()).await?;
+        let oldest_enqueued = lists
+            .iter()
+            .filter_map(|(_, oldest)| Job::parse(oldest.as_deref()?).ok())
+            .filter_map(|job| job.get("enqueued_at").and_then(Value::as_f64))
+            .min_by(f64::total_cmp);
         Ok(QueueInfo {
             name: name.to_string(),
-            size,
-            latency,
+            size: lists.iter().map(|(size, _)| size).sum(),
+            latency: oldest_enqueued.map_or(0.0, |at| (now() - at).max(0.0)),
             paused: paused.iter().any(|p| p == name),
         })
     }
@@ -264,21 +282,49 @@ impl Api {
         let _: i64 = self.conn().publish(self.client.keys().wake(), name).await?;
         Ok(())
     }
-    /// Deletes every job on the queue; returns how many.
+    /// Deletes every job on the queue (at every priority level); returns
+    /// how many.
     pub async fn clear_queue(&self, name: &str) -> Result<u64> {
-        let key = self.client.keys().queue(name);
-        let (size, _): (u64, i64) = redis::pipe()
-            .atomic()
-            .llen(&key)
-            .unlink(&key)
-            .query_async(&mut self.conn())
-            .await?;
-        Ok(size)
+        let lists = self.lists_of(name).await?;
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for key in &lists {
+            pipe.llen(key);
+        }
+        pipe.unlink(&lists).ignore();
+        let sizes: Vec<u64> = pipe.query_async(&mut self.conn()).await?;
+        Ok(sizes.iter().sum())
     }
-    /// Jobs on a queue, newest first (`start`, `count` page through).
+    /// Jobs on a queue in the order workers take them: highest priority
+    /// level first, and within a level newest first (`start`, `count` page
+    /// through).
     pub async fn queue_jobs(&self, name: &str, start: isize, count: isize) -> Result<Vec<Vec<u8>>> {
-        let key = self.client.keys().queue(name);
-        Ok(self.conn().lrange(key, start, start + count - 1).await?)
+        let lists = self.lists_of(name).await?;
+        let mut conn = self.conn();
+        if let [only] = lists.as_slice() {
+            return Ok(conn.lrange(only, start, start + count - 1).await?);
+        }
+        let mut sizes = redis::pipe();
+        for key in &lists {
+            sizes.llen(key);
+        }
+        let sizes: Vec<isize> = sizes.query_async(&mut conn).await?;
+        let (mut skip, mut wanted) = (start.max(0), count.max(0));
+        let mut jobs = Vec::new();
+        for (key, size) in lists.iter().zip(sizes) {
+            if wanted == 0 {
+                break;
+            }
+            if skip >= size {
+                skip -= size;
+                continue;
+            }
+            let page: Vec<Vec<u8>> = conn.lrange(key, skip, skip + wanted - 1).await?;
+            wanted -= page.len() as isize;
+            jobs.extend(page);
+            skip = 0;
+        }
+        Ok(jobs)
     }
 
     /// Entries in `set`.
@@ -467,12 +513,7 @@ impl Api {
         }
         job.remove("at");
         job.set("enqueued_at", float(now()));
-        let due = crate::scheduler::Due {
-            raw: entry.raw.clone(),
-            queue: job.queue_name().to_string(),
-            payload: job.to_json(),
-            jid: job.jid_str().to_string(),
-        };
+        let due = crate::scheduler::Due::new(entry.raw.clone(), &job);
         let client = &self.client;
         let moved = crate::scheduler::move_to_queues(client.redis(), client.keys(), &self.set_key(set), &[due]).await?;
         Ok(moved == 1)

@@ -10,6 +10,7 @@ use crate::connection::BlockingConn;
 use crate::error::Result;
 use crate::shared::{Lifecycle, Shared};
 use redis::AsyncCommands;
+use std::collections::HashMap;
 use std::time::Duration;
 
 /// How long one `BLMPOP` (or `BRPOP`) blocks.
@@ -26,11 +27,19 @@ pub(crate) struct BasicFetch {
 impl BasicFetch {
     pub async fn fetch(&mut self, shared: &Shared, max: usize) -> Result<Vec<Fetched>> {
         let paused: Vec<String> = shared.redis.conn().smembers(shared.keys.paused_queues()).await?;
-        let keys: Vec<String> = queue_order(shared.config.queues(), shared.config.strict_order())
-            .into_iter()
-            .filter(|q| !paused.iter().any(|p| p == q))
-            .map(|q| shared.keys.queue(q))
-            .collect();
+        // Each queue's lists (highest priority level first), and which
+        // queue each list is of.
+        let mut queue_of: HashMap<String, String> = HashMap::new();
+        let mut keys: Vec<String> = Vec::new();
+        for queue in queue_order(shared.config.queues(), shared.config.strict_order()) {
+            if paused.iter().any(|p| p == queue) {
+                continue;
+            }
+            for list in shared.levels.lists(&shared.keys, queue) {
+                queue_of.insert(list.clone(), queue.to_string());
+                keys.push(list);
+            }
+        }
         if keys.is_empty() {
             crate::shared::sleep_unless(shared, TIMEOUT, Lifecycle::Quiet).await;
             return Ok(Vec::new());
@@ -67,7 +76,7 @@ impl BasicFetch {
             }
         };
         match result {
-            Ok(reply) => popped(shared, reply),
+            Ok(reply) => popped(&queue_of, reply),
             Err(e) => {
                 self.blocking = None;
                 Err(e.into())
@@ -77,8 +86,9 @@ impl BasicFetch {
 }
 
 /// The jobs of a `BLMPOP` reply (`[key, [job, ...]]`) or a `BRPOP` one
-/// (`[key, job]`); nil when the wait timed out.
-fn popped(shared: &Shared, reply: redis::Value) -> Result<Vec<Fetched>> {
+/// (`[key, job]`); nil when the wait timed out. `queue_of`: the queue of
+/// each list read.
+fn popped(queue_of: &HashMap<String, String>, reply: redis::Value) -> Result<Vec<Fetched>> {
     use redis::{FromRedisValue, RedisError};
     if reply == redis::Value::Nil {
         return Ok(Vec::new());
@@ -89,7 +99,7 @@ fn popped(shared: &Shared, reply: redis::Value) -> Result<Vec<Fetched>> {
         redis::Value::Array(_) => FromRedisValue::from_redis_value(jobs).map_err(parse)?,
         one => vec![FromRedisValue::from_redis_value(one).map_err(parse)?],
     };
-    let queue = shared.keys.queue_name(&key).unwrap_or(&key).to_string();
+    let queue = queue_of.get(&key).cloned().unwrap_or(key);
     Ok(jobs
         .into_iter()
         .map(|raw| Fetched {

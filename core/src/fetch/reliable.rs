@@ -55,7 +55,9 @@ impl ReliableFetch {
             .arg(max)
             .arg(first_token);
         for name in &order {
-            invocation.key(shared.keys.queue(name)).arg(*name);
+            for list in shared.levels.lists(&shared.keys, name) {
+                invocation.key(list).arg(*name);
+            }
         }
         let flat: Vec<Vec<u8>> = invocation.invoke_async(&mut shared.redis.conn()).await?;
         pairs(flat, first_token)

@@ -88,16 +88,16 @@ pub(crate) async fn fetch_queue_by_queue<'a>(
             return Ok((taken, read[i.saturating_sub(1)..].to_vec()));
         }
         let first_token = shared.reserve_tokens(wanted);
-        let flat: Vec<Vec<u8>> = SCRIPTS
-            .fetch_reliable
+        let mut invocation = SCRIPTS.fetch_reliable.prepare_invoke();
+        invocation
             .key(shared.keys.pause_flag(name))
             .key(shared.keys.in_progress_from(&shared.identity, name))
-            .key(shared.keys.queue(name))
             .arg(wanted)
-            .arg(first_token)
-            .arg(*name)
-            .invoke_async(&mut shared.redis.conn())
-            .await?;
+            .arg(first_token);
+        for list in shared.levels.lists(&shared.keys, name) {
+            invocation.key(list).arg(*name);
+        }
+        let flat: Vec<Vec<u8>> = invocation.invoke_async(&mut shared.redis.conn()).await?;
         taken.extend(pairs(flat, first_token)?);
     }
     // Every queue was read; the last one may have filled the batch.

@@ -41,6 +41,8 @@ pub struct PushRequest {
     pub keep_expired: bool,
     /// The rate limiters it runs within (their names).
     pub limits: Option<Vec<String>>,
+    /// Its priority within its queue, 0 (last) to 9 (first).
+    pub priority: Option<i64>,
 }
 
 /// The options of a push, the same in every language (Python keywords,
@@ -69,6 +71,10 @@ pub const PUSH_OPTIONS: &[(&str, &str)] = &[
         "true: an expired job is kept in dead instead of dropped",
     ),
     ("limits", "the names of the rate limiters the job runs within"),
+    (
+        "priority",
+        "0 (taken last) to 9 (taken first) within its queue; 5 when not given",
+    ),
     ("traceparent", "the W3C trace context the job continues"),
     ("tracestate", "the W3C trace state that goes with traceparent"),
 ];
@@ -129,6 +135,10 @@ impl PushRequest {
             "result_ttl" => self.result_ttl = Some(seconds(value)?),
             "expires_in" => self.expires_in = Some(seconds(value)?),
             "expires_at" => self.expires_at = Some(epoch(value)?),
+            "priority" => match value {
+                HostValue::Int(level) => self.priority = Some(*level),
+                other => return Err(Error::invalid_value(name, other, "must be a whole number from 0 to 9")),
+            },
             "keep_expired" => match value {
                 HostValue::Bool(keep) => self.keep_expired = *keep,
                 other => return Err(Error::invalid_value(name, other, "must be true or false")),
@@ -217,6 +227,9 @@ impl PushRequest {
         }
         if let Some(names) = self.limits {
             job = job.limits(names);
+        }
+        if let Some(level) = self.priority {
+            job = job.field("priority", Value::from(level));
         }
         job.validate()?;
         Ok(job)
@@ -404,18 +417,25 @@ mod tests {
             option("expires_at", when),
             option("keep_expired", HostValue::Bool(true)),
             option("limits", HostValue::List(vec![HostValue::Text("stripe".into())])),
+            option("priority", HostValue::Int(8)),
         ];
         let job = PushRequest::job("A", &[], &options).unwrap();
         assert!(job.run_at().unwrap() > now() + 7100.0);
         assert_eq!(job.unique_for_secs(), Some(3600.0));
         assert_eq!(job.get("keep_expired"), Some(&json!(true)));
         assert_eq!(job.get("limits"), Some(&json!(["stripe"])));
+        assert_eq!(job.priority_level(), 8);
         let job = PushRequest::job("A", &[], &[option("expires_in", hour.clone())]).unwrap();
         assert_eq!(job.get("expires_in"), Some(&json!(3600.0)));
         let job = PushRequest::job("A", &[], &[option("limits", HostValue::Text("one".into()))]).unwrap();
         assert_eq!(job.get("limits"), Some(&json!(["one"])));
         // A length of time is not a time, nor a time a length of time.
-        for (name, value) in [("at", hour), ("delay", HostValue::Bool(true))] {
+        for (name, value) in [
+            ("at", hour),
+            ("delay", HostValue::Bool(true)),
+            ("priority", HostValue::Int(10)),
+            ("priority", HostValue::Text("high".into())),
+        ] {
             let err = PushRequest::job("A", &[], &[option(name, value)]).unwrap_err();
             assert_eq!(err.field(), Some(name), "{err}");
         }

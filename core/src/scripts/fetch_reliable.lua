@@ -10,11 +10,13 @@
 --
 -- KEYS[1]   NS:paused_queues (set)
 -- KEYS[2]   NS:in_progress:<identity> (hash: delivery token -> payload)
--- KEYS[3..] NS:queue:<q> for each queue, in the order to try them
+-- KEYS[3..] the lists to read, in the order to try them: each queue's lists
+--           (NS:queue:<q>, and NS:queue@<level>:<q> for each priority level
+--           in use, highest level first: see priority.rs)
 -- ARGV[1]   the most jobs to move (integer >= 1)
 -- ARGV[2]   the first delivery token: the i-th job taken (from 0) is
 --           recorded under field ARGV[2] + i, tokens the caller reserved
--- ARGV[3..] the queue names, aligned with KEYS[3..]
+-- ARGV[3..] the queue name of each list, aligned with KEYS[3..]
 --
 -- Returns a flat array {queue_name, payload, queue_name, payload, ...}, in
 -- token order (empty when every unpaused queue is empty).

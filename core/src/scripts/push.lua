@@ -6,25 +6,36 @@
 -- channel (wake.lua, prepended), so idle workers fetch at once; a queue
 -- that already held jobs publishes nothing.
 --
+-- The priority levels the jobs use (other than the default) are listed
+-- first, for workers to find their lists (list_priority_level, wake.lua).
+--
 -- KEYS[1]         NS:queues (set)
 -- KEYS[2]         NS:schedule (zset)
--- KEYS[3..2+Q]    NS:queue:<q>, one per queue pushed to
--- KEYS[3+Q..]     NS:result:<jid>, one per result record
+-- KEYS[3]         NS:priorities (set)
+-- KEYS[4..3+Q]    the lists pushed to: NS:queue:<q>, or NS:queue@<level>:<q>
+--                 for a priority level other than the default
+-- KEYS[4+Q..]     NS:result:<jid>, one per result record
 -- ARGV[1]         the wake channel
--- ARGV[2]         Q, the number of queues
+-- ARGV[2]         Q, the number of lists
 -- ARGV[3]         S, the number of scheduled jobs
 -- ARGV[4]         R, the number of result records
--- ARGV[5..]       per queue (aligned with its key): its name, its job count
---                 n, then the n payloads (pushed in that order); then per
---                 scheduled job: run-at score, payload; then per record: TTL
---                 (whole seconds), record
+-- ARGV[5]         P, the number of priority levels used
+-- ARGV[6..]       P levels ("<level> <queue>"); then per list (aligned with
+--                 its key): its queue's name, its job count n, then the n
+--                 payloads (pushed in that order); then per scheduled job:
+--                 run-at score, payload; then per record: TTL (whole
+--                 seconds), record
 --
 -- Returns the number of jobs written.
 local queues, scheduled, records = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local at = 5
+local at = 6
+for _ = 1, tonumber(ARGV[5]) do
+  list_priority_level(KEYS[3], ARGV[1], ARGV[at])
+  at = at + 1
+end
 local written = 0
 for q = 1, queues do
-  local key, name, n = KEYS[2 + q], ARGV[at], tonumber(ARGV[at + 1])
+  local key, name, n = KEYS[3 + q], ARGV[at], tonumber(ARGV[at + 1])
   at = at + 2
   redis.call("SADD", KEYS[1], name)
   local length = 0
@@ -42,7 +53,7 @@ for _ = 1, scheduled do
   written = written + 1
 end
 for r = 1, records do
-  redis.call("SET", KEYS[2 + queues + r], ARGV[at + 1], "EX", ARGV[at])
+  redis.call("SET", KEYS[3 + queues + r], ARGV[at + 1], "EX", ARGV[at])
   at = at + 2
 end
 return written

@@ -5,7 +5,8 @@
 -- or by any process's recovery pass after a crash), so each push first
 -- sets its marker: a repeat finds the marker and pushes nothing.
 --
--- KEYS[1]   {NS:<q>}:queue (list)
+-- KEYS[1]   {NS:<q>}:queue, or {NS:<q>}:queue@<level> for a priority level
+--           other than the default (list)
 -- KEYS[2..] {NS:<q>}:landed:<hand-over id>, one per payload
 -- ARGV[1]   the wake channel (NS:wake; see wake.lua, prepended)
 -- ARGV[2]   queue name

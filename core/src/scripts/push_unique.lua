@@ -18,6 +18,9 @@
 -- ARGV[8] the result record (status queued or scheduled)
 -- ARGV[9] the wake channel (NS:wake; see wake.lua, prepended)
 -- ARGV[10] the hand-over id ("outbox" only)
+-- KEYS[5] NS:priorities (set)
+-- ARGV[11] the job's priority level, "<level> <queue>", or "" for the
+--          default (see list_priority_level in wake.lua, prepended)
 --
 -- Returns 1 if pushed (or already pushed under this jid), 0 if another job
 -- with the same digest holds the lock.
@@ -35,6 +38,7 @@ if kind ~= want and kind ~= "none" then
   return redis.error_reply("WRONGTYPE " .. KEYS[3] .. " is a " .. kind .. ", not a " .. want)
 end
 redis.call("SET", KEYS[1], ARGV[1], "EX", ARGV[2])
+list_priority_level(KEYS[5], ARGV[9], ARGV[11])
 if ARGV[3] == "schedule" then
   redis.call("ZADD", KEYS[3], ARGV[6], ARGV[5])
 elseif ARGV[3] == "outbox" then

@@ -7,7 +7,8 @@
 --
 -- KEYS[1]   NS:schedule or NS:retry (zset)
 -- KEYS[2]   NS:queues (set)
--- KEYS[3..] NS:queue:<q>, one per entry
+-- KEYS[3..] the list of each entry: NS:queue:<q>, or NS:queue@<level>:<q>
+--           for a priority level other than the default
 -- ARGV[1]   the wake channel (NS:wake; see wake.lua, prepended)
 -- ARGV[2..] triplets, one per entry, aligned with KEYS[3..]:
 --           {entry as stored, queue name, payload to push}

@@ -14,7 +14,8 @@
 --
 -- KEYS[1] NS:in_progress:<identity> (hash, or a list of an earlier release)
 -- KEYS[2] NS:queues (set)
--- KEYS[3] NS:queue:<q> (list)
+-- KEYS[3] the job's list: NS:queue:<q>, or NS:queue@<level>:<q> at a priority
+--         level other than the default
 -- KEYS[4] NS:last_beat (hash)
 -- ARGV[1] the payload exactly as it stands in progress
 -- ARGV[2] queue name

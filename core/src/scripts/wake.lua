@@ -11,3 +11,18 @@ local function wake_if_was_empty(channel, queue_name, length, pushed)
   end
 end
 
+
+-- A push of a job at a priority level other than the default lists the
+-- level in NS:priorities (member "<level> <queue>", see priority.rs): that
+-- is where workers learn which lists of a queue to read. The push that
+-- lists it first says so on the wake channel ("priority <member>"), so
+-- running workers read the level's list from their next fetch. Nothing
+-- happens for an empty `member` (the default level).
+local function list_priority_level(registry, channel, member)
+  if member == nil or member == "" then
+    return
+  end
+  if redis.call("SADD", registry, member) == 1 and channel ~= nil and channel ~= "" then
+    redis.call("PUBLISH", channel, "priority " .. member)
+  end
+end

@@ -260,16 +260,17 @@ pub(crate) async fn queue(
     let body = html! {
         p { (info.size) " jobs, latency " (format!("{:.1}s", info.latency)) @if info.paused { " · " span.badge.warn { "paused" } } }
         table {
-            thead { tr { th { "Class" } th { "Args" } th { "Jid" } th { "Enqueued" } } }
+            thead { tr { th { "Class" } th { "Args" } th { "Jid" } th.num { "Priority" } th { "Enqueued" } } }
             tbody {
                 @for raw in &raws {
                     @match Job::parse(raw) {
                         Ok(job) => tr {
                             td { (job.display_class()) } td.args { code { (args_text(&job)) } }
                             td { code { (job.jid_str()) } }
+                            td.num { (job.priority_level()) }
                             td { (job.get("enqueued_at").and_then(Value::as_f64).map(ago).unwrap_or_default()) }
                         },
-                        Err(reason) => tr { td colspan="4" { "unparseable: " (reason) } },
+                        Err(reason) => tr { td colspan="5" { "unparseable: " (reason) } },
                     }
                 }
             }
@@ -448,6 +449,7 @@ pub(crate) async fn job(
                 dt { "Class" } dd { (job.display_class()) }
                 @if job.display_class() != job.class() { dt { "Wrapper" } dd { (job.class()) } }
                 dt { "Queue" } dd { (job.queue_name()) }
+                dt { "Priority" } dd { (job.priority_level()) }
                 dt { "Jid" } dd { code { (job.jid_str()) } }
                 // retry_count counts failures: a retry=0 job that failed
                 // once has 1 and was never retried.

@@ -14,7 +14,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The core's private server ([`RedisServer`]) with the conveniences the
@@ -274,4 +274,25 @@ pub async fn limiter_refusals(redis: &TestRedis, name: &str) -> i64 {
         .await
         .unwrap()
         .unwrap_or(0)
+}
+
+/// A worker with one slot that records the first arg of each `Step` it
+/// runs, each taking `pause`.
+pub fn recording_worker(config: Config, pause: Duration) -> (Worker, Arc<Mutex<Vec<i64>>>) {
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let seen = ran.clone();
+    let mut config = config;
+    config.set_concurrency(1).unwrap();
+    let worker = Worker::builder(config)
+        .register("Step", move |job| {
+            let seen = seen.clone();
+            async move {
+                seen.lock().unwrap().push(job.args_slice()[0].as_i64().unwrap());
+                tokio::time::sleep(pause).await;
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap();
+    (worker, ran)
 }

@@ -22,7 +22,7 @@ module Cogworker
     # The push options given (nil: not given), by name as the engine takes
     # them: Cogworker::Native::PUSH_OPTIONS, the same in every language,
     # each checked by the engine (queue, retry, at, unique_for, result_ttl,
-    # expires_in, expires_at, keep_expired, limits). Times are Time or
+    # expires_in, expires_at, keep_expired, limits, priority). Times are Time or
     # epoch seconds, lengths of time Durations or seconds.
     def self.options(options)
       options.to_h { |name, value| [name.to_s, value] }.compact

@@ -72,6 +72,19 @@ class TestActiveJob < Minitest::Test
     refute_equal later.provider_job_id, until_job.provider_job_id
   end
 
+  # ActiveJob's priority, lower first, onto cogworker's levels (higher
+  # first; 5 the default), which the worker takes highest first.
+  def test_priority_is_honoured
+    @api.pause_queue('default')
+    GreetJob.set(priority: -3).perform_later('urgent', 0, {})
+    GreetJob.perform_later('plain', 0, {})
+    GreetJob.set(priority: 10).perform_later('whenever', 0, {})
+    levels = @api.queue_jobs('default').map { |job| [job['args'][0]['arguments'][0], job['priority']] }
+    assert_equal [['urgent', 8], ['plain', nil], ['whenever', 0]], levels
+    @api.unpause_queue('default')
+    wait_for('all three ran') { lines.size == 3 }
+  end
+
   def test_retry_on_re_enqueues_until_it_succeeds
     FlakyJob.perform_later('k')
     wait_for('the third execution') { lines.include?('flaky k 3') }

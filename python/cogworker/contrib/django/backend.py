@@ -53,6 +53,17 @@ class CogworkerTask(_compat.Task):  # type: ignore[misc]
     retry: bool | int | None = None
 
 
+def priority_level(priority: int) -> int | None:
+    """Django's priority (-100 to 100, higher first, 0 the default) as a
+    cogworker level (0 to 9, higher first, 5 the default): above 0 onto
+    6..9, below onto 4..0, in equal steps; None for the default."""
+    if priority == 0:
+        return None
+    if priority > 0:
+        return 5 + -(-min(priority, 100) * 4 // 100)
+    return 5 - -(-min(-priority, 100) * 5 // 100)
+
+
 class CogworkerBackend(_compat.BaseTaskBackend):  # type: ignore[misc]
     """Runs Django tasks on cogworker workers (``python manage.py cogworker``)."""
 
@@ -60,7 +71,7 @@ class CogworkerBackend(_compat.BaseTaskBackend):  # type: ignore[misc]
     supports_defer = True  # run_after: a scheduled job
     supports_async_task = True  # an async def task runs on the worker's event loop
     supports_get_result = True  # from the job's kept result (OPTIONS result_ttl)
-    supports_priority = False  # cogworker has weighted queues, not priorities
+    supports_priority = True  # Django's -100..100 onto cogworker's levels: see priority_level
 
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         super().__init__(alias, params)
@@ -109,6 +120,7 @@ class CogworkerBackend(_compat.BaseTaskBackend):  # type: ignore[misc]
                 "retry": self.settings["retry"] if retry is None else retry,
                 "at": task.run_after,
                 "result_ttl": self.settings["result_ttl"],
+                "priority": priority_level(getattr(task, "priority", 0)),
             }
         )
         # Django's own argument check (a JSON round trip), then the engine's.

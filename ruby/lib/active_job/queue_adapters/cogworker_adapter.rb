@@ -16,8 +16,18 @@ module ActiveJob
     # and `discard_on` work as in Rails' docs: ActiveJob re-enqueues through
     # this adapter; an exception that escapes them fails the cogworker job,
     # which then retries (25 times, then dead) as any other. `priority` is
-    # ignored: cogworker has weighted queues, not priorities.
+    # honoured: see `priority_level`.
     class CogworkerAdapter
+      # ActiveJob's priority (lower runs first, as Solid Queue and Delayed
+      # Job read it; nil or 0 the default) as a cogworker level (0 to 9,
+      # higher first, 5 the default): one level per step from the default,
+      # clamped (-1 is 6, -4 and below 9; 1 is 4, 5 and above 0).
+      def self.priority_level(priority)
+        return nil if priority.nil? || priority.to_i.zero?
+
+        (5 - priority.to_i).clamp(0, 9)
+      end
+
       def enqueue(job)
         push([job]).first
       end
@@ -50,6 +60,8 @@ module ActiveJob
           payload = { 'class' => JobWrapper.name, 'wrapped' => job.class.name, 'queue' => job.queue_name,
                       'args' => [job.serialize] }
           payload['at'] = at.to_f if at
+          level = self.class.priority_level(job.priority)
+          payload['priority'] = level if level
           payload
         end
         jids = Cogworker.client.push_payloads(payloads)

@@ -1,0 +1,130 @@
+//! Priority within a queue: levels 0 (last) to 9 (first), strict — a
+//! worker takes every job of a higher level of a queue before any of a
+//! lower one; weighted or strict ordering across queues is unchanged.
+//!
+//! A job at the default level (5, or none given) lives on its queue's list
+//! as ever; a job at another level lives on a list of that level's
+//! ([`Keys::queue_at`](crate::keys::Keys::queue_at)), and a fetch reads a
+//! queue's lists highest level first, in the one `LMPOP` it already makes.
+//! Which levels of which queues are in use is one set (`NS:priorities`,
+//! members `"<level> <queue>"`: queue names hold no spaces), added to by
+//! the push that first uses a level, which then says so on the wake channel
+//! (`"priority <level> <queue>"`). Each process reads the set whenever it
+//! (re)subscribes and adds what it hears. So a queue whose jobs never ask
+//! for a priority is read as before: one key, not one command more.
+
+use crate::keys::Keys;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::RwLock;
+
+pub use crate::job::{DEFAULT_PRIORITY as DEFAULT, HIGHEST_PRIORITY as HIGHEST};
+
+/// What a process hears on the wake channel when a level of a queue is
+/// used for the first time: this, then the registry member.
+pub(crate) const WAKE_PREFIX: &str = "priority ";
+
+/// The registry member of `queue` at `level`.
+pub(crate) fn member(queue: &str, level: u8) -> String {
+    format!("{level} {queue}")
+}
+
+/// `(queue, level)` back from a registry member; `None` for one that is
+/// not ours.
+pub(crate) fn parse_member(member: &str) -> Option<(&str, u8)> {
+    let (level, queue) = member.split_once(' ')?;
+    let level: u8 = level.parse().ok()?;
+    (level <= HIGHEST && level != DEFAULT && !queue.is_empty()).then_some((queue, level))
+}
+
+/// The levels a queue's lists are read in: those in use (a bit each) and
+/// the default, highest first.
+fn in_fetch_order(used: u16) -> impl Iterator<Item = u8> {
+    (0..=HIGHEST)
+        .rev()
+        .filter(move |level| *level == DEFAULT || used & (1 << level) != 0)
+}
+
+/// The levels in use, by queue, as the registry's members list them.
+pub(crate) fn from_members<S: AsRef<str>>(members: &[S]) -> HashMap<String, u16> {
+    let mut used: HashMap<String, u16> = HashMap::new();
+    for (queue, level) in members.iter().filter_map(|m| parse_member(m.as_ref())) {
+        *used.entry(queue.to_string()).or_default() |= 1 << level;
+    }
+    used
+}
+
+/// The lists of `queue`, in the order a fetch reads them, given the levels
+/// in use (`used`, from [`from_members`]).
+pub(crate) fn lists(keys: &Keys, queue: &str, used: &HashMap<String, u16>) -> Vec<(String, u8)> {
+    let used = used.get(queue).copied().unwrap_or(0);
+    in_fetch_order(used)
+        .map(|level| (keys.queue_at(queue, level), level))
+        .collect()
+}
+
+/// The levels this process knows to be in use, by queue.
+#[derive(Default)]
+pub(crate) struct Levels {
+    used: RwLock<HashMap<String, u16>>,
+    /// The last read of the registry failed.
+    unread: AtomicBool,
+}
+
+impl Levels {
+    /// Adds what the registry lists (read when the process subscribes).
+    pub fn learn_members<S: AsRef<str>>(&self, members: &[S]) {
+        let mut known = self.used.write().unwrap();
+        for (queue, bits) in from_members(members) {
+            *known.entry(queue).or_default() |= bits;
+        }
+        self.unread.store(false, Ordering::Relaxed);
+    }
+
+    /// A read of the registry failed: it must be read again.
+    pub fn mark_unread(&self) {
+        self.unread.store(true, Ordering::Relaxed);
+    }
+
+    /// Must the registry be read again?
+    pub fn is_unread(&self) -> bool {
+        self.unread.load(Ordering::Relaxed)
+    }
+
+    /// A wake-channel message: when it says a level came into use, adds it
+    /// and returns its queue.
+    pub fn learn_message<'a>(&self, message: &'a str) -> Option<&'a str> {
+        let (queue, level) = parse_member(message.strip_prefix(WAKE_PREFIX)?)?;
+        *self.used.write().unwrap().entry(queue.to_string()).or_default() |= 1 << level;
+        Some(queue)
+    }
+
+    /// The keys of `queue`'s lists, in the order a fetch reads them.
+    pub fn lists(&self, keys: &Keys, queue: &str) -> Vec<String> {
+        lists(keys, queue, &self.used.read().unwrap())
+            .into_iter()
+            .map(|(key, _)| key)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_queue_is_read_highest_level_first_and_only_its_used_levels() {
+        let keys = Keys::new("ns");
+        let levels = Levels::default();
+        assert_eq!(levels.lists(&keys, "mail"), vec!["ns:queue:mail"]);
+        levels.learn_members(&["9 mail", "0 mail", "7 sms", "5 mail", "x mail", "12 mail"]);
+        assert_eq!(levels.learn_message("priority 7 mail"), Some("mail"));
+        assert_eq!(levels.learn_message("mail"), None);
+        assert_eq!(
+            levels.lists(&keys, "mail"),
+            vec!["ns:queue@9:mail", "ns:queue@7:mail", "ns:queue:mail", "ns:queue@0:mail"]
+        );
+        assert_eq!(levels.lists(&keys, "sms"), vec!["ns:queue@7:sms", "ns:queue:sms"]);
+        assert_eq!(parse_member(&member("a:b", 3)), Some(("a:b", 3)));
+    }
+}
