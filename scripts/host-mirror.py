@@ -149,6 +149,26 @@ MIRRORED: dict[str, tuple[list[str], list[str]]] = {
             "testing/modes.rb:perform",
         ],
     ),
+    # The definition, its checks and the waits are the core's
+    # (host::HostLimiter); the kinds' constructors are each host's.
+    "limiter objects": (
+        [
+            "limiter.py:Limiter.__init__",
+            "limiter.py:Limiter.concurrent",
+            "limiter.py:Limiter.bucket",
+            "limiter.py:Limiter.window",
+            "limiter.py:Limiter.leaky",
+            "limiter.py:Limiter.acquire",
+        ],
+        [
+            "limiter.rb:concurrent",
+            "limiter.rb:bucket",
+            "limiter.rb:window",
+            "limiter.rb:leaky",
+            "limiter.rb:initialize",
+            "limiter.rb:acquire",
+        ],
+    ),
     "tracing": (["_tracing.py:*"], ["tracing.rb:*"]),
     "periodic entries": (["_periodic.py:*"], ["periodic.rb:*"]),
 }

@@ -141,6 +141,11 @@ async fn every_page_renders_with_strict_headers_and_escapes_job_data() {
     assert!(page.contains("&lt;b&gt;erp") && page.contains("concurrent"), "{page}");
     let json = get(&app, "/api/stats").await;
     assert!(json.body.contains("\"failed\":4"), "{}", json.body);
+    assert!(json.body.contains("\"expired\":0"), "{}", json.body);
+    assert!(
+        get(&app, "/").await.body.contains("Expired"),
+        "the front page counts expired jobs"
+    );
     assert_eq!(get(&app, "/static/app.js").await.status, StatusCode::OK);
     assert_eq!(get(&app, "/sets/nothing").await.status, StatusCode::NOT_FOUND);
 }

@@ -33,6 +33,7 @@ from ._version import VERSION as __version__
 from .api import Api
 from .client import Client, JobFailed, Pending
 from .job import JobHandle, job, registry
+from .limiter import Limiter
 from .worker import Worker
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "JobFailed",
     "JobContextFilter",
     "JobHandle",
+    "Limiter",
     "OverLimit",
     "Pending",
     "RedisError",

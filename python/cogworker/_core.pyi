@@ -17,6 +17,8 @@ __all__ = [
     "Error",
     "InvalidArgument",
     "InvalidJob",
+    "Lease",
+    "Limiter",
     "OverLimit",
     "Periodic",
     "RedisError",
@@ -72,6 +74,21 @@ class Periodic:
     def pjid(self) -> str: ...
     @property
     def entry(self) -> dict[str, Any]: ...
+
+@final
+class Limiter:
+    def __new__(cls, client: Client, kind: str, name: str, limit: int, **options: Any) -> Limiter: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def limit(self) -> int: ...
+    def acquire(self, wait: Any = None) -> Lease: ...
+
+@final
+class Lease:
+    def release(self) -> None: ...
 
 @final
 class Config:

@@ -80,3 +80,19 @@ def sleeper(seconds: float, tag: str) -> None:
     _record(("start", tag))
     time.sleep(seconds * float(os.environ.get("TEST_SLEEP_SCALE", "1")))
     _record(("slept", tag))
+
+
+# The bodies of `limited` running at once, and the most seen.
+LIMITED = {"now": 0, "most": 0, "ran": 0}
+_limited_lock = threading.Lock()
+
+
+@cogworker.job(limits=["py-one"])
+def limited(seconds: float) -> None:
+    with _limited_lock:
+        LIMITED["now"] += 1
+        LIMITED["most"] = max(LIMITED["most"], LIMITED["now"])
+    time.sleep(seconds)
+    with _limited_lock:
+        LIMITED["now"] -= 1
+        LIMITED["ran"] += 1

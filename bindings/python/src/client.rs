@@ -5,7 +5,7 @@ use crate::blocking::run;
 use crate::config::PyConfig;
 use crate::convert;
 use crate::errors::to_py;
-use cogworker::host::{payload_job, prepared, push_through, HostValue, PushRequest, Session};
+use cogworker::host::{payload_job, prepared, push_through, PushRequest, Session};
 use cogworker::Job;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -13,12 +13,7 @@ use std::sync::Arc;
 
 /// `class_name(*args)` with keyword options (the core's push options).
 fn request(class_name: &str, args: &Bound<'_, PyAny>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Job> {
-    let named = options
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| Ok((k.extract()?, convert::value(&v))));
-    let named: Vec<(String, HostValue)> = named.collect::<PyResult<_>>()?;
-    PushRequest::job(class_name, &convert::values(args)?, &named).map_err(to_py)
+    PushRequest::job(class_name, &convert::values(args)?, &convert::named(options)?).map_err(to_py)
 }
 
 /// The job `class_name(*args)` would be (a dict), validated and filled as a

@@ -72,6 +72,15 @@ fn other(v: &Bound<'_, PyAny>) -> HostValue {
     }
 }
 
+/// Keyword arguments (`**options`) as named host values.
+pub fn named(options: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<(String, HostValue)>> {
+    options
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| Ok((k.extract()?, value(&v))))
+        .collect()
+}
+
 /// Each item of an iterable.
 pub fn values(iterable: &Bound<'_, PyAny>) -> PyResult<Vec<HostValue>> {
     iterable.try_iter()?.map(|item| Ok(value(&item?))).collect()

@@ -10,6 +10,7 @@ mod client;
 mod config;
 mod convert;
 mod errors;
+mod limiter;
 mod periodic;
 mod supervisor;
 mod testing;
@@ -121,6 +122,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(new_jid, m)?)?;
     m.add_function(wrap_pyfunction!(check_version, m)?)?;
     m.add_class::<periodic::PyPeriodic>()?;
+    m.add_class::<limiter::PyLimiter>()?;
+    m.add_class::<limiter::PyLease>()?;
     m.add_function(wrap_pyfunction!(periodic::entry, m)?)?;
     m.add_function(wrap_pyfunction!(settings, m)?)?;
     m.add_function(wrap_pyfunction!(producer_span, m)?)?;

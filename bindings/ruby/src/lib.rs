@@ -9,6 +9,7 @@ mod client;
 mod config;
 mod convert;
 mod errors;
+mod limiter;
 mod periodic;
 mod supervisor;
 mod testing;
@@ -97,6 +98,15 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     client.define_method("push_payloads", method!(client::RbClient::push_payloads, 3))?;
     client.define_method("status", method!(client::RbClient::status, 1))?;
     client.define_method("result", method!(client::RbClient::result, 2))?;
+
+    let limiter = native.define_class("Limiter", ruby.class_object())?;
+    limiter.define_singleton_method("new", function!(limiter::RbLimiter::new, 5))?;
+    limiter.define_method("name", method!(limiter::RbLimiter::name, 0))?;
+    limiter.define_method("kind", method!(limiter::RbLimiter::kind, 0))?;
+    limiter.define_method("limit", method!(limiter::RbLimiter::limit, 0))?;
+    limiter.define_method("acquire", method!(limiter::RbLimiter::acquire, 1))?;
+    let lease = native.define_class("Lease", ruby.class_object())?;
+    lease.define_method("release", method!(limiter::RbLease::release, 0))?;
 
     let delivery = native.define_class("Delivery", ruby.class_object())?;
     delivery.define_method("info", method!(worker::RbDelivery::info, 0))?;

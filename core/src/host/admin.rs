@@ -23,7 +23,7 @@ pub const COMMANDS: &[AdminCommand] = &[
     AdminCommand {
         name: "stats",
         arg: None,
-        help: "processed/failed totals and today, set sizes",
+        help: "processed, failed and expired totals and today, set sizes",
     },
     AdminCommand {
         name: "queues",

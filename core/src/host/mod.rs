@@ -21,6 +21,8 @@
 //! - [`admin`]: the admin commands both CLIs run;
 //! - [`HostDelivery`]: a delivery held by a host object, settled once;
 //! - [`Session`]: a configuration's lazily built, fork-safe client and API;
+//! - [`HostLimiter`]: a rate limiter defined from host values, written on
+//!   first use;
 //! - [`supervisor`]: the parent of a multi-process worker (`-p N`);
 //! - [`testing`]: the fake and inline modes, what they record and keep;
 //! - [`flags`]: the worker command's flags, one per setting, for both CLIs;
@@ -34,6 +36,7 @@ mod cli;
 mod delivery;
 mod failure;
 pub mod flags;
+mod limiter;
 mod periodic;
 mod push;
 mod session;
@@ -50,6 +53,7 @@ pub use crate::value::HostValue;
 pub use cli::{secret_on_command_line, warn_secret_on_command_line};
 pub use delivery::HostDelivery;
 pub use failure::{HostFailure, RetryHint};
+pub use limiter::{HostLimiter, DEFAULT_WAIT as LIMITER_WAIT, LIMITER_KINDS};
 pub use periodic::periodic_entry;
 pub use push::{payload_job, prepared, push_through, PushRequest, PUSH_OPTIONS};
 pub use session::{in_runtime, Session};

@@ -178,6 +178,7 @@ pub(crate) async fn dashboard(Extension(csrf): Extension<CsrfToken>, state: axum
         section.cards {
             div.card { span.label { "Processed" } span.value #processed { (totals.processed) } span.sub { span #processed-today { (today.processed) } " today" } }
             div.card { span.label { "Failed" } span.value #failed { (totals.failed) } span.sub { span #failed-today { (today.failed) } " today" } }
+            div.card { span.label { "Expired" } span.value #expired { (totals.expired) } span.sub { span #expired-today { (today.expired) } " today" } }
             div.card { span.label { "Busy" } span.value #busy { (busy) } span.sub { (counted(processes.len(), "process", "processes")) } }
             a.card href="/sets/scheduled" { span.label { "Scheduled" } span.value { (scheduled) } }
             a.card href="/sets/retry" { span.label { "Retries" } span.value { (retry) } }
@@ -582,6 +583,8 @@ pub(crate) async fn stats_json(state: axum::extract::State<State>) -> Result<Res
         "failed": stats.failed,
         "processed_today": today.processed,
         "failed_today": today.failed,
+        "expired": stats.expired,
+        "expired_today": today.expired,
         "busy": busy,
         "dead": dead,
         "time": crate::job::now(),

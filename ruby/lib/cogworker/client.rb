@@ -48,6 +48,9 @@ module Cogworker
       @native.status(jid.to_s)
     end
 
+    # The engine's client (a limiter made on this client's Redis uses it).
+    attr_reader :native
+
     def initialize(config = Cogworker.config)
       @native = config.native_client
       @middleware = config.hooks.client_middleware

@@ -65,6 +65,8 @@ function startChart(svg) {
         failed: stats.failed,
         "processed-today": stats.processed_today,
         "failed-today": stats.failed_today,
+        expired: stats.expired,
+        "expired-today": stats.expired_today,
         busy: stats.busy,
         "dead-count": stats.dead,
       };
