@@ -163,6 +163,23 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
                 file_delivery(shared, &delivery, &plan, "", "dropping an expired job").await;
                 *expired.entry(delivery.queue.clone()).or_default() += 1;
             }
+            Completion::Cancelled(delivery) => {
+                let started_at = if delivery.started { delivery.started_at } else { 0.0 };
+                let plan = crate::retry::plan_cancelled(&delivery.job, now(), started_at);
+                file_delivery(shared, &delivery, &plan, "", "filing a cancelled job").await;
+                tracing::info!(
+                    jid = delivery.job.jid_str(),
+                    class = delivery.job.display_class(),
+                    queue = delivery.queue.as_str(),
+                    outcome = "cancelled",
+                    "{}",
+                    if started_at > 0.0 {
+                        "cancelled while it ran; stopped"
+                    } else {
+                        "cancelled; dropped unrun"
+                    }
+                );
+            }
             Completion::OverLimit {
                 delivery,
                 limiter,
@@ -343,6 +360,7 @@ fn log_failure(delivery: &Delivery, failure: &crate::handler::Failure, plan: &Fa
         Disposition::Discard => "retry disabled, discarded".to_string(),
         Disposition::Reschedule => "rescheduled".to_string(),
         Disposition::Expired | Disposition::ExpiredDead => "expired".to_string(),
+        Disposition::Cancelled => "cancelled".to_string(),
     };
     // An absent field (None) is not written at all.
     let backtrace = (crate::logging::json() || tracing::enabled!(tracing::Level::DEBUG))
@@ -369,7 +387,8 @@ fn log_failure(delivery: &Delivery, failure: &crate::handler::Failure, plan: &Fa
         | Disposition::Discard
         | Disposition::Reschedule
         | Disposition::Expired
-        | Disposition::ExpiredDead => line!(warn),
+        | Disposition::ExpiredDead
+        | Disposition::Cancelled => line!(warn),
     }
 }
 
@@ -563,15 +582,17 @@ async fn file(
         Disposition::Reschedule => shared.keys.schedule(),
         _ => shared.keys.dead(),
     };
-    // A reschedule or an expiry is no execution: no History entry; an
-    // expiry counts as expired, not failed.
+    // A reschedule, an expiry or a cancellation is no failed execution:
+    // no History entry; an expiry counts as expired, a cancellation as
+    // cancelled, not failed.
     let not_run = matches!(
         plan.disposition,
-        Disposition::Reschedule | Disposition::Expired | Disposition::ExpiredDead
+        Disposition::Reschedule | Disposition::Expired | Disposition::ExpiredDead | Disposition::Cancelled
     );
     let history_max = if not_run { 0 } else { shared.config.history_max() };
     let stat = match plan.disposition {
         Disposition::Expired | Disposition::ExpiredDead => "expired",
+        Disposition::Cancelled => "cancelled",
         _ => "failed",
     };
     let (dead_max, dead_min_score) = dead_bounds(&shared.config, at);

@@ -132,8 +132,22 @@ impl Delivery {
         self.settle(Outcome::Failure(failure));
     }
 
-    /// Settles with `outcome`.
+    /// Was the job cancelled (`Api::cancel`)? A host's running job reads
+    /// it to stop early; however its handler then ends, the job is filed
+    /// as cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.owner
+            .as_ref()
+            .is_some_and(|owner| owner.cancellations.contains(self.job.jid_str()))
+    }
+
+    /// Settles with `outcome` (a job cancelled while it ran: as cancelled,
+    /// whatever the outcome).
     pub fn settle(mut self, outcome: Outcome) {
+        if self.is_cancelled() {
+            self.cancel();
+            return;
+        }
         self.leases.clear();
         if let Some(owner) = self.owner.take() {
             owner.finish(self, outcome);
@@ -154,6 +168,12 @@ impl Delivery {
     /// as the job asks) unrun, counted as expired.
     pub(crate) fn expire(self) {
         self.set_aside(Completion::Expired);
+    }
+
+    /// It was cancelled (`Api::cancel`): dropped unrun when taken, or
+    /// stopped while it ran; not retried, counted as cancelled.
+    pub(crate) fn cancel(self) {
+        self.set_aside(Completion::Cancelled);
     }
 
     /// A limiter it declared (`limiter`) had no capacity: it goes back to
@@ -248,6 +268,8 @@ pub(crate) enum Completion {
     },
     /// Not started by its `expires_at`: dropped, or filed in dead.
     Expired(Delivery),
+    /// Cancelled: dropped unrun, or stopped while it ran.
+    Cancelled(Delivery),
     /// Not a runnable job: bury its bytes in `dead`.
     Bury {
         queue: String,

@@ -140,6 +140,10 @@ fn hand_over(shared: &Arc<Shared>, slots: &Handover, batch: Vec<Fetched>) {
             Ok(mut job) => {
                 job.normalize(crate::job::now());
                 let delivery = shared.new_delivery(queue, raw, job, token);
+                if shared.cancellations.contains(delivery.job.jid_str()) {
+                    delivery.cancel();
+                    continue;
+                }
                 if let Some(expiry) = delivery.job.expiry() {
                     if expiry <= crate::job::now() + crate::clock::cached_offset(&shared.redis) {
                         delivery.expire();

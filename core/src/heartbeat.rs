@@ -67,10 +67,12 @@ async fn warn_about_eviction(shared: &Shared) {
 
 async fn resolve_and_beat(shared: &Shared) -> Result<()> {
     resolve_fetch_mode(shared).await?;
-    // The priority levels in use, before the first fetch reads any queue.
+    // The priority levels in use and the cancelled jobs, before the first
+    // fetch reads any queue.
     let levels: Vec<String> =
         redis::AsyncCommands::smembers(&mut shared.redis.conn(), shared.keys.priorities()).await?;
     shared.levels.learn_members(&levels);
+    shared.cancellations.learn(&cancelled_jids(shared).await?);
     if shared.keys.is_sharded_by_queue() {
         // Recovery looks for a dead process's jobs in the listed queues'
         // slots: list ours before anything is taken from them.
@@ -174,11 +176,15 @@ pub(crate) async fn listen_for_signals(shared: Arc<Shared>) {
                 Ok(()) => {
                     take_queued_signals(&shared).await;
                     learn_priority_levels(&shared).await;
+                    learn_cancellations(&shared).await;
                     shared.wakeups.every_queue();
                     let mut messages = pubsub.on_message();
                     while let Some(message) = messages.next().await {
                         let text: String = message.get_payload().unwrap_or_default();
                         if message.get_channel_name() == wake {
+                            if shared.cancellations.learn_message(&text) {
+                                continue;
+                            }
                             let queue = shared.levels.learn_message(&text).unwrap_or(&text);
                             if shared.config.queues().iter().any(|q| q.name == queue) {
                                 shared.wakeups.queue(queue);
@@ -214,6 +220,21 @@ pub(crate) async fn learn_priority_levels(shared: &Shared) {
             tracing::warn!("reading the priority levels in use failed (trying again at the next heartbeat): {e}");
             shared.levels.mark_unread();
         }
+    }
+}
+
+/// The jobs cancelled and not yet forgotten (see `cancel.rs`).
+async fn cancelled_jids(shared: &Shared) -> redis::RedisResult<Vec<String>> {
+    redis::AsyncCommands::zrangebyscore(&mut shared.redis.conn(), shared.keys.cancelled(), now(), "+inf").await
+}
+
+/// Reads the cancelled jobs again after a (re)subscription: one cancelled
+/// while nobody listened is heard of here. A failed read is logged; the
+/// next subscription reads again.
+async fn learn_cancellations(shared: &Shared) {
+    match cancelled_jids(shared).await {
+        Ok(jids) => shared.cancellations.learn(&jids),
+        Err(e) => tracing::warn!("reading the cancelled jobs failed: {e}"),
     }
 }
 

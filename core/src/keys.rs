@@ -86,6 +86,11 @@ impl Keys {
             None => format!("{}:queue@{level}:{name}", self.ns),
         }
     }
+    /// Sorted set of cancelled jids, scored by when each may be forgotten
+    /// (see `cancel.rs`).
+    pub fn cancelled(&self) -> String {
+        self.key("cancelled")
+    }
     /// Set of the priority levels in use, `"<level> <queue>"` (the default
     /// level is not listed).
     pub fn priorities(&self) -> String {

@@ -9,6 +9,7 @@
 mod admission;
 mod api;
 pub mod bench;
+mod cancel;
 mod client;
 mod clock;
 mod completion;

@@ -11,12 +11,26 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 pub(crate) async fn run(shared: Arc<Shared>, registry: Arc<Registry>, slots: flume::Receiver<Delivery>) {
+    // What wakes this slot when its job is cancelled (see cancel.rs).
+    let cancel = Arc::new(tokio::sync::Notify::new());
     while let Ok(delivery) = slots.recv_async().await {
         let Some(delivery) = shared.begin(delivery) else {
             continue;
         };
         let span = trace::job_span(delivery.job());
-        let result = registry.run(delivery.job()).instrument(span.clone()).await;
+        let watch = shared.cancellations.watch(delivery.job().jid_str(), &cancel);
+        // A cancelled job's handler is dropped where it waits: it runs no
+        // further, and the job is filed as cancelled.
+        let result = tokio::select! {
+            result = registry.run(delivery.job()).instrument(span.clone()) => Some(result),
+            _ = watch.cancelled() => None,
+        };
+        drop(watch);
+        let Some(result) = result else {
+            drop(span);
+            delivery.cancel();
+            continue;
+        };
         if let Err(failure) = &result {
             trace::record_failure(&span, failure);
             registry.report_error(delivery.job(), failure);

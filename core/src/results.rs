@@ -16,7 +16,7 @@ use crate::retry::Disposition;
 use serde_json::{json, Value};
 
 /// Statuses after which nothing more happens to a job.
-pub const FINAL: [&str; 4] = ["succeeded", "failed", "dead", "expired"];
+pub const FINAL: [&str; 5] = ["succeeded", "failed", "dead", "expired", "cancelled"];
 
 /// How long a `queued`/`scheduled` status lasts beyond the job's due time
 /// and its `result_ttl`: a day of waiting on a queue.
@@ -86,6 +86,7 @@ pub(crate) fn failed(
         Disposition::Discard => "failed",
         Disposition::Expired => "expired",
         Disposition::ExpiredDead => "dead",
+        Disposition::Cancelled => "cancelled",
         Disposition::Reschedule => {
             let mut record = base(payload, "scheduled", at);
             record["due_at"] = payload.get("at").cloned().unwrap_or(Value::Null);
@@ -134,7 +135,7 @@ impl JobOutcome {
         };
         match record["status"].as_str().unwrap_or("unknown") {
             "succeeded" => JobOutcome::Succeeded(record.get_mut("value").map(Value::take).unwrap_or(Value::Null)),
-            "failed" | "dead" | "expired" => JobOutcome::Failed(record),
+            "failed" | "dead" | "expired" | "cancelled" => JobOutcome::Failed(record),
             other => JobOutcome::Pending(other.to_string()),
         }
     }
@@ -149,7 +150,7 @@ mod tests {
         assert_eq!(JobOutcome::of(None), JobOutcome::Pending("unknown".into()));
         let done = json!({"status": "succeeded", "value": [1]});
         assert_eq!(JobOutcome::of(Some(done)), JobOutcome::Succeeded(json!([1])));
-        for status in ["failed", "dead", "expired"] {
+        for status in ["failed", "dead", "expired", "cancelled"] {
             let record = json!({"status": status, "jid": "j", "error_class": "E", "error_message": "m"});
             assert_eq!(JobOutcome::of(Some(record.clone())), JobOutcome::Failed(record.clone()));
         }

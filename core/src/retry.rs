@@ -21,6 +21,9 @@ pub const EXPIRED: &str = "cogworker::Expired";
 /// reschedules.
 pub const OVER_LIMIT: &str = "cogworker::OverLimit";
 
+/// `error_class` of a job cancelled (`Api::cancel`) before or while it ran.
+pub const CANCELLED: &str = "cogworker::Cancelled";
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Disposition {
     Retry,
@@ -32,6 +35,9 @@ pub(crate) enum Disposition {
     Expired,
     /// The same, filed in dead (the job asked for it).
     ExpiredDead,
+    /// Cancelled before it began (dropped when taken) or while it ran
+    /// (stopped): never run again, counted as cancelled.
+    Cancelled,
 }
 
 impl Disposition {
@@ -43,6 +49,7 @@ impl Disposition {
             Disposition::Reschedule => "reschedule",
             Disposition::Expired => "discard",
             Disposition::ExpiredDead => "dead",
+            Disposition::Cancelled => "discard",
         }
     }
 }
@@ -107,6 +114,27 @@ pub(crate) fn plan_expired(job: &Job, now: f64) -> FailurePlan {
         payload: filed.to_json(),
         attempt: String::new(),
         started_at: 0.0,
+    }
+}
+
+/// The plan for a job cancelled by `Api::cancel`: dropped unrun when it
+/// was taken, or stopped while running (`started_at`, else 0); not retried.
+pub(crate) fn plan_cancelled(job: &Job, now: f64, started_at: f64) -> FailurePlan {
+    let mut filed = job.clone();
+    filed.set("error_class", Value::from(CANCELLED));
+    let message = if started_at > 0.0 {
+        "cancelled while it ran; stopped"
+    } else {
+        "cancelled before it began; dropped"
+    };
+    filed.set("error_message", Value::from(message));
+    filed.set("failed_at", float(now));
+    FailurePlan {
+        disposition: Disposition::Cancelled,
+        score: now,
+        payload: filed.to_json(),
+        attempt: String::new(),
+        started_at,
     }
 }
 

@@ -27,6 +27,7 @@ pub(crate) struct Scripts {
     pub take_held: Script,
     pub limit_define: Script,
     pub limit_acquire: Script,
+    pub cancel: Script,
 }
 
 /// One script's source: the fragments it declares in its header line
@@ -76,10 +77,11 @@ const PUSH_ONCE: ScriptSource = script!("push_once.lua", "wake.lua");
 const TAKE_HELD: ScriptSource = script!("take_held.lua", "take_fields.lua");
 const LIMIT_DEFINE: ScriptSource = script!("limit_define.lua");
 const LIMIT_ACQUIRE: ScriptSource = script!("limit_acquire.lua", "clock.lua");
+const CANCEL: ScriptSource = script!("cancel.lua");
 
 /// Every script, for the header check.
 #[cfg(test)]
-const ALL: [&ScriptSource; 19] = [
+const ALL: [&ScriptSource; 20] = [
     &FETCH_RELIABLE,
     &ACK,
     &FAIL,
@@ -99,6 +101,7 @@ const ALL: [&ScriptSource; 19] = [
     &TAKE_HELD,
     &LIMIT_DEFINE,
     &LIMIT_ACQUIRE,
+    &CANCEL,
 ];
 
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
@@ -121,6 +124,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     take_held: TAKE_HELD.load(),
     limit_define: LIMIT_DEFINE.load(),
     limit_acquire: LIMIT_ACQUIRE.load(),
+    cancel: CANCEL.load(),
 });
 
 #[cfg(test)]

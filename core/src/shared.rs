@@ -80,6 +80,8 @@ pub(crate) struct Shared {
     /// The priority levels in use of the queues, as far as this process
     /// has heard (see `priority.rs`).
     pub levels: crate::priority::Levels,
+    /// The cancelled jobs this process has heard of (see `cancel.rs`).
+    pub cancellations: Arc<crate::cancel::Cancellations>,
     pub completions: flume::Sender<Completion>,
     /// Set once the first orphan-recovery pass has completed.
     pub recovered_once: AtomicBool,
@@ -139,6 +141,7 @@ impl Shared {
             capacity_freed: Notify::new(),
             wakeups: Wakeups::default(),
             levels: Default::default(),
+            cancellations: Default::default(),
             completions,
             recovered_once: AtomicBool::new(false),
             given_back: std::sync::OnceLock::new(),

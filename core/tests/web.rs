@@ -242,6 +242,21 @@ async fn queue_process_and_lock_actions() {
     let app = app(&redis, &WebOptions::default());
     let session = Session::open(&app).await;
 
+    // Cancel, from a job's row: off the schedule, back where it was asked;
+    // a redirect never leaves the dashboard.
+    let later = api.set_page(JobSet::Scheduled, 0, 1).await.unwrap()[0].job().unwrap();
+    let cancelled = session
+        .post(
+            &format!("/jobs/{}/cancel", later.jid_str()),
+            &[("back", "/sets/scheduled")],
+        )
+        .await;
+    assert_eq!(cancelled.status, StatusCode::SEE_OTHER);
+    assert_eq!(cancelled.headers[header::LOCATION], "/sets/scheduled");
+    assert_eq!(api.set_size(JobSet::Scheduled).await.unwrap(), 0);
+    let elsewhere = session.post("/jobs/nojob/cancel", &[("back", "//evil.example")]).await;
+    assert_eq!(elsewhere.headers[header::LOCATION], "/busy");
+
     session.post("/queues/mail/pause", &[]).await;
     assert!(api.queue("mail").await.unwrap().paused);
     assert!(get(&app, "/queues").await.body.contains("paused"));

@@ -24,11 +24,15 @@ BLOCKED_AFTER = 0.5
 class EventLoop:
     """One event loop thread per worker, started on first use."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, cancellations_heard: Callable[[], int] = lambda: 0) -> None:
         self._limit = threading.BoundedSemaphore(limit)
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
+        # Each running task, with what says whether its job was cancelled.
+        self._tasks: dict[asyncio.Task[Any], Callable[[], bool]] = {}
+        # How many cancellations the engine has heard of (the watch looks
+        # at the tasks only when that changes).
+        self._cancellations_heard = cancellations_heard
         self._beat = time.monotonic()
         self._stopped = threading.Event()
 
@@ -58,6 +62,7 @@ class EventLoop:
         make: Callable[[], Coroutine[Any, Any, None]],
         on_room: Callable[[], None],
         give_up: Callable[[], bool],
+        cancelled: Callable[[], bool] = lambda: False,
     ) -> bool:
         """Waits for room (at most ``async_concurrency`` coroutines), calls
         ``on_room()``, then starts ``make()`` as a task named ``name`` and
@@ -71,7 +76,7 @@ class EventLoop:
 
         def start() -> None:
             task = loop.create_task(make(), name=name)
-            self._tasks.add(task)
+            self._tasks[task] = cancelled
             task.add_done_callback(self._finished)
 
         try:
@@ -82,7 +87,7 @@ class EventLoop:
         return True
 
     def _finished(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
+        self._tasks.pop(task, None)
         self._limit.release()
 
     def cancel_all(self) -> None:
@@ -111,13 +116,23 @@ class EventLoop:
         loop = self._loop
         assert loop is not None
         reported: Any = None
+        heard = self._cancellations_heard()
 
         def beat() -> None:
             self._beat = time.monotonic()
 
+        def cancel_cancelled() -> None:
+            # A job cancelled while its coroutine runs: cancelled outright
+            # (its CancelledError settles it, as cancelled).
+            for task, cancelled in list(self._tasks.items()):
+                if cancelled():
+                    task.cancel()
+
         while not self._stopped.wait(0.1):
             try:
                 loop.call_soon_threadsafe(beat)
+                if heard != (heard := self._cancellations_heard()):
+                    loop.call_soon_threadsafe(cancel_cancelled)
             except RuntimeError:
                 return
             stalled = time.monotonic() - self._beat

@@ -62,9 +62,17 @@ class RunningJob:
         """The whole job (every field, those middleware added included),
         made on first use."""
         if self._payload is None:
-            delivery, self._delivery = self._delivery, None
+            delivery = self._delivery
             self._payload = (delivery.payload if delivery is not None else None) or {}
         return self._payload
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the job was cancelled (``Api().cancel(jid)``, from any
+        language) while it runs: a long job checks it to stop early. However
+        it then ends, the job is filed as cancelled, not retried. (An
+        ``async def`` handler is cancelled outright.)"""
+        return self._delivery is not None and bool(self._delivery.cancelled)
 
     def get(self, field: str, default: Any = None) -> Any:
         """A payload field (``tenant_id``, ``trace``...), or ``default``."""

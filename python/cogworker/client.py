@@ -117,8 +117,18 @@ class Client:
         """``result`` for async code: waits without blocking the loop."""
         return await off_loop(self.result, jid, wait)
 
+    def cancel(self, jid: str) -> str:
+        """Cancels the job ``jid``, in whatever language it runs, and says
+        where it was: ``scheduled`` or ``retrying`` (taken off now),
+        ``running`` (an ``async def`` handler is cancelled outright; a
+        plain one sees ``current_job().cancelled``), ``queued`` (dropped
+        unrun when a worker takes it) or ``unknown``. Its status becomes
+        ``cancelled``."""
+        return self._native.cancel(jid)
+
     def status(self, jid: str) -> str:
-        """queued, scheduled, running, retrying, dead, succeeded, failed, expired or unknown."""
+        """queued, scheduled, running, retrying, dead, succeeded, failed,
+        expired, cancelled or unknown."""
         if testing.active():
             return testing.status(jid)
         return self._native.status(jid)

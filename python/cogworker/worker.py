@@ -93,7 +93,7 @@ class Worker:
             self.config, sorted(self._handlers), periodic_entries(), bool(self.hooks.client_middleware)
         )
         self._threads: list[threading.Thread] = []
-        self._loop = EventLoop(self.config.get("async_concurrency"))
+        self._loop = EventLoop(self.config.get("async_concurrency"), lambda: self._native.cancellations_heard)
         self._coroutine_handlers = {
             name for name, handle in self._handlers.items() if inspect.iscoroutinefunction(handle.func)
         }
@@ -235,6 +235,7 @@ class Worker:
                 lambda: self._perform_coroutine(delivery),
                 on_room=delivery.detach,
                 give_up=lambda: self._native.lifecycle == "stopping",
+                cancelled=lambda: delivery.cancelled,
             )
             if not handed_over:
                 delivery.abandon("stopping before the event loop had room for it")  # left for the requeue

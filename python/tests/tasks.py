@@ -96,3 +96,32 @@ def limited(seconds: float) -> None:
     with _limited_lock:
         LIMITED["now"] -= 1
         LIMITED["ran"] += 1
+
+
+# What the cancellable jobs saw: "started", then how they ended.
+CANCELS: list[str] = []
+
+
+@cogworker.job(result_ttl=600)
+async def long_async() -> None:
+    CANCELS.append("started")
+    try:
+        await asyncio.sleep(30)
+    except asyncio.CancelledError:
+        CANCELS.append("cancelled outright")
+        raise
+    CANCELS.append("finished")
+
+
+@cogworker.job(result_ttl=600)
+def long_sync() -> str:
+    CANCELS.append("started")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        job = cogworker.current_job()
+        if job is not None and job.cancelled:
+            CANCELS.append("stopped early")
+            return "stopped"
+        time.sleep(0.02)
+    CANCELS.append("finished")
+    return "finished"

@@ -41,3 +41,14 @@ class CrossSum
   include Cogworker::Job
   def perform(a, b) = { 'sum' => a + b, 'by' => 'ruby' }
 end
+
+# Runs until it is cancelled (from any language), then says so.
+class CrossCancellable
+  include Cogworker::Job
+
+  def perform
+    File.open(ENV.fetch('CROSS_RESULTS'), 'a') { |f| f.puts(JSON.generate(%w[ruby started])) }
+    sleep 0.02 until cancelled?
+    File.open(ENV.fetch('CROSS_RESULTS'), 'a') { |f| f.puts(JSON.generate(%w[ruby stopped])) }
+  end
+end

@@ -205,6 +205,28 @@ def test_a_result_crosses_languages(env: dict[str, str], tmp_path) -> None:
     assert json.loads(out.strip().splitlines()[-1]) == {"sum": 3, "by": "python"}
 
 
+def test_python_cancels_a_job_running_in_ruby(env: dict[str, str], tmp_path) -> None:
+    """A Ruby job told of a cancellation made from Python stops within a
+    second, and is filed as cancelled, not retried."""
+    log = str(tmp_path / "workers.log")
+    with both_workers(env, log):
+        client = cogworker.Client(redis_url=env["COGWORKER_REDIS_URL"])
+        jid = client.enqueue("CrossCancellable", queue="ruby", result_ttl=60)
+        wait_for_results(env["CROSS_RESULTS"], 1)
+        api = cogworker.Api(env["COGWORKER_REDIS_URL"])
+        wait_for("it shows as busy", api.busy)
+        asked = time.monotonic()
+        assert client.cancel(jid) == "running"
+        assert wait_for_results(env["CROSS_RESULTS"], 2, timeout=1) == [
+            ["ruby", "started"],
+            ["ruby", "stopped"],
+        ]
+        assert time.monotonic() - asked < 1.0
+        wait_for("filed as cancelled", lambda: "stopped" in (api.result(jid) or {}).get("error_message", ""))
+        assert client.status(jid) == "cancelled"
+        assert api.set_size("retry") == 0
+
+
 def test_a_trace_crosses_from_python_to_ruby(env: dict[str, str], tmp_path) -> None:
     """A push in a traced Python request; the Ruby worker's CONSUMER span
     is a child of the Python PRODUCER span (same trace id), and the

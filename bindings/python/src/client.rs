@@ -147,6 +147,12 @@ impl PyClient {
         run(py, self.0.naming_redis(async move { api.status(&jid).await }))
     }
 
+    /// Cancels the job `jid`; says where it was (see `Api::cancel`).
+    fn cancel(&self, py: Python<'_>, jid: String) -> PyResult<String> {
+        let api = self.0.api().map_err(to_py)?;
+        run(py, self.0.naming_redis(async move { api.cancel(&jid).await }))
+    }
+
     /// What the job came to, as the core decides it: `("succeeded",
     /// value)`, `("failed", record)` or `("pending", status)`; `wait`
     /// seconds for a final outcome.

@@ -70,6 +70,13 @@ impl PyDelivery {
             .transpose()
     }
 
+    /// Was the job cancelled while it runs? (The handler may stop early;
+    /// however it ends, the job is filed as cancelled.)
+    #[getter]
+    fn cancelled(&self) -> bool {
+        self.delivery.is_cancelled()
+    }
+
     /// It goes on as a coroutine on the host's event loop: its thread slot
     /// is freed for another job at once.
     fn detach(&self) {
@@ -208,6 +215,13 @@ impl PyWorker {
     #[getter]
     fn identity(&self) -> &str {
         self.0.identity()
+    }
+
+    /// How many job cancellations this process has heard of (a change:
+    /// look at the running coroutines).
+    #[getter]
+    fn cancellations_heard(&self) -> u64 {
+        self.0.cancellations_heard()
     }
 
     /// "running", "quiet" or "stopping".

@@ -107,6 +107,12 @@ impl RbClient {
         run(ruby, rb_self.0.naming_redis(async move { api.status(&jid).await }))
     }
 
+    /// Cancels the job `jid`; says where it was (see `Api::cancel`).
+    pub fn cancel(ruby: &Ruby, rb_self: &Self, jid: String) -> Result<String, Error> {
+        let api = rb_self.0.api().map_err(|e| to_ruby(ruby, e))?;
+        run(ruby, rb_self.0.naming_redis(async move { api.cancel(&jid).await }))
+    }
+
     /// What the job came to, as the core decides it: `["succeeded",
     /// value]`, `["failed", record]` or `["pending", status]`; `wait`
     /// seconds for a final outcome.

@@ -97,6 +97,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     client.define_method("push_many", method!(client::RbClient::push_many, 5))?;
     client.define_method("push_payloads", method!(client::RbClient::push_payloads, 3))?;
     client.define_method("status", method!(client::RbClient::status, 1))?;
+    client.define_method("cancel", method!(client::RbClient::cancel, 1))?;
     client.define_method("result", method!(client::RbClient::result, 2))?;
 
     let limiter = native.define_class("Limiter", ruby.class_object())?;
@@ -111,6 +112,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     let delivery = native.define_class("Delivery", ruby.class_object())?;
     delivery.define_method("info", method!(worker::RbDelivery::info, 0))?;
     delivery.define_method("payload", method!(worker::RbDelivery::payload, 0))?;
+    delivery.define_method("cancelled", method!(worker::RbDelivery::cancelled, 0))?;
     delivery.define_method("abandon", method!(worker::RbDelivery::abandon, 1))?;
     delivery.define_method("job_span", method!(worker::RbDelivery::job_span, 0))?;
 

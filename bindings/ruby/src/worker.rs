@@ -37,6 +37,12 @@ impl RbDelivery {
     }
 
     /// The whole job, a Hash (every field, for middleware); nil once settled.
+    /// Was the job cancelled while it runs? (The job may stop early;
+    /// however it ends, it is filed as cancelled.)
+    pub fn cancelled(&self) -> bool {
+        self.0.is_cancelled()
+    }
+
     pub fn payload(ruby: &Ruby, rb_self: &Self) -> Value {
         rb_self
             .0

@@ -3,6 +3,7 @@
 //! now, delete, kill), processes (list, quiet, stop) and stats. Reads page
 //! with range queries; nothing loads a whole set.
 
+mod cancel;
 mod limiters;
 mod metrics;
 
@@ -668,11 +669,20 @@ impl Api {
     /// (retrying, dead, failed), `due_at` (scheduled). `None` for a job without `result_ttl`, an unknown jid,
     /// or one whose result expired.
     pub async fn result(&self, jid: &str) -> Result<Option<Value>> {
-        let raw: Option<Vec<u8>> = self.conn().get(self.client.keys().result(jid)).await?;
+        let keys = self.client.keys();
+        // The record and whether the job was cancelled, in one round trip.
+        let (raw, cancelled): (Option<Vec<u8>>, Option<f64>) = redis::pipe()
+            .get(keys.result(jid))
+            .zscore(keys.cancelled(), jid)
+            .query_async(&mut self.conn())
+            .await?;
         let Some(mut record) = raw.and_then(|r| serde_json::from_slice::<Value>(&r).ok()) else {
             return Ok(None);
         };
         record["status"] = Value::String(crate::results::current_status(&record, now()));
+        if cancelled.is_some_and(|forget_after| forget_after > now()) {
+            cancel::overlaid(&mut record);
+        }
         Ok(Some(record))
     }
 

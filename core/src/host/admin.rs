@@ -71,6 +71,11 @@ pub const COMMANDS: &[AdminCommand] = &[
         help: "delete every job on a queue",
     },
     AdminCommand {
+        name: "cancel",
+        arg: Some("JID"),
+        help: "cancel a job (waiting, scheduled, retrying or running); says where it was",
+    },
+    AdminCommand {
         name: "quiet",
         arg: Some("IDENTITY"),
         help: "tell a process to stop taking jobs",
@@ -201,6 +206,10 @@ pub async fn run(api: &Api, command: &str, arg: Option<&str>) -> Result<String> 
         "clear" => {
             let deleted = api.clear_set(target.parse()?).await?;
             let _ = writeln!(out, "deleted {deleted} job(s) from {shown_target}");
+        }
+        "cancel" => {
+            let was = api.cancel(target).await?;
+            let _ = writeln!(out, "cancel: {shown_target} ({was})");
         }
         "clear-queue" => {
             let deleted = api.clear_queue(target).await?;

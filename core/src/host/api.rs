@@ -194,8 +194,14 @@ pub const CALLS: &[ApiCall] = &[
     call!(
         "status",
         ["jid"],
-        "queued, scheduled, running, retrying, dead, succeeded, failed or unknown (jobs pushed with result_ttl)",
+        "queued, scheduled, running, retrying, dead, succeeded, failed, expired, cancelled or unknown (jobs pushed with result_ttl)",
         |api, a| { api.status(a.text(0)?).await? }
+    ),
+    call!(
+        "cancel",
+        ["jid"],
+        "cancel a job; says where it was: scheduled, retrying, running, queued or unknown",
+        |api, a| { api.cancel(a.text(0)?).await? }
     ),
     call!(
         "attempts",

@@ -24,6 +24,13 @@ impl HostDelivery {
         }
     }
 
+    /// Was the job cancelled while it runs (see [`Delivery::is_cancelled`])?
+    /// False once settled.
+    pub fn is_cancelled(&self) -> bool {
+        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        inner.as_ref().is_some_and(Delivery::is_cancelled)
+    }
+
     fn take(&self) -> Result<Delivery> {
         let taken = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
         taken.ok_or_else(|| Error::invalid_argument("delivery", &self.info.jid, "was already settled"))

@@ -202,6 +202,12 @@ impl HostWorker {
         self.handle.given_back().unwrap_or(0)
     }
 
+    /// How many job cancellations this process has heard of (the host's
+    /// event loop cancels its cancelled coroutines when this changes).
+    pub fn cancellations_heard(&self) -> u64 {
+        self.handle.cancellations_heard()
+    }
+
     /// This process's identity (`host:pid:random`).
     pub fn identity(&self) -> &str {
         self.handle.identity()

@@ -54,6 +54,24 @@ pub(crate) async fn queue(
     Ok(back("/queues"))
 }
 
+/// Cancels a job by jid (waiting, scheduled, retrying or running), then
+/// back to the page the button was on (`back`, one of ours) or Busy.
+pub(crate) async fn cancel(
+    Extension(csrf): Extension<CsrfToken>,
+    state: axum::extract::State<State>,
+    Path(jid): Path<String>,
+    body: Bytes,
+) -> Result<Response, WebError> {
+    let form = Form::parse(&body, &csrf)?;
+    state.api.cancel(&jid).await?;
+    // Only a path of this dashboard: never a redirect elsewhere.
+    let to = form
+        .get("back")
+        .filter(|to| to.starts_with('/') && !to.starts_with("//"))
+        .unwrap_or("/busy");
+    Ok(back(to))
+}
+
 pub(crate) async fn process(
     Extension(csrf): Extension<CsrfToken>,
     state: axum::extract::State<State>,

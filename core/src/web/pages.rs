@@ -97,6 +97,17 @@ pub(crate) fn layout(title: &str, active: &str, csrf: &CsrfToken, body: Markup) 
 }
 
 /// A POST form with the CSRF token and one button.
+/// The button that cancels job `jid`, then comes back to `back`.
+fn cancel_button(jid: &str, back: &str, csrf: &CsrfToken) -> Markup {
+    button(
+        &format!("/jobs/{}/cancel", urlencode(jid)),
+        "Cancel",
+        csrf,
+        &[("back", back)],
+        true,
+    )
+}
+
 pub(crate) fn button(action: &str, label: &str, csrf: &CsrfToken, extra: &[(&str, &str)], danger: bool) -> Markup {
     html! {
         form.inline method="post" action=(action) {
@@ -261,7 +272,7 @@ pub(crate) async fn queue(
     let body = html! {
         p { (info.size) " jobs, latency " (format!("{:.1}s", info.latency)) @if info.paused { " · " span.badge.warn { "paused" } } }
         table {
-            thead { tr { th { "Class" } th { "Args" } th { "Jid" } th.num { "Priority" } th { "Enqueued" } } }
+            thead { tr { th { "Class" } th { "Args" } th { "Jid" } th.num { "Priority" } th { "Enqueued" } th {} } }
             tbody {
                 @for raw in &raws {
                     @match Job::parse(raw) {
@@ -270,8 +281,9 @@ pub(crate) async fn queue(
                             td { code { (job.jid_str()) } }
                             td.num { (job.priority_level()) }
                             td { (job.get("enqueued_at").and_then(Value::as_f64).map(ago).unwrap_or_default()) }
+                            td.actions { (cancel_button(job.jid_str(), &format!("/queues/{}", urlencode(&name)), &csrf)) }
                         },
-                        Err(reason) => tr { td colspan="5" { "unparseable: " (reason) } },
+                        Err(reason) => tr { td colspan="6" { "unparseable: " (reason) } },
                     }
                 }
             }
@@ -286,7 +298,7 @@ pub(crate) async fn busy(Extension(csrf): Extension<CsrfToken>, state: axum::ext
     let body = html! {
         @if rows.is_empty() { p.empty { "Nothing running." } } @else {
             table {
-                thead { tr { th { "Process" } th { "Queue" } th { "Class" } th { "Args" } th { "Running since" } } }
+                thead { tr { th { "Process" } th { "Queue" } th { "Class" } th { "Args" } th { "Running since" } th {} } }
                 tbody {
                     @for busy in &rows {
                         tr {
@@ -295,6 +307,7 @@ pub(crate) async fn busy(Extension(csrf): Extension<CsrfToken>, state: axum::ext
                             td { (busy.job.as_object().map(crate::job::display_class_of).unwrap_or("")) }
                             td.args { code { (payload_args_text(&busy.job)) } }
                             td { (ago(busy.run_at)) }
+                            td.actions { (cancel_button(busy.job["jid"].as_str().unwrap_or(""), "/busy", &csrf)) }
                         }
                     }
                 }
@@ -444,6 +457,7 @@ pub(crate) async fn job(
             (button(&actions_url, "Retry now", &csrf, &[("action", "retry"), ("entry", &key)], false))
             (button(&actions_url, "Delete", &csrf, &[("action", "delete"), ("entry", &key)], true))
             @if set != JobSet::Dead { (button(&actions_url, "Kill", &csrf, &[("action", "kill"), ("entry", &key)], true)) }
+            @if let (true, Some(job)) = (set != JobSet::Dead, &job) { (cancel_button(job.jid_str(), &format!("/sets/{}", urlencode(&name)), &csrf)) }
         }
         @if let Some(job) = &job {
             dl {

@@ -57,6 +57,11 @@ impl WorkerHandle {
     pub fn given_back(&self) -> Option<usize> {
         self.shared.given_back()
     }
+    /// How many job cancellations this process has heard of: a host whose
+    /// running jobs must be told looks at them only when this changed.
+    pub fn cancellations_heard(&self) -> u64 {
+        self.shared.cancellations.heard()
+    }
     /// The host's client middleware's answer for the periodic job `jid`
     /// (a [`crate::WorkerEvent::ClientMiddleware`]): the job to push, or `None`
     /// to push nothing (one that is not a job: pushed as it was, with a

@@ -41,7 +41,16 @@ module Cogworker
       Cogworker.result_of(jid, @native.result(jid.to_s, wait&.to_f))
     end
 
-    # queued, scheduled, running, retrying, dead, succeeded, failed, expired or unknown.
+    # Cancels the job `jid`, in whatever language it runs, and says where it
+    # was: scheduled or retrying (taken off now), running (the job sees
+    # `cancelled?`), queued (dropped unrun when a worker takes it) or
+    # unknown. Its status becomes cancelled.
+    def cancel(jid)
+      @native.cancel(jid.to_s)
+    end
+
+    # queued, scheduled, running, retrying, dead, succeeded, failed,
+    # expired, cancelled or unknown.
     def status(jid)
       return Testing.status(jid) if Testing.enabled?
 

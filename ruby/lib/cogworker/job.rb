@@ -12,6 +12,15 @@ module Cogworker
   module Job
     # The jid of the job this instance runs (set by the worker).
     attr_accessor :jid
+    # The delivery this instance runs (set by the worker).
+    attr_writer :cogworker_delivery
+
+    # Was the job cancelled (`Cogworker::Api.new.cancel(jid)`, from any
+    # language) while it runs? A long job checks it to stop early; however
+    # it then ends, the job is filed as cancelled, not retried.
+    def cancelled?
+      defined?(@cogworker_delivery) && @cogworker_delivery ? @cogworker_delivery.cancelled : false
+    end
 
     def self.included(base)
       base.extend(ClassMethods)

@@ -132,6 +132,7 @@ module Cogworker
       class_name, jid, queue, _, args = delivery.info
       instance = @handlers.fetch(class_name).new
       instance.jid = jid if instance.respond_to?(:jid=)
+      instance.cogworker_delivery = delivery if instance.respond_to?(:cogworker_delivery=)
       Thread.current[:cogworker_job] = { jid: jid, class: class_name }
       return instance.perform(*args) if @hooks.server_middleware.empty? && !Tracing.recording?
 

@@ -21,6 +21,7 @@ _STATUS = {
     "failed": "FAILED",
     "dead": "FAILED",
     "expired": "FAILED",  # never started: dropped past its expires_at
+    "cancelled": "FAILED",  # Api.cancel: dropped unrun, or stopped while it ran
 }
 
 
@@ -122,7 +123,7 @@ def from_record(record: dict[str, Any], attempts: list[dict[str, Any]]) -> Any:
     worker_ids = [str(attempt.get("worker") or "") for attempt in attempts]
     if status in ("running", "succeeded") and record.get("worker"):
         worker_ids.append(record["worker"])
-    finished = status in ("succeeded", "failed", "dead", "expired")
+    finished = status in ("succeeded", "failed", "dead", "expired", "cancelled")
     return new(
         task,
         result_id,

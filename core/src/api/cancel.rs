@@ -1,0 +1,97 @@
+//! Cancelling a job by jid, from any language (see `cancel.rs` for how the
+//! workers hear of it): one waiting in the schedule or the retry set is
+//! taken off it at once; one on a queue is dropped unrun when a worker
+//! takes it; a running one is stopped (a Rust handler's future is dropped)
+//! or told (a host's job reads the flag).
+
+use super::{check_search_text, Api, JobSet};
+use crate::error::{Error, Result};
+use crate::job::now;
+use crate::retry::Disposition;
+use crate::scripts::SCRIPTS;
+use serde_json::Value;
+
+impl Api {
+    /// Cancels the job `jid` and says where it was: `scheduled` or
+    /// `retrying` (taken off that set now), `running` (stopped or told
+    /// within a second), `queued` (dropped unrun when a worker takes it),
+    /// or `unknown` (not found where a look costs little: a job on a queue
+    /// that keeps no result, or one that ended; should it still be queued,
+    /// it is dropped all the same). A cancellation is remembered for a week.
+    pub async fn cancel(&self, jid: &str) -> Result<String> {
+        check_search_text("jid", jid)?;
+        if jid.is_empty() {
+            return Err(Error::invalid_argument("jid", "\"\"", "must not be empty"));
+        }
+        // Where it runs or waits, read before the cancellation is said: a
+        // running job is stopped at once, and its traces go with it.
+        let running = self.busy().await?.iter().any(|busy| busy.job["jid"] == jid);
+        let kept = self.result(jid).await?;
+        let keys = self.keys();
+        let at = now();
+        let _: i64 = SCRIPTS
+            .cancel
+            .key(keys.cancelled())
+            .arg(jid)
+            .arg(at)
+            .arg(at + crate::cancel::REMEMBERED_SECS)
+            .arg(keys.wake())
+            .invoke_async(&mut self.conn())
+            .await?;
+        // Off a set after the cancellation is said: a job that moves to its
+        // queue meanwhile is dropped when taken all the same.
+        for (set, status) in [(JobSet::Scheduled, "scheduled"), (JobSet::Retry, "retrying")] {
+            let Some(entry) = self.find_in_set(set, jid).await? else {
+                continue;
+            };
+            if self.delete_from_set(set, &entry).await? {
+                if let Some(job) = entry.job() {
+                    self.keep_cancelled_result(&job).await?;
+                }
+                return Ok(status.to_string());
+            }
+        }
+        if running {
+            return Ok("running".to_string());
+        }
+        Ok(match kept.as_ref().and_then(|r| r["status"].as_str()) {
+            Some(status @ ("queued" | "running")) => status.to_string(),
+            _ => "unknown".to_string(),
+        })
+    }
+
+    /// A job cancelled off a set that keeps its result gets its final
+    /// record now (and its waiters their token), as a worker would file it.
+    async fn keep_cancelled_result(&self, job: &crate::job::Job) -> Result<()> {
+        let Some(ttl) = job.result_ttl_secs() else {
+            return Ok(());
+        };
+        let plan = crate::retry::plan_cancelled(job, now(), 0.0);
+        let filed = crate::job::Job::parse(plan.payload.as_bytes()).unwrap_or_else(|_| job.clone());
+        let (record, _) = crate::results::failed(&filed, Disposition::Cancelled, 0.0, now(), "");
+        let keys = self.keys();
+        let (result, ready) = (keys.result(job.jid_str()), keys.result_ready(job.jid_str()));
+        let ttl = ttl.max(1);
+        let _: () = redis::pipe()
+            .atomic()
+            .set_ex(&result, record, ttl)
+            .del(&ready)
+            .rpush(&ready, "1")
+            .expire(&ready, ttl as i64)
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(())
+    }
+}
+
+/// A record once its job is known to be cancelled: a job that has not
+/// ended is `cancelled` at once (the worker that takes it, or runs it,
+/// files it so soon after, with its own message).
+pub(super) fn overlaid(record: &mut Value) {
+    let status = record["status"].as_str().unwrap_or("unknown");
+    if !crate::results::FINAL.contains(&status) {
+        record["status"] = Value::from("cancelled");
+        record["error_class"] = Value::from(crate::retry::CANCELLED);
+        record["error_message"] = Value::from("cancelled; a worker drops or stops it when it hears");
+    }
+}

@@ -1,0 +1,17 @@
+-- Fragments: none
+-- Cancel a job by jid: remember it in NS:cancelled (scored by when the
+-- entry may be forgotten; older entries are trimmed here) and say so on
+-- the wake channel, which every worker process listens to (cancel.rs): a
+-- worker drops the job when it takes it, or stops it while it runs.
+--
+-- KEYS[1] NS:cancelled (zset: jid -> forget-after, epoch seconds)
+-- ARGV[1] the jid
+-- ARGV[2] now (epoch seconds)
+-- ARGV[3] forget-after (epoch seconds)
+-- ARGV[4] the wake channel
+--
+-- Returns 1 if the jid was not cancelled before, else 0.
+redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", ARGV[2])
+local new = redis.call("ZADD", KEYS[1], ARGV[3], ARGV[1])
+redis.call("PUBLISH", ARGV[4], "cancel " .. ARGV[1])
+return new

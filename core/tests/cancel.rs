@@ -1,0 +1,127 @@
+//! Cancellation (issue #30, part 5, in the core): `Api::cancel(jid)` takes
+//! a job off the schedule or the retry set at once, has a queued one
+//! dropped unrun when a worker takes it, and stops a running Rust
+//! handler; the job's status becomes `cancelled`, and it never runs again.
+
+mod common;
+
+use cogworker::{Api, Client, Job, JobOutcome, JobSet, Worker};
+use common::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduled_job_is_taken_off_and_a_queued_one_is_dropped_unrun() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    let later = client
+        .push(Job::new("Count").delay(3600.0).result_ttl(600.0))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(api.cancel(&later).await.unwrap(), "scheduled");
+    assert_eq!(api.set_size(JobSet::Scheduled).await.unwrap(), 0);
+    assert_eq!(api.status(&later).await.unwrap(), "cancelled");
+    let JobOutcome::Failed(record) = api.outcome(&later, Some(1.0)).await.unwrap() else {
+        panic!("a cancelled job's outcome is final")
+    };
+    assert_eq!(record["error_class"], "cogworker::Cancelled");
+
+    // Queued (the queue is paused): cancelled before any worker runs, and
+    // another while the worker runs; both dropped when taken.
+    api.pause_queue("default").await.unwrap();
+    let early = client.push(Job::new("Count").result_ttl(600.0)).await.unwrap().unwrap();
+    assert_eq!(api.cancel(&early).await.unwrap(), "queued");
+    assert_eq!(api.status(&early).await.unwrap(), "cancelled");
+    let (worker, ran) = counting_worker(config, "Count");
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    wait_registered(&api).await;
+    let heard = client.push(Job::new("Count")).await.unwrap().unwrap();
+    assert_eq!(
+        api.cancel(&heard).await.unwrap(),
+        "unknown",
+        "no result kept: not found"
+    );
+    client.push(Job::new("Count")).await.unwrap().unwrap();
+    api.unpause_queue("default").await.unwrap();
+    wait_for_count("the one job not cancelled ran", &ran, 1, Duration::from_secs(10)).await;
+    let mut conn = redis.conn().await;
+    let a = api.clone();
+    wait_until("both dropped", Duration::from_secs(10), move || {
+        let a = a.clone();
+        async move { a.queue("default").await.unwrap().size == 0 && a.busy().await.unwrap().is_empty() }
+    })
+    .await;
+    let cancelled: Option<u64> = redis::AsyncCommands::get(&mut conn, "cogworker:stat:cancelled")
+        .await
+        .unwrap();
+    assert_eq!(cancelled, Some(2));
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+    let stats = api.stats().await.unwrap();
+    assert_eq!((stats.processed, stats.failed), (1, 0), "a cancellation is no failure");
+    handle.stop();
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_rust_handler_is_stopped_within_a_second_and_not_retried() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    let (started, finished) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (s, f) = (started.clone(), finished.clone());
+    let worker = Worker::builder(config)
+        .register("Long", move |_job| {
+            let (s, f) = (s.clone(), f.clone());
+            async move {
+                s.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                f.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap();
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    let jid = client.push(Job::new("Long").result_ttl(600.0)).await.unwrap().unwrap();
+    wait_for_count("it started", &started, 1, Duration::from_secs(10)).await;
+    let a = api.clone();
+    wait_until("it shows as busy", Duration::from_secs(10), move || {
+        let a = a.clone();
+        async move { !a.busy().await.unwrap().is_empty() }
+    })
+    .await;
+    let asked = Instant::now();
+    assert_eq!(api.cancel(&jid).await.unwrap(), "running");
+    // Cancelled at once; filed by the worker that stopped it soon after.
+    assert_eq!(api.status(&jid).await.unwrap(), "cancelled");
+    let a = api.clone();
+    let j = jid.clone();
+    wait_until("stopped and filed", Duration::from_secs(1), move || {
+        let (a, j) = (a.clone(), j.clone());
+        async move {
+            let record = a.result(&j).await.unwrap().unwrap();
+            record["error_message"] == "cancelled while it ran; stopped"
+        }
+    })
+    .await;
+    assert!(asked.elapsed() < Duration::from_secs(1), "{:?}", asked.elapsed());
+    let JobOutcome::Failed(record) = api.outcome(&jid, None).await.unwrap() else {
+        panic!("a cancelled job's outcome is final")
+    };
+    assert_eq!(record["status"], "cancelled");
+    assert_eq!(finished.load(Ordering::SeqCst), 0, "the handler ran no further");
+    assert_eq!(api.set_size(JobSet::Retry).await.unwrap(), 0, "not retried");
+    assert!(api.busy().await.unwrap().is_empty());
+    // A jid nobody knows, and none at all.
+    assert_eq!(api.cancel("f00f00f00f00f00f00f00f00").await.unwrap(), "unknown");
+    assert_eq!(api.cancel("").await.unwrap_err().field(), Some("jid"));
+    handle.stop();
+    task.await.unwrap().unwrap();
+}
