@@ -118,6 +118,7 @@ pub struct Config {
     orphan_threshold: f64,
     orphan_check_interval: f64,
     shutdown_timeout: f64,
+    timeout_grace: f64,
     unique_lock_ttl: f64,
     periodic_catch_up: CatchUp,
     labels: Vec<String>,
@@ -155,6 +156,7 @@ impl Default for Config {
             orphan_threshold: 300.0,
             orphan_check_interval: 60.0,
             shutdown_timeout: 25.0,
+            timeout_grace: 10.0,
             unique_lock_ttl: 86_400.0,
             periodic_catch_up: CatchUp::Latest,
             labels: Vec::new(),
@@ -333,6 +335,13 @@ impl Config {
         self.shutdown_timeout = seconds;
         Ok(self)
     }
+    /// How long a job may go on past its time limit (`timeout`) without
+    /// stopping before its process is ended and replaced (in a child of
+    /// `-p N`) or reported (see [`crate::time_limit`]).
+    pub fn set_timeout_grace(&mut self, seconds: f64) -> Result<&mut Self> {
+        self.timeout_grace = positive("timeout_grace", seconds)?;
+        Ok(self)
+    }
     /// Lifetime of a periodic `until_executed` lock while its job is queued.
     pub fn set_unique_lock_ttl(&mut self, seconds: f64) -> Result<&mut Self> {
         self.unique_lock_ttl = positive("unique_lock_ttl", seconds)?;
@@ -449,6 +458,11 @@ impl Config {
     /// How long running jobs may finish at stop.
     pub fn shutdown_timeout(&self) -> Duration {
         Duration::from_secs_f64(self.shutdown_timeout)
+    }
+    /// How long a job may ignore its time limit (see
+    /// [`Config::set_timeout_grace`]).
+    pub fn timeout_grace(&self) -> Duration {
+        Duration::from_secs_f64(self.timeout_grace)
     }
     /// Seconds, as set.
     pub fn unique_lock_ttl(&self) -> f64 {

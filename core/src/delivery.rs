@@ -11,6 +11,7 @@
 use crate::handler::{Failure, Outcome};
 use crate::job::{self, Job};
 use crate::shared::Shared;
+use crate::time_limit::TimeLimit;
 use std::sync::Arc;
 
 /// `error_class` of a job whose handler ended without reporting an outcome.
@@ -37,9 +38,15 @@ pub struct Delivery {
     /// The capacity taken from the limiters the job declared (see
     /// [`crate::admission`]), freed the moment it settles.
     pub(crate) leases: Vec<crate::limiter::Lease>,
+    /// Its time limit (a job with `timeout`), from when a slot began it.
+    pub(crate) time_limit: Option<Arc<TimeLimit>>,
     /// Who settles it; `None` once it is settled or given back.
     owner: Option<Arc<Shared>>,
 }
+
+/// Where a host's running delivery is kept ([`crate::host::HostDelivery`]),
+/// shared with the watch over time limits (see `worker/overrun.rs`).
+pub(crate) type Holder = std::sync::Mutex<Option<Delivery>>;
 
 /// What a host-language slot needs to run a delivery, read once when the
 /// slot takes it.
@@ -71,6 +78,7 @@ impl Delivery {
             returned: None,
             fetched_at: owner.stall.stalls(),
             leases: Vec::new(),
+            time_limit: None,
             owner: Some(owner),
         }
     }
@@ -141,13 +149,31 @@ impl Delivery {
             .is_some_and(|owner| owner.cancellations.contains(self.job.jid_str()))
     }
 
+    /// Who settles it (`None` once settled).
+    pub(crate) fn owner(&self) -> Option<&Arc<Shared>> {
+        self.owner.as_ref()
+    }
+
+    /// Did it run past its time limit (see [`crate::time_limit`])? It is
+    /// then filed as timed out, however its handler ends.
+    pub fn is_timed_out(&self) -> bool {
+        self.time_limit.as_ref().is_some_and(|limit| limit.is_expired())
+    }
+
     /// Settles with `outcome` (a job cancelled while it ran: as cancelled,
-    /// whatever the outcome).
+    /// and one past its time limit as timed out, whatever the outcome).
     pub fn settle(mut self, outcome: Outcome) {
         if self.is_cancelled() {
             self.cancel();
             return;
         }
+        let outcome = match (&self.time_limit, outcome) {
+            (Some(limit), outcome) if limit.is_expired() => Outcome::Failure(limit.failure(match outcome {
+                Outcome::Failure(failure) => Some(failure),
+                Outcome::Success => None,
+            })),
+            (_, outcome) => outcome,
+        };
         self.leases.clear();
         if let Some(owner) = self.owner.take() {
             owner.finish(self, outcome);
@@ -210,6 +236,10 @@ impl Delivery {
     pub(crate) fn mark_started(&mut self) {
         self.started = true;
         self.started_at = job::now();
+        self.time_limit = self
+            .job
+            .timeout_secs()
+            .map(|secs| Arc::new(TimeLimit::starting_now(secs)));
     }
 
     /// The same delivery with its fields moved out of `self`, which is
@@ -226,6 +256,7 @@ impl Delivery {
             returned: self.returned.take(),
             fetched_at: self.fetched_at,
             leases: std::mem::take(&mut self.leases),
+            time_limit: self.time_limit.take(),
             owner: None,
         }
     }

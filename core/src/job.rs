@@ -121,6 +121,13 @@ impl Job {
         self.fields.insert("expires_in".into(), float(seconds));
         self
     }
+    /// Its time limit: a handler still running `seconds` after it began is
+    /// stopped (see [`crate::time_limit`]) and the job fails as
+    /// `cogworker::Timeout`, retried by its policy.
+    pub fn timeout(mut self, seconds: f64) -> Self {
+        self.fields.insert("timeout".into(), float(seconds));
+        self
+    }
     /// Dropped, never run, if it has not started by `epoch_seconds` (see
     /// [`Job::expires_in`]).
     pub fn expires_at(mut self, epoch_seconds: f64) -> Self {
@@ -278,6 +285,11 @@ impl Job {
                 return Err(bad("expires_in", ttl, "must be a positive number of seconds"));
             }
         }
+        if let Some(limit) = self.fields.get("timeout") {
+            if !limit.as_f64().is_some_and(|t| t.is_finite() && t > 0.0) {
+                return Err(bad("timeout", limit, "must be a positive number of seconds"));
+            }
+        }
         if let Some(at) = self.fields.get("expires_at") {
             if !at.as_f64().is_some_and(f64::is_finite) {
                 return Err(bad("expires_at", at, "must be epoch seconds"));
@@ -340,6 +352,14 @@ impl Job {
             .and_then(Value::as_f64)
             .filter(|t| t.is_finite() && *t >= 1.0)
             .map(|t| t.ceil() as u64)
+    }
+
+    /// Its time limit (`timeout`), if it has one.
+    pub fn timeout_secs(&self) -> Option<f64> {
+        self.fields
+            .get("timeout")
+            .and_then(Value::as_f64)
+            .filter(|t| t.is_finite() && *t > 0.0)
     }
 
     /// `unique_for` in seconds, if the job is unique.

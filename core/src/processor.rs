@@ -19,17 +19,28 @@ pub(crate) async fn run(shared: Arc<Shared>, registry: Arc<Registry>, slots: flu
         };
         let span = trace::job_span(delivery.job());
         let watch = shared.cancellations.watch(delivery.job().jid_str(), &cancel);
-        // A cancelled job's handler is dropped where it waits: it runs no
-        // further, and the job is filed as cancelled.
+        let deadline = delivery.time_limit.as_ref().map(|limit| limit.deadline());
+        // A cancelled job's handler, or one past its time limit, is dropped
+        // where it waits: it runs no further, and the job is filed as
+        // cancelled, or failed as timed out.
         let result = tokio::select! {
-            result = registry.run(delivery.job()).instrument(span.clone()) => Some(result),
-            _ = watch.cancelled() => None,
+            result = registry.run(delivery.job()).instrument(span.clone()) => Ok(result),
+            _ = watch.cancelled() => Err(Stopped::Cancelled),
+            _ = past(deadline) => Err(Stopped::TimedOut),
         };
         drop(watch);
-        let Some(result) = result else {
-            drop(span);
-            delivery.cancel();
-            continue;
+        let result = match result {
+            Ok(result) => result,
+            Err(Stopped::Cancelled) => {
+                drop(span);
+                delivery.cancel();
+                continue;
+            }
+            Err(Stopped::TimedOut) => {
+                let limit = delivery.time_limit.as_ref().expect("only a time limit has a deadline");
+                limit.expire();
+                Err(limit.failure(None))
+            }
         };
         if let Err(failure) = &result {
             trace::record_failure(&span, failure);
@@ -41,5 +52,19 @@ pub(crate) async fn run(shared: Arc<Shared>, registry: Arc<Registry>, slots: flu
             Ok(_) => delivery.complete(),
             Err(failure) => delivery.settle(Outcome::Failure(failure)),
         }
+    }
+}
+
+/// Why a handler was stopped before it ended.
+enum Stopped {
+    Cancelled,
+    TimedOut,
+}
+
+/// Until `deadline`; never without one.
+async fn past(deadline: Option<std::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
+        None => std::future::pending().await,
     }
 }

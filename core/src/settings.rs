@@ -140,6 +140,12 @@ pub const SETTINGS: &[Setting] = &[
         read: |c| HostValue::Float(c.shutdown_timeout().as_secs_f64()),
     },
     Setting {
+        name: "timeout_grace",
+        help: "seconds a job may run on past its time limit (timeout) without stopping before its process is ended and replaced (with -p N) or, otherwise, reported",
+        apply: |c, name, v| c.set_timeout_grace(seconds(name, v)?).map(drop),
+        read: |c| HostValue::Float(c.timeout_grace().as_secs_f64()),
+    },
+    Setting {
         name: "unique_lock_ttl",
         help: "seconds a periodic until_executed lock lasts while its job waits in a queue",
         apply: |c, name, v| c.set_unique_lock_ttl(seconds(name, v)?).map(drop),

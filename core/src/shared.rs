@@ -82,6 +82,11 @@ pub(crate) struct Shared {
     pub levels: crate::priority::Levels,
     /// The cancelled jobs this process has heard of (see `cancel.rs`).
     pub cancellations: Arc<crate::cancel::Cancellations>,
+    /// The time limits of the jobs host threads run (see `time_limit.rs`).
+    pub time_limits: crate::time_limit::TimeLimits<crate::delivery::Holder>,
+    /// A job would not stop past its time limit: this `-p N` child stops
+    /// at once and ends (see [`Shared::end_process`]).
+    ending: AtomicBool,
     pub completions: flume::Sender<Completion>,
     /// Set once the first orphan-recovery pass has completed.
     pub recovered_once: AtomicBool,
@@ -142,6 +147,8 @@ impl Shared {
             wakeups: Wakeups::default(),
             levels: Default::default(),
             cancellations: Default::default(),
+            time_limits: Default::default(),
+            ending: AtomicBool::new(false),
             completions,
             recovered_once: AtomicBool::new(false),
             given_back: std::sync::OnceLock::new(),
@@ -195,6 +202,16 @@ impl Shared {
     /// [`Shared::give_back_running`]'s count, once shutdown has done it.
     pub fn given_back(&self) -> Option<usize> {
         self.given_back.get().copied()
+    }
+    /// Stops at once (no wait for running jobs: they go back to their
+    /// queues) and ends the process when stopped (see `time_limit.rs`).
+    pub(crate) fn end_process(&self) {
+        self.ending.store(true, Ordering::SeqCst);
+        self.advance(Lifecycle::Stopping);
+    }
+    /// Must the process end once stopped ([`Shared::end_process`])?
+    pub fn is_ending(&self) -> bool {
+        self.ending.load(Ordering::SeqCst)
     }
     pub fn is_stopping(&self) -> bool {
         self.lifecycle() >= Lifecycle::Stopping

@@ -89,6 +89,13 @@ impl Run {
                 Err(Failure::new("ConformanceError", "boom"))
             })
             .retry_in("ConformanceBoom", |_count, _job| Some(3600.0))
+            .register("ConformanceSlow", |job| {
+                let seconds = job.args_slice()[0].as_f64().unwrap_or(0.0);
+                async move {
+                    tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+                    Ok(())
+                }
+            })
             .register("ConformanceTrail", move |_job| {
                 trail.lock().unwrap().push("handler".into());
                 async { Ok(()) }
@@ -142,6 +149,16 @@ impl Run {
         }
         if let Some(max) = options["retry"].as_u64() {
             job = job.retry(Retry::Max(max as u32));
+        }
+        if let Some(seconds) = options["timeout"].as_f64() {
+            job = job.timeout(seconds);
+        }
+        for name in options.as_object().into_iter().flat_map(|o| o.keys()) {
+            let known = ["result_ttl", "unique_for", "retry", "timeout"];
+            assert!(
+                known.contains(&name.as_str()),
+                "the Rust runner takes no push option {name}"
+            );
         }
         job
     }

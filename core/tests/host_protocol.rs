@@ -266,19 +266,7 @@ async fn rust_panics_anywhere_are_filed_and_the_worker_runs_on_at_full_concurren
 /// slot and the hooks thread out of their loops.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_host_slot_loop_settles_each_delivery_by_how_its_handler_ended() {
-    use cogworker::host::{Described, Ended, HostFailure, HostValue, HostWait, HostWorker, SettledBy};
-    /// A host with no interpreter lock: it just blocks.
-    struct Plain;
-    impl HostWait for Plain {
-        type Error = String;
-        fn wait<T: Send>(
-            &mut self,
-            slice: Duration,
-            mut poll: impl FnMut(Duration) -> Option<T> + Send,
-        ) -> Result<Option<T>, String> {
-            Ok(poll(slice))
-        }
-    }
+    use cogworker::host::{Described, Ended, HostFailure, HostValue, HostWorker, SettledBy};
     let redis = TestRedis::start();
     let config = redis.config();
     let client = Client::new(&config).unwrap();
@@ -293,7 +281,7 @@ async fn the_host_slot_loop_settles_each_delivery_by_how_its_handler_ended() {
         std::thread::spawn(move || {
             let mut names = Vec::new();
             worker
-                .run_hooks(&mut Plain, |name, _job| {
+                .run_hooks(&mut PlainWait, |name, _job| {
                     names.push(name);
                     Ok(())
                 })
@@ -303,7 +291,7 @@ async fn the_host_slot_loop_settles_each_delivery_by_how_its_handler_ended() {
     let slot = {
         let worker = worker.clone();
         std::thread::spawn(move || {
-            worker.run_slot(&mut Plain, |delivery| {
+            worker.run_slot(&mut PlainWait, |delivery| {
                 let ended = match delivery.info.class.as_str() {
                     "Returns" => Ended::Returned(HostValue::Int(7)),
                     "NotJson" => Ended::Returned(HostValue::Float(f64::NAN)),

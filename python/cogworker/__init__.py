@@ -11,7 +11,16 @@ from __future__ import annotations
 import os as _os
 
 from . import _core, testing
-from ._core import ConfigError, Error, InvalidArgument, InvalidJob, OverLimit, RedisError, ScriptError
+from ._core import (
+    ConfigError,
+    Error,
+    InvalidArgument,
+    InvalidJob,
+    JobTimeout,
+    OverLimit,
+    RedisError,
+    ScriptError,
+)
 from ._hooks import (
     Hooks,
     JobDied,
@@ -47,6 +56,7 @@ __all__ = [
     "JobDied",
     "JobFailed",
     "JobContextFilter",
+    "JobTimeout",
     "JobHandle",
     "Limiter",
     "OverLimit",

@@ -24,15 +24,16 @@ BLOCKED_AFTER = 0.5
 class EventLoop:
     """One event loop thread per worker, started on first use."""
 
-    def __init__(self, limit: int, cancellations_heard: Callable[[], int] = lambda: 0) -> None:
+    def __init__(self, limit: int, interruptions: Callable[[], int] = lambda: 0) -> None:
         self._limit = threading.BoundedSemaphore(limit)
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
-        # Each running task, with what says whether its job was cancelled.
+        # Each running task, with what says whether its job must stop
+        # (cancelled, or past its time limit).
         self._tasks: dict[asyncio.Task[Any], Callable[[], bool]] = {}
-        # How many cancellations the engine has heard of (the watch looks
-        # at the tasks only when that changes).
-        self._cancellations_heard = cancellations_heard
+        # How many times the engine told a running job to stop (the watch
+        # looks at the tasks only when that changes).
+        self._interruptions = interruptions
         self._beat = time.monotonic()
         self._stopped = threading.Event()
 
@@ -62,7 +63,7 @@ class EventLoop:
         make: Callable[[], Coroutine[Any, Any, None]],
         on_room: Callable[[], None],
         give_up: Callable[[], bool],
-        cancelled: Callable[[], bool] = lambda: False,
+        stop_asked: Callable[[], bool] = lambda: False,
     ) -> bool:
         """Waits for room (at most ``async_concurrency`` coroutines), calls
         ``on_room()``, then starts ``make()`` as a task named ``name`` and
@@ -76,7 +77,7 @@ class EventLoop:
 
         def start() -> None:
             task = loop.create_task(make(), name=name)
-            self._tasks[task] = cancelled
+            self._tasks[task] = stop_asked
             task.add_done_callback(self._finished)
 
         try:
@@ -116,23 +117,24 @@ class EventLoop:
         loop = self._loop
         assert loop is not None
         reported: Any = None
-        heard = self._cancellations_heard()
+        heard = self._interruptions()
 
         def beat() -> None:
             self._beat = time.monotonic()
 
-        def cancel_cancelled() -> None:
-            # A job cancelled while its coroutine runs: cancelled outright
-            # (its CancelledError settles it, as cancelled).
-            for task, cancelled in list(self._tasks.items()):
-                if cancelled():
+        def cancel_stopped() -> None:
+            # A job cancelled, or past its time limit, while its coroutine
+            # runs: cancelled outright (its CancelledError settles it, as
+            # cancelled or timed out).
+            for task, stop_asked in list(self._tasks.items()):
+                if stop_asked():
                     task.cancel()
 
         while not self._stopped.wait(0.1):
             try:
                 loop.call_soon_threadsafe(beat)
-                if heard != (heard := self._cancellations_heard()):
-                    loop.call_soon_threadsafe(cancel_cancelled)
+                if heard != (heard := self._interruptions()):
+                    loop.call_soon_threadsafe(cancel_stopped)
             except RuntimeError:
                 return
             stalled = time.monotonic() - self._beat

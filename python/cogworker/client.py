@@ -36,6 +36,7 @@ class PushOptions(TypedDict, total=False):
     keep_expired: bool
     limits: Sequence[str]
     priority: int
+    timeout: Delay
 
 
 def given(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -93,7 +93,7 @@ class Worker:
             self.config, sorted(self._handlers), periodic_entries(), bool(self.hooks.client_middleware)
         )
         self._threads: list[threading.Thread] = []
-        self._loop = EventLoop(self.config.get("async_concurrency"), lambda: self._native.cancellations_heard)
+        self._loop = EventLoop(self.config.get("async_concurrency"), lambda: self._native.interruptions)
         self._coroutine_handlers = {
             name for name, handle in self._handlers.items() if inspect.iscoroutinefunction(handle.func)
         }
@@ -134,6 +134,8 @@ class Worker:
             ("cogworker.client-middleware", self._native.run_client_middleware, self.hooks.periodic_push),
         ):
             threading.Thread(target=target, args=(hook,), name=name, daemon=True).start()
+        # Raises JobTimeout in a slot whose job's time limit passed.
+        threading.Thread(target=self._native.run_timekeeper, name="cogworker.timekeeper", daemon=True).start()
         # Plain atexit runs after non-daemon threads are joined: too late.
         threading._register_atexit(self._stop_at_exit)  # type: ignore[attr-defined]
 
@@ -216,6 +218,10 @@ class Worker:
         if self._native.lifecycle != "stopping":
             self.stop()
         self._native.wait(self.config.get("shutdown_timeout") + 20.0)
+        # The events and timekeeper threads leave the engine's loops before
+        # the interpreter finalizes (a thread that wakes in one then would
+        # take the GIL from a finalized interpreter).
+        self._native.join(5.0, False)
 
     def _slot(self) -> None:
         self._native.run_slot(self._perform, self._describe)
@@ -235,7 +241,7 @@ class Worker:
                 lambda: self._perform_coroutine(delivery),
                 on_room=delivery.detach,
                 give_up=lambda: self._native.lifecycle == "stopping",
-                cancelled=lambda: delivery.cancelled,
+                stop_asked=lambda: delivery.cancelled or delivery.timed_out,
             )
             if not handed_over:
                 delivery.abandon("stopping before the event loop had room for it")  # left for the requeue

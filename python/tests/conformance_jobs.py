@@ -3,6 +3,7 @@ imported by its runner and by the worker processes it starts."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import cogworker
@@ -22,6 +23,13 @@ def conformance_echo(*args: Any) -> list[Any]:
 @cogworker.job(name="ConformanceBoom", retry_in=lambda count, error: 3600)
 def conformance_boom() -> None:
     raise ConformanceError("boom")
+
+
+@cogworker.job(name="ConformanceSlow")
+def conformance_slow(seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 @cogworker.job(name="ConformanceTrail")

@@ -125,3 +125,27 @@ def long_sync() -> str:
         time.sleep(0.02)
     CANCELS.append("finished")
     return "finished"
+
+
+@cogworker.job(timeout=0.5)
+def busy_loop(tag: str) -> None:
+    """Runs Python code until told its time limit passed."""
+    _record(("loop", tag))
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            time.sleep(0.01)
+    except cogworker.JobTimeout:
+        _record(("told", tag))
+        raise
+    _record(("finished", tag))
+
+
+@cogworker.job(timeout=0.5)
+async def slow_async(tag: str) -> None:
+    _record(("awaiting", tag))
+    try:
+        await asyncio.sleep(30)
+    except asyncio.CancelledError:
+        _record(("cancelled", tag))
+        raise

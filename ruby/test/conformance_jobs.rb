@@ -38,6 +38,11 @@ class ConformanceEcho
   def perform(*args) = args
 end
 
+class ConformanceSlow
+  include Cogworker::Job
+  def perform(seconds) = sleep(seconds)
+end
+
 class ConformanceBoom
   include Cogworker::Job
   cogworker_retry_in { |_count, _error| 3600 }

@@ -25,6 +25,7 @@ exceptions! {
     RedisError(Error): "Talking to Redis failed.";
     ScriptError(Error): "A cogworker Lua script misbehaved.";
     OverLimit(Error): "A rate limiter had no capacity to give within the wait allowed.";
+    JobTimeout(pyo3::exceptions::PyBaseException): "Raised in a job's thread when its time limit (`timeout`) passes. A BaseException, so that `except Exception` does not swallow it; however the handler ends, the job fails as cogworker::Timeout and is retried by its policy.";
 }
 
 pub fn to_py(error: cogworker::Error) -> PyErr {

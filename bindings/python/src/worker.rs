@@ -77,6 +77,13 @@ impl PyDelivery {
         self.delivery.is_cancelled()
     }
 
+    /// Did its time limit pass? (The event loop cancels such a coroutine;
+    /// however it ends, the job fails as timed out.)
+    #[getter]
+    fn timed_out(&self) -> bool {
+        self.delivery.is_timed_out()
+    }
+
     /// It goes on as a coroutine on the host's event loop: its thread slot
     /// is freed for another job at once.
     fn detach(&self) {
@@ -124,12 +131,27 @@ impl PyWorker {
     /// says what to record: `(error_class, message, backtrace, retry_in,
     /// stops_worker)`. The core settles each delivery once.
     fn run_slot(&self, py: Python<'_>, perform: &Bound<'_, PyAny>, describe: &Bound<'_, PyAny>) -> PyResult<()> {
+        // This thread, as the timekeeper names it (see `run_timekeeper`).
+        // SAFETY: PyThread_get_thread_ident has no preconditions.
+        let thread = unsafe { pyo3::ffi::PyThread_get_thread_ident() };
         self.0.run_slot(&mut blocking::Blocking(py), |delivery| {
             let delivery = Bound::new(py, PyDelivery::new(py, delivery)?)?;
-            let ended = match perform.call1((&delivery,)) {
+            let performing = delivery.borrow();
+            let ended = match performing
+                .delivery
+                .perform(thread as u64, || perform.call1((&delivery,)))
+            {
                 Ok(value) => Ended::Returned(value),
                 Err(error) => Ended::Raised(error),
             };
+            if performing.delivery.is_timed_out() {
+                // The timeout told may not have been raised yet (the
+                // handler returned first): it must not reach the next job.
+                // SAFETY: with the GIL held; NULL clears this thread's
+                // pending asynchronous exception.
+                unsafe { pyo3::ffi::PyThreadState_SetAsyncExc(thread as _, std::ptr::null_mut()) };
+            }
+            drop(performing);
             settle(py, &self.0, SettledBy::Slot, &delivery, ended, describe);
             Ok(())
         })
@@ -151,6 +173,20 @@ impl PyWorker {
             Ended::Raised(PyErr::from_value(outcome))
         };
         settle(py, &self.0, SettledBy::EventLoop, delivery, ended, describe);
+    }
+
+    /// Runs this thread as the worker's timekeeper until the engine has
+    /// shut down: when a job's time limit passes while its plain handler
+    /// runs, `JobTimeout` is raised in that handler's thread (when it next
+    /// runs Python code: a blocking call in C is not interrupted).
+    fn run_timekeeper(&self, py: Python<'_>) -> PyResult<()> {
+        let timeout = py.get_type::<crate::errors::JobTimeout>();
+        self.0.run_timekeeper(&mut blocking::Blocking(py), |thread| {
+            // SAFETY: with the GIL held; the type is a live exception class
+            // (borrowed: the call takes its own reference).
+            unsafe { pyo3::ffi::PyThreadState_SetAsyncExc(thread as _, timeout.as_ptr()) };
+            Ok(())
+        })
     }
 
     /// Runs this thread as the worker's events thread until the engine has
@@ -217,11 +253,11 @@ impl PyWorker {
         self.0.identity()
     }
 
-    /// How many job cancellations this process has heard of (a change:
-    /// look at the running coroutines).
+    /// How many times a running job was told to stop, cancelled or past
+    /// its time limit (a change: look at the running coroutines).
     #[getter]
-    fn cancellations_heard(&self) -> u64 {
-        self.0.cancellations_heard()
+    fn interruptions(&self) -> u64 {
+        self.0.interruptions()
     }
 
     /// "running", "quiet" or "stopping".

@@ -4,7 +4,7 @@
 
 use magnus::{exception::ExceptionClass, prelude::*, Error, RModule, RString, Ruby};
 
-fn class(ruby: &Ruby, name: &str) -> ExceptionClass {
+pub fn class(ruby: &Ruby, name: &str) -> ExceptionClass {
     ruby.class_object()
         .const_get::<_, RModule>("Cogworker")
         .and_then(|m| m.const_get::<_, ExceptionClass>(name))

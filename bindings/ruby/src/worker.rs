@@ -11,6 +11,7 @@ use crate::convert;
 use crate::errors::{raise, to_ruby};
 use crate::periodic::RbPeriodic;
 use cogworker::host::{Described, Ended, HostDelivery, HostFailure, HostWorker, SettledBy};
+use magnus::rb_sys::{AsRawValue, FromRawValue};
 use magnus::{prelude::*, typed_data::Obj, Error, RString, Ruby, Value};
 use std::time::Duration;
 
@@ -114,9 +115,16 @@ impl RbWorker {
     /// meanwhile leaves its delivery abandoned (filed by the engine).
     pub fn run_slot(ruby: &Ruby, rb_self: &Self, perform: Value, describe: Value) -> Result<(), Error> {
         let worker = &rb_self.0;
-        worker.run_slot(&mut blocking::Blocking(ruby), |delivery| {
+        // This thread, as the timekeeper names it (see `run_timekeeper`):
+        // alive while it runs a handler, which is when it is named.
+        let thread = ruby.thread_current();
+        let thread_id: u64 = thread.as_raw();
+        let ran = worker.run_slot(&mut blocking::Blocking(ruby), |delivery| {
             let delivery = ruby.obj_wrap(RbDelivery(delivery));
-            let ended = match perform.funcall::<_, _, Value>("call", (delivery,)) {
+            let called = delivery
+                .0
+                .perform(thread_id, || perform.funcall::<_, _, Value>("call", (delivery,)));
+            let ended = match called {
                 Ok(value) => Ended::Returned(value),
                 Err(error) => match exception(&error) {
                     Some(raised) => Ended::Raised(raised),
@@ -138,6 +146,27 @@ impl RbWorker {
                 |raised| described(ruby, describe, delivery, raised, &mut jumped),
             );
             jumped.map_or(Ok(()), Err)
+        });
+        // Kept on this thread's stack until here, where Ruby's GC sees it.
+        std::hint::black_box(thread);
+        ran
+    }
+
+    /// Runs this thread as the worker's timekeeper until the engine has
+    /// shut down: when a job's time limit passes while its handler runs,
+    /// `Cogworker::JobTimeout` is raised in that handler's thread
+    /// (`Thread#raise`: a C extension holding the GVL is not interrupted).
+    pub fn run_timekeeper(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
+        rb_self.0.run_timekeeper(&mut blocking::Blocking(ruby), |thread_id| {
+            // SAFETY: the id is a slot thread's VALUE, named only while
+            // that thread runs a handler (it is alive and marked then), and
+            // looked at here with the GVL held.
+            let thread = unsafe { Value::from_raw(thread_id as rb_sys::VALUE) };
+            let timeout = crate::errors::class(ruby, "JobTimeout");
+            match thread.funcall::<_, _, Value>("raise", (timeout, "the job's time limit passed")) {
+                Err(error) if exception(&error).is_none() => Err(error),
+                _ => Ok(()),
+            }
         })
     }
 

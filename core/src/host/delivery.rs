@@ -6,22 +6,73 @@
 use crate::delivery::{Delivery, DeliveryInfo};
 use crate::error::{Error, Result};
 use crate::host::HostFailure;
-use std::sync::Mutex;
+use crate::time_limit::TimeLimit;
+use std::sync::{Arc, Mutex, Weak};
 
 /// A delivery owned by a host-language object.
 pub struct HostDelivery {
-    inner: Mutex<Option<Delivery>>,
+    /// Shared with the watch over time limits (see `time_limit.rs`), which
+    /// settles a job that will not stop when its process must end.
+    inner: Arc<Mutex<Option<Delivery>>>,
     /// What the host's slot needs to run it.
     pub info: DeliveryInfo,
+    /// Its time limit, if it has one (held by the delivery: gone once it
+    /// settles, when the watch forgets it).
+    time_limit: Option<Weak<TimeLimit>>,
 }
 
 impl HostDelivery {
-    /// Wraps a delivery a host slot took.
+    /// Wraps a delivery a host slot took (a job with a time limit is
+    /// watched from now).
     pub fn new(delivery: Delivery) -> Self {
-        HostDelivery {
-            info: delivery.info(),
-            inner: Mutex::new(Some(delivery)),
+        let (info, time_limit) = (delivery.info(), delivery.time_limit.clone());
+        let watcher = time_limit.as_ref().and_then(|_| delivery.owner().cloned());
+        let inner = Arc::new(Mutex::new(Some(delivery)));
+        if let (Some(limit), Some(owner)) = (&time_limit, watcher) {
+            owner.time_limits.watch(limit, &inner);
         }
+        HostDelivery {
+            info,
+            inner,
+            time_limit: time_limit.as_ref().map(Arc::downgrade),
+        }
+    }
+
+    /// Runs `handler` (the host's call of the job's handler) on the host
+    /// thread `thread` (the host's non-zero id for it, with which
+    /// [`crate::host::HostWorker::run_timekeeper`] interrupts it when the
+    /// job's time limit passes; call it with the host's lock held).
+    pub fn perform<T>(&self, thread: u64, handler: impl FnOnce() -> T) -> T {
+        let Some(limit) = self.time_limit.as_ref().and_then(Weak::upgrade) else {
+            return handler();
+        };
+        limit.entered_handler(thread);
+        if limit.is_expired() {
+            // Passed before the handler began: the timekeeper found no
+            // handler to tell; it is told now.
+            if let Some(owner) = self
+                .inner
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .and_then(Delivery::owner)
+            {
+                owner.time_limits.tell_again(&limit);
+            }
+        }
+        let returned = handler();
+        limit.left_handler();
+        returned
+    }
+
+    /// Did its time limit pass (see [`Delivery::is_timed_out`])? The
+    /// host's event loop cancels such a coroutine; however it ends, the
+    /// job fails as timed out.
+    pub fn is_timed_out(&self) -> bool {
+        self.time_limit
+            .as_ref()
+            .and_then(Weak::upgrade)
+            .is_some_and(|limit| limit.is_expired())
     }
 
     /// Was the job cancelled while it runs (see [`Delivery::is_cancelled`])?

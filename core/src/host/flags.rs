@@ -66,6 +66,7 @@ fn value_of(setting: &str) -> FlagValue {
             || name.ends_with("_timeout")
             || name.ends_with("_wait")
             || name.ends_with("_threshold")
+            || name.ends_with("_grace")
             || name.ends_with("_ttl") =>
         {
             FlagValue::Seconds

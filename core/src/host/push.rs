@@ -43,6 +43,8 @@ pub struct PushRequest {
     pub limits: Option<Vec<String>>,
     /// Its priority within its queue, 0 (last) to 9 (first).
     pub priority: Option<i64>,
+    /// Its time limit, in seconds (see [`crate::time_limit`]).
+    pub timeout: Option<f64>,
 }
 
 /// The options of a push, the same in every language (Python keywords,
@@ -71,6 +73,10 @@ pub const PUSH_OPTIONS: &[(&str, &str)] = &[
         "true: an expired job is kept in dead instead of dropped",
     ),
     ("limits", "the names of the rate limiters the job runs within"),
+    (
+        "timeout",
+        "stop the handler when it has run this long: the job fails as cogworker::Timeout and is retried",
+    ),
     (
         "priority",
         "0 (taken last) to 9 (taken first) within its queue; 5 when not given",
@@ -135,6 +141,7 @@ impl PushRequest {
             "result_ttl" => self.result_ttl = Some(seconds(value)?),
             "expires_in" => self.expires_in = Some(seconds(value)?),
             "expires_at" => self.expires_at = Some(epoch(value)?),
+            "timeout" => self.timeout = Some(seconds(value)?),
             "priority" => match value {
                 HostValue::Int(level) => self.priority = Some(*level),
                 other => return Err(Error::invalid_value(name, other, "must be a whole number from 0 to 9")),
@@ -230,6 +237,9 @@ impl PushRequest {
         }
         if let Some(level) = self.priority {
             job = job.field("priority", Value::from(level));
+        }
+        if let Some(seconds) = self.timeout {
+            job = job.field("timeout", finite("timeout", seconds, "must be a number of seconds")?);
         }
         job.validate()?;
         Ok(job)

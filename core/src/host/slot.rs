@@ -177,6 +177,40 @@ impl HostWorker {
         )
     }
 
+    /// Runs the host's timekeeper thread until the engine has shut down:
+    /// when a job's time limit passes while its handler runs on a host
+    /// thread, `interrupt(thread)` raises the host's timeout exception in
+    /// that thread (`thread`: the id the slot gave
+    /// [`HostDelivery::perform`]). Called with the host's lock held, so a
+    /// handler that has returned since is never interrupted. An error from
+    /// a wait or from `interrupt` ends the loop with it.
+    pub fn run_timekeeper<W: HostWait>(
+        &self,
+        wait: &mut W,
+        mut interrupt: impl FnMut(u64) -> std::result::Result<(), W::Error>,
+    ) -> std::result::Result<(), W::Error> {
+        // Joined with the events threads (see `join`).
+        let _running = self.event_threads.enter();
+        loop {
+            if self.ended.load(Ordering::SeqCst) {
+                return Ok(()); // without releasing the host's lock again
+            }
+            let polled = wait.wait(WAIT_SLICE, |slice| match self.next_overdue(slice) {
+                NextEvent::Idle => None,
+                overdue => Some(overdue),
+            })?;
+            match polled {
+                Some(NextEvent::Overdue(limit)) => {
+                    if let Some(thread) = limit.running_on() {
+                        interrupt(thread)?;
+                    }
+                }
+                Some(NextEvent::Ended) => return Ok(()),
+                _ => {}
+            }
+        }
+    }
+
     fn run_events<W: HostWait>(
         &self,
         wait: &mut W,
@@ -191,7 +225,7 @@ impl HostWorker {
             })?;
             match polled.unwrap_or(NextEvent::Idle) {
                 NextEvent::Event(event) => handle(event)?,
-                NextEvent::Idle => {}
+                NextEvent::Idle | NextEvent::Overdue(_) => {}
                 NextEvent::Ended => return Ok(()),
             }
         }

@@ -316,6 +316,9 @@ fn try_wait(pid: libc::pid_t) -> Option<String> {
 /// parent (`parent_pid`) is already gone, in which case the child should
 /// exit at once.
 pub fn bind_to_parent(parent_pid: i64) -> bool {
+    // Its parent replaces it: a job that will not stop past its time limit
+    // may end it (see time_limit.rs).
+    crate::time_limit::end_process_on_overrun();
     #[cfg(target_os = "linux")]
     // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number.
     unsafe {

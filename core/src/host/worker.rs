@@ -27,7 +27,7 @@ pub struct HostWorker {
     events: flume::Receiver<WorkerEvent>,
     /// Client-middleware requests (none without client middleware).
     requests: Option<flume::Receiver<WorkerEvent>>,
-    ended: Arc<AtomicBool>,
+    pub(super) ended: Arc<AtomicBool>,
     /// Host threads in [`HostWorker::run_slot`] and in
     /// [`HostWorker::run_hooks`] or [`HostWorker::run_client_middleware`],
     /// for [`HostWorker::join`].
@@ -36,10 +36,12 @@ pub struct HostWorker {
 }
 
 /// What [`HostWorker::next_event`] found.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum NextEvent {
     /// Something happened: run the hooks registered for it.
     Event(WorkerEvent),
+    /// A job's time limit passed (for the timekeeper thread).
+    Overdue(std::sync::Arc<crate::time_limit::TimeLimit>),
     /// Nothing yet; ask again.
     Idle,
     /// The engine has shut down and every event was read: stop asking.
@@ -95,9 +97,21 @@ impl HostWorker {
             ));
         };
         let (done, ended) = (self.finished_tx.clone(), self.ended.clone());
+        let handle = self.handle.clone();
         crate::runtime::global().spawn(async move {
             let result = worker.run().await.map_err(|e| e.to_string());
+            if handle.is_ending() {
+                // A handler would not stop past its time limit (see
+                // time_limit.rs): the process ends now, whatever its
+                // threads hold, and its parent starts another.
+                tracing::warn!("exiting for the parent to start another process");
+                // SAFETY: _exit(2) ends the process; nothing runs after it.
+                unsafe { libc::_exit(crate::time_limit::OVERRUN_EXIT_STATUS) };
+            }
             ended.store(true, Ordering::SeqCst);
+            // The timekeeper leaves its loop now, not a wait's slice later
+            // (the host may be finalizing by then).
+            handle.wake_timekeeper();
             let _ = done.send(result);
         });
         Ok(())
@@ -133,6 +147,20 @@ impl HostWorker {
         match &self.requests {
             Some(requests) => self.next_from(requests, timeout),
             None => NextEvent::Ended,
+        }
+    }
+
+    /// Blocks up to `timeout` for a job whose time limit passed, for the
+    /// host's timekeeper thread (see [`HostWorker::run_timekeeper`]).
+    pub fn next_overdue(&self, timeout: Duration) -> NextEvent {
+        let next = match self.ended.load(Ordering::SeqCst) {
+            true => None,
+            false => self.handle.next_overdue(timeout),
+        };
+        match next {
+            Some(limit) => NextEvent::Overdue(limit),
+            None if self.ended.load(Ordering::SeqCst) => NextEvent::Ended,
+            None => NextEvent::Idle,
         }
     }
 
@@ -202,10 +230,11 @@ impl HostWorker {
         self.handle.given_back().unwrap_or(0)
     }
 
-    /// How many job cancellations this process has heard of (the host's
-    /// event loop cancels its cancelled coroutines when this changes).
-    pub fn cancellations_heard(&self) -> u64 {
-        self.handle.cancellations_heard()
+    /// How many times a running job was told to stop (cancelled, or past
+    /// its time limit): the host's event loop looks at its coroutines when
+    /// this changes.
+    pub fn interruptions(&self) -> u64 {
+        self.handle.interruptions()
     }
 
     /// This process's identity (`host:pid:random`).

@@ -465,6 +465,7 @@ pub(crate) async fn job(
                 @if job.display_class() != job.class() { dt { "Wrapper" } dd { (job.class()) } }
                 dt { "Queue" } dd { (job.queue_name()) }
                 dt { "Priority" } dd { (job.priority_level()) }
+                @if let Some(seconds) = job.timeout_secs() { dt { "Time limit" } dd { (seconds) " s" } }
                 dt { "Jid" } dd { code { (job.jid_str()) } }
                 // retry_count counts failures: a retry=0 job that failed
                 // once has 1 and was never retried.

@@ -57,10 +57,25 @@ impl WorkerHandle {
     pub fn given_back(&self) -> Option<usize> {
         self.shared.given_back()
     }
-    /// How many job cancellations this process has heard of: a host whose
-    /// running jobs must be told looks at them only when this changed.
-    pub fn cancellations_heard(&self) -> u64 {
-        self.shared.cancellations.heard()
+    /// How many times a running job was told to stop (cancellations
+    /// heard, time limits passed): a host whose running jobs must be told
+    /// looks at them only when this changed.
+    pub fn interruptions(&self) -> u64 {
+        self.shared.cancellations.heard() + self.shared.time_limits.expired()
+    }
+    /// Blocks up to `timeout` for a job whose time limit passed while a
+    /// host thread may run its handler (see [`crate::time_limit`]).
+    pub fn next_overdue(&self, timeout: std::time::Duration) -> Option<std::sync::Arc<crate::time_limit::TimeLimit>> {
+        self.shared.time_limits.next_overdue(timeout)
+    }
+    /// Wakes the host's timekeeper thread (the engine has shut down).
+    pub fn wake_timekeeper(&self) {
+        self.shared.time_limits.wake_timekeeper();
+    }
+    /// Must the process end now that it stopped (a job would not stop
+    /// past its time limit; see [`crate::time_limit`])?
+    pub fn is_ending(&self) -> bool {
+        self.shared.is_ending()
     }
     /// The host's client middleware's answer for the periodic job `jid`
     /// (a [`crate::WorkerEvent::ClientMiddleware`]): the job to push, or `None`

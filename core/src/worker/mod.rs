@@ -5,6 +5,7 @@
 
 mod builder;
 mod handle;
+mod overrun;
 mod shutdown;
 
 pub use builder::WorkerBuilder;
@@ -122,6 +123,10 @@ impl Worker {
             supervise("scheduler", &shared, scheduler::run),
         ];
         background.push(supervise("periodic", &shared, periodic_ticker::run));
+        if self.intake.is_host() {
+            // Host threads' time limits (a Rust slot keeps its own).
+            background.push(supervise("time-limits", &shared, overrun::run));
+        }
         let completions_rx = self.completions_rx.clone();
         let completer = supervise("completion", &shared, move |s| {
             completion::run(s, completions_rx.clone())

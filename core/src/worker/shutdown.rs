@@ -18,7 +18,12 @@ const SHUTDOWN_STEP_LIMIT: Duration = Duration::from_secs(15);
 /// back what never started, wait for running jobs up to the timeout, write
 /// what finished, then put everything unfinished back on its queue.
 pub(super) async fn shutdown(shared: &Arc<Shared>, dispatcher: JoinHandle<()>, intake: &Intake) {
-    let timeout = shared.config.shutdown_timeout();
+    // A process that must end (see time_limit.rs) waits for no job.
+    let timeout = if shared.is_ending() {
+        Duration::ZERO
+    } else {
+        shared.config.shutdown_timeout()
+    };
     tracing::info!(
         "stopping: waiting up to {:.1}s for {} running job(s)",
         timeout.as_secs_f64(),

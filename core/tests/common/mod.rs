@@ -296,3 +296,18 @@ pub fn recording_worker(config: Config, pause: Duration) -> (Worker, Arc<Mutex<V
         .unwrap();
     (worker, ran)
 }
+
+/// A host with no interpreter lock, for tests of the host loops: it just
+/// blocks.
+pub struct PlainWait;
+
+impl cogworker::host::HostWait for PlainWait {
+    type Error = String;
+    fn wait<T: Send>(
+        &mut self,
+        slice: Duration,
+        mut poll: impl FnMut(Duration) -> Option<T> + Send,
+    ) -> Result<Option<T>, String> {
+        Ok(poll(slice))
+    }
+}

@@ -44,6 +44,11 @@ module Cogworker
   class ScriptError < Error; end
   # A rate limiter had no capacity to give within the wait allowed.
   class OverLimit < Error; end
+  # Raised in a job's thread when its time limit (`timeout`) passes. An
+  # Exception, not a StandardError, so that a bare `rescue` does not
+  # swallow it; however the job then ends, it fails as cogworker::Timeout
+  # and is retried by its policy.
+  class JobTimeout < Exception; end # rubocop:disable Lint/InheritException
   # A wrapped job (ActiveJob's) names a class that may not run here.
   class UnknownJobClass < Error; end
 

@@ -56,6 +56,9 @@ module Cogworker
         'cogworker.client-middleware' => [:run_client_middleware, :periodic_push] }.each do |name, (run, hook)|
         Thread.new { @native.public_send(run, @hooks.method(hook)) }.name = name
       end
+      # Raises JobTimeout in a slot whose job's time limit passed.
+      Thread.new { @native.run_timekeeper }.name = 'cogworker.timekeeper'
+
       self
     end
 
