@@ -154,12 +154,6 @@ impl Delivery {
         self.owner.as_ref()
     }
 
-    /// Did it run past its time limit (see [`crate::time_limit`])? It is
-    /// then filed as timed out, however its handler ends.
-    pub fn is_timed_out(&self) -> bool {
-        self.time_limit.as_ref().is_some_and(|limit| limit.is_expired())
-    }
-
     /// Settles with `outcome` (a job cancelled while it ran: as cancelled,
     /// and one past its time limit as timed out, whatever the outcome).
     pub fn settle(mut self, outcome: Outcome) {
@@ -167,12 +161,10 @@ impl Delivery {
             self.cancel();
             return;
         }
-        let outcome = match (&self.time_limit, outcome) {
-            (Some(limit), outcome) if limit.is_expired() => Outcome::Failure(limit.failure(match outcome {
-                Outcome::Failure(failure) => Some(failure),
-                Outcome::Success => None,
-            })),
-            (_, outcome) => outcome,
+        let outcome = match (self.time_limit.as_ref().filter(|limit| limit.is_expired()), outcome) {
+            (Some(limit), Outcome::Failure(failure)) => Outcome::Failure(limit.failure(Some(failure))),
+            (Some(limit), Outcome::Success) => Outcome::Failure(limit.failure(None)),
+            (None, outcome) => outcome,
         };
         self.leases.clear();
         if let Some(owner) = self.owner.take() {

@@ -171,12 +171,12 @@ impl Default for Overdue {
     }
 }
 
-/// What the watch found at a deadline.
-pub(crate) enum Passed<H> {
-    /// A limit passed: the job was told.
-    Limit(Arc<TimeLimit>, Arc<H>),
-    /// The grace after a limit passed too, and the job still runs.
-    Grace(Arc<TimeLimit>, Arc<H>),
+/// What the watch found at a deadline: a job still running whose limit
+/// passed (it was told), or, `past_grace`, whose grace after it passed too.
+pub(crate) struct Passed<H> {
+    pub limit: Arc<TimeLimit>,
+    pub holder: Arc<H>,
+    pub past_grace: bool,
 }
 
 impl<H> TimeLimits<H> {
@@ -264,13 +264,21 @@ impl<H> TimeLimits<H> {
                 continue;
             }
             if due.past_grace {
-                return Passed::Grace(limit, holder);
+                return Passed {
+                    limit,
+                    holder,
+                    past_grace: true,
+                };
             }
             limit.expire();
             self.expired.fetch_add(1, Ordering::Relaxed);
             let _ = self.overdue.tx.send(Some(limit.clone()));
             self.insert(limit.deadline + grace, due.limit, due.holder, true);
-            return Passed::Limit(limit, holder);
+            return Passed {
+                limit,
+                holder,
+                past_grace: false,
+            };
         }
     }
 }

@@ -3,7 +3,7 @@
 //! nothing), and abandoned by the core if the host object is collected
 //! unsettled.
 
-use crate::delivery::{Delivery, DeliveryInfo};
+use crate::delivery::{Delivery, DeliveryInfo, Holder};
 use crate::error::{Error, Result};
 use crate::host::HostFailure;
 use crate::time_limit::TimeLimit;
@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, Weak};
 pub struct HostDelivery {
     /// Shared with the watch over time limits (see `time_limit.rs`), which
     /// settles a job that will not stop when its process must end.
-    inner: Arc<Mutex<Option<Delivery>>>,
+    inner: Arc<Holder>,
     /// What the host's slot needs to run it.
     pub info: DeliveryInfo,
     /// Its time limit, if it has one (held by the delivery: gone once it
@@ -65,7 +65,7 @@ impl HostDelivery {
         returned
     }
 
-    /// Did its time limit pass (see [`Delivery::is_timed_out`])? The
+    /// Did its time limit pass (see [`crate::time_limit`])? The
     /// host's event loop cancels such a coroutine; however it ends, the
     /// job fails as timed out.
     pub fn is_timed_out(&self) -> bool {

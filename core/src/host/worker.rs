@@ -153,11 +153,10 @@ impl HostWorker {
     /// Blocks up to `timeout` for a job whose time limit passed, for the
     /// host's timekeeper thread (see [`HostWorker::run_timekeeper`]).
     pub fn next_overdue(&self, timeout: Duration) -> NextEvent {
-        let next = match self.ended.load(Ordering::SeqCst) {
-            true => None,
-            false => self.handle.next_overdue(timeout),
-        };
-        match next {
+        if self.ended.load(Ordering::SeqCst) {
+            return NextEvent::Ended;
+        }
+        match self.handle.next_overdue(timeout) {
             Some(limit) => NextEvent::Overdue(limit),
             None if self.ended.load(Ordering::SeqCst) => NextEvent::Ended,
             None => NextEvent::Idle,

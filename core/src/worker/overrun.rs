@@ -11,10 +11,11 @@ pub(super) async fn run(shared: Arc<Shared>) {
     let grace = shared.config.timeout_grace();
     let settled = |holder: &Holder| holder.lock().unwrap_or_else(|p| p.into_inner()).is_none();
     loop {
-        let (limit, holder, past_grace) = match shared.time_limits.next_passed(grace, settled).await {
-            Passed::Limit(limit, holder) => (limit, holder, false),
-            Passed::Grace(limit, holder) => (limit, holder, true),
-        };
+        let Passed {
+            limit,
+            holder,
+            past_grace,
+        } = shared.time_limits.next_passed(grace, settled).await;
         let mut held = holder.lock().unwrap_or_else(|p| p.into_inner());
         let Some(delivery) = held.as_ref() else {
             continue;
