@@ -9,6 +9,8 @@
 //!   creates `<token>` in `TEST_FAIL_DIR`) fails instead; retried in 0.2 s;
 //! - `Overlap [seconds]`: appends `start <jid> <pid>` to `<ns>:test:events`,
 //!   sleeps, then appends `end <jid> <pid>` (for the periodic overlap test);
+//! - `BatchCallback status ...`: appends `callback <event> <bid>` (from the
+//!   batch status it gets first) to `TEST_RESULTS_FILE`;
 //! - `Span token millis`: appends `start <token> <epoch> <pid>` to
 //!   `TEST_RESULTS_FILE`, sleeps, then appends `end ...` (the rate limiter
 //!   fault test measures how many run at once from these).
@@ -143,6 +145,16 @@ async fn main() -> cogworker::Result<()> {
             account(&token).map_err(|e| Failure::new("IoError", e.to_string()))
         })
         .retry_in("Account", |_count, _job| Some(0.2))
+        .register("BatchCallback", |job| async move {
+            // A batch callback's first argument is the batch's status.
+            let status = job.args_slice().first().cloned().unwrap_or_default();
+            let line = format!(
+                "callback {} {}",
+                status["event"].as_str().unwrap_or("?"),
+                status["bid"].as_str().unwrap_or("?")
+            );
+            account(&line).map_err(|e| Failure::new("IoError", e.to_string()))
+        })
         .register("Span", |job| async move {
             let args = job.args_slice();
             let token = args.first().and_then(|v| v.as_str()).unwrap_or("").to_string();

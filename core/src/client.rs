@@ -137,6 +137,8 @@ impl Client {
         // `queued`/`scheduled` records of the jobs that keep their result.
         let mut statuses: Vec<(String, String, u64)> = Vec::new();
         let mut unique: Vec<(usize, Job)> = Vec::new();
+        // Jobs joining each batch (counted into it by the push).
+        let mut batches: BTreeMap<String, usize> = BTreeMap::new();
         for (index, mut job) in jobs.into_iter().enumerate() {
             let in_bulk = |e: crate::Error| match e {
                 crate::Error::InvalidJob { field, value, reason } if index > 0 => crate::Error::InvalidJob {
@@ -159,6 +161,10 @@ impl Client {
             }
             if let Some(run_at) = job.run_at() {
                 job.set("at", float(run_at + offset));
+            }
+            if let Some(bid) = job.batch_id() {
+                self.check_joins_batch(&job).map_err(in_bulk)?;
+                *batches.entry(bid.to_string()).or_default() += 1;
             }
             jids.push(Some(job.jid_str().to_string()));
             if job.priority_level() != crate::priority::DEFAULT {
@@ -226,7 +232,14 @@ impl Client {
             .arg(on_this_slot.len())
             .arg(scheduled.len())
             .arg(statuses.len())
-            .arg(levels.len());
+            .arg(levels.len())
+            .arg(batches.len());
+        if !batches.is_empty() {
+            invocation.arg(self.keys.batch_prefix());
+            for (bid, joining) in &batches {
+                invocation.arg(bid).arg(*joining);
+            }
+        }
         for member in &levels {
             invocation.arg(member);
         }
@@ -249,7 +262,8 @@ impl Client {
                     let invocation = &invocation;
                     async move { invocation.invoke_async(&mut conn).await }
                 })
-                .await?;
+                .await
+                .map_err(crate::Error::from_batch_script)?;
         }
         if sharded {
             for ((queue, level), payloads) in &immediate_sharded {
@@ -257,6 +271,25 @@ impl Client {
             }
         }
         Ok(jids)
+    }
+
+    /// Can `job` (which names a batch) join it? A unique job's push is a
+    /// script of its own, which counts no batch; sharded by queue, the
+    /// jobs are pushed apart from the script that would count them.
+    fn check_joins_batch(&self, job: &Job) -> Result<()> {
+        if job.unique_for_secs().is_some() {
+            return Err(crate::Error::invalid_job(
+                "bid",
+                "a unique job (unique_for) cannot join a batch",
+            ));
+        }
+        if self.keys.is_sharded_by_queue() {
+            return Err(crate::Error::invalid_job(
+                "bid",
+                "batches need queues on the namespace's slot (shard_by_queue is on)",
+            ));
+        }
+        Ok(())
     }
 
     /// Sharded by queue: pushes onto one queue (its own slot; its result

@@ -498,14 +498,43 @@ async fn ack(
                 &shared.identity,
             ));
     }
+    // Jobs of a batch, counted there with their ack.
+    let batched: Vec<(usize, &str, &str)> = successes
+        .iter()
+        .enumerate()
+        .filter_map(|(index, (d, _))| Some((index + 1, d.job.batch_id()?, d.job.jid_str())))
+        .collect();
+    invocation.key(shared.keys.outbox()).arg(batched.len());
+    if !batched.is_empty() {
+        invocation.arg(shared.keys.batch_prefix()).arg(now());
+        for (index, bid, jid) in batched {
+            invocation.arg(index).arg(bid).arg(jid);
+        }
+    }
     match metrics {
         Some(metrics) => metrics.append_to(&mut invocation, &shared.keys),
         None => {
             invocation.arg(0);
         }
     }
-    let _counted: i64 = invocation.invoke_async(&mut shared.redis.conn()).await?;
+    let handed: Vec<String> = invocation.invoke_async(&mut shared.redis.conn()).await?;
+    deliver_callbacks(shared, &handed).await;
     Ok(())
+}
+
+/// Pushes the batch callbacks a settle handed over to the outbox. A
+/// failure leaves them there for recovery to push (the settle is written;
+/// repeating it could count a job twice).
+async fn deliver_callbacks(shared: &Shared, handed: &[String]) {
+    if handed.is_empty() {
+        return;
+    }
+    if let Err(e) = crate::outbox::deliver(&shared.redis, &shared.keys, handed).await {
+        tracing::warn!(
+            "pushing {} batch callback(s) failed; recovery pushes them: {e}",
+            handed.len()
+        );
+    }
 }
 
 /// Buries a payload that is not a runnable job, wrapped with its bytes kept
@@ -633,7 +662,7 @@ async fn file(
         }
         None => (0, String::new(), false),
     };
-    let _filed: i64 = SCRIPTS
+    let handed: Vec<String> = SCRIPTS
         .fail
         .key(&in_progress)
         .key(target)
@@ -666,8 +695,13 @@ async fn file(
         .arg(if final_status { "1" } else { "0" })
         .key(&filed_marker)
         .arg(marker_ttl)
+        .key(shared.keys.outbox())
+        .arg(job.batch_id().unwrap_or(""))
+        .arg(shared.keys.batch_prefix())
+        .arg(at)
         .invoke_async(&mut shared.redis.conn())
         .await?;
+    deliver_callbacks(shared, &handed).await;
     if sharded {
         let mut conn = shared.redis.conn();
         let _: i64 = redis::AsyncCommands::hdel(&mut conn, &held_at, entry).await?;

@@ -106,6 +106,21 @@ impl Error {
         }
     }
 
+    /// A batch script's refusal (its code, then the batch id or the
+    /// deepest nesting it names; scripts/batch_open.lua, push.lua) as the
+    /// error it means; any other Redis error as it is.
+    pub(crate) fn from_batch_script(error: redis::RedisError) -> Self {
+        let named = error.detail().unwrap_or_default().trim().to_string();
+        match error.code() {
+            Some("NOBATCH") => Error::invalid_argument("bid", named, "no such batch (never opened, or expired)"),
+            Some("BATCHEXISTS") => Error::invalid_argument("bid", named, "a batch with this id exists already"),
+            Some("BATCHDEPTH") => {
+                Error::invalid_argument("parent", "(a batch)", format!("batches nest at most {named} deep"))
+            }
+            _ => Error::Redis(error),
+        }
+    }
+
     /// This error, a Redis failure naming `target` (other kinds unchanged).
     pub fn at_redis(self, target: &str) -> Self {
         match self {

@@ -304,6 +304,11 @@ impl Job {
                 ));
             }
         }
+        match self.fields.get("bid") {
+            None => {}
+            Some(Value::String(b)) if valid_jid(b) => {}
+            Some(v) => return Err(bad("bid", v, JID_RULE)),
+        }
         match self.fields.get("keep_expired") {
             None | Some(Value::Bool(_)) => {}
             Some(v) => return Err(bad("keep_expired", v, "must be true or false")),
@@ -343,6 +348,11 @@ impl Job {
             self.fields.insert("unique_digest".into(), Value::String(digest));
         }
         Ok(())
+    }
+
+    /// The batch this job belongs to (`bid`), if any (see [`crate::Batch`]).
+    pub fn batch_id(&self) -> Option<&str> {
+        self.str_field("bid").filter(|bid| !bid.is_empty())
     }
 
     /// `result_ttl` in whole seconds, if the job keeps its result.
@@ -573,7 +583,7 @@ pub(crate) fn float(seconds: f64) -> Value {
 
 /// What a jid may be: what a log line, a Redis key and a URL can carry as
 /// it is (hex, UUIDs, ULIDs, `order-42:refund`).
-const JID_RULE: &str = "must be 1 to 64 characters, each a letter, digit, '-', '_', '.' or ':'";
+pub(crate) const JID_RULE: &str = "must be 1 to 64 characters, each a letter, digit, '-', '_', '.' or ':'";
 
 /// Does `jid` follow [`JID_RULE`]?
 pub fn valid_jid(jid: &str) -> bool {

@@ -142,6 +142,26 @@ impl Keys {
     pub fn outbox(&self) -> String {
         self.key("outbox")
     }
+    /// Sorted set of batch ids, scored by when each was opened (the
+    /// Batches page; an id whose hash expired is pruned when listed).
+    pub fn batches(&self) -> String {
+        self.key("batches")
+    }
+    /// The prefix of every batch's keys: `<prefix><id>` is its hash,
+    /// `<prefix><id>:failures` its failed units (scripts/batch.lua names
+    /// them from it, a parent's too).
+    pub fn batch_prefix(&self) -> String {
+        self.key("batch:")
+    }
+    /// Hash: one batch's counts, callbacks and times (scripts/batch.lua).
+    pub fn batch(&self, bid: &str) -> String {
+        format!("{}{bid}", self.batch_prefix())
+    }
+    /// Hash: a batch's units that failed and have not since succeeded
+    /// (`failed` or `dead`).
+    pub fn batch_failures(&self, bid: &str) -> String {
+        format!("{}{bid}:failures", self.batch_prefix())
+    }
     /// Sharded by queue: the marker that a failed job of `identity`'s
     /// delivery `token` has been filed (retry, dead), so recovery does not
     /// put its in-progress entry back on the queue.

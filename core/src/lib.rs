@@ -8,6 +8,7 @@
 
 mod admission;
 mod api;
+mod batch;
 pub mod bench;
 mod cancel;
 mod client;
@@ -61,9 +62,10 @@ pub mod web;
 mod worker;
 
 pub use api::{
-    Api, BusyJob, JobSet, LimiterInfo, LockInfo, PeriodicInfo, ProcessInfo, QueueInfo, SetEntry, SetSearch, Stats,
-    SEARCH_SCAN_MAX, SEARCH_TEXT_MAX, SEARCH_TIME_MAX,
+    Api, BatchStatus, BusyJob, JobSet, LimiterInfo, LockInfo, PeriodicInfo, ProcessInfo, QueueInfo, SetEntry,
+    SetSearch, Stats, SEARCH_SCAN_MAX, SEARCH_TEXT_MAX, SEARCH_TIME_MAX,
 };
+pub use batch::{Batch, BatchEvent, OpenBatch, DEFAULT_BATCH_TTL_SECS, DEFAULT_KEEP_FOR_SECS, MAX_BATCH_DEPTH};
 pub use client::{Client, ClientMiddleware};
 pub use config::{CatchUp, Config, FetchMode, QueueSpec, DEFAULT_REDIS_URL};
 pub use delivery::{Delivery, DeliveryInfo, HANDLER_ABORTED};

@@ -43,11 +43,11 @@ pub(crate) async fn run(shared: Arc<Shared>) {
 /// One pass over every identity that may own an in-progress list.
 pub(crate) async fn recover_orphans(shared: &Shared) -> Result<usize> {
     let mut conn = shared.redis.conn();
-    if shared.keys.is_sharded_by_queue() {
-        let delivered = crate::outbox::deliver_all(&shared.redis, &shared.keys).await?;
-        if delivered > 0 {
-            tracing::warn!("pushed {delivered} job(s) a crash left between their set and their queue");
-        }
+    // Hand-overs a crash left in the outbox: jobs between their set and
+    // their queue (sharded by queue), batch callbacks (any layout).
+    let delivered = crate::outbox::deliver_all(&shared.redis, &shared.keys).await?;
+    if delivered > 0 {
+        tracing::warn!("pushed {delivered} job(s) a crash left in the outbox, on their way to their queue");
     }
     let identities: Vec<String> = conn.smembers(shared.keys.in_progress_identities()).await?;
     let beats: HashMap<String, f64> = conn.hgetall(shared.keys.last_beat()).await?;

@@ -28,6 +28,9 @@ pub(crate) struct Scripts {
     pub limit_define: Script,
     pub limit_acquire: Script,
     pub cancel: Script,
+    pub batch_open: Script,
+    pub batch_close: Script,
+    pub drop_from_set: Script,
 }
 
 /// One script's source: the fragments it declares in its header line
@@ -58,8 +61,8 @@ impl ScriptSource {
 }
 
 const FETCH_RELIABLE: ScriptSource = script!("fetch_reliable.lua");
-const ACK: ScriptSource = script!("ack.lua", "take_fields.lua", "metrics.lua");
-const FAIL: ScriptSource = script!("fail.lua", "in_progress.lua");
+const ACK: ScriptSource = script!("ack.lua", "take_fields.lua", "metrics.lua", "batch.lua");
+const FAIL: ScriptSource = script!("fail.lua", "in_progress.lua", "batch.lua");
 const REQUEUE_IN_PROGRESS: ScriptSource =
     script!("requeue_in_progress.lua", "clock.lua", "wake.lua", "in_progress.lua");
 const REQUEUE_DUE: ScriptSource = script!("requeue_due.lua", "wake.lua");
@@ -70,7 +73,7 @@ const OWNED_LOCK: ScriptSource = script!("owned_lock.lua");
 const PERIODIC_CLAIM: ScriptSource = script!("periodic_claim.lua", "wake.lua");
 const PUSH: ScriptSource = script!("push.lua", "wake.lua");
 const PUSH_UNIQUE: ScriptSource = script!("push_unique.lua", "wake.lua");
-const KILL: ScriptSource = script!("kill.lua");
+const KILL: ScriptSource = script!("kill.lua", "batch.lua");
 const SIGNAL: ScriptSource = script!("signal.lua");
 const CLAIM_TO_OUTBOX: ScriptSource = script!("claim_to_outbox.lua");
 const PUSH_ONCE: ScriptSource = script!("push_once.lua", "wake.lua");
@@ -78,10 +81,13 @@ const TAKE_HELD: ScriptSource = script!("take_held.lua", "take_fields.lua");
 const LIMIT_DEFINE: ScriptSource = script!("limit_define.lua");
 const LIMIT_ACQUIRE: ScriptSource = script!("limit_acquire.lua", "clock.lua");
 const CANCEL: ScriptSource = script!("cancel.lua");
+const BATCH_OPEN: ScriptSource = script!("batch_open.lua");
+const BATCH_CLOSE: ScriptSource = script!("batch_close.lua", "batch.lua");
+const DROP_FROM_SET: ScriptSource = script!("drop_from_set.lua", "batch.lua");
 
 /// Every script, for the header check.
 #[cfg(test)]
-const ALL: [&ScriptSource; 20] = [
+const ALL: [&ScriptSource; 23] = [
     &FETCH_RELIABLE,
     &ACK,
     &FAIL,
@@ -102,6 +108,9 @@ const ALL: [&ScriptSource; 20] = [
     &LIMIT_DEFINE,
     &LIMIT_ACQUIRE,
     &CANCEL,
+    &BATCH_OPEN,
+    &BATCH_CLOSE,
+    &DROP_FROM_SET,
 ];
 
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
@@ -125,6 +134,9 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     limit_define: LIMIT_DEFINE.load(),
     limit_acquire: LIMIT_ACQUIRE.load(),
     cancel: CANCEL.load(),
+    batch_open: BATCH_OPEN.load(),
+    batch_close: BATCH_CLOSE.load(),
+    drop_from_set: DROP_FROM_SET.load(),
 });
 
 #[cfg(test)]

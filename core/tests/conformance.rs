@@ -172,6 +172,43 @@ impl Run {
             } else if let Some(name) = step["as"].as_str() {
                 self.jids.insert(name.into(), pushed.expect("pushed"));
             }
+        } else if let Some(description) = step.get("batch") {
+            let mut batch = cogworker::Batch::new(description.as_str().unwrap());
+            for callback in step["on"].as_array().unwrap() {
+                let jid = cogworker::new_jid();
+                let mut job = Job::new(callback["class"].as_str().unwrap())
+                    .args(callback["args"].as_array().cloned().unwrap_or_default())
+                    .jid(jid.as_str());
+                if let Some(ttl) = callback["options"]["result_ttl"].as_f64() {
+                    job = job.result_ttl(ttl);
+                }
+                let event = cogworker::BatchEvent::parse(callback["event"].as_str().unwrap()).unwrap();
+                batch = batch.on(event, job);
+                self.jids.insert(callback["as"].as_str().unwrap().into(), jid);
+            }
+            let open = self.client.open_batch(batch).await.unwrap();
+            for inner in step["jobs"].as_array().unwrap() {
+                let jid = open.push(Self::push_job(inner)).await.unwrap().expect("pushed");
+                self.jids.insert(inner["as"].as_str().unwrap().into(), jid);
+            }
+            open.close().await.unwrap();
+            self.jids
+                .insert(step["as"].as_str().unwrap().into(), open.bid().to_string());
+        } else if step.get("batch_status").is_some() {
+            let status = self.api.batch(&jid("batch_status")).await.unwrap().unwrap().to_json();
+            for (field, wanted) in step["has"].as_object().unwrap() {
+                assert_eq!(&status[field], wanted, "{field} of {status}");
+            }
+        } else if step.get("callback_result").is_some() {
+            let JobOutcome::Succeeded(Value::Array(value)) =
+                self.api.outcome(&jid("callback_result"), None).await.unwrap()
+            else {
+                panic!("the callback kept no list")
+            };
+            for (field, wanted) in step["status_has"].as_object().unwrap() {
+                assert_eq!(&value[0][field], wanted, "{field} of {}", value[0]);
+            }
+            assert_eq!(&json!(value[1..]), &step["args"]);
         } else if let Some(start) = step.get("start_worker") {
             let own = start["hooks"]
                 .as_array()

@@ -89,7 +89,17 @@ async fn every_page_renders_with_strict_headers_and_escapes_job_data() {
         .await
         .unwrap();
     let _lease = limiter.acquire(Duration::ZERO).await.unwrap();
+    // A batch described in markup, with a job and a callback.
+    let batch = client
+        .open_batch(cogworker::Batch::new(XSS).on(cogworker::BatchEvent::Success, Job::new("Done")))
+        .await
+        .unwrap();
+    batch.push(Job::new("Step")).await.unwrap();
+    batch.close().await.unwrap();
+    let batch_page = format!("/batches/{}", batch.bid());
     for path in [
+        "/batches",
+        batch_page.as_str(),
         "/",
         "/queues",
         "/queues/mail",
@@ -139,6 +149,12 @@ async fn every_page_renders_with_strict_headers_and_escapes_job_data() {
     assert!(urgent < page.body.find("Waiting").unwrap(), "{}", page.body);
     let page = get(&app, "/limiters").await.body;
     assert!(page.contains("&lt;b&gt;erp") && page.contains("concurrent"), "{page}");
+    let page = get(&app, "/batches").await.body;
+    assert!(page.contains("&lt;img src=x") && page.contains("0 / 1 (0%)"), "{page}");
+    assert!(page.contains(&batch_page), "linked: {page}");
+    let page = get(&app, &batch_page).await.body;
+    assert!(page.contains("not yet") && page.contains("pending"), "{page}");
+    assert_eq!(get(&app, "/batches/nosuchbatch").await.status, StatusCode::NOT_FOUND);
     let json = get(&app, "/api/stats").await;
     assert!(json.body.contains("\"failed\":4"), "{}", json.body);
     assert!(json.body.contains("\"expired\":0"), "{}", json.body);

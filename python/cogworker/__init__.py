@@ -40,6 +40,7 @@ from ._settings import configure
 # The guard: a native module of another version is refused on import.
 from ._version import VERSION as __version__
 from .api import Api
+from .batch import Batch
 from .client import Client, JobFailed, Pending
 from .job import JobHandle, job, registry
 from .limiter import Limiter
@@ -47,6 +48,7 @@ from .worker import Worker
 
 __all__ = [
     "Api",
+    "Batch",
     "Client",
     "ConfigError",
     "Error",

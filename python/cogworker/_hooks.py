@@ -67,6 +67,13 @@ class RunningJob:
         return self._payload
 
     @property
+    def bid(self) -> str | None:
+        """The batch the job belongs to, if any: ``Batch(bid=...)`` adds
+        more jobs to it from here."""
+        bid = self.payload.get("bid")
+        return bid if isinstance(bid, str) else None
+
+    @property
     def cancelled(self) -> bool:
         """Whether the job was cancelled (``Api().cancel(jid)``, from any
         language) while it runs: a long job checks it to stop early. However

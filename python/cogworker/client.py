@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import datetime as _dt
 import functools
 import threading
@@ -37,11 +38,25 @@ class PushOptions(TypedDict, total=False):
     limits: Sequence[str]
     priority: int
     timeout: Delay
+    bid: str
+
+
+# The batch a push in this thread or task joins (inside ``with batch:``;
+# see batch.py).
+joining_batch: contextvars.ContextVar[str | None] = contextvars.ContextVar("cogworker_batch", default=None)
 
 
 def given(options: Mapping[str, Any]) -> dict[str, Any]:
     """The options given (None: not given), for the core."""
     return {name: value for name, value in options.items() if value is not None}
+
+
+def joined(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with ``bid`` of the batch being pushed into, if any."""
+    bid = joining_batch.get()
+    if bid is None or "bid" in options:
+        return options
+    return {**options, "bid": bid}
 
 
 class JobFailed(_core.Error):
@@ -184,7 +199,9 @@ class Client:
     def _push(self, class_name: str, args_list: list[Any], opts: dict[str, Any]) -> list[str | None]:
         """Through the client middleware, then a testing mode's record or
         one round trip: the engine's order."""
-        return self._native.push_many(class_name, args_list, self._apply(), testing.run_inline, **opts)
+        return self._native.push_many(
+            class_name, args_list, self._apply(), testing.run_inline, **joined(opts)
+        )
 
     def _apply(self) -> Callable[[dict[str, Any]], dict[str, Any] | None] | None:
         return self._middleware.apply if self._middleware else None
@@ -203,7 +220,9 @@ class Client:
         def done(error: BaseException | None, jids: list[str | None] | None) -> None:
             loop.call_soon_threadsafe(_settle, future, error, jids)
 
-        self._native.push_many_then(class_name, [list(args)], done, **opts, **_tracing.current_context())
+        self._native.push_many_then(
+            class_name, [list(args)], done, **joined(opts), **_tracing.current_context()
+        )
         return (await future)[0]
 
     def push(self, payload: dict[str, Any]) -> str | None:

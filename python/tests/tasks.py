@@ -149,3 +149,26 @@ async def slow_async(tag: str) -> None:
     except asyncio.CancelledError:
         _record(("cancelled", tag))
         raise
+
+
+BATCH_CALLS: list[tuple[str, str, dict]] = []
+
+
+@cogworker.job
+def batch_step(value: object) -> None:
+    _record(("batch_step", value))
+
+
+@cogworker.job
+def batch_spawner(count: int) -> None:
+    """A job of a batch that adds ``count`` steps to its own batch."""
+    job = cogworker.current_job()
+    assert job is not None and job.bid is not None
+    with cogworker.Batch(bid=job.bid):
+        for n in range(count):
+            batch_step.enqueue(("spawned", n))
+
+
+@cogworker.job
+def batch_done(status: dict, tag: str) -> None:
+    BATCH_CALLS.append((tag, status["event"], status))

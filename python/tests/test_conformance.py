@@ -99,6 +99,26 @@ class Run:
         if "as" in step:
             self.jids[step["as"]] = jid
 
+    def batch(self, step: dict[str, Any]) -> None:
+        batch = cogworker.Batch(step["batch"])
+        for callback in step["on"]:
+            batch.on(callback["event"], callback["class"], *callback["args"], **callback.get("options", {}))
+            self.jids[callback["as"]] = batch.callback_jids(callback["event"])[-1]
+        with batch:
+            for inner in step["jobs"]:
+                self.push(inner)
+        assert batch.bid is not None
+        self.jids[step["as"]] = batch.bid
+
+    def batch_status(self, step: dict[str, Any]) -> None:
+        status = self.api.batch(self.jids[step["batch_status"]])
+        assert {k: status[k] for k in step["has"]} == step["has"], status
+
+    def callback_result(self, step: dict[str, Any]) -> None:
+        status, *args = self.client.result(self.jids[step["callback_result"]])
+        assert {k: status[k] for k in step["status_has"]} == step["status_has"], status
+        assert args == step["args"]
+
     def start_worker(self, step: dict[str, Any]) -> None:
         given = step["start_worker"] if isinstance(step["start_worker"], dict) else {}
         hooks = None
@@ -340,6 +360,9 @@ STEPS = {
     "cli_signals": Run.cli_signals,
     "await_queued": Run.await_queued,
     "expect_no_hooks": Run.expect_no_hooks,
+    "batch": Run.batch,
+    "batch_status": Run.batch_status,
+    "callback_result": Run.callback_result,
 }
 
 

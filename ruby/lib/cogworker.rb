@@ -39,6 +39,7 @@ require_relative 'cogworker/job'
 require_relative 'cogworker/testing/modes'
 require_relative 'cogworker/testing/redis_server'
 require_relative 'cogworker/api'
+require_relative 'cogworker/batch'
 require_relative 'cogworker/runner'
 
 # Background jobs on Redis that are never lost. See README.

@@ -40,7 +40,7 @@ class TestConformance < Minitest::Test
 
   STEPS = %w[push start_worker await_status status result await_hooks expect_trail expect_connections
              configure periodic testing expect_recorded cli_help cli_worker cli_signals cli_admin api_call
-             expect_no_hooks await_queued].freeze
+             expect_no_hooks await_queued batch batch_status callback_result].freeze
   EXE = File.expand_path('../exe/cogworker', __dir__)
   LIB = File.expand_path('../lib', __dir__)
   JOBS = File.expand_path('conformance_jobs.rb', __dir__)
@@ -89,6 +89,28 @@ class TestConformance < Minitest::Test
 
     refute_nil jid
     @jids[step['as']] = jid if step['as']
+  end
+
+  def step_batch(step)
+    batch = Cogworker::Batch.new(step['batch'], api: @api)
+    step['on'].each do |callback|
+      batch.on(callback['event'], callback['class'], *callback['args'],
+               **callback.fetch('options', {}).transform_keys(&:to_sym))
+      @jids[callback['as']] = batch.callback_jids(callback['event']).last
+    end
+    batch.jobs { step['jobs'].each { |inner| step_push(inner) } }
+    @jids[step['as']] = batch.bid
+  end
+
+  def step_batch_status(step)
+    status = @api.batch(@jids.fetch(step['batch_status']))
+    assert_equal step['has'], status.slice(*step['has'].keys), status.inspect
+  end
+
+  def step_callback_result(step)
+    status, *args = @client.result(@jids.fetch(step['callback_result']))
+    assert_equal step['status_has'], status.slice(*step['status_has'].keys), status.inspect
+    assert_equal step['args'], args
   end
 
   # With hooks: a configuration of its own (its own registry), as an app

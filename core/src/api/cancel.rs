@@ -4,7 +4,7 @@
 //! takes it; a running one is stopped (a Rust handler's future is dropped)
 //! or told (a host's job reads the flag).
 
-use super::{check_search_text, Api, JobSet};
+use super::{check_search_text, Api, JobSet, SetEntry};
 use crate::error::{Error, Result};
 use crate::job::now;
 use crate::retry::Disposition;
@@ -44,7 +44,7 @@ impl Api {
             let Some(entry) = self.find_in_set(set, jid).await? else {
                 continue;
             };
-            if self.delete_from_set(set, &entry).await? {
+            if self.drop_cancelled(set, &entry).await? {
                 if let Some(job) = entry.job() {
                     self.keep_cancelled_result(&job).await?;
                 }
@@ -58,6 +58,28 @@ impl Api {
             Some(status @ ("queued" | "running")) => status.to_string(),
             _ => "unknown".to_string(),
         })
+    }
+
+    /// Takes a cancelled job off `set`; a job of a batch counts there as
+    /// failed in the same step. False if it was gone.
+    async fn drop_cancelled(&self, set: JobSet, entry: &SetEntry) -> Result<bool> {
+        let job = entry.job();
+        let keys = self.keys();
+        let handed: Option<Vec<String>> = SCRIPTS
+            .drop_from_set
+            .key(self.set_key(set))
+            .key(keys.outbox())
+            .arg(&entry.raw[..])
+            .arg(job.as_ref().and_then(|j| j.batch_id()).unwrap_or(""))
+            .arg(job.as_ref().map_or("", |j| j.jid_str()))
+            .arg(keys.batch_prefix())
+            .arg(now())
+            .invoke_async(&mut self.conn())
+            .await?;
+        if let Some(handed) = &handed {
+            crate::batch::deliver_callbacks(self.client(), handed).await?;
+        }
+        Ok(handed.is_some())
     }
 
     /// A job cancelled off a set that keeps its result gets its final

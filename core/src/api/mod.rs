@@ -3,10 +3,12 @@
 //! now, delete, kill), processes (list, quiet, stop) and stats. Reads page
 //! with range queries; nothing loads a whole set.
 
+mod batches;
 mod cancel;
 mod limiters;
 mod metrics;
 
+pub use batches::BatchStatus;
 pub use limiters::LimiterInfo;
 
 use crate::client::Client;
@@ -119,6 +121,8 @@ pub struct Stats {
     pub failed: u64,
     /// Jobs dropped unstarted past their `expires_at`.
     pub expired: u64,
+    /// Jobs cancelled (`Api::cancel`) and filed as such.
+    pub cancelled: u64,
 }
 
 /// A job running now.
@@ -556,16 +560,26 @@ impl Api {
         }
     }
     /// Moves an entry of the schedule or retry set to dead (atomically).
+    /// A job of a batch dies there in the same step.
     pub async fn kill(&self, set: JobSet, entry: &SetEntry) -> Result<bool> {
-        let moved: i64 = SCRIPTS
+        let job = entry.job();
+        let keys = self.client.keys();
+        let handed: Option<Vec<String>> = SCRIPTS
             .kill
             .key(self.set_key(set))
             .key(self.set_key(JobSet::Dead))
+            .key(keys.outbox())
             .arg(&entry.raw[..])
             .arg(now())
+            .arg(job.as_ref().and_then(|j| j.batch_id()).unwrap_or(""))
+            .arg(job.as_ref().map_or("", |j| j.jid_str()))
+            .arg(keys.batch_prefix())
             .invoke_async(&mut self.conn())
             .await?;
-        Ok(moved == 1)
+        if let Some(handed) = &handed {
+            crate::batch::deliver_callbacks(&self.client, handed).await?;
+        }
+        Ok(handed.is_some())
     }
 
     /// Live processes. A member whose process hash has expired (it died
@@ -642,16 +656,19 @@ impl Api {
     /// Counts for one UTC day (`yyyy-mm-dd`), or the totals.
     pub async fn stats_for(&self, day: Option<&str>) -> Result<Stats> {
         let keys = self.client.keys();
-        let (processed, failed, expired): (Option<u64>, Option<u64>, Option<u64>) = redis::pipe()
+        let counts: [Option<u64>; 4] = redis::pipe()
             .get(keys.stat("processed", day))
             .get(keys.stat("failed", day))
             .get(keys.stat("expired", day))
+            .get(keys.stat("cancelled", day))
             .query_async(&mut self.conn())
             .await?;
+        let [processed, failed, expired, cancelled] = counts.map(|count| count.unwrap_or(0));
         Ok(Stats {
-            processed: processed.unwrap_or(0),
-            failed: failed.unwrap_or(0),
-            expired: expired.unwrap_or(0),
+            processed,
+            failed,
+            expired,
+            cancelled,
         })
     }
     /// Processed and failed today (UTC).

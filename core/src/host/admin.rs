@@ -116,6 +116,7 @@ pub async fn run(api: &Api, command: &str, arg: Option<&str>) -> Result<String> 
             let _ = writeln!(out, "processed  {:>12}  today {}", totals.processed, today.processed);
             let _ = writeln!(out, "failed     {:>12}  today {}", totals.failed, today.failed);
             let _ = writeln!(out, "expired    {:>12}  today {}", totals.expired, today.expired);
+            let _ = writeln!(out, "cancelled  {:>12}  today {}", totals.cancelled, today.cancelled);
             for (name, set) in [
                 ("scheduled", JobSet::Scheduled),
                 ("retry", JobSet::Retry),

@@ -176,7 +176,7 @@ pub const CALLS: &[ApiCall] = &[
     call!(
         "stats",
         ["day=null"],
-        "{processed, failed}: totals, or for one UTC day yyyy-mm-dd",
+        "{processed, failed, expired, cancelled}: totals, or for one UTC day yyyy-mm-dd",
         |api, a| { api.stats_for(a.optional_text(0)?).await? }
     ),
     call!(
@@ -242,6 +242,35 @@ pub const CALLS: &[ApiCall] = &[
         [],
         "rate limiters: [{name, kind, limit, interval, in_use, refused}]",
         |api, _a| { api.limiters().await? }
+    ),
+    call!(
+        "open_batch",
+        ["description", "callbacks=[]", "parent=null", "ttl=2592000", "keep_for=86400"],
+        "open a batch; returns its id. callbacks: [{event: complete|success|death, class, queue, args, ...}], \
+         each pushed once, with the batch's status before its args. Push jobs with the option bid, then close_batch",
+        |api, a| { crate::batch::open_from_host(api.client(), a.text(0)?, a.given(1), a.optional_text(2)?, a.seconds(3, crate::batch::DEFAULT_BATCH_TTL_SECS)?, a.seconds(4, crate::batch::DEFAULT_KEEP_FOR_SECS)?).await? }
+    ),
+    call!(
+        "close_batch",
+        ["bid"],
+        "say every job of a batch is pushed: it completes once they have run",
+        |api, a| { api.client().batch(a.text(0)?).close().await? }
+    ),
+    call!(
+        "batch",
+        ["bid"],
+        "a batch: {bid, description, total, pending, failures: [[jid, failed|dead]], dead, open, parent, \
+         created_at, completed_at, succeeded_at, died_at, callbacks, state}, or null",
+        |api, a| { api.batch(a.text(0)?).await?.map(|status| status.to_json()) }
+    ),
+    call!(
+        "batches",
+        ["count=50"],
+        "the newest batches, newest first",
+        |api, a| {
+            let count = usize::try_from(a.int(0, 50)?).unwrap_or(0);
+            api.batches(count).await?.iter().map(|status| status.to_json()).collect::<Vec<_>>()
+        }
     ),
     call!(
         "class_metrics",
@@ -342,6 +371,15 @@ impl Args {
                 .as_f64()
                 .filter(|f| f.is_finite() && *f >= 0.0)
                 .ok_or_else(|| self.bad(index, "must be a number of seconds >= 0")),
+        }
+    }
+    fn seconds(&self, index: usize, default: u64) -> Result<u64> {
+        match self.given(index) {
+            None => Ok(default),
+            Some(v) => v
+                .as_u64()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| self.bad(index, "must be a whole number of seconds > 0")),
         }
     }
     fn set(&self, index: usize) -> Result<JobSet> {

@@ -45,6 +45,8 @@ pub struct PushRequest {
     pub priority: Option<i64>,
     /// Its time limit, in seconds (see [`crate::time_limit`]).
     pub timeout: Option<f64>,
+    /// The batch it joins (see [`crate::Batch`]).
+    pub bid: Option<String>,
 }
 
 /// The options of a push, the same in every language (Python keywords,
@@ -80,6 +82,10 @@ pub const PUSH_OPTIONS: &[(&str, &str)] = &[
     (
         "priority",
         "0 (taken last) to 9 (taken first) within its queue; 5 when not given",
+    ),
+    (
+        "bid",
+        "the batch the job joins (its id); the batch counts it and fires its callbacks when it is done",
     ),
     ("traceparent", "the W3C trace context the job continues"),
     ("tracestate", "the W3C trace state that goes with traceparent"),
@@ -164,6 +170,10 @@ impl PushRequest {
                 };
                 self.limits = Some(names);
             }
+            "bid" => match value {
+                HostValue::Text(bid) => self.bid = Some(bid.clone()),
+                other => return Err(Error::invalid_value(name, other, "must be a batch id")),
+            },
             "traceparent" | "tracestate" => match value {
                 HostValue::Text(text) if name == "traceparent" => self.traceparent = Some(text.clone()),
                 HostValue::Text(text) => self.tracestate = Some(text.clone()),
@@ -240,6 +250,9 @@ impl PushRequest {
         }
         if let Some(seconds) = self.timeout {
             job = job.field("timeout", finite("timeout", seconds, "must be a number of seconds")?);
+        }
+        if let Some(bid) = self.bid {
+            job = job.field("bid", Value::String(bid));
         }
         job.validate()?;
         Ok(job)

@@ -1,4 +1,4 @@
--- Fragments (prepended, in this order): take_fields.lua, metrics.lua
+-- Fragments (prepended, in this order): take_fields.lua, metrics.lua, batch.lua
 -- Acknowledge a batch of jobs that ran successfully: take each off the
 -- in-progress hash, count them, and record them in the capped history.
 -- Two commands for the whole batch's in-progress entries (HMGET to see
@@ -31,13 +31,22 @@
 --                     JSON}, aligned with KEYS[6+m ..] pairs
 --                     {NS:result:<jid>, NS:result_ready:<jid>}: kept only for a
 --                     job acknowledged here, with one token on the ready list
--- then, from d = c+1+3r, the metrics section (scripts/metrics.lua), its
--- keys from KEYS[6+m+2r]: the executions settled since the last metrics
--- written (K = 0 most calls: they are written once a second)
+-- then, from d = c+1+3r, the jobs of a batch (batch.lua, prepended):
+-- KEYS[6+m+2r]        NS:outbox (hash), where their callbacks are handed over
+-- ARGV[d]             t, the number of jobs that belong to a batch
+-- ARGV[d+1], [d+2]    (only when t > 0) the batch keys' prefix NS:batch:, now
+-- ARGV[d+3 ..]        t triples {index of the job (1..n), its batch id, its
+--                     jid}: each acknowledged here counts as a success of
+--                     its batch (a batch's jobs counted together)
+-- then, from e = d+1 (t = 0) or d+3+3t, the metrics section
+-- (scripts/metrics.lua), its keys from KEYS[7+m+2r]: the executions
+-- settled since the last metrics written (K = 0 most calls: they are
+-- written once a second)
 --
--- Returns the number of jobs counted as processed. With reliable fetch a
--- job no longer in progress here (requeued by shutdown or by recovery
--- while it ran) is not counted: its requeued copy will be.
+-- Returns the hand-over ids of the batch callbacks written to the outbox
+-- (for outbox.rs to push). With reliable fetch a job no longer in
+-- progress here (requeued by shutdown or by recovery while it ran) is not
+-- counted, nor counted in its batch: its requeued copy will be.
 local reliable = ARGV[1] == "1"
 local cap = tonumber(ARGV[2])
 local n = tonumber(ARGV[3])
@@ -93,7 +102,28 @@ for k = 1, r do
     redis.call("EXPIRE", ready, ttl)
   end
 end
-record_metrics(6 + m + 2 * r, c + 1 + 3 * r)
+local d = c + 1 + 3 * r
+local t = tonumber(ARGV[d] or "0")
+local handed = {}
+if t > 0 then
+  -- Counted per batch: one call for all of a batch's jobs here.
+  local prefix, at, units, order = ARGV[d + 1], ARGV[d + 2], {}, {}
+  for k = 1, t do
+    local i = d + 3 * k
+    if kept[tonumber(ARGV[i])] then
+      local bid = ARGV[i + 1]
+      if not units[bid] then
+        units[bid] = {}
+        order[#order + 1] = bid
+      end
+      table.insert(units[bid], ARGV[i + 2])
+    end
+  end
+  for _, bid in ipairs(order) do
+    batch_succeeded(prefix, bid, units[bid], at, KEYS[6 + m + 2 * r], handed)
+  end
+end
+record_metrics(7 + m + 2 * r, t > 0 and d + 3 + 3 * t or d + 1)
 if counted > 0 then
   redis.call("INCRBY", KEYS[2], counted)
   redis.call("INCRBY", KEYS[3], counted)
@@ -102,4 +132,4 @@ if counted > 0 then
     redis.call("LTRIM", KEYS[4], 0, cap - 1)
   end
 end
-return counted
+return handed

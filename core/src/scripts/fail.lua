@@ -1,4 +1,4 @@
--- Fragments (prepended, in this order): in_progress.lua
+-- Fragments (prepended, in this order): in_progress.lua, batch.lua
 -- File a failed (or unparseable) job under retry or dead, or discard it, or
 -- put a job that was over a rate limiter it declared back on the schedule
 -- (not a failure: no stats, no attempt, no history), and take it off its
@@ -45,18 +45,26 @@
 --          when ARGV[20] is "0" or absent.
 -- ARGV[20] the marker's TTL (whole seconds), "0" for none
 --
+-- KEYS[12] NS:outbox (hash), where batch callbacks are handed over
+-- ARGV[21] the job's batch id, "" (or absent) for a job in none
+-- ARGV[22] the batch keys' prefix NS:batch:
+-- ARGV[23] now (epoch seconds)
+-- A job of a batch counts there as failed (retry, discard) or dead (dead);
+-- a reschedule counts nothing (batch.lua).
+--
 -- Locks: a retried or rescheduled job keeps them, each extended over the delay, so no
 -- duplicate gets in while it waits; a dead or discarded job releases them.
 -- Only ever the owner's lock.
 --
--- Returns 1 if filed, 0 if the job was no longer in progress here (shutdown
--- or recovery already put it back on its queue; that copy will run again)
--- or its marker says it is filed already (a repeat).
+-- Returns the hand-over ids of the batch callbacks written to the outbox,
+-- none if the job was no longer in progress here (shutdown or recovery
+-- already put it back on its queue; that copy will run again) or its
+-- marker says it is filed already (a repeat).
 if not take_in_progress(KEYS[1], ARGV[1], ARGV[2]) then
-  return 0
+  return {}
 end
 if (ARGV[20] or "0") ~= "0" and not redis.call("SET", KEYS[11], "1", "NX", "EX", ARGV[20]) then
-  return 0
+  return {}
 end
 local mode = ARGV[3]
 if mode == "retry" or mode == "dead" or mode == "reschedule" then
@@ -105,4 +113,8 @@ if cap > 0 then
   redis.call("LPUSH", KEYS[6], ARGV[8])
   redis.call("LTRIM", KEYS[6], 0, cap - 1)
 end
-return 1
+local handed = {}
+if (ARGV[21] or "") ~= "" and mode ~= "reschedule" then
+  batch_failed(ARGV[22], ARGV[21], ARGV[14], mode == "dead", ARGV[23], KEYS[12], handed)
+end
+return handed

@@ -20,7 +20,13 @@
 -- ARGV[3]         S, the number of scheduled jobs
 -- ARGV[4]         R, the number of result records
 -- ARGV[5]         P, the number of priority levels used
--- ARGV[6..]       P levels ("<level> <queue>"); then per list (aligned with
+-- ARGV[6]         B, the number of batches the jobs join; when B > 0,
+--                 ARGV[7] is the batch keys' prefix NS:batch:, then B
+--                 pairs {batch id, jobs joining}: each batch's total and
+--                 pending grow by that many. A batch that does not exist
+--                 fails the push before anything is written (error
+--                 NOBATCH <id>).
+-- ARGV[..]        P levels ("<level> <queue>"); then per list (aligned with
 --                 its key): its queue's name, its job count n, then the n
 --                 payloads (pushed in that order); then per scheduled job:
 --                 run-at score, payload; then per record: TTL (whole
@@ -28,7 +34,22 @@
 --
 -- Returns the number of jobs written.
 local queues, scheduled, records = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local at = 6
+local batches = tonumber(ARGV[6] or "0")
+local at = 7
+if batches > 0 then
+  local prefix = ARGV[7]
+  for b = 0, batches - 1 do
+    if redis.call("EXISTS", prefix .. ARGV[8 + 2 * b]) == 0 then
+      return redis.error_reply("NOBATCH " .. ARGV[8 + 2 * b])
+    end
+  end
+  for b = 0, batches - 1 do
+    local batch, n = prefix .. ARGV[8 + 2 * b], ARGV[9 + 2 * b]
+    redis.call("HINCRBY", batch, "total", n)
+    redis.call("HINCRBY", batch, "pending", n)
+  end
+  at = 8 + 2 * batches
+end
 for _ = 1, tonumber(ARGV[5]) do
   list_priority_level(KEYS[3], ARGV[1], ARGV[at])
   at = at + 1

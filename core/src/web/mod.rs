@@ -8,6 +8,7 @@
 //! Start it with [`serve`], or mount [`router`] in an axum app of your own.
 
 mod actions;
+mod batch_pages;
 mod charts;
 mod metrics_pages;
 mod pages;
@@ -240,6 +241,8 @@ fn build_router(config: &Config, options: &WebOptions, bound: SocketAddr) -> Res
         .route("/class", get(metrics_pages::class))
         .route("/periodic", get(pages::periodic))
         .route("/limiters", get(pages::limiters))
+        .route("/batches", get(batch_pages::batches))
+        .route("/batches/{bid}", get(batch_pages::batch))
         .route("/unique/{digest}/clear", post(actions::clear_unique))
         .route("/api/stats", get(pages::stats_json))
         .route("/static/app.js", get(pages::script))

@@ -65,6 +65,7 @@ pub(crate) fn layout(title: &str, active: &str, csrf: &CsrfToken, body: Markup) 
         ("/sets/dead", "Dead"),
         ("/periodic", "Periodic"),
         ("/limiters", "Limiters"),
+        ("/batches", "Batches"),
         ("/history", "History"),
         ("/classes", "Metrics"),
     ];
@@ -118,7 +119,7 @@ pub(crate) fn button(action: &str, label: &str, csrf: &CsrfToken, extra: &[(&str
     }
 }
 
-fn time(epoch: f64) -> String {
+pub(crate) fn time(epoch: f64) -> String {
     chrono::DateTime::from_timestamp_millis((epoch * 1000.0) as i64)
         .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
         .unwrap_or_default()

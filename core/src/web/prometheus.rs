@@ -120,7 +120,22 @@ pub async fn render(api: &Api) -> Result<String> {
         "counter",
         "Jobs dropped unstarted past their expires_at.",
     );
-    out.sample("cogworker_jobs_expired_total", &[], api.stats().await?.expired as f64);
+    let stats = api.stats().await?;
+    out.sample("cogworker_jobs_expired_total", &[], stats.expired as f64);
+    out.family(
+        "cogworker_jobs_cancelled_total",
+        "counter",
+        "Jobs cancelled (dropped unrun, or stopped) and filed as cancelled.",
+    );
+    out.sample("cogworker_jobs_cancelled_total", &[], stats.cancelled as f64);
+    out.family(
+        "cogworker_batch_events_total",
+        "counter",
+        "Batches that completed (every job ran), succeeded (every job succeeded) or had a job die.",
+    );
+    for (event, count) in api.batch_events().await? {
+        out.sample("cogworker_batch_events_total", &[("event", event)], count as f64);
+    }
     out.family("cogworker_queue_size", "gauge", "Jobs waiting on a queue.");
     for q in &queues {
         out.sample("cogworker_queue_size", &[("queue", &q.name)], q.size as f64);

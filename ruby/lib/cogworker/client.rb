@@ -110,6 +110,8 @@ module Cogworker
     # Through the client middleware, then a testing mode's record or one
     # round trip: the engine's order.
     def push_through(class_name, args_list, options)
+      bid = Batch.current_bid
+      options = options.merge('bid' => bid) if bid && !options.key?('bid')
       @native.push_many(class_name.to_s, args_list.to_a, options, middleware, RUN_INLINE)
     end
 

@@ -22,6 +22,15 @@ module Cogworker
       defined?(@cogworker_delivery) && @cogworker_delivery ? @cogworker_delivery.cancelled : false
     end
 
+    # The batch the job belongs to, if any: `Cogworker::Batch.new(bid: bid)`
+    # adds more jobs to it from here.
+    def bid
+      return nil unless defined?(@cogworker_delivery) && @cogworker_delivery
+
+      bid = @cogworker_delivery.payload&.[]('bid')
+      bid.is_a?(String) ? bid : nil
+    end
+
     def self.included(base)
       base.extend(ClassMethods)
       Cogworker.register(base)

@@ -1,0 +1,355 @@
+//! Batches: jobs pushed as one unit (from any language, to any queue),
+//! with callbacks pushed exactly once when the unit is done.
+//!
+//! A batch is a hash in Redis (scripts/batch.lua lists its fields). Its
+//! jobs carry its id as `bid`; a push that carries one counts the jobs into
+//! the batch in the same script (`push.lua`), and the script that settles
+//! a job (`ack.lua`, `fail.lua`, `kill.lua`, `drop_from_set.lua`) counts its
+//! outcome there in the same atomic step. So a job is counted once however
+//! often its process dies, and when the counts call for a callback, that
+//! same step writes it to the outbox under a fixed hand-over id, from
+//! which `outbox.rs` pushes it once (`push_once.lua`; recovery finishes a
+//! push a crash interrupted).
+//!
+//! Events, as in Sidekiq Pro: `complete` once every job has run at least
+//! once (failures included), `success` once every job has succeeded,
+//! `death` when a job of the batch first dies. A callback is a job of the
+//! user's (class, queue, args): it runs with the batch's status (JSON) as
+//! its first argument, then the args it was given.
+//!
+//! A batch is open while its creator adds jobs, so that it cannot complete
+//! between two pushes; [`OpenBatch::close`] lets it. A running job of the
+//! batch may add more (it is itself still pending), through
+//! [`Client::batch`]. A child batch (see [`Batch::parent`]) is one unit of
+//! its parent: it completes there when it completes, succeeds when it
+//! succeeds, dies when it dies.
+
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::job::{new_jid, now, Job};
+use crate::scripts::SCRIPTS;
+use serde_json::Value;
+
+/// How long a batch's keys live after it was opened, and again after it
+/// was closed, unless it succeeds first (30 days, Sidekiq Pro's figure).
+pub const DEFAULT_BATCH_TTL_SECS: u64 = 30 * 86_400;
+/// How long a batch's keys stay once it has succeeded, for its status to
+/// be read (a day).
+pub const DEFAULT_KEEP_FOR_SECS: u64 = 86_400;
+/// How deep batches nest (a top batch is at depth 0).
+pub const MAX_BATCH_DEPTH: u32 = 16;
+
+/// What the argument a callback's status goes in holds until it is
+/// spliced in (a string no user argument is).
+const STATUS_PLACEHOLDER: &str = "\u{1}cogworker:batch-status\u{1}";
+
+/// When a batch's callbacks run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum BatchEvent {
+    /// Every job has run at least once; some may have failed (and be
+    /// retrying, or dead).
+    Complete,
+    /// Every job has succeeded (some perhaps after retries).
+    Success,
+    /// A job of the batch died (out of retries): once per batch.
+    Death,
+}
+
+impl BatchEvent {
+    /// Every event, in the order they usually fire.
+    pub const ALL: [BatchEvent; 3] = [BatchEvent::Complete, BatchEvent::Success, BatchEvent::Death];
+
+    /// Its name: `complete`, `success` or `death`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BatchEvent::Complete => "complete",
+            BatchEvent::Success => "success",
+            BatchEvent::Death => "death",
+        }
+    }
+
+    /// The event named `name`.
+    pub fn parse(name: &str) -> Result<Self> {
+        BatchEvent::ALL
+            .into_iter()
+            .find(|event| event.as_str() == name)
+            .ok_or_else(|| Error::invalid_argument("event", name, "must be complete, success or death"))
+    }
+}
+
+/// A batch to open: its description, callbacks and lifetimes. Open it
+/// with [`Client::open_batch`].
+#[derive(Clone, Debug)]
+pub struct Batch {
+    description: String,
+    callbacks: Vec<(BatchEvent, Job)>,
+    parent: Option<String>,
+    ttl: u64,
+    keep_for: u64,
+}
+
+impl Batch {
+    /// A batch described as `description` (shown on the dashboard and in
+    /// its status), with no callbacks.
+    pub fn new(description: impl Into<String>) -> Self {
+        Batch {
+            description: description.into(),
+            callbacks: Vec::new(),
+            parent: None,
+            ttl: DEFAULT_BATCH_TTL_SECS,
+            keep_for: DEFAULT_KEEP_FOR_SECS,
+        }
+    }
+
+    /// Pushes `callback` (its class, queue, args and options) when
+    /// `event` happens, with the batch's status put before its args. May
+    /// be called several times, for several callbacks.
+    pub fn on(mut self, event: BatchEvent, callback: Job) -> Self {
+        self.callbacks.push((event, callback));
+        self
+    }
+
+    /// Makes this batch a unit of batch `parent` (which must exist, open
+    /// or still pending: from a job of it, say).
+    pub fn parent(mut self, parent: impl Into<String>) -> Self {
+        self.parent = Some(parent.into());
+        self
+    }
+
+    /// How long its keys live after it was closed, if it has not
+    /// succeeded by then (whole seconds; default 30 days).
+    pub fn ttl(mut self, seconds: u64) -> Self {
+        self.ttl = seconds;
+        self
+    }
+
+    /// How long its keys stay once it succeeded (default a day).
+    pub fn keep_for(mut self, seconds: u64) -> Self {
+        self.keep_for = seconds;
+        self
+    }
+
+    fn validate(&self) -> Result<()> {
+        if let Some(parent) = &self.parent {
+            if !crate::job::valid_jid(parent) {
+                return Err(Error::invalid_argument("parent", parent, crate::job::JID_RULE));
+            }
+        }
+        for (name, seconds) in [("ttl", self.ttl), ("keep_for", self.keep_for)] {
+            if seconds == 0 {
+                return Err(Error::invalid_argument(name, seconds, "must be at least one second"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Each event's callbacks as `batch.lua` stores them: a JSON list of
+    /// `[queue, payload before the status, payload after it, jid]`.
+    fn callback_templates(&self, at: f64) -> Result<Vec<(BatchEvent, String)>> {
+        let mut by_event: std::collections::BTreeMap<BatchEvent, Vec<Value>> = Default::default();
+        for (index, (event, callback)) in self.callbacks.iter().enumerate() {
+            let field = format!("callbacks[{index}]");
+            let mut args = vec![Value::from(STATUS_PLACEHOLDER)];
+            args.extend(callback.args_slice().iter().cloned());
+            // A jid of its own unless given: the hand-over id is made of it.
+            let mut job = callback.clone().field("args", Value::Array(args));
+            job.remove("bid");
+            job.prepare_for_push(at).map_err(|e| within(&field, e))?;
+            if job.run_at().is_some() || job.unique_for_secs().is_some() {
+                return Err(Error::invalid_job(
+                    field,
+                    "a callback is pushed when its event happens: no at, delay or unique_for",
+                ));
+            }
+            job.set("enqueued_at", crate::job::float(at));
+            let payload = job.to_json();
+            let quoted = serde_json::to_string(STATUS_PLACEHOLDER).expect("a string serializes");
+            let Some((head, tail)) = payload.split_once(&quoted) else {
+                return Err(Error::invalid_job(field, "its args could not take the status"));
+            };
+            by_event
+                .entry(*event)
+                .or_default()
+                .push(serde_json::json!([job.queue_name(), head, tail, job.jid_str()]));
+        }
+        Ok(by_event
+            .into_iter()
+            .map(|(event, list)| (event, Value::Array(list).to_string()))
+            .collect())
+    }
+}
+
+/// `error` with its field put under `field` (`callbacks[1].queue`).
+fn within(field: &str, error: Error) -> Error {
+    match error {
+        Error::InvalidJob {
+            field: inner,
+            value,
+            reason,
+        } => Error::InvalidJob {
+            field: format!("{field}.{inner}"),
+            value,
+            reason,
+        },
+        other => other,
+    }
+}
+
+/// A batch jobs can be pushed into: one just opened (close it when every
+/// job is pushed), or one a running job of it adds to.
+#[derive(Clone)]
+pub struct OpenBatch {
+    client: Client,
+    bid: String,
+}
+
+impl std::fmt::Debug for OpenBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenBatch").field("bid", &self.bid).finish()
+    }
+}
+
+impl OpenBatch {
+    /// Its id (each job of it carries it as `bid`).
+    pub fn bid(&self) -> &str {
+        &self.bid
+    }
+
+    /// Pushes `job` into the batch; its jid, as [`Client::push`].
+    pub async fn push(&self, job: Job) -> Result<Option<String>> {
+        let mut jids = self.push_bulk(vec![job]).await?;
+        Ok(jids.pop().expect("one job pushed"))
+    }
+
+    /// Pushes `jobs` into the batch in one round trip, as
+    /// [`Client::push_bulk`].
+    pub async fn push_bulk(&self, jobs: Vec<Job>) -> Result<Vec<Option<String>>> {
+        let jobs = jobs
+            .into_iter()
+            .map(|job| job.field("bid", Value::from(self.bid.as_str())))
+            .collect();
+        self.client.push_bulk(jobs).await
+    }
+
+    /// Opens a child batch of this one (see [`Batch::parent`]).
+    pub async fn open_child(&self, batch: Batch) -> Result<OpenBatch> {
+        self.client.open_batch(batch.parent(self.bid.as_str())).await
+    }
+
+    /// Says every job is pushed: from now on the batch completes when its
+    /// jobs have run (at once, if they all have).
+    pub async fn close(&self) -> Result<()> {
+        let keys = self.client.keys();
+        let handed: Vec<String> = SCRIPTS
+            .batch_close
+            .key(keys.outbox())
+            .arg(keys.batch_prefix())
+            .arg(&self.bid)
+            .arg(now())
+            .invoke_async(&mut self.client.redis().conn())
+            .await
+            .map_err(Error::from_batch_script)?;
+        deliver_callbacks(&self.client, &handed).await
+    }
+}
+
+impl Client {
+    /// Opens `batch`: push its jobs through the [`OpenBatch`], then close
+    /// it. Nothing completes it before then.
+    pub async fn open_batch(&self, batch: Batch) -> Result<OpenBatch> {
+        batch.validate()?;
+        let at = now();
+        let bid = new_jid();
+        let keys = self.keys();
+        let mut invocation = SCRIPTS.batch_open.prepare_invoke();
+        invocation
+            .key(keys.batches())
+            .arg(keys.batch_prefix())
+            .arg(&bid)
+            .arg(at)
+            .arg(batch.ttl)
+            .arg(batch.keep_for)
+            .arg(&batch.description)
+            .arg(batch.parent.as_deref().unwrap_or(""))
+            .arg(MAX_BATCH_DEPTH);
+        for (event, callbacks) in batch.callback_templates(at)? {
+            invocation.arg(event.as_str()).arg(callbacks);
+        }
+        let _: i64 = invocation
+            .invoke_async(&mut self.redis().conn())
+            .await
+            .map_err(Error::from_batch_script)?;
+        Ok(OpenBatch {
+            client: self.clone(),
+            bid,
+        })
+    }
+
+    /// The batch `bid`, to push more jobs into (from a running job of it,
+    /// which keeps it from completing meanwhile). Reads nothing: a push
+    /// into a batch that does not exist fails.
+    pub fn batch(&self, bid: &str) -> OpenBatch {
+        OpenBatch {
+            client: self.clone(),
+            bid: bid.to_string(),
+        }
+    }
+}
+
+/// Opens a batch as a host's `open_batch` describes it: `callbacks` a list
+/// of `{event, class, queue, args, ...}` (a job's fields, and the event
+/// that pushes it). Returns its id.
+pub(crate) async fn open_from_host(
+    client: &Client,
+    description: &str,
+    callbacks: Option<&Value>,
+    parent: Option<&str>,
+    ttl: u64,
+    keep_for: u64,
+) -> Result<String> {
+    let mut batch = Batch::new(description).ttl(ttl).keep_for(keep_for);
+    if let Some(parent) = parent {
+        batch = batch.parent(parent);
+    }
+    let listed = match callbacks {
+        None => &Vec::new(),
+        Some(Value::Array(list)) => list,
+        Some(other) => return Err(Error::invalid_argument("callbacks", other, "must be a list")),
+    };
+    for (index, callback) in listed.iter().enumerate() {
+        let field = format!("callbacks[{index}]");
+        let Value::Object(fields) = callback else {
+            return Err(Error::invalid_argument(
+                field,
+                callback,
+                "must be a map: {event, class, queue, args, ...}",
+            ));
+        };
+        let mut fields = fields.clone();
+        let event = match fields.remove("event") {
+            Some(Value::String(name)) => BatchEvent::parse(&name).map_err(|_| {
+                Error::invalid_argument(format!("{field}.event"), &name, "must be complete, success or death")
+            })?,
+            other => {
+                return Err(Error::invalid_argument(
+                    format!("{field}.event"),
+                    other.unwrap_or(Value::Null),
+                    "must be complete, success or death",
+                ))
+            }
+        };
+        let job = Job::from_value(Value::Object(fields)).map_err(|e| within(&field, e))?;
+        batch = batch.on(event, job);
+    }
+    Ok(client.open_batch(batch).await?.bid)
+}
+
+/// Pushes the callbacks a script handed over to the outbox. Should this
+/// fail, they stay there for recovery to push.
+pub(crate) async fn deliver_callbacks(client: &Client, handed: &[String]) -> Result<()> {
+    if handed.is_empty() {
+        return Ok(());
+    }
+    crate::outbox::deliver(client.redis(), client.keys(), handed).await?;
+    Ok(())
+}
