@@ -21,7 +21,14 @@ def setup_function() -> None:
     ("handle", "seen"), [(tasks.long_async, "cancelled outright"), (tasks.long_sync, "stopped early")]
 )
 def test_a_running_job_is_cancelled_within_a_second_and_never_retried(worker_factory, handle, seen) -> None:
-    worker_factory(concurrency=2)
+    hooks = cogworker.Hooks()
+    reported: list[str] = []
+
+    @hooks.on_error
+    def report(error: BaseException, job: cogworker.RunningJob) -> None:
+        reported.append(type(error).__name__)
+
+    worker_factory(concurrency=2, hooks=hooks)
     client = cogworker.Client()
     jid = handle.enqueue()
     wait_for("it started", lambda: tasks.CANCELS == ["started"])
@@ -37,6 +44,7 @@ def test_a_running_job_is_cancelled_within_a_second_and_never_retried(worker_fac
     wait_for("filed by the worker", lambda: "stopped" in (api.result(jid) or {}).get("error_message", ""))
     assert client.status(jid) == "cancelled"
     assert not api.busy() and api.set_size("retry") == 0
+    assert reported == [], "a cancellation is no error to report"
 
 
 def test_a_scheduled_job_is_taken_off_and_an_unknown_one_is_said(configured) -> None:

@@ -115,6 +115,19 @@ impl HostWorker {
         let Some(raised) = raised else {
             return;
         };
+        if delivery.is_cancelled() {
+            // Filed as cancelled whatever it raised (mostly the stop
+            // itself: CancelledError, or what a job raises on seeing the
+            // flag): no error for the host's error handlers to report, no
+            // retry for its retry hook to time.
+            let cancelled = HostFailure {
+                class: Some(crate::retry::CANCELLED.to_string()),
+                message: Some("cancelled".to_string()),
+                ..HostFailure::default()
+            };
+            let _ = delivery.fail(cancelled);
+            return;
+        }
         let Some(described) = describe(raised) else {
             delivery.abandon("describing its failure raised");
             return;
