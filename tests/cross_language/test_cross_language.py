@@ -285,3 +285,59 @@ def test_a_trace_crosses_from_python_to_ruby(env: dict[str, str], tmp_path) -> N
     lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
     done = [line for line in lines if line.get("message") == "done" and line.get("jid") == jid]
     assert done and done[0]["trace_id"] == trace_id, lines
+
+
+def test_one_batch_spans_python_ruby_and_rust(env: dict[str, str], tmp_path) -> None:
+    """Python opens a batch and pushes jobs for Ruby, Python and Rust
+    workers into it; Ruby adds one more by its id; the batch completes
+    once all have run, and its Ruby callback runs once with the status."""
+    log = str(tmp_path / "workers.log")
+    rust_results = str(tmp_path / "rust.txt")
+    rust = start(
+        [os.path.join(ROOT, "target/debug/examples/test_worker")],
+        {**env, "TEST_RESULTS_FILE": rust_results, "TEST_NAMESPACE": "cogworker"},
+        log,
+    )
+    try:
+        with both_workers(env, log):
+            api = cogworker.Api(env["COGWORKER_REDIS_URL"])
+            client = cogworker.Client(redis_url=env["COGWORKER_REDIS_URL"])
+            batch = cogworker.Batch("across languages", api=api)
+            batch.on("success", "CrossEcho", "batch done", queue="ruby")
+            with batch:
+                client.enqueue("CrossEcho", "to ruby", queue="ruby")
+                client.enqueue("PyEcho", "to python", queue="python")
+                client.enqueue("Account", "to-rust", 10, queue="default")
+                ruby_adds = (
+                    'require "cogworker"\n'
+                    "Cogworker::Batch.new(bid: ARGV[0]).jobs do\n"
+                    '  Cogworker::Client.push("PyEcho", ["from ruby"], queue: "python")\n'
+                    "end"
+                )
+                subprocess.run(
+                    ["ruby", "-I", os.path.join(ROOT, "ruby/lib"), "-e", ruby_adds, str(batch.bid)],
+                    env=env,
+                    check=True,
+                    stdout=subprocess.DEVNULL,
+                )
+            got = wait_for_results(env["CROSS_RESULTS"], 4)
+
+            def succeeded() -> bool:
+                return (api.batch(str(batch.bid)) or {}).get("state") == "success"
+
+            wait_for("the batch succeeded", succeeded)
+            time.sleep(0.5)  # a second callback, were one pushed, would have run by now
+            got = results(env["CROSS_RESULTS"])
+    finally:
+        stop(rust)
+    with open(log, encoding="utf-8", errors="replace") as f:
+        workers_log = f.read()
+    callbacks = [row for row in got if row[0] == "ruby" and isinstance(row[1], dict)]
+    assert len(callbacks) == 1, workers_log
+    status = callbacks[0][1]
+    assert (status["event"], status["total"], status["pending"], status["failures"]) == ("success", 4, 0, 0)
+    assert callbacks[0][2:] == ["batch done"]
+    jobs = sorted(tuple(row) for row in got if not isinstance(row[1], dict))
+    assert jobs == [("python", "from ruby"), ("python", "to python"), ("ruby", "to ruby")], workers_log
+    with open(rust_results, encoding="utf-8") as f:
+        assert f.read().split() == ["to-rust"]
