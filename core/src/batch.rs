@@ -146,6 +146,7 @@ impl Batch {
     /// Each event's callbacks as `batch.lua` stores them: a JSON list of
     /// `[queue, payload before the status, payload after it, jid]`.
     fn callback_templates(&self, at: f64) -> Result<Vec<(BatchEvent, String)>> {
+        let quoted = serde_json::to_string(STATUS_PLACEHOLDER).expect("a string serializes");
         let mut by_event: std::collections::BTreeMap<BatchEvent, Vec<Value>> = Default::default();
         for (index, (event, callback)) in self.callbacks.iter().enumerate() {
             let field = format!("callbacks[{index}]");
@@ -154,7 +155,7 @@ impl Batch {
             // A jid of its own unless given: the hand-over id is made of it.
             let mut job = callback.clone().field("args", Value::Array(args));
             job.remove("bid");
-            job.prepare_for_push(at).map_err(|e| within(&field, e))?;
+            job.prepare_for_push(at).map_err(|e| e.within(&field))?;
             if job.run_at().is_some() || job.unique_for_secs().is_some() {
                 return Err(Error::invalid_job(
                     field,
@@ -163,7 +164,6 @@ impl Batch {
             }
             job.set("enqueued_at", crate::job::float(at));
             let payload = job.to_json();
-            let quoted = serde_json::to_string(STATUS_PLACEHOLDER).expect("a string serializes");
             let Some((head, tail)) = payload.split_once(&quoted) else {
                 return Err(Error::invalid_job(field, "its args could not take the status"));
             };
@@ -176,22 +176,6 @@ impl Batch {
             .into_iter()
             .map(|(event, list)| (event, Value::Array(list).to_string()))
             .collect())
-    }
-}
-
-/// `error` with its field put under `field` (`callbacks[1].queue`).
-fn within(field: &str, error: Error) -> Error {
-    match error {
-        Error::InvalidJob {
-            field: inner,
-            value,
-            reason,
-        } => Error::InvalidJob {
-            field: format!("{field}.{inner}"),
-            value,
-            reason,
-        },
-        other => other,
     }
 }
 
@@ -249,7 +233,9 @@ impl OpenBatch {
             .invoke_async(&mut self.client.redis().conn())
             .await
             .map_err(Error::from_batch_script)?;
-        deliver_callbacks(&self.client, &handed).await
+        // Should this fail, recovery pushes them.
+        crate::outbox::deliver(self.client.redis(), self.client.keys(), &handed).await?;
+        Ok(())
     }
 }
 
@@ -326,30 +312,17 @@ pub(crate) async fn open_from_host(
             ));
         };
         let mut fields = fields.clone();
-        let event = match fields.remove("event") {
-            Some(Value::String(name)) => BatchEvent::parse(&name).map_err(|_| {
-                Error::invalid_argument(format!("{field}.event"), &name, "must be complete, success or death")
-            })?,
-            other => {
-                return Err(Error::invalid_argument(
-                    format!("{field}.event"),
-                    other.unwrap_or(Value::Null),
-                    "must be complete, success or death",
-                ))
-            }
-        };
-        let job = Job::from_value(Value::Object(fields)).map_err(|e| within(&field, e))?;
+        let named = fields.remove("event").unwrap_or(Value::Null);
+        let event = named
+            .as_str()
+            .and_then(|name| BatchEvent::parse(name).ok())
+            .ok_or_else(|| {
+                // A name as written, anything else as JSON.
+                let shown = named.as_str().map_or_else(|| named.to_string(), str::to_string);
+                Error::invalid_argument(format!("{field}.event"), shown, "must be complete, success or death")
+            })?;
+        let job = Job::from_value(Value::Object(fields)).map_err(|e| e.within(&field))?;
         batch = batch.on(event, job);
     }
     Ok(client.open_batch(batch).await?.bid)
-}
-
-/// Pushes the callbacks a script handed over to the outbox. Should this
-/// fail, they stay there for recovery to push.
-pub(crate) async fn deliver_callbacks(client: &Client, handed: &[String]) -> Result<()> {
-    if handed.is_empty() {
-        return Ok(());
-    }
-    crate::outbox::deliver(client.redis(), client.keys(), handed).await?;
-    Ok(())
 }

@@ -140,13 +140,12 @@ impl Client {
         // Jobs joining each batch (counted into it by the push).
         let mut batches: BTreeMap<String, usize> = BTreeMap::new();
         for (index, mut job) in jobs.into_iter().enumerate() {
-            let in_bulk = |e: crate::Error| match e {
-                crate::Error::InvalidJob { field, value, reason } if index > 0 => crate::Error::InvalidJob {
-                    field: format!("jobs[{index}].{field}"),
-                    value,
-                    reason,
-                },
-                other => other,
+            let in_bulk = |e: crate::Error| {
+                if index > 0 {
+                    e.within(&format!("jobs[{index}]"))
+                } else {
+                    e
+                }
             };
             job.prepare_for_push(at).map_err(in_bulk)?;
             if !self.middleware.is_empty() {

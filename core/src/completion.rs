@@ -526,9 +526,6 @@ async fn ack(
 /// failure leaves them there for recovery to push (the settle is written;
 /// repeating it could count a job twice).
 async fn deliver_callbacks(shared: &Shared, handed: &[String]) {
-    if handed.is_empty() {
-        return;
-    }
     if let Err(e) = crate::outbox::deliver(&shared.redis, &shared.keys, handed).await {
         tracing::warn!(
             "pushing {} batch callback(s) failed; recovery pushes them: {e}",

@@ -106,6 +106,20 @@ impl Error {
         }
     }
 
+    /// This error with an invalid job's field put under `prefix`
+    /// (`jobs[3]` + `queue` = `jobs[3].queue`): which job of several it
+    /// was. Other kinds unchanged.
+    pub(crate) fn within(self, prefix: &str) -> Self {
+        match self {
+            Error::InvalidJob { field, value, reason } => Error::InvalidJob {
+                field: format!("{prefix}.{field}"),
+                value,
+                reason,
+            },
+            other => other,
+        }
+    }
+
     /// A batch script's refusal (its code, then the batch id or the
     /// deepest nesting it names; scripts/batch_open.lua, push.lua) as the
     /// error it means; any other Redis error as it is.

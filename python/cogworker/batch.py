@@ -69,7 +69,7 @@ class Batch:
         ``event`` (``complete``, ``success`` or ``death``) happens;
         ``options`` are push options (``queue``, ``retry``, ``priority``...).
         Before the batch is opened."""
-        if not self._opens or self.bid is not None:
+        if self.bid is not None:
             raise _core.InvalidArgument("callbacks can be added before the batch is opened only")
         name = getattr(handler, "name", handler)
         payload = _core.prepare_job(name, list(args), **given(options))

@@ -63,23 +63,20 @@ impl Api {
     /// Takes a cancelled job off `set`; a job of a batch counts there as
     /// failed in the same step. False if it was gone.
     async fn drop_cancelled(&self, set: JobSet, entry: &SetEntry) -> Result<bool> {
-        let job = entry.job();
+        let (bid, jid) = entry.batch_unit();
         let keys = self.keys();
         let handed: Option<Vec<String>> = SCRIPTS
             .drop_from_set
             .key(self.set_key(set))
             .key(keys.outbox())
             .arg(&entry.raw[..])
-            .arg(job.as_ref().and_then(|j| j.batch_id()).unwrap_or(""))
-            .arg(job.as_ref().map_or("", |j| j.jid_str()))
+            .arg(bid)
+            .arg(jid)
             .arg(keys.batch_prefix())
             .arg(now())
             .invoke_async(&mut self.conn())
             .await?;
-        if let Some(handed) = &handed {
-            crate::batch::deliver_callbacks(self.client(), handed).await?;
-        }
-        Ok(handed.is_some())
+        self.settled_entry(handed).await
     }
 
     /// A job cancelled off a set that keeps its result gets its final

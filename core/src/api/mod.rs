@@ -95,6 +95,14 @@ impl SetEntry {
     pub fn job(&self) -> Option<Job> {
         Job::parse(&self.raw).ok()
     }
+
+    /// Its batch id and jid, as the scripts that settle an entry take
+    /// them (`""` for a job in no batch).
+    fn batch_unit(&self) -> (String, String) {
+        self.job().map_or_else(Default::default, |job| {
+            (job.batch_id().unwrap_or("").to_string(), job.jid_str().to_string())
+        })
+    }
 }
 
 /// A registered worker process.
@@ -562,7 +570,7 @@ impl Api {
     /// Moves an entry of the schedule or retry set to dead (atomically).
     /// A job of a batch dies there in the same step.
     pub async fn kill(&self, set: JobSet, entry: &SetEntry) -> Result<bool> {
-        let job = entry.job();
+        let (bid, jid) = entry.batch_unit();
         let keys = self.client.keys();
         let handed: Option<Vec<String>> = SCRIPTS
             .kill
@@ -571,15 +579,25 @@ impl Api {
             .key(keys.outbox())
             .arg(&entry.raw[..])
             .arg(now())
-            .arg(job.as_ref().and_then(|j| j.batch_id()).unwrap_or(""))
-            .arg(job.as_ref().map_or("", |j| j.jid_str()))
+            .arg(bid)
+            .arg(jid)
             .arg(keys.batch_prefix())
             .invoke_async(&mut self.conn())
             .await?;
-        if let Some(handed) = &handed {
-            crate::batch::deliver_callbacks(&self.client, handed).await?;
-        }
-        Ok(handed.is_some())
+        self.settled_entry(handed).await
+    }
+
+    /// What a script that settled a set entry (`kill.lua`,
+    /// `drop_from_set.lua`) answered: false when the entry was gone, else
+    /// true once the batch callbacks it handed over are pushed (should the
+    /// push fail, recovery pushes them).
+    async fn settled_entry(&self, handed: Option<Vec<String>>) -> Result<bool> {
+        let Some(handed) = handed else {
+            return Ok(false);
+        };
+        let client = &self.client;
+        crate::outbox::deliver(client.redis(), client.keys(), &handed).await?;
+        Ok(true)
     }
 
     /// Live processes. A member whose process hash has expired (it died

@@ -38,7 +38,7 @@ module Cogworker
     # :success or :death) happens; `options` are push options (queue:,
     # retry:, priority: ...). Before the batch is opened.
     def on(event, handler, *args, **options)
-      raise InvalidArgument, 'callbacks can be added before the batch is opened only' unless @opens && @bid.nil?
+      raise InvalidArgument, 'callbacks can be added before the batch is opened only' if @bid
 
       name = handler.is_a?(Module) ? handler.name : handler.to_s
       payload = Native.prepare_job(name, args, Client.options(options))
