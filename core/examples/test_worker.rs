@@ -11,6 +11,8 @@
 //!   sleeps, then appends `end <jid> <pid>` (for the periodic overlap test);
 //! - `BatchCallback status ...`: appends `callback <event> <bid>` (from the
 //!   batch status it gets first) to `TEST_RESULTS_FILE`;
+//! - `Sum n`: sleeps 50 ms, then returns n + 1 (a workflow step whose
+//!   result the next one takes);
 //! - `Span token millis`: appends `start <token> <epoch> <pid>` to
 //!   `TEST_RESULTS_FILE`, sleeps, then appends `end ...` (the rate limiter
 //!   fault test measures how many run at once from these).
@@ -154,6 +156,11 @@ async fn main() -> cogworker::Result<()> {
                 status["bid"].as_str().unwrap_or("?")
             );
             account(&line).map_err(|e| Failure::new("IoError", e.to_string()))
+        })
+        .register_returning("Sum", |job| async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let n = job.args_slice().first().and_then(|v| v.as_i64()).unwrap_or(0);
+            Ok(serde_json::json!(n + 1))
         })
         .register("Span", |job| async move {
             let args = job.args_slice();

@@ -77,15 +77,48 @@ impl BatchEvent {
     }
 }
 
+/// What a callback gets before its own args (batch.lua splices it in when
+/// its event fires).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Splice {
+    /// The batch's status (a callback the user set).
+    Status,
+    /// Nothing: its args as given (a workflow step after the last).
+    Nothing,
+    /// The one member's result (a workflow step after a job).
+    Result,
+    /// The members' results, as a list in their order (after a group).
+    Results,
+}
+
+impl Splice {
+    /// Its name in a callback's template (batch.lua); none for the status.
+    fn as_str(self) -> Option<&'static str> {
+        match self {
+            Splice::Status => None,
+            Splice::Nothing => Some("none"),
+            Splice::Result => Some("result"),
+            Splice::Results => Some("results"),
+        }
+    }
+}
+
 /// A batch to open: its description, callbacks and lifetimes. Open it
 /// with [`Client::open_batch`].
 #[derive(Clone, Debug)]
 pub struct Batch {
-    description: String,
-    callbacks: Vec<(BatchEvent, Job)>,
+    pub(crate) description: String,
+    callbacks: Vec<(BatchEvent, Job, Splice)>,
     parent: Option<String>,
-    ttl: u64,
-    keep_for: u64,
+    pub(crate) ttl: u64,
+    pub(crate) keep_for: u64,
+    /// A workflow step's: its id, given.
+    pub(crate) bid: Option<String>,
+    /// A workflow step's: the jobs it will hand over, counted in at once,
+    /// and the batch closed from the start.
+    pub(crate) units: usize,
+    /// A workflow step's: the jids whose results its callbacks take.
+    pub(crate) members: Vec<String>,
 }
 
 impl Batch {
@@ -98,14 +131,25 @@ impl Batch {
             parent: None,
             ttl: DEFAULT_BATCH_TTL_SECS,
             keep_for: DEFAULT_KEEP_FOR_SECS,
+            bid: None,
+            units: 0,
+            members: Vec::new(),
         }
     }
 
     /// Pushes `callback` (its class, queue, args and options) when
     /// `event` happens, with the batch's status put before its args. May
     /// be called several times, for several callbacks.
-    pub fn on(mut self, event: BatchEvent, callback: Job) -> Self {
-        self.callbacks.push((event, callback));
+    pub fn on(mut self, event: BatchEvent, mut callback: Job) -> Self {
+        callback.remove("bid");
+        self.callbacks.push((event, callback, Splice::Status));
+        self
+    }
+
+    /// A workflow step's callback: `job` (which may carry its own step's
+    /// `bid`) pushed on success with `splice` before its args.
+    pub(crate) fn then(mut self, job: Job, splice: Splice) -> Self {
+        self.callbacks.push((BatchEvent::Success, job, splice));
         self
     }
 
@@ -144,17 +188,20 @@ impl Batch {
     }
 
     /// Each event's callbacks as `batch.lua` stores them: a JSON list of
-    /// `[queue, payload before the status, payload after it, jid]`.
+    /// `[queue, payload before the status, payload after it, jid, what
+    /// goes between]` (the last left out for the status).
     fn callback_templates(&self, at: f64) -> Result<Vec<(BatchEvent, String)>> {
         let quoted = serde_json::to_string(STATUS_PLACEHOLDER).expect("a string serializes");
         let mut by_event: std::collections::BTreeMap<BatchEvent, Vec<Value>> = Default::default();
-        for (index, (event, callback)) in self.callbacks.iter().enumerate() {
+        for (index, (event, callback, splice)) in self.callbacks.iter().enumerate() {
             let field = format!("callbacks[{index}]");
-            let mut args = vec![Value::from(STATUS_PLACEHOLDER)];
+            let mut args = Vec::new();
+            if *splice != Splice::Nothing {
+                args.push(Value::from(STATUS_PLACEHOLDER));
+            }
             args.extend(callback.args_slice().iter().cloned());
             // A jid of its own unless given: the hand-over id is made of it.
             let mut job = callback.clone().field("args", Value::Array(args));
-            job.remove("bid");
             job.prepare_for_push(at).map_err(|e| e.within(&field))?;
             if job.run_at().is_some() || job.unique_for_secs().is_some() {
                 return Err(Error::invalid_job(
@@ -164,13 +211,17 @@ impl Batch {
             }
             job.set("enqueued_at", crate::job::float(at));
             let payload = job.to_json();
-            let Some((head, tail)) = payload.split_once(&quoted) else {
-                return Err(Error::invalid_job(field, "its args could not take the status"));
+            let (head, tail) = match splice {
+                Splice::Nothing => (payload.as_str(), ""),
+                _ => payload
+                    .split_once(&quoted)
+                    .ok_or_else(|| Error::invalid_job(&field, "its args could not take the status"))?,
             };
-            by_event
-                .entry(*event)
-                .or_default()
-                .push(serde_json::json!([job.queue_name(), head, tail, job.jid_str()]));
+            let mut template = serde_json::json!([job.queue_name(), head, tail, job.jid_str()]);
+            if let Some(what) = splice.as_str() {
+                template.as_array_mut().expect("an array").push(Value::from(what));
+            }
+            by_event.entry(*event).or_default().push(template);
         }
         Ok(by_event
             .into_iter()
@@ -245,7 +296,7 @@ impl Client {
     pub async fn open_batch(&self, batch: Batch) -> Result<OpenBatch> {
         batch.validate()?;
         let at = now();
-        let bid = new_jid();
+        let bid = batch.bid.clone().unwrap_or_else(new_jid);
         let keys = self.keys();
         let mut invocation = SCRIPTS.batch_open.prepare_invoke();
         invocation
@@ -257,7 +308,15 @@ impl Client {
             .arg(batch.keep_for)
             .arg(&batch.description)
             .arg(batch.parent.as_deref().unwrap_or(""))
-            .arg(MAX_BATCH_DEPTH);
+            .arg(MAX_BATCH_DEPTH)
+            // A workflow step: closed from the start, its jobs counted in.
+            .arg(batch.units)
+            .arg(if batch.bid.is_some() { "0" } else { "1" })
+            .arg(if batch.members.is_empty() {
+                String::new()
+            } else {
+                Value::from(batch.members.clone()).to_string()
+            });
         for (event, callbacks) in batch.callback_templates(at)? {
             invocation.arg(event.as_str()).arg(callbacks);
         }
@@ -297,11 +356,21 @@ pub(crate) async fn open_from_host(
     if let Some(parent) = parent {
         batch = batch.parent(parent);
     }
+    for (event, job) in callbacks_from_host(callbacks)? {
+        batch = batch.on(event, job);
+    }
+    Ok(client.open_batch(batch).await?.bid)
+}
+
+/// A host's list of callbacks, `[{event, class, queue, args, ...}]` (a
+/// job's fields, and the event that pushes it); `None`: none.
+pub(crate) fn callbacks_from_host(callbacks: Option<&Value>) -> Result<Vec<(BatchEvent, Job)>> {
     let listed = match callbacks {
-        None => &Vec::new(),
+        None => return Ok(Vec::new()),
         Some(Value::Array(list)) => list,
         Some(other) => return Err(Error::invalid_argument("callbacks", other, "must be a list")),
     };
+    let mut parsed = Vec::with_capacity(listed.len());
     for (index, callback) in listed.iter().enumerate() {
         let field = format!("callbacks[{index}]");
         let Value::Object(fields) = callback else {
@@ -322,7 +391,7 @@ pub(crate) async fn open_from_host(
                 Error::invalid_argument(format!("{field}.event"), shown, "must be complete, success or death")
             })?;
         let job = Job::from_value(Value::Object(fields)).map_err(|e| e.within(&field))?;
-        batch = batch.on(event, job);
+        parsed.push((event, job));
     }
-    Ok(client.open_batch(batch).await?.bid)
+    Ok(parsed)
 }

@@ -111,16 +111,24 @@ impl Client {
     /// The push runs in a `tracing` span (PRODUCER, target
     /// `cogworker::trace`); with the `opentelemetry` feature each job
     /// carries its trace context for the worker to continue.
-    pub async fn push_bulk(&self, mut jobs: Vec<Job>) -> Result<Vec<Option<String>>> {
+    pub async fn push_bulk(&self, jobs: Vec<Job>) -> Result<Vec<Option<String>>> {
+        self.push_counting(jobs, false).await
+    }
+
+    /// [`Client::push_bulk`]; `precounted` for jobs their batches counted
+    /// in already (a workflow's first step), which client middleware does
+    /// not see either: like the steps after it, which the engine pushes,
+    /// none may be dropped or changed.
+    pub(crate) async fn push_counting(&self, mut jobs: Vec<Job>, precounted: bool) -> Result<Vec<Option<String>>> {
         let span = crate::trace::push_span(&mut jobs);
-        let jids = self.write_jobs(jobs).instrument(span.clone()).await?;
+        let jids = self.write_jobs(jobs, precounted).instrument(span.clone()).await?;
         if let [Some(jid)] = jids.as_slice() {
             span.record("messaging.message.id", jid.as_str());
         }
         Ok(jids)
     }
 
-    async fn write_jobs(&self, jobs: Vec<Job>) -> Result<Vec<Option<String>>> {
+    async fn write_jobs(&self, jobs: Vec<Job>, precounted: bool) -> Result<Vec<Option<String>>> {
         // Due times are compared with the fleet's clock (Redis's): a time
         // this host's clock made (`now()`, a delay, an `at` computed from
         // it) is moved onto it, so a skewed host schedules nothing early
@@ -148,7 +156,7 @@ impl Client {
                 }
             };
             job.prepare_for_push(at).map_err(in_bulk)?;
-            if !self.middleware.is_empty() {
+            if !self.middleware.is_empty() && !precounted {
                 // What middleware returns is checked again: it may have
                 // broken the job.
                 let Some(changed) = self.middleware.apply(job) else {
@@ -163,7 +171,9 @@ impl Client {
             }
             if let Some(bid) = job.batch_id() {
                 self.check_joins_batch(&job).map_err(in_bulk)?;
-                *batches.entry(bid.to_string()).or_default() += 1;
+                if !precounted {
+                    *batches.entry(bid.to_string()).or_default() += 1;
+                }
             }
             jids.push(Some(job.jid_str().to_string()));
             if job.priority_level() != crate::priority::DEFAULT {
@@ -275,7 +285,7 @@ impl Client {
     /// Can `job` (which names a batch) join it? A unique job's push is a
     /// script of its own, which counts no batch; sharded by queue, the
     /// jobs are pushed apart from the script that would count them.
-    fn check_joins_batch(&self, job: &Job) -> Result<()> {
+    pub(crate) fn check_joins_batch(&self, job: &Job) -> Result<()> {
         if job.unique_for_secs().is_some() {
             return Err(crate::Error::invalid_job(
                 "bid",

@@ -498,17 +498,23 @@ async fn ack(
                 &shared.identity,
             ));
     }
-    // Jobs of a batch, counted there with their ack.
-    let batched: Vec<(usize, &str, &str)> = successes
+    // Jobs of a batch, counted there with their ack (and what they
+    // returned, for a workflow step whose result the next one takes).
+    let batched: Vec<(usize, &str, &Delivery)> = successes
         .iter()
         .enumerate()
-        .filter_map(|(index, (d, _))| Some((index + 1, d.job.batch_id()?, d.job.jid_str())))
+        .filter_map(|(index, (d, _))| Some((index + 1, d.job.batch_id()?, d)))
         .collect();
     invocation.key(shared.keys.outbox()).arg(batched.len());
     if !batched.is_empty() {
         invocation.arg(shared.keys.batch_prefix()).arg(now());
-        for (index, bid, jid) in batched {
-            invocation.arg(index).arg(bid).arg(jid);
+        for (index, bid, delivery) in batched {
+            let value = match (delivery.job.keeps_result_in_batch(), delivery.returned.as_deref()) {
+                (true, Some(value)) => value.to_string(),
+                (true, None) => "null".to_string(),
+                (false, _) => String::new(),
+            };
+            invocation.arg(index).arg(bid).arg(delivery.job.jid_str()).arg(value);
         }
     }
     match metrics {

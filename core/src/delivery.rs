@@ -129,10 +129,11 @@ impl Delivery {
         self.settle(Outcome::Success);
     }
 
-    /// Does the job keep its outcome (`result_ttl`)? Hosts convert a
-    /// handler's return value only then.
+    /// Does the job keep its outcome (`result_ttl`), or its batch what it
+    /// returns (a workflow step whose result the next one takes)? Hosts
+    /// convert a handler's return value only then.
     pub fn wants_result(&self) -> bool {
-        self.job.result_ttl_secs().is_some()
+        self.job.result_ttl_secs().is_some() || self.job.keeps_result_in_batch()
     }
 
     /// The job failed: the core records it and retries, buries or discards it.

@@ -355,6 +355,12 @@ impl Job {
         self.str_field("bid").filter(|bid| !bid.is_empty())
     }
 
+    /// Does its batch keep what it returns (`batch_result`: a workflow
+    /// step's job whose result the next step takes; see [`crate::Workflow`])?
+    pub fn keeps_result_in_batch(&self) -> bool {
+        self.fields.get("batch_result") == Some(&Value::Bool(true)) && self.batch_id().is_some()
+    }
+
     /// `result_ttl` in whole seconds, if the job keeps its result.
     pub fn result_ttl_secs(&self) -> Option<u64> {
         self.fields

@@ -60,6 +60,7 @@ mod wakeups;
 #[cfg(feature = "web")]
 pub mod web;
 mod worker;
+mod workflow;
 
 pub use api::{
     Api, BatchStatus, BusyJob, JobSet, LimiterInfo, LockInfo, PeriodicInfo, ProcessInfo, QueueInfo, SetEntry,
@@ -87,3 +88,4 @@ pub use settings::{Setting, SETTINGS};
 pub use shared::{BusyEntry, Lifecycle};
 pub use time_limit::TIMEOUT_CLASS;
 pub use worker::{NextJob, Worker, WorkerBuilder, WorkerHandle};
+pub use workflow::{PushedStep, PushedWorkflow, Step, Workflow};

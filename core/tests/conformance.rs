@@ -194,6 +194,39 @@ impl Run {
             open.close().await.unwrap();
             self.jids
                 .insert(step["as"].as_str().unwrap().into(), open.bid().to_string());
+        } else if let Some(description) = step.get("workflow") {
+            let built = |spec: &Value| {
+                let job = |spec: &Value| {
+                    let job = Job::new(spec["step"].as_str().unwrap())
+                        .args(spec["args"].as_array().cloned().unwrap_or_default());
+                    match spec["options"]["result_ttl"].as_f64() {
+                        Some(ttl) => job.result_ttl(ttl),
+                        None => job,
+                    }
+                };
+                let step = match spec["group"].as_array() {
+                    Some(members) => cogworker::Step::group(members.iter().map(job)),
+                    None => cogworker::Step::job(job(spec)),
+                };
+                if spec["takes_result"] == true {
+                    step.taking_result()
+                } else {
+                    step
+                }
+            };
+            let specs = step["steps"].as_array().unwrap();
+            let workflow = specs
+                .iter()
+                .fold(cogworker::Workflow::new(description.as_str().unwrap()), |w, spec| {
+                    w.then(built(spec))
+                });
+            let pushed = self.client.push_workflow(workflow).await.unwrap();
+            for (spec, pushed_step) in specs.iter().zip(&pushed.steps) {
+                if let Some(name) = spec["as"].as_str() {
+                    self.jids.insert(name.into(), pushed_step.jids[0].clone());
+                }
+            }
+            self.jids.insert(step["as"].as_str().unwrap().into(), pushed.id);
         } else if step.get("batch_status").is_some() {
             let status = self.api.batch(&jid("batch_status")).await.unwrap().unwrap().to_json();
             for (field, wanted) in step["has"].as_object().unwrap() {

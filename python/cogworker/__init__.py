@@ -45,6 +45,7 @@ from .client import Client, JobFailed, Pending
 from .job import JobHandle, job, registry
 from .limiter import Limiter
 from .worker import Worker
+from .workflow import PushedWorkflow, Workflow, chain, chord, group, step
 
 __all__ = [
     "Api",
@@ -63,14 +64,19 @@ __all__ = [
     "Limiter",
     "OverLimit",
     "Pending",
+    "PushedWorkflow",
     "RedisError",
     "RunningJob",
     "ScriptError",
     "Worker",
+    "Workflow",
     "__version__",
     "client_middleware",
+    "chain",
+    "chord",
     "configure",
     "current_job",
+    "group",
     "hooks",
     "job",
     "on",
@@ -79,6 +85,7 @@ __all__ = [
     "periodic",
     "registry",
     "server_middleware",
+    "step",
     "testing",
 ]
 

@@ -84,6 +84,11 @@ class JobHandle(Generic[F]):
         """Pushes a job; returns its jid (None: a unique duplicate was refused)."""
         return self._bound().enqueue(*args)
 
+    def step(self, *args: Any, takes_result: bool = False) -> dict[str, Any]:
+        """A workflow step (``cogworker.chain``): this job with ``args``;
+        ``takes_result``: the step before's result goes first."""
+        return self._bound().step(*args, takes_result=takes_result)
+
     def enqueue_in(self, delay: Delay, *args: Any) -> str | None:
         """Pushes a job to run ``delay`` (seconds or a timedelta) from now."""
         return self._bound().enqueue_in(delay, *args)
@@ -128,6 +133,11 @@ class _Bound:
 
     def enqueue(self, *args: Any) -> str | None:
         return self._push(args)
+
+    def step(self, *args: Any, takes_result: bool = False) -> dict[str, Any]:
+        from .workflow import step  # deferred: workflow imports the client
+
+        return step(self.handle.name, *args, takes_result=takes_result, **self.push_options)
 
     def enqueue_in(self, delay: Delay, *args: Any) -> str | None:
         return self._push(args, delay=delay)

@@ -172,3 +172,16 @@ def batch_spawner(count: int) -> None:
 @cogworker.job
 def batch_done(status: dict, tag: str) -> None:
     BATCH_CALLS.append((tag, status["event"], status))
+
+
+WORKFLOW_CALLS: list[tuple[object, ...]] = []
+
+
+@cogworker.job
+def workflow_double(value: int) -> int:
+    return value * 2
+
+
+@cogworker.job
+def workflow_record(*args: object) -> None:
+    WORKFLOW_CALLS.append(args)

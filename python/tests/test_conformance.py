@@ -110,6 +110,20 @@ class Run:
         assert batch.bid is not None
         self.jids[step["as"]] = batch.bid
 
+    def workflow(self, step: dict[str, Any]) -> None:
+        def built(spec: dict[str, Any]) -> dict[str, Any]:
+            takes = spec.get("takes_result", False)
+            if "group" in spec:
+                return cogworker.group(*map(built, spec["group"]), takes_result=takes)
+            options = spec.get("options", {})
+            return cogworker.step(spec["step"], *spec["args"], takes_result=takes, **options)
+
+        pushed = cogworker.Workflow(*map(built, step["steps"]), description=step["workflow"]).push()
+        for index, spec in enumerate(step["steps"]):
+            if "as" in spec:
+                self.jids[spec["as"]] = pushed.steps[index][1][0]
+        self.jids[step["as"]] = pushed.id
+
     def batch_status(self, step: dict[str, Any]) -> None:
         status = self.api.batch(self.jids[step["batch_status"]])
         assert {k: status[k] for k in step["has"]} == step["has"], status
@@ -363,6 +377,7 @@ STEPS = {
     "batch": Run.batch,
     "batch_status": Run.batch_status,
     "callback_result": Run.callback_result,
+    "workflow": Run.workflow,
 }
 
 

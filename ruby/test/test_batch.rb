@@ -34,12 +34,7 @@ end
 class TestBatch < Minitest::Test
   include CogworkerTest
 
-  def calls
-    found = []
-    found << BatchDoneJob::CALLS.pop until BatchDoneJob::CALLS.empty?
-    found.each { |call| BatchDoneJob::CALLS << call }
-    found
-  end
+  def calls = queued(BatchDoneJob::CALLS)
 
   def events(tag) = calls.select { |t, _, _| t == tag }.map { |_, event, _| event }.sort
 

@@ -40,7 +40,7 @@ class TestConformance < Minitest::Test
 
   STEPS = %w[push start_worker await_status status result await_hooks expect_trail expect_connections
              configure periodic testing expect_recorded cli_help cli_worker cli_signals cli_admin api_call
-             expect_no_hooks await_queued batch batch_status callback_result].freeze
+             expect_no_hooks await_queued batch batch_status callback_result workflow].freeze
   EXE = File.expand_path('../exe/cogworker', __dir__)
   LIB = File.expand_path('../lib', __dir__)
   JOBS = File.expand_path('conformance_jobs.rb', __dir__)
@@ -100,6 +100,19 @@ class TestConformance < Minitest::Test
     end
     batch.jobs { step['jobs'].each { |inner| step_push(inner) } }
     @jids[step['as']] = batch.bid
+  end
+
+  def step_workflow(step)
+    built = lambda do |spec|
+      takes = spec.fetch('takes_result', false)
+      next Cogworker::Workflow.group(*spec['group'].map(&built), takes_result: takes) if spec['group']
+
+      options = spec.fetch('options', {}).transform_keys(&:to_sym)
+      Cogworker::Workflow.step(spec['step'], *spec['args'], takes_result: takes, **options)
+    end
+    pushed = Cogworker::Workflow.new(*step['steps'].map(&built), description: step['workflow'], api: @api).push
+    step['steps'].each_with_index { |spec, index| @jids[spec['as']] = pushed.steps[index][1].first if spec['as'] }
+    @jids[step['as']] = pushed.id
   end
 
   def step_batch_status(step)

@@ -24,6 +24,14 @@ RedisServer = Cogworker::Testing::RedisServer
 module CogworkerTest
   include Waiting
 
+  # What `queue` (a Queue jobs record into) holds now, left in it.
+  def queued(queue)
+    found = []
+    found << queue.pop until queue.empty?
+    found.each { |item| queue << item }
+    found
+  end
+
   FAST = { heartbeat_interval: 0.5, scheduler_poll_interval: 0.2, orphan_check_interval: 0.5,
            fetch_idle_max_interval: 0.5, shutdown_timeout: 5.0 }.freeze
 

@@ -42,6 +42,13 @@ class CrossSum
   def perform(a, b) = { 'sum' => a + b, 'by' => 'ruby' }
 end
 
+# A workflow step: takes the step before's result (PySum's) and returns
+# ten times its sum.
+class CrossTimesTen
+  include Cogworker::Job
+  def perform(previous, _tag) = previous.fetch('sum') * 10
+end
+
 # Runs until it is cancelled (from any language), then says so.
 class CrossCancellable
   include Cogworker::Job

@@ -341,3 +341,43 @@ def test_one_batch_spans_python_ruby_and_rust(env: dict[str, str], tmp_path) -> 
     assert jobs == [("python", "from ruby"), ("python", "to python"), ("ruby", "to ruby")], workers_log
     with open(rust_results, encoding="utf-8") as f:
         assert f.read().split() == ["to-rust"]
+
+
+def test_a_chain_runs_a_python_then_a_ruby_then_a_rust_step(env: dict[str, str], tmp_path) -> None:
+    """A workflow pushed from Python: PySum (Python) returns {"sum": 5}; the
+    Ruby step takes it and returns 50; the Rust step takes 50 and returns
+    51; a last Python step records 51. Each step ran once, each took the
+    result of the one before, and the workflow succeeded."""
+    log = str(tmp_path / "workers.log")
+    rust = start(
+        [os.path.join(ROOT, "target/debug/examples/test_worker")],
+        {**env, "TEST_NAMESPACE": "cogworker"},
+        log,
+    )
+    try:
+        with both_workers(env, log):
+            api = cogworker.Api(env["COGWORKER_REDIS_URL"])
+            pushed = cogworker.Workflow(
+                cogworker.step("PySum", 2, 3, queue="python"),
+                cogworker.step("CrossTimesTen", "from ruby", takes_result=True, queue="ruby"),
+                cogworker.step("Sum", takes_result=True, queue="default"),
+                cogworker.step("PyEcho", "end", takes_result=True, queue="python"),
+                description="three languages",
+                api=api,
+            ).push()
+            wait_for_results(env["CROSS_RESULTS"], 1)
+
+            def succeeded() -> bool:
+                return (api.batch(pushed.id) or {}).get("state") == "success"
+
+            wait_for("the workflow succeeded", succeeded)
+            time.sleep(0.5)  # a step handed over twice would have run by now
+            got = results(env["CROSS_RESULTS"])
+    finally:
+        stop(rust)
+    with open(log, encoding="utf-8", errors="replace") as f:
+        workers_log = f.read()
+    assert got == [["python", 51, "end"]], workers_log
+    status = api.batch(pushed.id)
+    assert status is not None
+    assert (status["total"], status["pending"], status["dead"]) == (4, 0, 0)

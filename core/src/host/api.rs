@@ -251,6 +251,15 @@ pub const CALLS: &[ApiCall] = &[
         |api, a| { crate::batch::open_from_host(api.client(), a.text(0)?, a.given(1), a.optional_text(2)?, a.seconds(3, crate::batch::DEFAULT_BATCH_TTL_SECS)?, a.seconds(4, crate::batch::DEFAULT_KEEP_FOR_SECS)?).await? }
     ),
     call!(
+        "push_workflow",
+        ["steps", "description=\"\"", "callbacks=[]", "parent=null"],
+        "push a workflow: steps run one after another, each once the one before succeeded. A step is a job's \
+         fields {class, args, queue, ...} or {group: [jobs]} (run side by side); with takes_result: true its \
+         jobs get the step before's result (a list after a group) before their args. callbacks as open_batch's, \
+         for the whole workflow. Returns {id, steps: [{bid, jids}]}",
+        |api, a| { crate::workflow::push_from_host(api.client(), a.given(0), a.optional_text(1)?.unwrap_or(""), a.given(2), a.optional_text(3)?).await? }
+    ),
+    call!(
         "close_batch",
         ["bid"],
         "say every job of a batch is pushed: it completes once they have run",

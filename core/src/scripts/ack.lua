@@ -35,10 +35,13 @@
 -- KEYS[6+m+2r]        NS:outbox (hash), where their callbacks are handed over
 -- ARGV[d]             t, the number of jobs that belong to a batch
 -- ARGV[d+1], [d+2]    (only when t > 0) the batch keys' prefix NS:batch:, now
--- ARGV[d+3 ..]        t triples {index of the job (1..n), its batch id, its
---                     jid}: each acknowledged here counts as a success of
---                     its batch (a batch's jobs counted together)
--- then, from e = d+1 (t = 0) or d+3+3t, the metrics section
+-- ARGV[d+3 ..]        t quadruples {index of the job (1..n), its batch id,
+--                     its jid, the value it returned (JSON) or "" (kept
+--                     only for batch_result jobs)}: each acknowledged here
+--                     counts as a success of its batch (a batch's jobs
+--                     counted together), its value kept in the batch's
+--                     results when given
+-- then, from e = d+1 (t = 0) or d+3+4t, the metrics section
 -- (scripts/metrics.lua), its keys from KEYS[7+m+2r]: the executions
 -- settled since the last metrics written (K = 0 most calls: they are
 -- written once a second)
@@ -107,23 +110,27 @@ local t = tonumber(ARGV[d] or "0")
 local handed = {}
 if t > 0 then
   -- Counted per batch: one call for all of a batch's jobs here.
-  local prefix, at, units, order = ARGV[d + 1], ARGV[d + 2], {}, {}
+  local prefix, at, units, values, order = ARGV[d + 1], ARGV[d + 2], {}, {}, {}
   for k = 1, t do
-    local i = d + 3 * k
+    local i = d + 4 * k - 1
     if kept[tonumber(ARGV[i])] then
-      local bid = ARGV[i + 1]
+      local bid, jid = ARGV[i + 1], ARGV[i + 2]
       if not units[bid] then
-        units[bid] = {}
+        units[bid], values[bid] = {}, {}
         order[#order + 1] = bid
       end
-      table.insert(units[bid], ARGV[i + 2])
+      table.insert(units[bid], jid)
+      if ARGV[i + 3] ~= "" then
+        table.insert(values[bid], jid)
+        table.insert(values[bid], ARGV[i + 3])
+      end
     end
   end
   for _, bid in ipairs(order) do
-    batch_succeeded(prefix, bid, units[bid], at, KEYS[6 + m + 2 * r], handed)
+    batch_succeeded(prefix, bid, units[bid], at, KEYS[6 + m + 2 * r], handed, values[bid])
   end
 end
-record_metrics(7 + m + 2 * r, t > 0 and d + 3 + 3 * t or d + 1)
+record_metrics(7 + m + 2 * r, t > 0 and d + 3 + 4 * t or d + 1)
 if counted > 0 then
   redis.call("INCRBY", KEYS[2], counted)
   redis.call("INCRBY", KEYS[3], counted)

@@ -10,10 +10,16 @@
 --                    adds jobs), parent, description, created_at, ttl,
 --                    keep_for, completed_at, succeeded_at, died_at,
 --                    fired:<event> ("1" once its callbacks are handed over),
---                    callbacks:<event> (JSON list of {queue, head, tail, jid})
+--                    callbacks:<event> (JSON list of {queue, head, tail,
+--                    jid, what}: what goes between head and tail, see
+--                    batch_fire), members (JSON list of the jids whose
+--                    results a callback gets, in order; workflows only)
 --   P<bid>:failures  hash: unit (a jid, or "batch:<child id>") -> "failed"
 --                    or "dead", for units that failed and have not since
 --                    succeeded
+--   P<bid>:results   hash: jid -> the value it returned (JSON), for jobs
+--                    pushed with batch_result (a workflow step's jobs
+--                    whose results the next step takes)
 -- A unit is pending until it succeeds. The batch is complete when every
 -- pending unit has failed at least once (pending == failures), succeeded
 -- when none is pending; it dies with its first dead unit. A callback is
@@ -47,8 +53,29 @@ local function batch_status(bid, batch, event, now)
   return cjson.encode(status)
 end
 
+-- The results of the batch's members, in their order (JSON text, as the
+-- jobs returned them: never decoded here, so no number loses digits).
+-- `one`: the first member's result alone, else a list.
+local function batch_results(batch, one)
+  local members = cjson.decode(redis.call("HGET", batch, "members") or "[]")
+  if #members == 0 then
+    return one and "null" or "[]"
+  end
+  local values = redis.call("HMGET", batch .. ":results", unpack(members))
+  for i = 1, #members do
+    values[i] = values[i] or "null"
+  end
+  if one then
+    return values[1]
+  end
+  return "[" .. table.concat(values, ",") .. "]"
+end
+
 -- Hands the callbacks of `event` over to the outbox, once per batch, and
--- counts the event in NS:stat:batches_<event> (P is NS:batch:).
+-- counts the event in NS:stat:batches_<event> (P is NS:batch:). What goes
+-- between a callback's head and tail (its 5th field): the batch's status
+-- (absent), nothing ("none"), its one member's result ("result") or its
+-- members' results as a list ("results").
 local function batch_fire(P, bid, batch, event, now, outbox, handed)
   if redis.call("HSETNX", batch, "fired:" .. event, "1") == 0 then
     return false
@@ -56,10 +83,20 @@ local function batch_fire(P, bid, batch, event, now, outbox, handed)
   redis.call("INCR", string.sub(P, 1, -7) .. "stat:batches_" .. event)
   local raw = redis.call("HGET", batch, "callbacks:" .. event)
   if raw then
-    local status = batch_status(bid, batch, event, now)
+    local spliced = {}
     for _, callback in ipairs(cjson.decode(raw)) do
+      local what = callback[5] or "status"
+      if not spliced[what] then
+        if what == "none" then
+          spliced[what] = ""
+        elseif what == "result" or what == "results" then
+          spliced[what] = batch_results(batch, what == "result")
+        else
+          spliced[what] = batch_status(bid, batch, event, now)
+        end
+      end
       local id = callback[4] .. "-batch"
-      redis.call("HSET", outbox, id, callback[1] .. "\n" .. callback[2] .. status .. callback[3])
+      redis.call("HSET", outbox, id, callback[1] .. "\n" .. callback[2] .. spliced[what] .. callback[3])
       handed[#handed + 1] = id
     end
   end
@@ -90,6 +127,7 @@ batch_check = function(P, bid, now, outbox, handed)
     if f[4] then
       redis.call("EXPIRE", batch, f[4])
       redis.call("EXPIRE", batch .. ":failures", f[4])
+      redis.call("EXPIRE", batch .. ":results", f[4])
     end
     if parent then
       batch_succeeded(P, parent, {"batch:" .. bid}, now, outbox, handed)
@@ -99,11 +137,19 @@ end
 
 -- Units `units` (a list, at most a few thousand) of batch `bid` succeeded:
 -- one settle's successes of one batch, counted together (five commands
--- for the lot, whatever its size).
-batch_succeeded = function(P, bid, units, now, outbox, handed)
+-- for the lot, whatever its size). `results`: a list of {jid, value} pairs
+-- to keep (batch_result jobs), or nil.
+batch_succeeded = function(P, bid, units, now, outbox, handed, results)
   local batch = P .. bid
   if redis.call("EXISTS", batch) == 0 then
     return
+  end
+  if results and #results > 0 then
+    redis.call("HSET", batch .. ":results", unpack(results))
+    local ttl = redis.call("TTL", batch)
+    if ttl > 0 and redis.call("TTL", batch .. ":results") == -1 then
+      redis.call("EXPIRE", batch .. ":results", ttl)
+    end
   end
   local failures = batch .. ":failures"
   if redis.call("HLEN", failures) > 0 then

@@ -13,7 +13,12 @@
 -- ARGV[6]  description
 -- ARGV[7]  the parent batch's id, "" for none
 -- ARGV[8]  the deepest nesting allowed (a top batch is at depth 0)
--- ARGV[9..] pairs {event, callbacks JSON} (see batch.lua)
+-- ARGV[9]  units counted in at once (0; a workflow's step counts the jobs
+--          it will hand over, see workflow.rs)
+-- ARGV[10] "1": open until closed; "0": closed already (a workflow step)
+-- ARGV[11] members: JSON list of the jids whose results its callbacks
+--          take, "" for none (see batch.lua)
+-- ARGV[12..] pairs {event, callbacks JSON} (see batch.lua)
 --
 -- Returns 1, or an error (nothing written): BATCHEXISTS <id> when the id
 -- is taken, NOBATCH <parent id> when the parent does not exist, BATCHDEPTH
@@ -40,10 +45,16 @@ if parent ~= "" then
 end
 redis.call(
   "HSET", batch,
-  "total", 0, "pending", 0, "dead", 0, "open", 1, "parent", parent, "depth", depth,
+  "total", ARGV[9], "pending", ARGV[9], "dead", 0, "parent", parent, "depth", depth,
   "description", ARGV[6], "created_at", now, "ttl", ttl, "keep_for", ARGV[5]
 )
-for i = 9, #ARGV, 2 do
+if ARGV[10] == "1" then
+  redis.call("HSET", batch, "open", 1)
+end
+if ARGV[11] ~= "" then
+  redis.call("HSET", batch, "members", ARGV[11])
+end
+for i = 12, #ARGV, 2 do
   redis.call("HSET", batch, "callbacks:" .. ARGV[i], ARGV[i + 1])
 end
 redis.call("EXPIRE", batch, ttl)

@@ -85,6 +85,11 @@ module Cogworker
         Setter.new(self).perform_at(time, *args)
       end
 
+      # A workflow step (see Workflow): `Parse.step(takes_result: true)`.
+      def step(*args, takes_result: false)
+        Setter.new(self).step(*args, takes_result: takes_result)
+      end
+
       # Per-push options: `HardWorker.set(queue: 'low').perform_async(1)`.
       def set(**options)
         Setter.new(self, **options)
@@ -126,6 +131,11 @@ module Cogworker
 
       def perform_at(time, *args)
         push(args, 'at' => time)
+      end
+
+      def step(*args, takes_result: false)
+        fields = Native.prepare_job(@klass.name, args, @options)
+        takes_result ? fields.merge('takes_result' => true) : fields
       end
 
       private

@@ -1,0 +1,92 @@
+"""Workflows: steps one after another (``chain``), jobs side by side
+(``group``), and a group then a step that takes all their results
+(``chord``), across languages (docs/workflows.md). The core builds them on
+batches and hands each step over exactly once; this module is the Python
+idiom around it::
+
+    flow = cogworker.chain(
+        fetch.step(url),
+        parse.step(takes_result=True),           # parse(fetch's result)
+        cogworker.group(index.step(), cogworker.step("Billing::Count"), takes_result=True),
+        report.step(takes_result=True),          # report([index's, Count's])
+    ).push()
+    flow.id          # the workflow's batch: Api().batch(flow.id)
+
+A step that dies stops the workflow there; ``.on("death", handler)`` is
+pushed then, ``.on("success", handler)`` after the last step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import _core
+from .api import Api
+from .client import given, joining_batch
+
+
+def step(handler: Any, *args: Any, takes_result: bool = False, **options: Any) -> dict[str, Any]:
+    """A step: ``handler`` (a ``@job`` function or a handler's name, in any
+    language) with ``args`` and push ``options`` (``queue``, ``retry``,
+    ``result_ttl``...). ``takes_result``: the step before's result goes
+    first in its args (a list after a group)."""
+    name = getattr(handler, "name", handler)
+    fields = _core.prepare_job(name, list(args), **given(options))
+    if takes_result:
+        fields["takes_result"] = True
+    return fields
+
+
+def group(*steps: dict[str, Any], takes_result: bool = False) -> dict[str, Any]:
+    """Steps run side by side, as one step; done when each has succeeded."""
+    return {"group": list(steps), "takes_result": takes_result}
+
+
+class Workflow:
+    """Steps to push as one workflow, each once the one before succeeded.
+    Pushed inside ``with Batch(...)``, it is one unit of that batch."""
+
+    def __init__(self, *steps: dict[str, Any], description: str = "workflow", api: Api | None = None) -> None:
+        self.steps = list(steps)
+        self.description = description
+        self._api = api
+        self._callbacks: list[dict[str, Any]] = []
+
+    def on(self, event: str, handler: Any, *args: Any, **options: Any) -> Workflow:
+        """Pushes ``handler`` with the workflow's status and then ``args``
+        when ``event`` happens: ``success`` (its last step succeeded),
+        ``death`` (a step died, and it stopped) or ``complete``."""
+        self._callbacks.append({**step(handler, *args, **options), "event": event})
+        return self
+
+    def push(self) -> PushedWorkflow:
+        """Pushes its first step now and the others in turn; what was pushed."""
+        api = self._api if self._api is not None else Api()
+        pushed = api.push_workflow(self.steps, self.description, self._callbacks, joining_batch.get())
+        return PushedWorkflow(pushed["id"], [(s["bid"], list(s["jids"])) for s in pushed["steps"]])
+
+
+@dataclass(frozen=True)
+class PushedWorkflow:
+    """A pushed workflow: its id (its batch's: ``Api().batch(id)``) and each
+    step's batch id and jids, in order."""
+
+    id: str
+    steps: list[tuple[str, list[str]]]
+
+    @property
+    def last_jids(self) -> list[str]:
+        """The last step's jids (to wait for a result it keeps, say)."""
+        return self.steps[-1][1]
+
+
+def chain(*steps: dict[str, Any], description: str = "chain") -> Workflow:
+    """``steps`` one after another."""
+    return Workflow(*steps, description=description)
+
+
+def chord(steps: list[dict[str, Any]], callback: dict[str, Any], description: str = "chord") -> Workflow:
+    """``steps`` side by side, then ``callback`` with the list of their
+    results first in its args."""
+    return Workflow(group(*steps), {**callback, "takes_result": True}, description=description)

@@ -1,0 +1,74 @@
+# frozen_string_literal: true
+
+module Cogworker
+  # Steps one after another (chain), jobs side by side (group), and a group
+  # then a step that takes all their results (chord), across languages
+  # (docs/workflows.md). The core builds them on batches and hands each
+  # step over exactly once; this is the Ruby idiom around it:
+  #
+  #   flow = Cogworker::Workflow.chain(
+  #     Fetch.step(url),
+  #     Parse.step(takes_result: true),              # Parse#perform(fetch's result)
+  #     Cogworker::Workflow.group(Index.step, Cogworker::Workflow.step('billing.count'),
+  #                               takes_result: true),
+  #     Report.step(takes_result: true)              # Report#perform([index's, count's])
+  #   ).push
+  #   flow.id   # the workflow's batch: Cogworker::Api.new.batch(flow.id)
+  #
+  # A step that dies stops the workflow there; `on(:death, Klass)` is
+  # pushed then, `on(:success, Klass)` after the last step.
+  class Workflow
+    # What `push` returns: the workflow's id (its batch's) and each step's
+    # batch id and jids, in order.
+    Pushed = Struct.new(:id, :steps) do
+      # The last step's jids (to wait for a result it keeps, say).
+      def last_jids = steps.last[1]
+    end
+
+    # A step: `handler` (a job class, or a handler's name in any language)
+    # with `args` and push `options` (queue:, retry:, result_ttl: ...).
+    # `takes_result:` the step before's result goes first in its args (a
+    # list after a group).
+    def self.step(handler, *args, takes_result: false, **options)
+      name = handler.is_a?(Module) ? handler.name : handler.to_s
+      fields = Native.prepare_job(name, args, Client.options(options))
+      takes_result ? fields.merge('takes_result' => true) : fields
+    end
+
+    # Steps run side by side, as one step; done when each has succeeded.
+    def self.group(*steps, takes_result: false) = { 'group' => steps, 'takes_result' => takes_result }
+
+    # `steps` one after another.
+    def self.chain(*steps, description: 'chain') = new(*steps, description: description)
+
+    # `steps` side by side, then `callback` with the list of their results
+    # first in its args.
+    def self.chord(steps, callback, description: 'chord')
+      new(group(*steps), callback.merge('takes_result' => true), description: description)
+    end
+
+    attr_reader :steps, :description
+
+    # Pushed inside a `Batch#jobs` block, it is one unit of that batch.
+    def initialize(*steps, description: 'workflow', api: nil)
+      @steps = steps
+      @description = description.to_s
+      @api = api
+      @callbacks = []
+    end
+
+    # Pushes `handler` with the workflow's status and then `args` when
+    # `event` happens: :success (its last step succeeded), :death (a step
+    # died, and it stopped) or :complete.
+    def on(event, handler, *args, **options)
+      @callbacks << Workflow.step(handler, *args, **options).merge('event' => event.to_s)
+      self
+    end
+
+    # Pushes its first step now and the others in turn; what was pushed.
+    def push
+      pushed = (@api || Api.new).push_workflow(@steps, @description, @callbacks, Batch.current_bid)
+      Pushed.new(pushed['id'], pushed['steps'].map { |step| [step['bid'], step['jids']] })
+    end
+  end
+end
