@@ -209,7 +209,8 @@ impl Batch {
                     "a callback is pushed when its event happens: no at, delay or unique_for",
                 ));
             }
-            job.set("enqueued_at", crate::job::float(at));
+            // Stamped when it is handed over (batch.lua), not now.
+            job.remove("enqueued_at");
             let payload = job.to_json();
             let (head, tail) = match splice {
                 Splice::Nothing => (payload.as_str(), ""),

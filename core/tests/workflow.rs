@@ -11,15 +11,20 @@ use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// What each handler ran with: (class, args).
-type Ran = Arc<Mutex<Vec<(String, Vec<Value>)>>>;
+/// What each handler ran with: (class, args), and its job's `created_at`
+/// and `enqueued_at`.
+type Ran = Arc<Mutex<Vec<(String, Vec<Value>, (f64, f64))>>>;
 
 /// `Add` returns the sum of its number args; `Wrap` returns its args as a
 /// list; `Boom` fails; `Done` records its args. All record what they got.
 fn workflow_worker(config: cogworker::Config) -> (Worker, Ran) {
     let ran: Ran = Arc::default();
     let record = |ran: &Ran, class: &str, job: &Job| {
-        ran.lock().unwrap().push((class.to_string(), job.args_slice().to_vec()));
+        let time = |field: &str| job.get(field).and_then(Value::as_f64).unwrap_or(0.0);
+        let times = (time("created_at"), time("enqueued_at"));
+        ran.lock()
+            .unwrap()
+            .push((class.to_string(), job.args_slice().to_vec(), times));
     };
     let (a, w, b, d) = (ran.clone(), ran.clone(), ran.clone(), ran.clone());
     let worker = Worker::builder(config)
@@ -51,7 +56,7 @@ async fn wait_ran(ran: &Ran, class: &str, n: usize) {
     let (ran, class) = (ran.clone(), class.to_string());
     wait_until(&format!("{n} {class} ran"), Duration::from_secs(20), move || {
         let (ran, class) = (ran.clone(), class.clone());
-        async move { ran.lock().unwrap().iter().filter(|(c, _)| *c == class).count() >= n }
+        async move { ran.lock().unwrap().iter().filter(|(c, _, _)| *c == class).count() >= n }
     })
     .await;
 }
@@ -60,8 +65,8 @@ fn args_of(ran: &Ran, class: &str) -> Vec<Vec<Value>> {
     ran.lock()
         .unwrap()
         .iter()
-        .filter(|(c, _)| c == class)
-        .map(|(_, args)| args.clone())
+        .filter(|(c, _, _)| c == class)
+        .map(|(_, args, _)| args.clone())
         .collect()
 }
 
@@ -133,6 +138,19 @@ async fn a_chain_passes_results_and_a_chord_gets_its_groups_results_in_order() {
     assert_eq!(whole[0]["event"], "success");
     assert_eq!(whole[0]["bid"], pushed.id.as_str());
     assert_eq!(done.len(), 3, "each once: {done:?}");
+    // A step is enqueued when it is handed over, not when the workflow was
+    // pushed (it waited for four steps before it).
+    let (created, enqueued) = ran
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|(class, args, _)| class == "Done" && args == &vec![json!("plain")])
+        .map(|(_, _, times)| *times)
+        .unwrap();
+    assert!(
+        enqueued > created + 0.002,
+        "enqueued at {enqueued}, created at {created}"
+    );
     let status = api.batch(&pushed.id).await.unwrap().unwrap();
     assert_eq!(status.state(), "success");
     handle.stop();

@@ -11,6 +11,7 @@ docs/reliability.md.
 from __future__ import annotations
 
 import bisect
+import json
 import os
 import random
 import subprocess
@@ -194,6 +195,102 @@ def test_script_flush_and_client_kill_mid_run(paths):
         )
         assert flushes >= 3
         assert acc.extra_runs == 0
+
+
+# Batches under chaos (issue #31): this many batches of this many jobs, and
+# this many 3-step workflows (FAULT_SOAK: the issue's 100 x 1,000).
+BATCHES, BATCH_JOBS = (100, 1000) if SOAK else (10, 300)
+WORKFLOWS = 100 if SOAK else 20
+
+
+def test_batches_and_workflows_under_kill_9_a_redis_restart_and_a_script_flush(paths, tmp_path):
+    """Batches of Account jobs (every fifth failing its first attempt) and
+    3-step workflows, worked by Rust, Python and Ruby processes while they
+    are killed with -9, Redis is restarted (AOF) and its scripts flushed.
+    Every batch and workflow succeeds; each callback (complete and success
+    of each batch, success of each workflow) was pushed exactly once (onto
+    a queue no worker takes, to count them there: a run after a kill may
+    repeat a job, a push may not); each batch counted each of its jobs
+    once; no job lost."""
+    results, logdir = paths
+    fail_dir = tmp_path / "failed"
+    fail_dir.mkdir()
+    with Redis() as server:
+        r = server.client()
+        env = {"TEST_ORPHAN_THRESHOLD": "3", "TEST_FAIL_DIR": str(fail_dir)}
+        fleet = Fleet(server.url, results, logdir, env=env)
+        three_languages(fleet, r)
+        api = cogworker.Api(server.url)
+        client = cogworker.Client(redis_url=server.url)
+        tokens: list[str] = []
+        bids: list[str] = []
+        millis = 5 if SOAK else 20
+        for b in range(BATCHES):
+            batch = cogworker.Batch(f"chaos {b}", api=api)
+            batch.on("complete", "BatchCallback", queue="callbacks")
+            batch.on("success", "BatchCallback", queue="callbacks")
+            jobs = [f"b{b:03d}-{i:04d}" for i in range(BATCH_JOBS)]
+            with batch:
+                client.enqueue_many("Account", [(t, millis, i % 5 == 0) for i, t in enumerate(jobs)])
+            tokens += jobs
+            bids.append(str(batch.bid))
+        workflows = []
+        for w in range(WORKFLOWS):
+            steps = [f"w{w:03d}-{n}" for n in range(3)]
+            flow = cogworker.Workflow(
+                *(cogworker.step("Account", t, millis) for t in steps), description=f"chain {w}", api=api
+            ).on("success", "BatchCallback", queue="callbacks")
+            workflows.append(flow.push().id)
+            tokens += steps
+        kills, bound, rng = 0, 0, random.Random(31)
+        k, b = chaos(fleet, r, seconds=4, every=1, rng=rng)
+        kills, bound = kills + k, bound + b
+        r.script_flush()
+        k, b = chaos(fleet, r, seconds=2, every=1, rng=rng)
+        kills, bound = kills + k, bound + b
+        # A replacement still booting would find Redis gone and exit.
+        wait_registered(r, fleet)
+        server.restart()
+        r = server.client()
+        # The old connection broke with the restart: its next call would fail once.
+        api = cogworker.Api(server.url)
+        deadline = time.monotonic() + DRAIN_LIMIT
+        while pending(r) > 0 and time.monotonic() < deadline:
+            k, b = chaos(fleet, r, seconds=4, every=2, rng=rng)
+            kills, bound = kills + k, bound + b
+
+        def states() -> list[str]:
+            return [(api.batch(bid) or {}).get("state", "gone") for bid in bids + workflows]
+
+        limit = time.monotonic() + 60
+        while any(state != "success" for state in states()) and time.monotonic() < limit:
+            time.sleep(0.2)
+        time.sleep(1)  # a callback handed over twice would be queued by now
+        acc, _ = finish(
+            fleet,
+            r,
+            tokens,
+            results,
+            "batches + workflows: kill -9, Redis restart, SCRIPT FLUSH",
+            kills=kills,
+            restarts=1,
+            flushes=1,
+            duplicate_bound=bound,
+        )
+        assert states() == ["success"] * len(bids + workflows), fleet.logs()[-20000:]
+        pushed = {(event, bid): 0 for bid in bids for event in ("complete", "success")}
+        pushed.update({("success", bid): 0 for bid in workflows})
+        for raw in r.lrange(f"{NS}:queue:callbacks", 0, -1):
+            status = json.loads(raw)["args"][0]
+            key = (status["event"], status["bid"])
+            pushed[key] = pushed.get(key, 0) + 1
+        assert [key for key, n in pushed.items() if n != 1] == [], "each callback pushed exactly once"
+        for bid in bids:
+            status = api.batch(bid)
+            assert (status["total"], status["pending"], status["failures"]) == (BATCH_JOBS, 0, [])
+        assert kills >= 3
+        assert acc.dead == 0
+        assert acc.extra_runs <= bound, (acc.extra_runs, bound)
 
 
 @pytest.mark.parametrize("policy", ["allkeys-lru", "noeviction"])

@@ -96,7 +96,11 @@ local function batch_fire(P, bid, batch, event, now, outbox, handed)
         end
       end
       local id = callback[4] .. "-batch"
-      redis.call("HSET", outbox, id, callback[1] .. "\n" .. callback[2] .. spliced[what] .. callback[3])
+      -- Enqueued now, when it is handed over (as the scheduler re-stamps a
+      -- job it moves): the payload is an object, so the field goes last.
+      local payload = callback[2] .. spliced[what] .. callback[3]
+      payload = string.sub(payload, 1, -2) .. ',"enqueued_at":' .. now .. "}"
+      redis.call("HSET", outbox, id, callback[1] .. "\n" .. payload)
       handed[#handed + 1] = id
     end
   end
