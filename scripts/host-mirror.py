@@ -169,6 +169,32 @@ MIRRORED: dict[str, tuple[list[str], list[str]]] = {
             "limiter.rb:acquire",
         ],
     ),
+    # The counting, the callbacks' templates and the workflow's batches are
+    # the core's (batch.rs, workflow.rs); each host builds callback and
+    # step fields, takes the parent from its enclosing block, and converts
+    # what a push returns.
+    "batch and workflow objects": (
+        [
+            "batch.py:Batch.on",
+            "batch.py:Batch.callback_jids",
+            "batch.py:Batch.open",
+            "workflow.py:step",
+            "workflow.py:group",
+            "workflow.py:chord",
+            "workflow.py:Workflow.on",
+            "workflow.py:Workflow.push",
+        ],
+        [
+            "batch.rb:on",
+            "batch.rb:callback_jids",
+            "batch.rb:open",
+            "workflow.rb:step",
+            "workflow.rb:group",
+            "workflow.rb:chord",
+            "workflow.rb:on",
+            "workflow.rb:push",
+        ],
+    ),
     "tracing": (["_tracing.py:*"], ["tracing.rb:*"]),
     "periodic entries": (["_periodic.py:*"], ["periodic.rb:*"]),
 }
