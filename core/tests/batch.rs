@@ -112,13 +112,19 @@ fn queues(config: &mut cogworker::Config) {
     config.set_queues(&["default", "callbacks"]).unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn complete_fires_once_every_job_ran_and_success_once_all_succeeded() {
+/// A private Redis, a config for the test's queues, a client and an Api.
+fn setup() -> (TestRedis, cogworker::Config, Client, Api) {
     let redis = TestRedis::start();
     let mut config = redis.config();
     queues(&mut config);
     let client = Client::new(&config).unwrap();
     let api = Api::new(client.clone());
+    (redis, config, client, api)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn complete_fires_once_every_job_ran_and_success_once_all_succeeded() {
+    let (_redis, mut config, client, api) = setup();
     let batch = client.open_batch(with_callbacks("import")).await.unwrap();
     let mut jobs: Vec<Job> = (0..4).map(|_| Job::new("Work")).collect();
     jobs.push(Job::new("Work").args([json!("flaky")]));
@@ -196,11 +202,7 @@ async fn complete_fires_once_every_job_ran_and_success_once_all_succeeded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_job_fires_death_once_and_success_never() {
-    let redis = TestRedis::start();
-    let mut config = redis.config();
-    queues(&mut config);
-    let client = Client::new(&config).unwrap();
-    let api = Api::new(client.clone());
+    let (_redis, config, client, api) = setup();
     let batch = client.open_batch(with_callbacks("doomed")).await.unwrap();
     let pushed = batch
         .push_bulk(vec![
@@ -233,13 +235,38 @@ async fn a_dead_job_fires_death_once_and_success_never() {
     task.await.unwrap().unwrap();
 }
 
+/// A job of a batch deleted from the schedule (the dashboard's delete)
+/// will never run: it counts as failed, so the batch completes (and does
+/// not succeed) instead of waiting for it until it expires.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_deleted_from_a_set_counts_as_failed_so_its_batch_completes() {
+    let (_redis, config, client, api) = setup();
+    let batch = client.open_batch(with_callbacks("deleted")).await.unwrap();
+    let pushed = batch
+        .push_bulk(vec![Job::new("Work"), Job::new("Work").delay(3600.0)])
+        .await
+        .unwrap();
+    batch.close().await.unwrap();
+    let (worker, calls, _) = batch_worker(config, client.clone());
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    let later = pushed[1].clone().unwrap();
+    let entry = api.find_in_set(JobSet::Scheduled, &later).await.unwrap().unwrap();
+    assert!(api.delete_from_set(JobSet::Scheduled, &entry).await.unwrap());
+    assert!(!api.delete_from_set(JobSet::Scheduled, &entry).await.unwrap(), "gone");
+    wait_calls(&calls, 1).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(events(&calls), ["complete"], "complete, never success");
+    let status = api.batch(batch.bid()).await.unwrap().unwrap();
+    assert_eq!((status.pending, status.dead), (1, 0));
+    assert_eq!(status.failures, vec![(later, "failed".to_string())]);
+    handle.stop();
+    task.await.unwrap().unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_added_by_a_running_job_and_a_child_batch_count_before_success() {
-    let redis = TestRedis::start();
-    let mut config = redis.config();
-    queues(&mut config);
-    let client = Client::new(&config).unwrap();
-    let api = Api::new(client.clone());
+    let (_redis, config, client, api) = setup();
     let parent = client.open_batch(with_callbacks("parent")).await.unwrap();
     parent.push(Job::new("Work").args([json!("spawn")])).await.unwrap();
     let child = parent.open_child(with_callbacks("child")).await.unwrap();
@@ -286,11 +313,7 @@ async fn jobs_added_by_a_running_job_and_a_child_batch_count_before_success() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_batches_are_refused_and_a_killed_or_cancelled_job_counts() {
-    let redis = TestRedis::start();
-    let mut config = redis.config();
-    queues(&mut config);
-    let client = Client::new(&config).unwrap();
-    let api = Api::new(client.clone());
+    let (redis, _config, client, api) = setup();
     let error = client.batch("nosuchbatch").push(Job::new("Work")).await.unwrap_err();
     assert_eq!(error.field(), Some("bid"), "{error}");
     let batch = client.open_batch(with_callbacks("bad")).await.unwrap();

@@ -44,7 +44,7 @@ impl Api {
             let Some(entry) = self.find_in_set(set, jid).await? else {
                 continue;
             };
-            if self.drop_cancelled(set, &entry).await? {
+            if self.drop_entry(set, &entry).await? {
                 if let Some(job) = entry.job() {
                     self.keep_cancelled_result(&job).await?;
                 }
@@ -60,9 +60,9 @@ impl Api {
         })
     }
 
-    /// Takes a cancelled job off `set`; a job of a batch counts there as
-    /// failed in the same step. False if it was gone.
-    async fn drop_cancelled(&self, set: JobSet, entry: &SetEntry) -> Result<bool> {
+    /// Takes a job off `set` for good (cancelled, or deleted); a job of a
+    /// batch counts there as failed in the same step. False if it was gone.
+    pub(super) async fn drop_entry(&self, set: JobSet, entry: &SetEntry) -> Result<bool> {
         let (bid, jid) = entry.batch_unit();
         let keys = self.keys();
         let handed: Option<Vec<String>> = SCRIPTS

@@ -509,10 +509,11 @@ impl Api {
             cursor = next;
         }
     }
-    /// Deletes an entry; false if it was gone.
+    /// Deletes an entry; false if it was gone. A job of a batch will never
+    /// run: it counts there as failed in the same step, so its batch can
+    /// complete (a dead one was counted when it died).
     pub async fn delete_from_set(&self, set: JobSet, entry: &SetEntry) -> Result<bool> {
-        let removed: i64 = self.conn().zrem(self.set_key(set), &entry.raw[..]).await?;
-        Ok(removed == 1)
+        self.drop_entry(set, entry).await
     }
     /// Moves an entry onto its queue now (atomic claim + push). False if it
     /// was gone or cannot be requeued (then it is left in place).

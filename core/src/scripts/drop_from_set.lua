@@ -1,9 +1,10 @@
 -- Fragments (prepended, in this order): batch.lua
--- Take one entry of the schedule or retry set off for good (a job
--- cancelled while it waits), only if it is still there; a job of a batch
--- counts there as failed in the same step (batch.lua).
+-- Take one entry of the schedule, retry or dead set off for good (a job
+-- cancelled while it waits, or deleted), only if it is still there; a job
+-- of a batch counts there as failed in the same step (batch.lua; a dead
+-- one was counted when it died, and stays so).
 --
--- KEYS[1]  NS:schedule or NS:retry (zset)
+-- KEYS[1]  NS:schedule, NS:retry or NS:dead (zset)
 -- KEYS[2]  NS:outbox (hash), where batch callbacks are handed over
 -- ARGV[1]  the entry as stored
 -- ARGV[2]  the job's batch id, "" for a job in none
