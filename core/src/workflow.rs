@@ -230,7 +230,6 @@ impl Client {
         let count = workflow.steps.len();
         let mut whole = workflow.whole.clone();
         whole.bid = Some(id.clone());
-        whole.units = 0;
         // Each step's batch, with the next step as its success callback.
         let mut batches = Vec::with_capacity(count);
         for (index, step) in workflow.steps.iter().enumerate() {

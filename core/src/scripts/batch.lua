@@ -53,6 +53,17 @@ local function batch_status(bid, batch, event, now)
   return cjson.encode(status)
 end
 
+-- A key of the batch's (its failures, its results) that the write just
+-- before may have made: it expires with the batch.
+local function expire_with_batch(batch, key)
+  if redis.call("TTL", key) == -1 then
+    local ttl = redis.call("TTL", batch)
+    if ttl > 0 then
+      redis.call("EXPIRE", key, ttl)
+    end
+  end
+end
+
 -- The results of the batch's members, in their order (JSON text, as the
 -- jobs returned them: never decoded here, so no number loses digits).
 -- `one`: the first member's result alone, else a list.
@@ -150,10 +161,7 @@ batch_succeeded = function(P, bid, units, now, outbox, handed, results)
   end
   if results and #results > 0 then
     redis.call("HSET", batch .. ":results", unpack(results))
-    local ttl = redis.call("TTL", batch)
-    if ttl > 0 and redis.call("TTL", batch .. ":results") == -1 then
-      redis.call("EXPIRE", batch .. ":results", ttl)
-    end
+    expire_with_batch(batch, batch .. ":results")
   end
   local failures = batch .. ":failures"
   if redis.call("HLEN", failures) > 0 then
@@ -200,13 +208,8 @@ batch_failed = function(P, bid, unit, dead, now, outbox, handed)
   elseif not was then
     redis.call("HSET", failures, unit, "failed")
   end
-  -- The first failure makes the hash: it expires with the batch.
-  if redis.call("TTL", failures) == -1 then
-    local ttl = redis.call("TTL", batch)
-    if ttl > 0 then
-      redis.call("EXPIRE", failures, ttl)
-    end
-  end
+  -- The first failure makes the hash.
+  expire_with_batch(batch, failures)
   if not was then
     batch_check(P, bid, now, outbox, handed)
   end
