@@ -87,6 +87,16 @@ impl Client {
         crate::Limiter::define(limit, self.redis.clone(), self.keys.clone()).await
     }
 
+    /// This client on a connection of its own, made on the runtime current
+    /// where this is called (see `host/lanes.rs`); `None` where the server
+    /// is not fixed.
+    pub(crate) fn for_calling_thread(&self) -> Option<Client> {
+        Some(Client {
+            redis: self.redis.for_calling_thread()?,
+            ..self.clone()
+        })
+    }
+
     pub(crate) fn redis(&self) -> &Redis {
         &self.redis
     }

@@ -25,7 +25,7 @@ end
 server = Cogworker::Testing::RedisServer.new
 Cogworker.configure { |c| c.redis_url = server.url }
 native = Cogworker.config.native_client
-options = Cogworker::Client.options
+options = Cogworker::Client.options({})
 ROUNDS.times do
   timed('Client.push') { Cogworker::Client.push('PushBenchNoop', []) }
   timed('perform_async') { PushBenchNoop.perform_async }

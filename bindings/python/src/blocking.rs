@@ -49,11 +49,17 @@ where
     F: std::future::Future<Output = cogworker::Result<T>> + Send + 'static,
     T: Send + 'static,
 {
+    finish(py, |first| host::start(future, first))
+}
+
+/// [`run`] for an operation `start` begins (given how long it may run on
+/// this thread): `host::start`, or `Session::start` on a lane.
+pub fn finish<T: Send>(py: Python<'_>, start: impl FnOnce(Duration) -> host::Started<T> + Send) -> PyResult<T> {
     // Run on this thread with the GIL released; one that takes longer goes
     // on where Ctrl-C can end the wait.
-    let result = match py.detach(|| host::start(future, host::ON_CALLING_THREAD)) {
+    let result = match py.detach(|| start(host::ON_CALLING_THREAD)) {
         Ok(result) => result,
-        Err(pending) => wait(py, None, |slice| pending.poll(slice))?.expect("a wait without deadline yields"),
+        Err(mut pending) => wait(py, None, |slice| pending.poll(slice))?.expect("a wait without deadline yields"),
     };
     result.map_err(crate::errors::to_py)
 }

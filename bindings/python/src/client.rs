@@ -1,12 +1,12 @@
 //! `Client`: pushes jobs. Arguments are converted to JSON here; the job is
 //! built, validated and written by the core.
 
-use crate::blocking::run;
+use crate::blocking::{finish, run};
 use crate::config::PyConfig;
 use crate::convert;
 use crate::errors::to_py;
 use cogworker::host::{payload_job, prepared, push_through, PushRequest, Session};
-use cogworker::Job;
+use cogworker::{Client, Job};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::sync::Arc;
@@ -52,8 +52,8 @@ pub struct PyClient(pub Arc<Session>);
 
 impl PyClient {
     fn push_jobs(&self, py: Python<'_>, jobs: Vec<Job>) -> PyResult<Vec<Option<String>>> {
-        let client = self.0.client().map_err(to_py)?;
-        run(py, self.0.naming_redis(async move { client.push_bulk(jobs).await }))
+        let push = |client: Client| async move { client.push_bulk(jobs).await };
+        finish(py, |first| self.0.start(push, first))
     }
 
     /// The core's push order (`push_through`): `middleware(job)` (a dict;

@@ -130,9 +130,15 @@ where
     F: std::future::Future<Output = cogworker::Result<T>> + Send + 'static,
     T: Send + 'static,
 {
-    let result = match uninterruptible(|| host::start(future, host::ON_CALLING_THREAD)) {
+    finish(ruby, |first| host::start(future, first))
+}
+
+/// [`run`] for an operation `start` begins (given how long it may run on
+/// this thread): `host::start`, or `Session::start` on a lane.
+pub fn finish<T>(ruby: &Ruby, start: impl FnOnce(Duration) -> host::Started<T>) -> Result<T, Error> {
+    let result = match uninterruptible(|| start(host::ON_CALLING_THREAD)) {
         Ok(result) => result,
-        Err(pending) => wait(ruby, None, |slice| pending.poll(slice))?.expect("a wait without deadline yields"),
+        Err(mut pending) => wait(ruby, None, |slice| pending.poll(slice))?.expect("a wait without deadline yields"),
     };
     result.map_err(|e| crate::errors::to_ruby(ruby, e))
 }

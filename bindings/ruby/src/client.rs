@@ -1,12 +1,12 @@
 //! `Cogworker::Native::Client`: pushes jobs. Arguments are converted to JSON
 //! here; the job is built, validated and written by the core.
 
-use crate::blocking::run;
+use crate::blocking::{finish, run};
 use crate::config::RbConfig;
 use crate::convert;
 use crate::errors::to_ruby;
 use cogworker::host::{payload_job, prepared, push_through, PushRequest, Session};
-use cogworker::Job;
+use cogworker::{Client, Job};
 use magnus::{prelude::*, Error, RArray, RHash, Ruby, Value};
 use std::sync::Arc;
 
@@ -45,8 +45,8 @@ impl RbClient {
     }
 
     fn push_jobs(&self, ruby: &Ruby, jobs: Vec<Job>) -> Result<Vec<Option<String>>, Error> {
-        let client = self.0.client().map_err(|e| to_ruby(ruby, e))?;
-        run(ruby, self.0.naming_redis(async move { client.push_bulk(jobs).await }))
+        let push = |client: Client| async move { client.push_bulk(jobs).await };
+        finish(ruby, |first| self.0.start(push, first))
     }
 
     /// The core's push order (`push_through`): `middleware.call(job)` (a

@@ -43,6 +43,10 @@ const NO_MASTER_YET: &str = "redis://127.0.0.1:1/0";
 #[derive(Clone)]
 pub struct Redis {
     backend: Arc<Backend>,
+    /// A plain `redis://` URL (not a sentinel's, not a cluster's): a
+    /// calling thread may drive a connection of its own to it (see
+    /// [`Redis::for_calling_thread`]).
+    direct_url: Option<Arc<str>>,
     /// Set once this server refused `TIME` (see `clock.rs`).
     pub(crate) time_refused: Arc<std::sync::atomic::AtomicBool>,
     /// The server's clock minus the host's, and when it was measured (see
@@ -128,6 +132,7 @@ impl Redis {
     /// use, so this succeeds while Redis is down. Needs a tokio runtime.
     pub fn new(config: &Config) -> Result<Self> {
         let bad_url = |e: redis::RedisError| Error::config("redis_url", config.redis_url_redacted(), e);
+        let mut direct_url = None;
         let backend = if let Some(cluster) = ClusterUrl::parse(config.redis_url())? {
             Backend::Cluster(Box::new(ClusterBackend::open(&cluster, config.namespace())?))
         } else if let Some(sentinel) = SentinelUrl::parse(config.redis_url())? {
@@ -138,12 +143,30 @@ impl Redis {
             Backend::Node(endpoint)
         } else {
             let endpoint = Endpoint::open(config.redis_url(), String::new()).map_err(bad_url)?;
+            direct_url = Some(config.redis_url().into());
             Backend::Node(Arc::new(RwLock::new(endpoint)))
         };
         Ok(Redis {
             backend: Arc::new(backend),
+            direct_url,
             time_refused: Arc::default(),
             clock_offset: Arc::default(),
+        })
+    }
+
+    /// The same server through a connection of its own, made lazily on the
+    /// runtime current where this is called (a calling thread's own, so
+    /// that its commands need no other thread: see `host/lanes.rs`), and
+    /// sharing this one's clock offset. `None` where the server is not
+    /// fixed (a sentinel's master, a cluster's nodes).
+    pub(crate) fn for_calling_thread(&self) -> Option<Redis> {
+        let url = self.direct_url.as_deref()?;
+        let endpoint = Endpoint::open(url, String::new()).ok()?;
+        Some(Redis {
+            backend: Arc::new(Backend::Node(Arc::new(RwLock::new(endpoint)))),
+            direct_url: self.direct_url.clone(),
+            time_refused: self.time_refused.clone(),
+            clock_offset: self.clock_offset.clone(),
         })
     }
 

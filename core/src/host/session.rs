@@ -9,13 +9,18 @@ use crate::config::Config;
 use crate::error::Result;
 use crate::runtime::ForkSafe;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+
+use super::lanes::Lanes;
+use super::wait::Started;
 
 /// A configuration with its lazily built, fork-safe client and API.
 pub struct Session {
     config: Config,
     client: ForkSafe<Client>,
     api: ForkSafe<Api>,
+    lanes: Arc<Lanes>,
 }
 
 impl Session {
@@ -25,6 +30,7 @@ impl Session {
             config,
             client: ForkSafe::new(),
             api: ForkSafe::new(),
+            lanes: Arc::default(),
         }
     }
 
@@ -46,6 +52,33 @@ impl Session {
     /// The client for pushes.
     pub fn client(&self) -> Result<Arc<Client>> {
         self.client.get_or_try_init(|| in_runtime(|| Client::new(&self.config)))
+    }
+
+    /// `call` on this session's client, on the calling thread for up to
+    /// `first` (see [`super::start`]), through a connection this thread
+    /// drives itself where the server is fixed (see `lanes.rs`): a push
+    /// then costs its round trip and no hop to another thread. Its Redis
+    /// failure names the server.
+    pub fn start<T, F, Fut>(&self, call: F, first: std::time::Duration) -> Started<T>
+    where
+        F: FnOnce(Client) -> Fut,
+        Fut: Future<Output = Result<T>> + Send + 'static,
+        T: Send + 'static,
+    {
+        let client = match self.client() {
+            Ok(client) => client,
+            Err(e) => return Ok(Err(e)),
+        };
+        let mut call = Some(call);
+        let on_lane = |lane_client: Client| -> Pin<Box<dyn Future<Output = Result<T>> + Send>> {
+            let call = call.take().expect("a lane takes the call once");
+            Box::pin(self.naming_redis(call(lane_client)))
+        };
+        if let Ok(started) = self.lanes.start(&client, on_lane, first) {
+            return started;
+        }
+        let call = call.take().expect("no lane took the call");
+        super::start(self.naming_redis(call((*client).clone())), first)
     }
 
     /// The ops API, on the client's connection (a `Client`'s `status` and

@@ -74,8 +74,19 @@ pub fn deadline_after(timeout: Option<f64>) -> Result<Option<Instant>> {
         .and_then(|duration| now.checked_add(duration)))
 }
 
-/// A core operation running on the global runtime (see [`spawn`]).
-pub struct Pending<T>(flume::Receiver<Result<T>>);
+/// What starting a core operation gives: its result, or the operation
+/// still running.
+pub type Started<T> = std::result::Result<Result<T>, Pending<T>>;
+
+/// A core operation still running: on the global runtime (see [`spawn`]),
+/// or on the calling thread's lane (see `lanes.rs`), which [`Pending::poll`]
+/// drives.
+pub struct Pending<T>(Running<T>);
+
+enum Running<T> {
+    OnRuntime(flume::Receiver<Result<T>>),
+    OnLane(Box<super::lanes::LaneCall<T>>),
+}
 
 /// Starts `future` on the process-global runtime; poll its result with
 /// [`Pending::poll`] inside [`wait`].
@@ -88,7 +99,7 @@ where
     crate::runtime::global().spawn(async move {
         let _ = tx.send(future.await);
     });
-    Pending(rx)
+    Pending(Running::OnRuntime(rx))
 }
 
 /// How long the bindings run a core operation on the calling thread
@@ -103,7 +114,7 @@ pub const ON_CALLING_THREAD: Duration = Duration::from_millis(2);
 /// `first` goes on on the global runtime, to be waited for in [`wait`]
 /// (which a host can interrupt); so does any operation started on a thread
 /// that is itself inside a runtime.
-pub fn start<F, T>(future: F, first: Duration) -> std::result::Result<Result<T>, Pending<T>>
+pub fn start<F, T>(future: F, first: Duration) -> Started<T>
 where
     F: Future<Output = Result<T>> + Send + 'static,
     T: Send + 'static,
@@ -121,9 +132,17 @@ where
 }
 
 impl<T> Pending<T> {
+    pub(crate) fn on_lane(call: super::lanes::LaneCall<T>) -> Self {
+        Pending(Running::OnLane(Box::new(call)))
+    }
+
     /// Blocks up to `slice` for the result.
-    pub fn poll(&self, slice: Duration) -> Option<Result<T>> {
-        match self.0.recv_timeout(slice) {
+    pub fn poll(&mut self, slice: Duration) -> Option<Result<T>> {
+        let receiver = match &mut self.0 {
+            Running::OnRuntime(receiver) => receiver,
+            Running::OnLane(call) => return call.poll(slice),
+        };
+        match receiver.recv_timeout(slice) {
             Ok(result) => Some(result),
             Err(flume::RecvTimeoutError::Timeout) => None,
             Err(flume::RecvTimeoutError::Disconnected) => Some(Err(Error::Redis(redis::RedisError::from(
@@ -139,7 +158,7 @@ mod tests {
 
     #[test]
     fn ready_timed_out_or_interrupted() {
-        let pending = spawn(async { Ok(7) });
+        let mut pending = spawn(async { Ok(7) });
         let got = wait(None, |slice| pending.poll(slice), || false);
         assert!(matches!(got, Waited::Ready(Ok(7))));
         let (_sender, never) = flume::bounded::<()>(1);
@@ -180,7 +199,7 @@ mod tests {
             },
             Duration::from_millis(1),
         );
-        let Err(pending) = slow else {
+        let Err(mut pending) = slow else {
             panic!("still running after 1 ms")
         };
         let finished = match wait(None, |slice| pending.poll(slice), || false) {

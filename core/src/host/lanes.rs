@@ -1,0 +1,256 @@
+//! Client calls that a host thread drives itself. Through the engine's
+//! shared connection, a push hands its command to the connection's driver
+//! task on a runtime thread, and that thread wakes the caller when the
+//! reply is in: two cross-thread wake-ups per push (a `perf record` of
+//! Ruby pushes put 46% of its samples on the runtime's threads). A lane is
+//! a current-thread runtime with a connection made on it: the calling
+//! thread writes the command, waits in `epoll` and reads the reply itself.
+//!
+//! Lanes are pooled per session, not kept per thread, so a host that makes
+//! a thread per request does not make a connection per request: a process
+//! holds as many as it ever had calls at once, at most [`MAX_IDLE`] idle.
+
+use super::wait::{Pending, Started};
+use crate::client::Client;
+use crate::error::Result;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Idle lanes kept for the next calls; more are closed when they finish.
+const MAX_IDLE: usize = 16;
+
+/// A current-thread runtime and the client whose connection lives on it.
+struct Lane {
+    runtime: Option<tokio::runtime::Runtime>,
+    client: Client,
+}
+
+impl Lane {
+    fn runtime(&self) -> &tokio::runtime::Runtime {
+        self.runtime.as_ref().expect("a lane has its runtime until dropped")
+    }
+}
+
+impl Drop for Lane {
+    fn drop(&mut self) {
+        // A runtime dropped where another is current (a host object freed
+        // on an engine thread) would panic; this way it never blocks.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// A session's idle lanes, tagged with the pid that made them: a forked
+/// child must not touch its parent's sockets, nor drop its runtimes.
+#[derive(Default)]
+pub(crate) struct Lanes {
+    idle: Mutex<Option<(u32, Vec<Lane>)>>,
+}
+
+type Call<T> = Pin<Box<dyn Future<Output = Result<T>> + Send>>;
+
+impl Lanes {
+    /// Runs `call` on a lane of `client`'s server, on this thread, for up
+    /// to `first`; one still running then is handed back to wait for in
+    /// slices (still on this thread). `Err(call)` untouched where no lane
+    /// can serve: the server is not fixed (sentinel, cluster), or this
+    /// thread is inside a runtime already (`block_on` would panic).
+    pub(crate) fn start<T: Send + 'static>(
+        self: &Arc<Self>,
+        client: &Client,
+        call: impl FnOnce(Client) -> Call<T>,
+        first: Duration,
+    ) -> std::result::Result<Started<T>, ()> {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Err(());
+        }
+        let Some(lane) = self.take(client) else { return Err(()) };
+        let future = call(lane.client.clone());
+        let mut running = LaneCall {
+            lane: Some(lane),
+            future,
+            home: self.clone(),
+        };
+        Ok(match running.poll(first) {
+            Some(result) => Ok(result),
+            None => Err(Pending::on_lane(running)),
+        })
+    }
+
+    fn take(&self, client: &Client) -> Option<Lane> {
+        let pid = std::process::id();
+        {
+            let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+            match idle.as_mut() {
+                Some((owner, lanes)) if *owner == pid => {
+                    if let Some(lane) = lanes.pop() {
+                        return Some(lane);
+                    }
+                }
+                Some(_) => {
+                    // Made by our parent before a fork.
+                    if let Some((_, stale)) = idle.take() {
+                        std::mem::forget(stale);
+                    }
+                }
+                None => {}
+            }
+        }
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .ok()?;
+        let client = {
+            let _entered = runtime.enter();
+            client.for_calling_thread()?
+        };
+        Some(Lane {
+            runtime: Some(runtime),
+            client,
+        })
+    }
+
+    fn put_back(&self, lane: Lane) {
+        let pid = std::process::id();
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.as_ref().is_some_and(|(owner, _)| *owner != pid) {
+            if let Some((_, stale)) = idle.take() {
+                std::mem::forget(stale);
+            }
+        }
+        let (_, lanes) = idle.get_or_insert_with(|| (pid, Vec::new()));
+        if lanes.len() < MAX_IDLE {
+            lanes.push(lane);
+        }
+    }
+}
+
+/// A call running on a lane; the lane goes back to its pool when the call
+/// ends. Dropped unfinished (the host gave up waiting), its lane is closed
+/// with it: a command half-sent must not reach the next call's replies.
+pub(crate) struct LaneCall<T> {
+    lane: Option<Lane>,
+    future: Call<T>,
+    home: Arc<Lanes>,
+}
+
+impl<T> LaneCall<T> {
+    /// Drives the call on this thread for up to `slice`.
+    pub(crate) fn poll(&mut self, slice: Duration) -> Option<Result<T>> {
+        let lane = self.lane.as_ref()?;
+        let future = &mut self.future;
+        let done = lane
+            .runtime()
+            .block_on(async { tokio::time::timeout(slice, future).await.ok() })?;
+        if let Some(lane) = self.lane.take() {
+            self.home.put_back(lane);
+        }
+        Some(done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::RedisServer;
+    use crate::Config;
+    use std::thread::{self, ThreadId};
+
+    fn on_lane<T: Send + 'static>(
+        lanes: &Arc<Lanes>,
+        client: &Client,
+        call: impl Future<Output = Result<T>> + Send + 'static,
+        first: Duration,
+    ) -> Started<T> {
+        lanes
+            .start(client, |_| Box::pin(call), first)
+            .unwrap_or_else(|_| panic!("a plain redis:// URL gets a lane"))
+    }
+
+    fn client_of(url: &str) -> Client {
+        let mut config = Config::default();
+        config.set_redis_url(url).unwrap();
+        super::super::in_runtime(|| Client::new(&config)).unwrap()
+    }
+
+    async fn here() -> Result<ThreadId> {
+        Ok(thread::current().id())
+    }
+
+    #[test]
+    fn a_call_runs_on_the_calling_thread_and_its_lane_serves_the_next() {
+        let redis = RedisServer::start(&[]).unwrap();
+        let client = client_of(&redis.url());
+        let lanes = Arc::new(Lanes::default());
+        let ran_on = on_lane(&lanes, &client, here(), Duration::from_secs(5));
+        assert_eq!(ran_on.ok().unwrap().unwrap(), thread::current().id());
+        // The lane went back, and the next call takes it: one lane in all.
+        let push = |client: Client| -> Call<Option<String>> {
+            Box::pin(async move { client.push(crate::Job::new("Lane").args([serde_json::json!(1)])).await })
+        };
+        for _ in 0..3 {
+            let pushed = lanes.start(&client, push, Duration::from_secs(5)).ok().unwrap();
+            assert!(pushed.ok().unwrap().unwrap().is_some());
+        }
+        assert_eq!(lanes.idle.lock().unwrap().as_ref().unwrap().1.len(), 1);
+
+        // Redis restarted under the idle lane: the push is sent again once
+        // on a new connection, as through the shared one.
+        redis.restart().unwrap();
+        let pushed = lanes.start(&client, push, Duration::from_secs(5)).ok().unwrap();
+        assert!(pushed.ok().unwrap().unwrap().is_some());
+    }
+
+    #[test]
+    fn a_slow_call_is_driven_to_its_end_in_slices_on_the_same_thread() {
+        let redis = RedisServer::start(&[]).unwrap();
+        let client = client_of(&redis.url());
+        let lanes = Arc::new(Lanes::default());
+        let slow = async {
+            tokio::time::sleep(Duration::from_millis(40)).await;
+            Ok(thread::current().id())
+        };
+        let Err(mut pending) = on_lane(&lanes, &client, slow, Duration::from_millis(1)) else {
+            panic!("still running after 1 ms")
+        };
+        let finished = match super::super::wait(None, |slice| pending.poll(slice), || false) {
+            super::super::Waited::Ready(result) => result.unwrap(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(finished, thread::current().id());
+        assert_eq!(
+            lanes.idle.lock().unwrap().as_ref().unwrap().1.len(),
+            1,
+            "back in the pool"
+        );
+
+        // Given up unfinished, its lane is closed, not pooled.
+        let never = async {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            Ok(())
+        };
+        let abandoned = on_lane(&lanes, &client, never, Duration::from_millis(1));
+        assert!(abandoned.is_err());
+        drop(abandoned);
+        assert_eq!(lanes.idle.lock().unwrap().as_ref().unwrap().1.len(), 0);
+    }
+
+    #[test]
+    fn no_lane_inside_a_runtime_or_for_a_server_that_moves() {
+        let redis = RedisServer::start(&[]).unwrap();
+        let client = client_of(&redis.url());
+        let lanes = Arc::new(Lanes::default());
+        crate::runtime::global().block_on(async {
+            assert!(lanes
+                .start(&client, |_| Box::pin(here()), Duration::from_secs(1))
+                .is_err());
+        });
+        let moving = client_of("redis+sentinel://127.0.0.1:1/mymaster");
+        assert!(lanes
+            .start(&moving, |_| Box::pin(here()), Duration::from_secs(1))
+            .is_err());
+    }
+}
