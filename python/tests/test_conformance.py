@@ -85,6 +85,23 @@ class Run:
         STEPS[kind](self, step)
 
     def push(self, step: dict[str, Any]) -> None:
+        if step.get("on_new_thread"):
+            pushed: list[BaseException | None] = []
+
+            def push_here() -> None:
+                try:
+                    self.push({k: v for k, v in step.items() if k != "on_new_thread"})
+                    pushed.append(None)
+                except BaseException as e:  # re-raised on the runner's thread
+                    pushed.append(e)
+
+            thread = threading.Thread(target=push_here)
+            thread.start()
+            thread.join(30)
+            assert pushed, "the push's thread did not finish within 30 s"
+            if pushed[0] is not None:
+                raise pushed[0]
+            return
         options = dict(step.get("options", {}))
         if "raises" in step:
             with pytest.raises(Exception) as raised:

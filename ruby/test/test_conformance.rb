@@ -80,6 +80,11 @@ class TestConformance < Minitest::Test
   def push_options(step) = step.fetch('options', {}).transform_keys(&:to_sym)
 
   def step_push(step)
+    if step['on_new_thread']
+      pusher = Thread.new { step_push(step.except('on_new_thread')) }
+      pusher.report_on_exception = false
+      return assert(pusher.join(30), "the push's thread did not finish within 30 s")
+    end
     if step['raises']
       error = assert_raises(StandardError) { @client.push(step['push'], step['args'], **push_options(step)) }
       return expect_raised(error, step)
