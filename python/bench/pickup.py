@@ -6,6 +6,12 @@ pushes 200 jobs one at a time, GAP ms apart, each carrying its push time
 (``time.time()`` taken before the push); the handler notes ``now - pushed``.
 Hosts alternate, ROUNDS rounds; p50 / p99 / max per run.
 
+Which side a slow probe lost its time on: the pusher also notes when each
+push returned. Pushes 20 ms apart finish in the order they were made, so
+the n-th pickup is the n-th push. For each probe slower than SLOW_MS (2),
+the table says how much of its latency was the push's own round trip
+(pusher and Redis) and how much came after, on the worker's side.
+
 Run with ``scripts/bench-pickup`` (release builds). Env: BENCH_GAP_MS (20),
 BENCH_ROUNDS (3), BENCH_PROBES (200)."""
 
@@ -27,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 GAP = float(os.environ.get("BENCH_GAP_MS", "20")) / 1000
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 PROBES = int(os.environ.get("BENCH_PROBES", "200"))
+SLOW = float(os.environ.get("SLOW_MS", "2")) / 1000
 
 PYTHON_JOBS = """
 import os, time, cogworker
@@ -68,7 +75,7 @@ def worker_command(host: str, work: Path, url: str) -> list[str]:
     return [str(ROOT / "target/release/examples/bench"), "--worker", url]
 
 
-def run(host: str, url: str, work: Path) -> list[float]:
+def run(host: str, url: str, work: Path) -> tuple[list[float], list[float]]:
     pickups = work / f"pickups-{host}.txt"
     pickups.unlink(missing_ok=True)
     env = {**os.environ, "COGWORKER_LOG": "warn", "COGWORKER_REDIS_URL": url, "PICKUPS": str(pickups)}
@@ -93,8 +100,11 @@ def run(host: str, url: str, work: Path) -> list[float]:
                 raise RuntimeError(f"the {host} worker ran nothing within 30 s")
             time.sleep(0.01)
         time.sleep(1.0)
+        pushes = []
         for _ in range(PROBES):
-            client.enqueue("Probe", time.time())
+            pushed = time.time()
+            client.enqueue("Probe", pushed)
+            pushes.append(time.time() - pushed)
             time.sleep(GAP)
         while api.stats()["processed"] < before + PROBES + 1:
             if time.monotonic() > deadline + 60:
@@ -108,7 +118,7 @@ def run(host: str, url: str, work: Path) -> list[float]:
         values = [float(v) for v in line.split(" ", 1)[1].strip("[]").split(",") if v]
     else:
         values = [float(v) for v in pickups.read_text().split()]
-    return values[1:]  # the first probe met a worker still starting
+    return values[1:], pushes  # the first probe met a worker still starting
 
 
 def main() -> None:
@@ -117,15 +127,21 @@ def main() -> None:
         (work / "pickup_jobs.py").write_text(PYTHON_JOBS)
         (work / "probe.rb").write_text(RUBY_JOBS)
         print(f"pickup: {PROBES} pushes {GAP * 1000:.0f} ms apart from another process, idle worker, -c 10")
-        print("| round | host | p50 ms | p99 ms | max ms | probes |")
-        print("|---|---|---|---|---|---|")
+        print("| round | host | p50 ms | p99 ms | max ms | probes | slow: latency = push + after, ms |")
+        print("|---|---|---|---|---|---|---|")
         for round_ in range(1, ROUNDS + 1):
             for host in ("Rust", "Ruby", "Python"):
-                values = sorted(v * 1000 for v in run(host, server.url, work))
+                latencies, pushes = run(host, server.url, work)
+                slow = [
+                    f"{lat * 1000:.2f} = {push * 1000:.2f} + {(lat - push) * 1000:.2f}"
+                    for lat, push in zip(latencies, pushes)
+                    if lat > SLOW
+                ]
+                values = sorted(v * 1000 for v in latencies)
                 p99 = values[min(len(values) - 1, int(len(values) * 0.99))]
                 print(
                     f"| {round_} | {host} | {statistics.median(values):.2f} | {p99:.2f}"
-                    f" | {values[-1]:.2f} | {len(values)} |",
+                    f" | {values[-1]:.2f} | {len(values)} | {'; '.join(slow) or '-'} |",
                     flush=True,
                 )
 
