@@ -97,6 +97,11 @@ impl Client {
         })
     }
 
+    /// Whether [`Client::for_calling_thread`] can give one.
+    pub(crate) fn has_fixed_server(&self) -> bool {
+        self.redis.has_fixed_server()
+    }
+
     pub(crate) fn redis(&self) -> &Redis {
         &self.redis
     }

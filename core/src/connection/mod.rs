@@ -154,6 +154,12 @@ impl Redis {
         })
     }
 
+    /// One server at a fixed address (not a sentinel's master, not a
+    /// cluster): what [`Redis::for_calling_thread`] needs.
+    pub(crate) fn has_fixed_server(&self) -> bool {
+        self.direct_url.is_some()
+    }
+
     /// The same server through a connection of its own, made lazily on the
     /// runtime current where this is called (a calling thread's own, so
     /// that its commands need no other thread: see `host/lanes.rs`), and

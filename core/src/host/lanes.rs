@@ -67,6 +67,11 @@ impl Lanes {
         if tokio::runtime::Handle::try_current().is_ok() {
             return Err(());
         }
+        // Checked first: a server that can move gets no lane, and must not
+        // pay for building a runtime on every call to find that out.
+        if !client.has_fixed_server() {
+            return Err(());
+        }
         let Some(lane) = self.take(client) else { return Err(()) };
         let future = call(lane.client.clone());
         let mut running = LaneCall {
