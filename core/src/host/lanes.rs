@@ -13,6 +13,7 @@
 use super::wait::{Pending, Started};
 use crate::client::Client;
 use crate::error::Result;
+use crate::runtime::ForkSafe;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -43,11 +44,12 @@ impl Drop for Lane {
     }
 }
 
-/// A session's idle lanes, tagged with the pid that made them: a forked
-/// child must not touch its parent's sockets, nor drop its runtimes.
+/// A session's idle lanes, kept for the process that made them
+/// ([`ForkSafe`]): a forked child must not touch its parent's sockets, nor
+/// drop its runtimes.
 #[derive(Default)]
 pub(crate) struct Lanes {
-    idle: Mutex<Option<(u32, Vec<Lane>)>>,
+    idle: ForkSafe<Mutex<Vec<Lane>>>,
 }
 
 type Call<T> = Pin<Box<dyn Future<Output = Result<T>> + Send>>;
@@ -58,21 +60,20 @@ impl Lanes {
     /// slices (still on this thread). `Err(call)` untouched where no lane
     /// can serve: the server is not fixed (sentinel, cluster), or this
     /// thread is inside a runtime already (`block_on` would panic).
-    pub(crate) fn start<T: Send + 'static>(
+    pub(crate) fn start<T: Send + 'static, F: FnOnce(Client) -> Call<T>>(
         self: &Arc<Self>,
         client: &Client,
-        call: impl FnOnce(Client) -> Call<T>,
+        call: F,
         first: Duration,
-    ) -> std::result::Result<Started<T>, ()> {
-        if tokio::runtime::Handle::try_current().is_ok() {
-            return Err(());
-        }
+    ) -> std::result::Result<Started<T>, F> {
         // Checked first: a server that can move gets no lane, and must not
         // pay for building a runtime on every call to find that out.
-        if !client.has_fixed_server() {
-            return Err(());
+        if tokio::runtime::Handle::try_current().is_ok() || !client.has_fixed_server() {
+            return Err(call);
         }
-        let Some(lane) = self.take(client) else { return Err(()) };
+        let Some(lane) = self.take(client) else {
+            return Err(call);
+        };
         let future = call(lane.client.clone());
         let mut running = LaneCall {
             lane: Some(lane),
@@ -85,24 +86,17 @@ impl Lanes {
         })
     }
 
+    /// This process's idle lanes.
+    fn idle(&self) -> Arc<Mutex<Vec<Lane>>> {
+        self.idle
+            .get_or_try_init(|| Ok::<_, std::convert::Infallible>(Mutex::default()))
+            .unwrap_or_else(|never| match never {})
+    }
+
     fn take(&self, client: &Client) -> Option<Lane> {
-        let pid = std::process::id();
-        {
-            let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-            match idle.as_mut() {
-                Some((owner, lanes)) if *owner == pid => {
-                    if let Some(lane) = lanes.pop() {
-                        return Some(lane);
-                    }
-                }
-                Some(_) => {
-                    // Made by our parent before a fork.
-                    if let Some((_, stale)) = idle.take() {
-                        std::mem::forget(stale);
-                    }
-                }
-                None => {}
-            }
+        let pooled = self.idle().lock().unwrap_or_else(|p| p.into_inner()).pop();
+        if pooled.is_some() {
+            return pooled;
         }
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -119,14 +113,8 @@ impl Lanes {
     }
 
     fn put_back(&self, lane: Lane) {
-        let pid = std::process::id();
-        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        if idle.as_ref().is_some_and(|(owner, _)| *owner != pid) {
-            if let Some((_, stale)) = idle.take() {
-                std::mem::forget(stale);
-            }
-        }
-        let (_, lanes) = idle.get_or_insert_with(|| (pid, Vec::new()));
+        let idle = self.idle();
+        let mut lanes = idle.lock().unwrap_or_else(|p| p.into_inner());
         if lanes.len() < MAX_IDLE {
             lanes.push(lane);
         }
@@ -200,7 +188,7 @@ mod tests {
             let pushed = lanes.start(&client, push, Duration::from_secs(5)).ok().unwrap();
             assert!(pushed.ok().unwrap().unwrap().is_some());
         }
-        assert_eq!(lanes.idle.lock().unwrap().as_ref().unwrap().1.len(), 1);
+        assert_eq!(lanes.idle().lock().unwrap().len(), 1);
 
         // Redis restarted under the idle lane: the push is sent again once
         // on a new connection, as through the shared one.
@@ -226,11 +214,7 @@ mod tests {
             other => panic!("{other:?}"),
         };
         assert_eq!(finished, thread::current().id());
-        assert_eq!(
-            lanes.idle.lock().unwrap().as_ref().unwrap().1.len(),
-            1,
-            "back in the pool"
-        );
+        assert_eq!(lanes.idle().lock().unwrap().len(), 1, "back in the pool");
 
         // Given up unfinished, its lane is closed, not pooled.
         let never = async {
@@ -240,7 +224,7 @@ mod tests {
         let abandoned = on_lane(&lanes, &client, never, Duration::from_millis(1));
         assert!(abandoned.is_err());
         drop(abandoned);
-        assert_eq!(lanes.idle.lock().unwrap().as_ref().unwrap().1.len(), 0);
+        assert_eq!(lanes.idle().lock().unwrap().len(), 0);
     }
 
     #[test]

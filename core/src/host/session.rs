@@ -69,16 +69,12 @@ impl Session {
             Ok(client) => client,
             Err(e) => return Ok(Err(e)),
         };
-        let mut call = Some(call);
-        let on_lane = |lane_client: Client| -> Pin<Box<dyn Future<Output = Result<T>> + Send>> {
-            let call = call.take().expect("a lane takes the call once");
-            Box::pin(self.naming_redis(call(lane_client)))
-        };
-        if let Ok(started) = self.lanes.start(&client, on_lane, first) {
-            return started;
+        let call =
+            |on: Client| -> Pin<Box<dyn Future<Output = Result<T>> + Send>> { Box::pin(self.naming_redis(call(on))) };
+        match self.lanes.start(&client, call, first) {
+            Ok(started) => started,
+            Err(call) => super::start(call((*client).clone()), first),
         }
-        let call = call.take().expect("no lane took the call");
-        super::start(self.naming_redis(call((*client).clone())), first)
     }
 
     /// The ops API, on the client's connection (a `Client`'s `status` and
