@@ -87,14 +87,12 @@ impl Client {
         crate::Limiter::define(limit, self.redis.clone(), self.keys.clone()).await
     }
 
-    /// This client on a connection of its own, made on the runtime current
-    /// where this is called (see `host/lanes.rs`); `None` where the server
-    /// is not fixed.
-    pub(crate) fn for_calling_thread(&self) -> Option<Client> {
-        Some(Client {
-            redis: self.redis.for_calling_thread()?,
-            ..self.clone()
-        })
+    /// This client on a connection the calling thread drives itself (see
+    /// `host/lanes.rs`), and that connection; `None` where the server is
+    /// not fixed or is out of that connection's reach (TLS, RESP3).
+    pub(crate) fn for_calling_thread(&self) -> Option<(Client, crate::connection::ThreadConn)> {
+        let (redis, conn) = self.redis.for_calling_thread()?;
+        Some((Client { redis, ..self.clone() }, conn))
     }
 
     /// Whether [`Client::for_calling_thread`] can give one.

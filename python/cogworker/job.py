@@ -82,7 +82,8 @@ class JobHandle(Generic[F]):
 
     def enqueue(self, *args: Any) -> str | None:
         """Pushes a job; returns its jid (None: a unique duplicate was refused)."""
-        return self._bound().enqueue(*args)
+        # The push options as they are: nothing downstream changes them.
+        return default_client().push_job(self.name, args, self.push_options)
 
     def step(self, *args: Any, takes_result: bool = False) -> dict[str, Any]:
         """A workflow step (``cogworker.chain``): this job with ``args``;

@@ -1,8 +1,9 @@
 //! `Conn`: one handle type for every kind of connection the core talks
 //! through (the shared auto-reconnecting one, a dedicated one for blocking
-//! commands, a cluster connection), so every command, script and MULTI is
-//! written once.
+//! commands, a cluster connection, one a calling thread drives), so every
+//! command, script and MULTI is written once.
 
+use super::ThreadConn;
 use redis::aio::{ConnectionLike, ConnectionManager, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
@@ -12,6 +13,7 @@ pub enum Conn {
     Manager(ConnectionManager),
     Plain(MultiplexedConnection),
     Cluster(ClusterConnection),
+    OnThread(ThreadConn),
 }
 
 impl ConnectionLike for Conn {
@@ -20,6 +22,7 @@ impl ConnectionLike for Conn {
             Conn::Manager(c) => c.req_packed_command(cmd),
             Conn::Plain(c) => c.req_packed_command(cmd),
             Conn::Cluster(c) => c.req_packed_command(cmd),
+            Conn::OnThread(c) => c.req_packed_command(cmd),
         }
     }
 
@@ -33,6 +36,7 @@ impl ConnectionLike for Conn {
             Conn::Manager(c) => c.req_packed_commands(pipeline, offset, count),
             Conn::Plain(c) => c.req_packed_commands(pipeline, offset, count),
             Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::OnThread(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }
 
@@ -41,6 +45,7 @@ impl ConnectionLike for Conn {
             Conn::Manager(c) => c.get_db(),
             Conn::Plain(c) => c.get_db(),
             Conn::Cluster(c) => c.get_db(),
+            Conn::OnThread(c) => c.get_db(),
         }
     }
 }

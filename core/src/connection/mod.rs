@@ -22,9 +22,11 @@ use std::time::Duration;
 
 mod cluster;
 mod conn;
+mod on_thread;
 mod sentinel;
 
 pub use conn::Conn;
+pub(crate) use on_thread::ThreadConn;
 
 /// Response timeout for ordinary commands: long enough for a large batch
 /// script under load, short enough that a hung server is noticed.
@@ -58,6 +60,13 @@ enum Backend {
     /// One server, or the master a sentinel names (swapped on failover).
     Node(Arc<RwLock<Endpoint>>),
     Cluster(Box<ClusterBackend>),
+    /// One server, through a connection the calling thread drives (see
+    /// [`Redis::for_calling_thread`]); `client` makes the connections
+    /// other than the ordinary one (blocking commands, pub/sub).
+    OnThread {
+        conn: ThreadConn,
+        client: Box<redis::Client>,
+    },
 }
 
 struct Endpoint {
@@ -160,20 +169,28 @@ impl Redis {
         self.direct_url.is_some()
     }
 
-    /// The same server through a connection of its own, made lazily on the
-    /// runtime current where this is called (a calling thread's own, so
-    /// that its commands need no other thread: see `host/lanes.rs`), and
-    /// sharing this one's clock offset. `None` where the server is not
-    /// fixed (a sentinel's master, a cluster's nodes).
-    pub(crate) fn for_calling_thread(&self) -> Option<Redis> {
-        let url = self.direct_url.as_deref()?;
-        let endpoint = Endpoint::open(url, String::new()).ok()?;
-        Some(Redis {
-            backend: Arc::new(Backend::Node(Arc::new(RwLock::new(endpoint)))),
+    /// The same server through a connection the calling thread drives
+    /// itself, with no task and no other thread (see `host/lanes.rs`),
+    /// sharing this one's clock offset; and that connection, to bound its
+    /// waits. Dialled on first use. `None` where the server is not fixed (a
+    /// sentinel's master, a cluster's nodes), or is reached through TLS or
+    /// RESP3.
+    pub(crate) fn for_calling_thread(&self) -> Option<(Redis, ThreadConn)> {
+        let client = redis::Client::open(self.direct_url.as_deref()?).ok()?;
+        if !ThreadConn::serves(client.get_connection_info()) {
+            return None;
+        }
+        let conn = ThreadConn::new(client.get_connection_info().clone());
+        let redis = Redis {
+            backend: Arc::new(Backend::OnThread {
+                conn: conn.clone(),
+                client: Box::new(client),
+            }),
             direct_url: self.direct_url.clone(),
             time_refused: self.time_refused.clone(),
             clock_offset: self.clock_offset.clone(),
-        })
+        };
+        Some((redis, conn))
     }
 
     /// A handle on the shared connection (cheap to clone).
@@ -181,6 +198,7 @@ impl Redis {
         match &*self.backend {
             Backend::Node(endpoint) => Conn::Manager(endpoint.read().unwrap().shared.clone()),
             Backend::Cluster(cluster) => Conn::Cluster(cluster.shared.clone()),
+            Backend::OnThread { conn, .. } => Conn::OnThread(conn.clone()),
         }
     }
 
@@ -188,7 +206,7 @@ impl Redis {
     /// holds the namespace (the one node, or in a cluster the slot's owner).
     pub async fn on_namespace_node<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> redis::RedisResult<T> {
         match &*self.backend {
-            Backend::Node(_) => cmd.query_async(&mut self.conn()).await,
+            Backend::Node(_) | Backend::OnThread { .. } => cmd.query_async(&mut self.conn()).await,
             Backend::Cluster(cluster) => {
                 let value = cluster
                     .shared
@@ -204,19 +222,9 @@ impl Redis {
     /// most `block`, with its server-side client id (for `CLIENT UNBLOCK`).
     pub async fn blocking(&self, block: Duration) -> Result<BlockingConn> {
         let id_cmd = redis::cmd("CLIENT").arg("ID").clone();
-        match &*self.backend {
-            Backend::Node(endpoint) => {
-                let config = AsyncConnectionConfig::new()
-                    .set_connection_timeout(Some(CONNECT_TIMEOUT))
-                    .set_response_timeout(Some(block + BLOCKING_SLACK));
-                let client = endpoint.read().unwrap().client.clone();
-                let mut conn = client.get_multiplexed_async_connection_with_config(&config).await?;
-                let id: i64 = id_cmd.query_async(&mut conn).await?;
-                Ok(BlockingConn {
-                    conn: Conn::Plain(conn),
-                    id,
-                })
-            }
+        let client = match &*self.backend {
+            Backend::Node(endpoint) => endpoint.read().unwrap().client.clone(),
+            Backend::OnThread { client, .. } => (**client).clone(),
             Backend::Cluster(cluster) => {
                 // A cluster connection of its own: one connection per node,
                 // so the id is that of the connection the blocking command
@@ -226,12 +234,21 @@ impl Redis {
                     .get_pending_async_connection_with_config(cluster_config(block + BLOCKING_SLACK));
                 let value = conn.route_command(id_cmd, cluster.route()).await?;
                 let id: i64 = redis::from_redis_value(value).map_err(redis::RedisError::from)?;
-                Ok(BlockingConn {
+                return Ok(BlockingConn {
                     conn: Conn::Cluster(conn),
                     id,
-                })
+                });
             }
-        }
+        };
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(CONNECT_TIMEOUT))
+            .set_response_timeout(Some(block + BLOCKING_SLACK));
+        let mut conn = client.get_multiplexed_async_connection_with_config(&config).await?;
+        let id: i64 = id_cmd.query_async(&mut conn).await?;
+        Ok(BlockingConn {
+            conn: Conn::Plain(conn),
+            id,
+        })
     }
 
     /// Wakes blocked commands early as if they had timed out (no job is
@@ -251,6 +268,7 @@ impl Redis {
     pub async fn pubsub(&self) -> Result<redis::aio::PubSub> {
         let client = match &*self.backend {
             Backend::Node(endpoint) => endpoint.read().unwrap().client.clone(),
+            Backend::OnThread { client, .. } => (**client).clone(),
             Backend::Cluster(cluster) => redis::Client::open(cluster.first_node.as_str())?,
         };
         Ok(client.get_async_pubsub().await?)

@@ -3,8 +3,9 @@
 //! task on a runtime thread, and that thread wakes the caller when the
 //! reply is in: two cross-thread wake-ups per push (a `perf record` of
 //! Ruby pushes put 46% of its samples on the runtime's threads). A lane is
-//! a current-thread runtime with a connection made on it: the calling
-//! thread writes the command, waits in `epoll` and reads the reply itself.
+//! a current-thread runtime and a connection of its own
+//! (`connection/on_thread.rs`): the calling thread writes the command and
+//! reads the reply itself, in a blocking read, with no task in between.
 //!
 //! Lanes are pooled per session, not kept per thread, so a host that makes
 //! a thread per request does not make a connection per request: a process
@@ -12,20 +13,25 @@
 
 use super::wait::{Pending, Started};
 use crate::client::Client;
+use crate::connection::ThreadConn;
 use crate::error::Result;
 use crate::runtime::ForkSafe;
-use std::future::Future;
+use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::task::Poll;
+use std::time::{Duration, Instant};
 
 /// Idle lanes kept for the next calls; more are closed when they finish.
 const MAX_IDLE: usize = 16;
 
-/// A current-thread runtime and the client whose connection lives on it.
+/// A current-thread runtime (for what a call awaits besides its replies)
+/// and a client whose connection this thread drives.
 struct Lane {
     runtime: Option<tokio::runtime::Runtime>,
     client: Client,
+    /// The client's connection, told where each slice ends.
+    conn: ThreadConn,
 }
 
 impl Lane {
@@ -102,13 +108,14 @@ impl Lanes {
             .enable_all()
             .build()
             .ok()?;
-        let client = {
+        let (client, conn) = {
             let _entered = runtime.enter();
             client.for_calling_thread()?
         };
         Some(Lane {
             runtime: Some(runtime),
             client,
+            conn,
         })
     }
 
@@ -131,13 +138,25 @@ pub(crate) struct LaneCall<T> {
 }
 
 impl<T> LaneCall<T> {
-    /// Drives the call on this thread for up to `slice`.
+    /// Drives the call on this thread for up to `slice`. A wait for a
+    /// reply yields when the slice ends (the connection is told); a wait
+    /// for anything else is bounded by a timer, made only then.
     pub(crate) fn poll(&mut self, slice: Duration) -> Option<Result<T>> {
         let lane = self.lane.as_ref()?;
+        let deadline = Instant::now() + slice;
+        lane.conn.until(Some(deadline));
         let future = &mut self.future;
-        let done = lane
-            .runtime()
-            .block_on(async { tokio::time::timeout(slice, future).await.ok() })?;
+        let mut timer = None;
+        let done = lane.runtime().block_on(poll_fn(|cx| {
+            if let Poll::Ready(done) = future.as_mut().poll(cx) {
+                return Poll::Ready(Some(done));
+            }
+            if Instant::now() >= deadline {
+                return Poll::Ready(None);
+            }
+            let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
+            timer.as_mut().poll(cx).map(|()| None)
+        }))?;
         if let Some(lane) = self.lane.take() {
             self.home.put_back(lane);
         }

@@ -86,6 +86,9 @@ module Cogworker
     # `class_name(*args)` with options as `Client.options` builds them (in a
     # PRODUCER span whose trace context the job carries, with OpenTelemetry).
     def push_job(class_name, args, options)
+      # No OpenTelemetry API: no span, no context (and no block) per push.
+      return push_through(class_name, [args], options).first unless Tracing.enabled?
+
       Tracing.producing(class_name, options['queue']&.to_s) do |context|
         push_through(class_name, [args], options.merge(context)).first
       end
