@@ -73,8 +73,9 @@ module Cogworker
         @cogworker_retry_in&.call(count, error)
       end
 
+      # The class's push options as they are: nothing downstream changes them.
       def perform_async(*args)
-        Setter.new(self).perform_async(*args)
+        Cogworker.client.push_job(name, args, cogworker_push_options)
       end
 
       def perform_in(seconds, *args)
