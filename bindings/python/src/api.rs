@@ -2,7 +2,7 @@
 //! commands. Arguments arrive as Python values; results leave as Python
 //! values (dicts, lists, ...).
 
-use crate::blocking::run;
+use crate::blocking::{finish, run};
 use crate::client::PyClient;
 use crate::config::PyConfig;
 use crate::convert;
@@ -31,11 +31,10 @@ impl PyApi {
     /// Runs the API call `name` with positional `args`; its result.
     fn call<'py>(&self, py: Python<'py>, name: String, args: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let args = cogworker::host::HostValue::json_list(&convert::values(args)?, &name).map_err(to_py)?;
-        let api = self.0.api().map_err(to_py)?;
-        let result = run(
-            py,
-            self.0.naming_redis(async move { api::call(&api, &name, args).await }),
-        )?;
+        let result = finish(py, |first| {
+            self.0
+                .start_api(|api| async move { api::call(&api, &name, args).await }, first)
+        })?;
         convert::to_py(py, &result)
     }
 

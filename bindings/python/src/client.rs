@@ -1,7 +1,7 @@
 //! `Client`: pushes jobs. Arguments are converted to JSON here; the job is
 //! built, validated and written by the core.
 
-use crate::blocking::{finish, run};
+use crate::blocking::finish;
 use crate::config::PyConfig;
 use crate::convert;
 use crate::errors::to_py;
@@ -143,14 +143,16 @@ impl PyClient {
     /// queued, scheduled, running, retrying, dead, succeeded, failed or
     /// unknown, on this client's connection.
     fn status(&self, py: Python<'_>, jid: String) -> PyResult<String> {
-        let api = self.0.api().map_err(to_py)?;
-        run(py, self.0.naming_redis(async move { api.status(&jid).await }))
+        finish(py, |first| {
+            self.0.start_api(|api| async move { api.status(&jid).await }, first)
+        })
     }
 
     /// Cancels the job `jid`; says where it was (see `Api::cancel`).
     fn cancel(&self, py: Python<'_>, jid: String) -> PyResult<String> {
-        let api = self.0.api().map_err(to_py)?;
-        run(py, self.0.naming_redis(async move { api.cancel(&jid).await }))
+        finish(py, |first| {
+            self.0.start_api(|api| async move { api.cancel(&jid).await }, first)
+        })
     }
 
     /// What the job came to, as the core decides it: `("succeeded",
@@ -163,8 +165,10 @@ impl PyClient {
         jid: String,
         wait: Option<f64>,
     ) -> PyResult<(&'static str, Bound<'py, PyAny>)> {
-        let api = self.0.api().map_err(to_py)?;
-        let outcome = run(py, self.0.naming_redis(async move { api.outcome(&jid, wait).await }))?;
+        let outcome = finish(py, |first| {
+            self.0
+                .start_api(|api| async move { api.outcome(&jid, wait).await }, first)
+        })?;
         crate::testing::outcome(py, outcome)
     }
 

@@ -2,7 +2,7 @@
 //! and the admin commands. Results leave as Ruby values (Hashes with
 //! String keys, Arrays, ...), as `JSON.parse` would make them.
 
-use crate::blocking::run;
+use crate::blocking::{finish, run};
 use crate::config::RbConfig;
 use crate::convert;
 use crate::errors::to_ruby;
@@ -33,13 +33,11 @@ impl RbApi {
     pub fn call(ruby: &Ruby, rb_self: &Self, name: String, args: RArray) -> Result<magnus::Value, Error> {
         let args = cogworker::host::HostValue::json_list(&convert::values(ruby, args), &name);
         let args = args.map_err(|e| to_ruby(ruby, e))?;
-        let api = rb_self.api(ruby)?;
-        let result = run(
-            ruby,
+        let result = finish(ruby, |first| {
             rb_self
                 .0
-                .naming_redis(async move { api::call(&api, &name, args).await }),
-        )?;
+                .start_api(|api| async move { api::call(&api, &name, args).await }, first)
+        })?;
         Ok(convert::from_json(ruby, &result))
     }
 

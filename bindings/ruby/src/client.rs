@@ -1,7 +1,7 @@
 //! `Cogworker::Native::Client`: pushes jobs. Arguments are converted to JSON
 //! here; the job is built, validated and written by the core.
 
-use crate::blocking::{finish, run};
+use crate::blocking::finish;
 use crate::config::RbConfig;
 use crate::convert;
 use crate::errors::to_ruby;
@@ -103,25 +103,27 @@ impl RbClient {
     /// queued, scheduled, running, retrying, dead, succeeded, failed or
     /// unknown, on this client's connection.
     pub fn status(ruby: &Ruby, rb_self: &Self, jid: String) -> Result<String, Error> {
-        let api = rb_self.0.api().map_err(|e| to_ruby(ruby, e))?;
-        run(ruby, rb_self.0.naming_redis(async move { api.status(&jid).await }))
+        finish(ruby, |first| {
+            rb_self.0.start_api(|api| async move { api.status(&jid).await }, first)
+        })
     }
 
     /// Cancels the job `jid`; says where it was (see `Api::cancel`).
     pub fn cancel(ruby: &Ruby, rb_self: &Self, jid: String) -> Result<String, Error> {
-        let api = rb_self.0.api().map_err(|e| to_ruby(ruby, e))?;
-        run(ruby, rb_self.0.naming_redis(async move { api.cancel(&jid).await }))
+        finish(ruby, |first| {
+            rb_self.0.start_api(|api| async move { api.cancel(&jid).await }, first)
+        })
     }
 
     /// What the job came to, as the core decides it: `["succeeded",
     /// value]`, `["failed", record]` or `["pending", status]`; `wait`
     /// seconds for a final outcome.
     pub fn result(ruby: &Ruby, rb_self: &Self, jid: String, wait: Option<f64>) -> Result<(&'static str, Value), Error> {
-        let api = rb_self.0.api().map_err(|e| to_ruby(ruby, e))?;
-        let outcome = run(
-            ruby,
-            rb_self.0.naming_redis(async move { api.outcome(&jid, wait).await }),
-        )?;
+        let outcome = finish(ruby, |first| {
+            rb_self
+                .0
+                .start_api(|api| async move { api.outcome(&jid, wait).await }, first)
+        })?;
         Ok(crate::testing::outcome(ruby, outcome))
     }
 

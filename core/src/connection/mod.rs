@@ -24,6 +24,7 @@ mod cluster;
 mod conn;
 mod on_thread;
 mod sentinel;
+mod spin;
 
 pub use conn::Conn;
 pub(crate) use on_thread::ThreadConn;

@@ -77,8 +77,20 @@ impl Session {
         }
     }
 
-    /// The ops API, on the client's connection (a `Client`'s `status` and
-    /// `result` open no connection of their own).
+    /// `call` on this session's ops API, run as [`Session::start`] runs a
+    /// push: on the calling thread's lane where the server is fixed, so a
+    /// `status` or `result` read costs its round trip and no hop either.
+    pub fn start_api<T, F, Fut>(&self, call: F, first: std::time::Duration) -> Started<T>
+    where
+        F: FnOnce(Api) -> Fut,
+        Fut: Future<Output = Result<T>> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.start(|client| call(Api::new(client)), first)
+    }
+
+    /// The ops API, on the client's connection (for the admin commands,
+    /// which run on the engine's runtime: `bench` starts a worker there).
     pub fn api(&self) -> Result<Arc<Api>> {
         self.api
             .get_or_try_init(|| self.client().map(|client| Api::new((*client).clone())))
@@ -91,4 +103,40 @@ pub fn in_runtime<T>(build: impl FnOnce() -> T) -> T {
     let runtime = crate::runtime::global();
     let _entered = runtime.enter();
     build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::RedisServer;
+    use crate::Job;
+    use std::time::Duration;
+
+    /// Connections the server holds, besides the one asking.
+    fn connections(url: &str) -> i64 {
+        let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+        let info: redis::InfoDict = redis::cmd("INFO").arg("clients").query(&mut conn).unwrap();
+        info.get::<i64>("connected_clients").unwrap() - 1
+    }
+
+    #[test]
+    fn reads_run_on_the_lane_the_push_ran_on() {
+        let redis = RedisServer::start(&[]).unwrap();
+        let mut config = Config::default();
+        config.set_redis_url(&redis.url()).unwrap();
+        let session = Session::new(config);
+        let first = Duration::from_secs(5);
+        let push = |client: Client| async move { client.push(Job::new("Lane").result_ttl(60.0)).await };
+        let jid = session.start(push, first).ok().unwrap().unwrap().expect("pushed");
+        let (again, for_result) = (jid.clone(), jid.clone());
+        let status = session.start_api(|api| async move { api.status(&again).await }, first);
+        assert_eq!(status.ok().unwrap().unwrap(), "queued");
+        let outcome = session.start_api(|api| async move { api.outcome(&for_result, None).await }, first);
+        assert!(matches!(
+            outcome.ok().unwrap().unwrap(),
+            crate::results::JobOutcome::Pending(status) if status == "queued"
+        ));
+        // The lane alone: the reads made no shared connection of their own.
+        assert_eq!(connections(&redis.url()), 1);
+    }
 }
