@@ -406,10 +406,10 @@ impl Client {
         F: Fn(Conn) -> Fut,
         Fut: std::future::Future<Output = redis::RedisResult<T>>,
     {
-        match send(self.redis.conn()).await {
+        match send(self.redis.conn_for_push()).await {
             Err(e) if e.is_connection_dropped() || e.is_io_error() => {
                 tracing::warn!("push failed ({e}); retrying once on a new connection");
-                send(self.redis.conn()).await
+                send(self.redis.conn_for_push()).await
             }
             other => other,
         }

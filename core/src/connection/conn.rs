@@ -1,8 +1,9 @@
 //! `Conn`: one handle type for every kind of connection the core talks
 //! through (the shared auto-reconnecting one, a dedicated one for blocking
-//! commands, a cluster connection, one a calling thread drives), so every
+//! commands, a cluster connection, one a calling thread drives, one a task drives), so every
 //! command, script and MULTI is written once.
 
+use super::on_task::OnTask;
 use super::ThreadConn;
 use redis::aio::{ConnectionLike, ConnectionManager, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
@@ -14,6 +15,8 @@ pub enum Conn {
     Plain(MultiplexedConnection),
     Cluster(ClusterConnection),
     OnThread(ThreadConn),
+    /// A task's own, reserved for one push (`on_task.rs`).
+    OnTask(OnTask),
 }
 
 impl ConnectionLike for Conn {
@@ -23,6 +26,7 @@ impl ConnectionLike for Conn {
             Conn::Plain(c) => c.req_packed_command(cmd),
             Conn::Cluster(c) => c.req_packed_command(cmd),
             Conn::OnThread(c) => c.req_packed_command(cmd),
+            Conn::OnTask(c) => c.req_packed_command(cmd),
         }
     }
 
@@ -37,6 +41,7 @@ impl ConnectionLike for Conn {
             Conn::Plain(c) => c.req_packed_commands(pipeline, offset, count),
             Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
             Conn::OnThread(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::OnTask(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }
 
@@ -46,6 +51,7 @@ impl ConnectionLike for Conn {
             Conn::Plain(c) => c.get_db(),
             Conn::Cluster(c) => c.get_db(),
             Conn::OnThread(c) => c.get_db(),
+            Conn::OnTask(c) => c.get_db(),
         }
     }
 }

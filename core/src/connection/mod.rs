@@ -22,6 +22,7 @@ use std::time::Duration;
 
 mod cluster;
 mod conn;
+mod on_task;
 mod on_thread;
 mod sentinel;
 mod spin;
@@ -50,6 +51,10 @@ pub struct Redis {
     /// calling thread may drive a connection of its own to it (see
     /// [`Redis::for_calling_thread`]).
     direct_url: Option<Arc<str>>,
+    /// The same server through a connection one task at a time drives
+    /// itself (see [`Redis::conn_for_push`]); `None` where a lane could
+    /// not reach it either.
+    task_conn: Option<Arc<on_task::TaskConn>>,
     /// Set once this server refused `TIME` (see `clock.rs`).
     pub(crate) time_refused: Arc<std::sync::atomic::AtomicBool>,
     /// The server's clock minus the host's, and when it was measured (see
@@ -156,9 +161,16 @@ impl Redis {
             direct_url = Some(config.redis_url().into());
             Backend::Node(Arc::new(RwLock::new(endpoint)))
         };
+        let task_conn = direct_url
+            .as_deref()
+            .and_then(|url| redis::Client::open(url).ok())
+            .map(|client| client.get_connection_info().clone())
+            .filter(ThreadConn::serves)
+            .map(|info| Arc::new(on_task::TaskConn::new(info)));
         Ok(Redis {
             backend: Arc::new(backend),
             direct_url,
+            task_conn,
             time_refused: Arc::default(),
             clock_offset: Arc::default(),
         })
@@ -188,10 +200,22 @@ impl Redis {
                 client: Box::new(client),
             }),
             direct_url: self.direct_url.clone(),
+            task_conn: None,
             time_refused: self.time_refused.clone(),
             clock_offset: self.clock_offset.clone(),
         };
         Some((redis, conn))
+    }
+
+    /// For one push: the connection a task drives itself when no other
+    /// task has it (the reply read by the awaiting task, polled for before
+    /// the runtime parks, see `on_task.rs`), else the shared one, where
+    /// concurrent pushes are pipelined.
+    pub(crate) fn conn_for_push(&self) -> Conn {
+        match self.task_conn.as_ref().and_then(|conn| conn.reserve()) {
+            Some(reserved) => Conn::OnTask(on_task::OnTask(Arc::new(reserved))),
+            None => self.conn(),
+        }
     }
 
     /// A handle on the shared connection (cheap to clone).

@@ -53,7 +53,7 @@ struct State {
     spin: Spin,
 }
 
-enum Stream {
+pub(super) enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
 }
@@ -174,11 +174,8 @@ impl redis::aio::ConnectionLike for ThreadConn {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
-            let mut replies = self.exchange(&pipeline.get_packed_pipeline(), offset + count).await?;
-            for skipped in replies.drain(..offset) {
-                skipped.extract_error()?;
-            }
-            Ok(replies)
+            let replies = self.exchange(&pipeline.get_packed_pipeline(), offset + count).await?;
+            after_offset(replies, offset)
         })
     }
 
@@ -187,8 +184,17 @@ impl redis::aio::ConnectionLike for ThreadConn {
     }
 }
 
+/// The replies after the first `offset` (a transaction's `MULTI` and
+/// `QUEUED`s), or the error one of those was.
+pub(super) fn after_offset(mut replies: Vec<Value>, offset: usize) -> RedisResult<Vec<Value>> {
+    for skipped in replies.drain(..offset) {
+        skipped.extract_error()?;
+    }
+    Ok(replies)
+}
+
 /// A new connection to `info`'s server, authenticated and on its database.
-fn connect(info: &ConnectionInfo) -> RedisResult<Stream> {
+pub(super) fn connect(info: &ConnectionInfo) -> RedisResult<Stream> {
     let mut stream = match info.addr() {
         ConnectionAddr::Tcp(host, port) => Stream::Tcp(dial(host, *port)?),
         ConnectionAddr::Unix(path) => Stream::Unix(UnixStream::connect(path)?),
@@ -237,6 +243,14 @@ fn dial(host: &str, port: u16) -> io::Result<TcpStream> {
 }
 
 impl Stream {
+    /// For a task's connection (`on_task.rs`), which waits in the reactor.
+    pub(super) fn set_nonblocking(&self) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_nonblocking(true),
+            Stream::Unix(s) => s.set_nonblocking(true),
+        }
+    }
+
     fn set_timeouts(&self) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => {
