@@ -96,8 +96,8 @@ impl Client {
     }
 
     /// Whether [`Client::for_calling_thread`] can give one.
-    pub(crate) fn has_fixed_server(&self) -> bool {
-        self.redis.has_fixed_server()
+    pub(crate) fn reachable_directly(&self) -> bool {
+        self.redis.reachable_directly()
     }
 
     pub(crate) fn redis(&self) -> &Redis {

@@ -189,17 +189,16 @@ class Client:
     def push_job(self, class_name: str, args: Sequence[Any], opts: dict[str, Any]) -> str | None:
         """Pushes ``class_name(*args)`` with push options (in a PRODUCER
         span whose trace context the job carries, with OpenTelemetry)."""
-        if _tracing.ENABLED:
-            if _tracing.recording():
-                with _tracing.producing(class_name, opts.get("queue")) as (span, context):
-                    jid = self._push(class_name, [args], {**opts, **context})[0]
-                    _tracing.name_message(span, jid)
-                    return jid
-            # No span to open (a tenth of a push's time): only a context
-            # that is current anyway to pass on.
-            context = _tracing.current_context()
-            if context:
-                opts = {**opts, **context}
+        if _tracing.recording():
+            with _tracing.producing(class_name, opts.get("queue")) as (span, context):
+                jid = self._push(class_name, [args], {**opts, **context})[0]
+                _tracing.name_message(span, jid)
+                return jid
+        # No span to open (entering `producing` costs a tenth of a push):
+        # only a context that is current anyway to pass on.
+        context = _tracing.current_context()
+        if context:
+            opts = {**opts, **context}
         return self._push(class_name, [args], opts)[0]
 
     def _push(self, class_name: str, args_list: list[Any], opts: dict[str, Any]) -> list[str | None]:

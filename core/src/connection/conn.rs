@@ -1,7 +1,7 @@
 //! `Conn`: one handle type for every kind of connection the core talks
 //! through (the shared auto-reconnecting one, a dedicated one for blocking
-//! commands, a cluster connection, one a calling thread drives, one a task drives), so every
-//! command, script and MULTI is written once.
+//! commands, a cluster connection, one a calling thread drives, one a task
+//! drives), so every command, script and MULTI is written once.
 
 use super::on_task::OnTask;
 use super::ThreadConn;

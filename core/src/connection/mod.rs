@@ -47,13 +47,12 @@ const NO_MASTER_YET: &str = "redis://127.0.0.1:1/0";
 #[derive(Clone)]
 pub struct Redis {
     backend: Arc<Backend>,
-    /// A plain `redis://` URL (not a sentinel's, not a cluster's): a
-    /// calling thread may drive a connection of its own to it (see
-    /// [`Redis::for_calling_thread`]).
-    direct_url: Option<Arc<str>>,
     /// The same server through a connection one task at a time drives
-    /// itself (see [`Redis::conn_for_push`]); `None` where a lane could
-    /// not reach it either.
+    /// itself (see [`Redis::conn_for_push`]), whose address a calling
+    /// thread's connection uses too ([`Redis::for_calling_thread`]).
+    /// `None` where no such connection reaches it: a server that can move
+    /// (a sentinel's master, a cluster's nodes), TLS, RESP3; and on a
+    /// calling thread's `Redis`, which has its own.
     task_conn: Option<Arc<on_task::TaskConn>>,
     /// Set once this server refused `TIME` (see `clock.rs`).
     pub(crate) time_refused: Arc<std::sync::atomic::AtomicBool>,
@@ -147,7 +146,7 @@ impl Redis {
     /// use, so this succeeds while Redis is down. Needs a tokio runtime.
     pub fn new(config: &Config) -> Result<Self> {
         let bad_url = |e: redis::RedisError| Error::config("redis_url", config.redis_url_redacted(), e);
-        let mut direct_url = None;
+        let mut fixed_server = None;
         let backend = if let Some(cluster) = ClusterUrl::parse(config.redis_url())? {
             Backend::Cluster(Box::new(ClusterBackend::open(&cluster, config.namespace())?))
         } else if let Some(sentinel) = SentinelUrl::parse(config.redis_url())? {
@@ -158,48 +157,41 @@ impl Redis {
             Backend::Node(endpoint)
         } else {
             let endpoint = Endpoint::open(config.redis_url(), String::new()).map_err(bad_url)?;
-            direct_url = Some(config.redis_url().into());
+            fixed_server = Some(endpoint.client.get_connection_info().clone());
             Backend::Node(Arc::new(RwLock::new(endpoint)))
         };
-        let task_conn = direct_url
-            .as_deref()
-            .and_then(|url| redis::Client::open(url).ok())
-            .map(|client| client.get_connection_info().clone())
+        let task_conn = fixed_server
             .filter(ThreadConn::serves)
             .map(|info| Arc::new(on_task::TaskConn::new(info)));
         Ok(Redis {
             backend: Arc::new(backend),
-            direct_url,
             task_conn,
             time_refused: Arc::default(),
             clock_offset: Arc::default(),
         })
     }
 
-    /// One server at a fixed address (not a sentinel's master, not a
-    /// cluster): what [`Redis::for_calling_thread`] needs.
-    pub(crate) fn has_fixed_server(&self) -> bool {
-        self.direct_url.is_some()
+    /// Whether [`Redis::for_calling_thread`] can give a connection: one
+    /// server at a fixed address, reached over plain TCP or a Unix socket
+    /// speaking RESP2.
+    pub(crate) fn reachable_directly(&self) -> bool {
+        self.task_conn.is_some()
     }
 
     /// The same server through a connection the calling thread drives
     /// itself, with no task and no other thread (see `host/lanes.rs`),
     /// sharing this one's clock offset; and that connection, to bound its
-    /// waits. Dialled on first use. `None` where the server is not fixed (a
-    /// sentinel's master, a cluster's nodes), or is reached through TLS or
-    /// RESP3.
+    /// waits. Dialled on first use. `None` where no connection of our own
+    /// reaches the server (see [`Redis::reachable_directly`]).
     pub(crate) fn for_calling_thread(&self) -> Option<(Redis, ThreadConn)> {
-        let client = redis::Client::open(self.direct_url.as_deref()?).ok()?;
-        if !ThreadConn::serves(client.get_connection_info()) {
-            return None;
-        }
-        let conn = ThreadConn::new(client.get_connection_info().clone());
+        let info = self.task_conn.as_ref()?.info().clone();
+        let client = redis::Client::open(info.clone()).ok()?;
+        let conn = ThreadConn::new(info);
         let redis = Redis {
             backend: Arc::new(Backend::OnThread {
                 conn: conn.clone(),
                 client: Box::new(client),
             }),
-            direct_url: self.direct_url.clone(),
             task_conn: None,
             time_refused: self.time_refused.clone(),
             clock_offset: self.clock_offset.clone(),
@@ -212,8 +204,8 @@ impl Redis {
     /// the runtime parks, see `on_task.rs`), else the shared one, where
     /// concurrent pushes are pipelined.
     pub(crate) fn conn_for_push(&self) -> Conn {
-        match self.task_conn.as_ref().and_then(|conn| conn.reserve()) {
-            Some(reserved) => Conn::OnTask(on_task::OnTask(Arc::new(reserved))),
+        match self.task_conn.as_ref().and_then(on_task::TaskConn::reserve) {
+            Some(reserved) => Conn::OnTask(reserved),
             None => self.conn(),
         }
     }

@@ -16,7 +16,7 @@
 
 use redis::aio::ConnectionLike;
 use redis::{Cmd, ConnectionInfo, Pipeline, RedisFuture, RedisResult, Value};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -54,11 +54,16 @@ impl TaskConn {
 
     /// The connection for the calling task alone, until the handle (and
     /// its clones) are dropped; `None` while another task has it.
-    pub(crate) fn reserve(self: &Arc<Self>) -> Option<Reserved> {
+    pub(crate) fn reserve(self: &Arc<Self>) -> Option<OnTask> {
         self.busy
             .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
             .ok()?;
-        Some(Reserved(self.clone()))
+        Some(OnTask(Arc::new(Reserved(self.clone()))))
+    }
+
+    /// The server's address, authentication and database.
+    pub(crate) fn info(&self) -> &ConnectionInfo {
+        &self.info
     }
 
     async fn exchange(&self, bytes: &[u8], replies: usize) -> RedisResult<Vec<Value>> {
@@ -118,8 +123,8 @@ impl Open {
     }
 }
 
-/// [`TaskConn`] reserved for one task (and the clones of this handle).
-pub struct Reserved(Arc<TaskConn>);
+/// [`TaskConn`] reserved for one task (and the clones of its [`OnTask`]).
+struct Reserved(Arc<TaskConn>);
 
 impl Drop for Reserved {
     fn drop(&mut self) {
@@ -129,7 +134,7 @@ impl Drop for Reserved {
 
 /// What a `Conn` holds: the reservation, shared by the clones of a `Conn`.
 #[derive(Clone)]
-pub struct OnTask(pub(crate) Arc<Reserved>);
+pub struct OnTask(Arc<Reserved>);
 
 impl ConnectionLike for OnTask {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
@@ -159,28 +164,6 @@ impl ConnectionLike for OnTask {
 
     fn get_db(&self) -> i64 {
         self.0 .0.info.redis_settings().db()
-    }
-}
-
-impl Read for &Stream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Stream::Tcp(s) => (&*s).read(buf),
-            Stream::Unix(s) => (&*s).read(buf),
-        }
-    }
-}
-
-impl Write for &Stream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Tcp(s) => (&*s).write(buf),
-            Stream::Unix(s) => (&*s).write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
     }
 }
 

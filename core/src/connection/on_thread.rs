@@ -47,9 +47,7 @@ struct State {
     unread: usize,
     /// Where a call waiting for its reply yields (see `until`).
     deadline: Option<Instant>,
-    /// Set when a command is sent: its reply is first waited for by
-    /// spinning (`spin.rs`), not in a blocking read.
-    sent: bool,
+    /// Whether replies lately came while polled for (`spin.rs`).
     spin: Spin,
 }
 
@@ -73,7 +71,6 @@ impl ThreadConn {
             parser: redis::Parser::new(),
             unread: 0,
             deadline: None,
-            sent: false,
             spin: Spin::default(),
         })))
     }
@@ -113,7 +110,9 @@ impl State {
             return Err(e.into());
         }
         self.unread = replies;
-        self.sent = true;
+        // The reply is first polled for (`spin.rs`), then read in a
+        // blocking read.
+        self.spin.wait_for_reply(stream.as_raw_fd());
         Ok(())
     }
 
@@ -127,9 +126,6 @@ impl State {
             let Some(stream) = self.stream.as_mut() else {
                 return Poll::Ready(Err(io::Error::from(io::ErrorKind::NotConnected).into()));
             };
-            if std::mem::take(&mut self.sent) {
-                self.spin.wait_for_reply(stream.as_raw_fd());
-            }
             match self.parser.parse_value(stream) {
                 Ok(value) => {
                     read.push(value);
@@ -274,21 +270,39 @@ impl AsRawFd for Stream {
     }
 }
 
-impl Read for Stream {
+/// Reads and writes through a shared reference, as the sockets allow (a
+/// task's connection reads from inside its `AsyncFd`).
+impl Read for &Stream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
-            Stream::Tcp(s) => s.read(buf),
-            Stream::Unix(s) => s.read(buf),
+            Stream::Tcp(s) => (&*s).read(buf),
+            Stream::Unix(s) => (&*s).read(buf),
         }
+    }
+}
+
+impl Write for &Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => (&*s).write(buf),
+            Stream::Unix(s) => (&*s).write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        (&*self).read(buf)
     }
 }
 
 impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Tcp(s) => s.write(buf),
-            Stream::Unix(s) => s.write(buf),
-        }
+        (&*self).write(buf)
     }
 
     fn flush(&mut self) -> io::Result<()> {

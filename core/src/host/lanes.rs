@@ -64,17 +64,18 @@ impl Lanes {
     /// Runs `call` on a lane of `client`'s server, on this thread, for up
     /// to `first`; one still running then is handed back to wait for in
     /// slices (still on this thread). `Err(call)` untouched where no lane
-    /// can serve: the server is not fixed (sentinel, cluster), or this
-    /// thread is inside a runtime already (`block_on` would panic).
+    /// can serve: no connection of our own reaches the server (sentinel,
+    /// cluster, TLS, RESP3), or this thread is inside a runtime already
+    /// (`block_on` would panic).
     pub(crate) fn start<T: Send + 'static, F: FnOnce(Client) -> Call<T>>(
         self: &Arc<Self>,
         client: &Client,
         call: F,
         first: Duration,
     ) -> std::result::Result<Started<T>, F> {
-        // Checked first: a server that can move gets no lane, and must not
-        // pay for building a runtime on every call to find that out.
-        if tokio::runtime::Handle::try_current().is_ok() || !client.has_fixed_server() {
+        // Checked first: a server no lane reaches must not pay for building
+        // a runtime on every call to find that out.
+        if tokio::runtime::Handle::try_current().is_ok() || !client.reachable_directly() {
             return Err(call);
         }
         let Some(lane) = self.take(client) else {
@@ -260,5 +261,9 @@ mod tests {
         assert!(lanes
             .start(&moving, |_| Box::pin(here()), Duration::from_secs(1))
             .is_err());
+        // Nor over TLS, which a lane's plain socket cannot speak.
+        let tls = client_of("rediss://127.0.0.1:1/0");
+        assert!(!tls.reachable_directly());
+        assert!(lanes.start(&tls, |_| Box::pin(here()), Duration::from_secs(1)).is_err());
     }
 }
