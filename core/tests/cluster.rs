@@ -179,15 +179,21 @@ async fn sharded_by_queue_three_queues_live_on_three_masters() {
         .await
         .unwrap()
         .unwrap();
-    let a = api.clone();
-    wait_until("rescheduled over its limit", Duration::from_secs(20), move || {
-        let a = a.clone();
-        async move { a.set_size(JobSet::Scheduled).await.unwrap() == 1 }
-    })
-    .await;
-    let mut q2_node = cluster.nodes[2].conn().await;
+    // The reschedule is two steps on two slots (filed on the namespace's,
+    // then taken off in progress on the queue's), so both are awaited:
+    // the schedule can show the job a moment before its entry is gone.
+    let q2_node = cluster.nodes[2].conn().await;
     let in_progress = format!("{{cogworker:{}}}:in_progress:{}", queues[2], handle.identity());
-    assert_eq!(held(&mut q2_node, &in_progress).await, 0, "taken off in progress");
+    let a = api.clone();
+    wait_until(
+        "rescheduled over its limit and taken off in progress",
+        Duration::from_secs(20),
+        move || {
+            let (a, mut node, key) = (a.clone(), q2_node.clone(), in_progress.clone());
+            async move { a.set_size(JobSet::Scheduled).await.unwrap() == 1 && held(&mut node, &key).await == 0 }
+        },
+    )
+    .await;
     lease.release().await;
     wait_for_count("the limited job ran", &ran, 34, Duration::from_secs(20)).await;
     assert_eq!(
