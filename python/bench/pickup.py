@@ -12,13 +12,20 @@ the n-th pickup is the n-th push. For each probe slower than SLOW_MS (2),
 the table says how much of its latency was the push's own round trip
 (pusher and Redis) and how much came after, on the worker's side.
 
+The floor: in each round the same process also sends PROBES bare
+``PING``s on a plain socket, GAP ms apart, to the same Redis. A pickup is
+about three such round trips between idle processes (the push, the wake-up
+message, the worker's fetch) and the hand-over to the handler; a machine
+that stalls a bare round trip now and then stalls pickups as often.
+
 Run with ``scripts/bench-pickup`` (release builds). Env: BENCH_GAP_MS (20),
-BENCH_ROUNDS (3), BENCH_PROBES (200)."""
+BENCH_ROUNDS (3), BENCH_PROBES (200), BENCH_HOSTS (Rust,Ruby,Python)."""
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -121,29 +128,52 @@ def run(host: str, url: str, work: Path) -> tuple[list[float], list[float]]:
     return values[1:], pushes  # the first probe met a worker still starting
 
 
+def floor(url: str) -> list[float]:
+    """PROBES bare PING round trips, GAP apart, on a plain socket."""
+    host, port = url.removeprefix("redis://").split("/")[0].split(":")
+    trips = []
+    with socket.create_connection((host, int(port))) as conn:
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for _ in range(PROBES):
+            started = time.perf_counter()
+            conn.sendall(b"PING\r\n")
+            reply = b""
+            while not reply.endswith(b"\r\n"):
+                reply += conn.recv(64)
+            trips.append(time.perf_counter() - started)
+            time.sleep(GAP)
+    return trips
+
+
+def row(round_: int, what: str, latencies: list[float], slow: str) -> str:
+    values = sorted(v * 1000 for v in latencies)
+    p99 = values[min(len(values) - 1, int(len(values) * 0.99))]
+    return (
+        f"| {round_} | {what} | {statistics.median(values):.2f} | {p99:.2f}"
+        f" | {values[-1]:.2f} | {len(values)} | {slow or '-'} |"
+    )
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, RedisServer() as server:
         work = Path(tmp)
         (work / "pickup_jobs.py").write_text(PYTHON_JOBS)
         (work / "probe.rb").write_text(RUBY_JOBS)
         print(f"pickup: {PROBES} pushes {GAP * 1000:.0f} ms apart from another process, idle worker, -c 10")
-        print("| round | host | p50 ms | p99 ms | max ms | probes | slow: latency = push + after, ms |")
+        print("| round | host | p50 ms | p99 ms | max ms | probes | slow probes: latency = push + after, ms (floor: PINGs over 1 ms) |")
         print("|---|---|---|---|---|---|---|")
         for round_ in range(1, ROUNDS + 1):
-            for host in ("Rust", "Ruby", "Python"):
+            for host in os.environ.get("BENCH_HOSTS", "Rust,Ruby,Python").split(","):
                 latencies, pushes = run(host, server.url, work)
                 slow = [
                     f"{lat * 1000:.2f} = {push * 1000:.2f} + {(lat - push) * 1000:.2f}"
                     for lat, push in zip(latencies, pushes)
                     if lat > SLOW
                 ]
-                values = sorted(v * 1000 for v in latencies)
-                p99 = values[min(len(values) - 1, int(len(values) * 0.99))]
-                print(
-                    f"| {round_} | {host} | {statistics.median(values):.2f} | {p99:.2f}"
-                    f" | {values[-1]:.2f} | {len(values)} | {'; '.join(slow) or '-'} |",
-                    flush=True,
-                )
+                print(row(round_, host, latencies, "; ".join(slow)), flush=True)
+            trips = floor(server.url)
+            over = sum(t > 0.001 for t in trips)
+            print(row(round_, "floor: bare PING", trips, f"{over} over 1 ms"), flush=True)
 
 
 if __name__ == "__main__":
