@@ -18,12 +18,21 @@ about three such round trips between idle processes (the push, the wake-up
 message, the worker's fetch) and the hand-over to the handler; a machine
 that stalls a bare round trip now and then stalls pickups as often.
 
+Sidekiq, when Debian's ruby-sidekiq is installed, in the same rounds: its
+worker by its own command (``sidekiq -r probe.rb -c 10``, its log at WARN as
+ours is), its jobs pushed as its client pushes them (SADD and LPUSH in one
+MULTI) from this process; its idle processors wait in ``BRPOP``, so a
+push reaches one with no wake-up message and no second round trip.
+
 Run with ``scripts/bench-pickup`` (release builds). Env: BENCH_GAP_MS (20),
-BENCH_ROUNDS (3), BENCH_PROBES (200), BENCH_HOSTS (Rust,Ruby,Python)."""
+BENCH_ROUNDS (3), BENCH_PROBES (200), BENCH_HOSTS (Rust,Ruby,Python, and
+Sidekiq when installed)."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -63,7 +72,49 @@ end
 """
 
 
+# Sidekiq (Debian's ruby-sidekiq, when installed), its per-job log lines
+# off as ours are; its job is pushed as Sidekiq's client pushes one (SADD
+# and LPUSH in one MULTI), from this process, with redis-py.
+SIDEKIQ_JOBS = """
+require 'json'
+Sidekiq.logger.level = Logger::WARN
+class Probe
+  include Sidekiq::Worker
+  def perform(pushed)
+    picked_up = Time.now.to_f
+    File.open(ENV.fetch('PICKUPS'), 'a') { |f| f.puts(picked_up - pushed) }
+  end
+end
+"""
+
+
+def sidekiq_installed() -> bool:
+    return shutil.which("sidekiq") is not None
+
+
+class SidekiqClient:
+    def __init__(self, url: str) -> None:
+        import redis
+
+        self.redis = redis.Redis.from_url(url)
+
+    def enqueue(self, pushed: float) -> None:
+        job = {
+            "class": "Probe",
+            "args": [pushed],
+            "queue": "default",
+            "retry": True,
+            "jid": os.urandom(12).hex(),
+            "created_at": pushed,
+            "enqueued_at": time.time(),
+        }
+        with self.redis.pipeline(transaction=True) as pipe:
+            pipe.sadd("queues", "default").lpush("queue:default", json.dumps(job)).execute()
+
+
 def worker_command(host: str, work: Path, url: str) -> list[str]:
+    if host == "Sidekiq":
+        return ["sidekiq", "-r", str(work / "probe_sidekiq.rb"), "-c", "10"]
     if host == "Python":
         return [sys.executable, "-m", "cogworker", "worker", "pickup_jobs", "-c", "10", "--redis-url", url]
     if host == "Ruby":
@@ -86,6 +137,7 @@ def run(host: str, url: str, work: Path) -> tuple[list[float], list[float]]:
     pickups = work / f"pickups-{host}.txt"
     pickups.unlink(missing_ok=True)
     env = {**os.environ, "COGWORKER_LOG": "warn", "COGWORKER_REDIS_URL": url, "PICKUPS": str(pickups)}
+    env["REDIS_URL"] = url
     env["PYTHONPATH"] = str(work)
     worker = subprocess.Popen(
         worker_command(host, work, url),
@@ -96,13 +148,28 @@ def run(host: str, url: str, work: Path) -> tuple[list[float], list[float]]:
         text=True,
     )
     try:
-        client = cogworker.Client(redis_url=url)
         api = cogworker.Api(redis_url=url)
+        if host == "Sidekiq":
+            sidekiq = SidekiqClient(url)
+            enqueue = sidekiq.enqueue
+        else:
+            client = cogworker.Client(redis_url=url)
+
+            def enqueue(pushed: float) -> None:
+                client.enqueue("Probe", pushed)
+
         before = api.stats()["processed"]
+
+        def ran() -> int:
+            # The Rust worker keeps its pickups until it stops.
+            if host == "Rust":
+                return api.stats()["processed"] - before
+            return len(pickups.read_text().split()) if pickups.exists() else 0
+
         # A first job: once it ran, the worker is up; then it idles.
-        client.enqueue("Probe", time.time())
+        enqueue(time.time())
         deadline = time.monotonic() + 30
-        while api.stats()["processed"] < before + 1:
+        while ran() < 1:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the {host} worker ran nothing within 30 s")
             time.sleep(0.01)
@@ -110,16 +177,16 @@ def run(host: str, url: str, work: Path) -> tuple[list[float], list[float]]:
         pushes = []
         for _ in range(PROBES):
             pushed = time.time()
-            client.enqueue("Probe", pushed)
+            enqueue(pushed)
             pushes.append(time.time() - pushed)
             time.sleep(GAP)
-        while api.stats()["processed"] < before + PROBES + 1:
+        while ran() < PROBES + 1:
             if time.monotonic() > deadline + 60:
                 raise RuntimeError(f"the {host} worker did not run every probe")
             time.sleep(0.01)
     finally:
         worker.send_signal(signal.SIGTERM)
-        out, _ = worker.communicate(timeout=30)
+        out, _ = worker.communicate(timeout=40)
     if host == "Rust":
         line = next(line for line in out.splitlines() if line.startswith("LATENCIES "))
         values = [float(v) for v in line.split(" ", 1)[1].strip("[]").split(",") if v]
@@ -159,11 +226,16 @@ def main() -> None:
         work = Path(tmp)
         (work / "pickup_jobs.py").write_text(PYTHON_JOBS)
         (work / "probe.rb").write_text(RUBY_JOBS)
+        (work / "probe_sidekiq.rb").write_text(SIDEKIQ_JOBS)
         print(f"pickup: {PROBES} pushes {GAP * 1000:.0f} ms apart from another process, idle worker, -c 10")
-        print("| round | host | p50 ms | p99 ms | max ms | probes | slow probes: latency = push + after, ms (floor: PINGs over 1 ms) |")
+        print(
+            "| round | host | p50 ms | p99 ms | max ms | probes"
+            " | slow probes: latency = push + after, ms (floor: PINGs over 1 ms) |"
+        )
         print("|---|---|---|---|---|---|---|")
         for round_ in range(1, ROUNDS + 1):
-            for host in os.environ.get("BENCH_HOSTS", "Rust,Ruby,Python").split(","):
+            default_hosts = "Rust,Ruby,Python" + (",Sidekiq" if sidekiq_installed() else "")
+            for host in os.environ.get("BENCH_HOSTS", default_hosts).split(","):
                 latencies, pushes = run(host, server.url, work)
                 slow = [
                     f"{lat * 1000:.2f} = {push * 1000:.2f} + {(lat - push) * 1000:.2f}"
