@@ -61,31 +61,23 @@ def probe(pushed):
         f.write(f"{picked_up - pushed}\\n")
 """
 
-RUBY_JOBS = """
+# One Ruby probe, in the job class of cogworker and of Sidekiq alike.
+RUBY_PROBE = """
 class Probe
-  include Cogworker::Job
+  include %s
   def perform(pushed)
     picked_up = Time.now.to_f
     File.open(ENV.fetch('PICKUPS'), 'a') { |f| f.puts(picked_up - pushed) }
   end
 end
 """
+RUBY_JOBS = RUBY_PROBE % "Cogworker::Job"
 
 
 # Sidekiq (Debian's ruby-sidekiq, when installed), its per-job log lines
 # off as ours are; its job is pushed as Sidekiq's client pushes one (SADD
 # and LPUSH in one MULTI), from this process, with redis-py.
-SIDEKIQ_JOBS = """
-require 'json'
-Sidekiq.logger.level = Logger::WARN
-class Probe
-  include Sidekiq::Worker
-  def perform(pushed)
-    picked_up = Time.now.to_f
-    File.open(ENV.fetch('PICKUPS'), 'a') { |f| f.puts(picked_up - pushed) }
-  end
-end
-"""
+SIDEKIQ_JOBS = "Sidekiq.logger.level = Logger::WARN\n" + RUBY_PROBE % "Sidekiq::Worker"
 
 
 def sidekiq_installed() -> bool:
@@ -233,9 +225,10 @@ def main() -> None:
             " | slow probes: latency = push + after, ms (floor: PINGs over 1 ms) |"
         )
         print("|---|---|---|---|---|---|---|")
+        default_hosts = "Rust,Ruby,Python" + (",Sidekiq" if sidekiq_installed() else "")
+        hosts = os.environ.get("BENCH_HOSTS", default_hosts).split(",")
         for round_ in range(1, ROUNDS + 1):
-            default_hosts = "Rust,Ruby,Python" + (",Sidekiq" if sidekiq_installed() else "")
-            for host in os.environ.get("BENCH_HOSTS", default_hosts).split(","):
+            for host in hosts:
                 latencies, pushes = run(host, server.url, work)
                 slow = [
                     f"{lat * 1000:.2f} = {push * 1000:.2f} + {(lat - push) * 1000:.2f}"
