@@ -73,7 +73,10 @@ pub use delivery::{Delivery, DeliveryInfo, HANDLER_ABORTED};
 pub use error::{Error, Result};
 pub use events::{EventHook, WorkerEvent, EVENT_BACKLOG};
 pub use handler::{ErrorHook, Failure, Handler, HandlerResult, Middleware, Next, Outcome, UNKNOWN_HANDLER};
-pub use job::{new_jid, now, safe_string, unique_digest, Job, Retry, CLASS_MAX_LEN, LIMITS_MAX, UNPARSEABLE_CLASS};
+pub use job::{
+    new_jid, now, safe_string, unique_digest, Job, Retry, CLASS_MAX_LEN, LATEST_EPOCH_SECS, LIMITS_MAX, LONGEST_SECS,
+    UNPARSEABLE_CLASS,
+};
 pub use keys::Keys;
 pub use limiter::{Attempt, Lease, Limit, LimitKind, Limiter, DEFAULT_LEASE_TTL};
 pub use metrics::{

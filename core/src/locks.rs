@@ -64,13 +64,13 @@ pub(crate) fn active_ttl(config: &Config) -> u64 {
 
 /// Run-lock TTL for a job waiting `delay` seconds in the retry set.
 pub(crate) fn retry_ttl(config: &Config, delay: f64) -> u64 {
-    delay.max(0.0).ceil() as u64 + queued_ttl(config)
+    (delay.max(0.0).ceil() as u64).saturating_add(queued_ttl(config))
 }
 
 /// Unique-lock TTL for `job` waiting `delay` seconds in the retry set: the
 /// wait plus its `unique_for`, whole seconds.
 pub(crate) fn unique_retry_ttl(job: &Job, delay: f64) -> u64 {
-    delay.max(0.0).ceil() as u64 + job.unique_for_secs().unwrap_or(0.0).ceil() as u64
+    (delay.max(0.0).ceil() as u64).saturating_add(job.unique_for_secs().unwrap_or(0.0).ceil() as u64)
 }
 
 /// Extends each `(lock, owner)` to `ttl` seconds where it still holds that

@@ -50,16 +50,22 @@ pub(crate) fn pushed(job: &Job, now: f64, ttl: u64) -> (String, u64) {
             let mut record = base(job, "scheduled", now);
             record["due_at"] = float(due);
             let wait = (due - now).ceil() as u64;
-            (record.to_string(), ttl + wait + PENDING_SLACK_SECS)
+            (
+                record.to_string(),
+                ttl.saturating_add(wait).saturating_add(PENDING_SLACK_SECS),
+            )
         }
-        None => (base(job, "queued", now).to_string(), ttl + PENDING_SLACK_SECS),
+        None => (
+            base(job, "queued", now).to_string(),
+            ttl.saturating_add(PENDING_SLACK_SECS),
+        ),
     }
 }
 
 /// The record of a job a slot has begun, and its TTL (it may run long).
 pub(crate) fn running(job: &Job, started_at: f64, ttl: u64, worker: &str) -> (String, u64) {
     let record = ran(job, "running", started_at, started_at, worker);
-    (record.to_string(), ttl + PENDING_SLACK_SECS)
+    (record.to_string(), ttl.saturating_add(PENDING_SLACK_SECS))
 }
 
 /// The record of a success: `value` is what the handler returned (null

@@ -169,9 +169,11 @@ pub(crate) fn plan_failure(job: &Job, failure: &Failure, now: f64, worker: &str)
     let (disposition, score) = match job.retry_policy() {
         Retry::Discard => (Disposition::Discard, now),
         Retry::Max(max) if count <= max => {
+            // A hook's answer past a year is capped there (see job/numbers.rs).
             let delay = failure
                 .retry_in
                 .filter(|d| d.is_finite() && *d >= 0.0)
+                .map(|d| d.min(crate::job::LONGEST_SECS))
                 .unwrap_or_else(|| default_backoff(previous));
             (Disposition::Retry, now + delay)
         }

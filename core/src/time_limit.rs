@@ -52,11 +52,19 @@ pub struct TimeLimit {
 }
 
 impl TimeLimit {
-    /// A limit of `seconds` from now.
+    /// A limit of `seconds` from now. A push and a worker's parse bound
+    /// `timeout` (see `job/numbers.rs`); a limit no clock can reach is
+    /// still no reason to panic, so it never passes.
     pub(crate) fn starting_now(seconds: f64) -> Self {
+        let now = Instant::now();
+        let far = now + Duration::from_secs(crate::job::LONGEST_SECS as u64 * 100);
+        let deadline = Duration::try_from_secs_f64(seconds)
+            .ok()
+            .and_then(|limit| now.checked_add(limit))
+            .unwrap_or(far);
         TimeLimit {
             seconds,
-            deadline: Instant::now() + Duration::from_secs_f64(seconds),
+            deadline,
             expired: AtomicBool::new(false),
             running_on: AtomicU64::new(0),
         }

@@ -163,9 +163,79 @@ impl Run {
         job
     }
 
+    /// A job with one option set to a scenario's value: through the
+    /// builder where Rust's types hold the value (a number, or a float JSON
+    /// cannot hold: `{"$float": "nan"}`), as a raw field otherwise.
+    fn job_with_option(class: &str, option: &str, value: &Value) -> Job {
+        let job = Job::new(class);
+        let number = match value.get("$float").and_then(Value::as_str) {
+            Some(text) => Some(text.parse::<f64>().unwrap()),
+            None => value.as_f64().filter(|_| value.is_number()),
+        };
+        match (option, number) {
+            ("timeout", Some(n)) => job.timeout(n),
+            ("unique_for", Some(n)) => job.unique_for(n),
+            ("result_ttl", Some(n)) => job.result_ttl(n),
+            ("expires_in", Some(n)) => job.expires_in(n),
+            ("expires_at", Some(n)) => job.expires_at(n),
+            ("at", Some(n)) => job.at(n),
+            // Rust's builder turns a delay into `at`, which the error names.
+            ("delay", Some(n)) => job.delay(n),
+            ("delay", None) => job.field("at", value.clone()),
+            _ => job.field(option, value.clone()),
+        }
+    }
+
     async fn step(&mut self, step: &Value) {
         let jid = |key: &str| self.jids[step[key].as_str().unwrap()].clone();
-        if step.get("push").is_some() {
+        if let Some(class) = step.get("push_each") {
+            for (option, values) in step["options"].as_object().unwrap() {
+                for value in values.as_array().unwrap() {
+                    let job = Self::job_with_option(class.as_str().unwrap(), option, value);
+                    let refused = self
+                        .client
+                        .push(job)
+                        .await
+                        .expect_err(&format!("{option} = {value} refused"));
+                    assert!(
+                        matches!(refused, cogworker::Error::InvalidJob { .. }),
+                        "{option} = {value}: {refused:?}"
+                    );
+                    let named = if option == "delay" { "at" } else { option.as_str() };
+                    assert!(refused.to_string().contains(named), "{option} = {value}: {refused}");
+                }
+            }
+        } else if let Some(payload) = step.get("push_raw") {
+            let mut payload = payload.clone();
+            let jid = cogworker::new_jid();
+            payload["jid"] = json!(jid);
+            let queue = payload["queue"].as_str().unwrap_or("default").to_string();
+            let _: () = redis::cmd("LPUSH")
+                .arg(format!("cogworker:queue:{queue}"))
+                .arg(payload.to_string())
+                .query(&mut self.redis.sync_conn())
+                .unwrap();
+            self.jids.insert(step["as"].as_str().unwrap().into(), jid);
+        } else if step.get("await_buried").is_some() {
+            let (jid, naming) = (jid("await_buried"), format!("`{}`", step["naming"].as_str().unwrap()));
+            let api = self.api.clone();
+            wait_until(
+                &format!("{jid} buried naming {naming}"),
+                Duration::from_secs(15),
+                || {
+                    let (api, jid, naming) = (api.clone(), jid.clone(), naming.clone());
+                    async move {
+                        let entries = api.set_page(cogworker::JobSet::Dead, 0, 1000).await.unwrap();
+                        entries.iter().any(|entry| {
+                            let job: Value = serde_json::from_slice(&entry.raw).unwrap();
+                            job["raw_payload"].as_str().is_some_and(|raw| raw.contains(&jid))
+                                && job["error_message"].as_str().is_some_and(|m| m.contains(&naming))
+                        })
+                    }
+                },
+            )
+            .await;
+        } else if step.get("push").is_some() {
             let pushed = self.client.push(Self::push_job(step)).await.unwrap();
             if step["refused"] == json!(true) {
                 assert_eq!(pushed, None, "the push was refused");

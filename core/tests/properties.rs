@@ -78,6 +78,39 @@ proptest! {
     }
 
     #[test]
+    fn any_number_in_a_numeric_field_runs_within_bounds_or_is_buried_naming_it(
+        field in prop::sample::select(&["timeout", "unique_for", "result_ttl", "expires_at", "expires_in", "retry",
+                                        "retry_count", "at", "priority", "over_limit", "created_at"][..]),
+        value in prop_oneof![
+            any::<f64>().prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            Just(serde_json::from_str::<Value>("1e300").unwrap()),
+            Just(serde_json::from_str::<Value>("-1e300").unwrap()),
+            Just(serde_json::from_str::<Value>("100000000000000000000000000000").unwrap()),
+            ".{0,8}".prop_map(Value::String),
+        ],
+    ) {
+        let mut payload = serde_json::json!({"class": "A", "args": [], "jid": "j1"});
+        payload[field] = value.clone();
+        let raw = payload.to_string();
+        match Job::parse(raw.as_bytes()) {
+            Ok(job) => {
+                let longest = cogworker::LONGEST_SECS;
+                prop_assert!(job.timeout_secs().is_none_or(|t| t > 0.0 && t <= longest), "{raw}");
+                prop_assert!(job.result_ttl_secs().is_none_or(|t| t as f64 <= longest), "{raw}");
+                prop_assert!(job.unique_for_secs().is_none_or(|t| t <= longest), "{raw}");
+                let _ = (job.retry_policy(), job.retry_count(), job.priority_level(), job.over_limit_count());
+            }
+            Err(reason) => prop_assert!(reason.contains(&format!("`{field}`")), "{raw}: {reason}"),
+        }
+        // At push, the same value is taken or refused naming its field.
+        if let Err(refused) = Job::from_value(payload) {
+            prop_assert!(refused.to_string().contains(field), "{raw}: {refused}");
+        }
+    }
+
+    #[test]
     fn args_survive_the_round_trip_exactly(args in prop::collection::vec(json_value(), 0..6)) {
         let job = Job::new("A").args(args.clone());
         let again = Job::parse(job.to_json().as_bytes()).unwrap();

@@ -60,10 +60,13 @@ def _last_segment(name: str | None) -> str | None:
 
 
 def _host_value(value: Any) -> Any:
-    """A scenario value with ``{"$not_json": true}`` made a host object."""
+    """A scenario value with ``{"$not_json": true}`` made a host object,
+    and ``{"$float": "nan"}`` (``inf``, ``-inf``) the float JSON cannot hold."""
     if isinstance(value, dict):
         if value.get("$not_json"):
             return object()
+        if "$float" in value:
+            return float(value["$float"])
         return {k: _host_value(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_host_value(v) for v in value]
@@ -115,6 +118,33 @@ class Run:
         assert jid is not None
         if "as" in step:
             self.jids[step["as"]] = jid
+
+    def push_each(self, step: dict[str, Any]) -> None:
+        for option, values in step["options"].items():
+            for value in values:
+                expected = {"raises": step["raises"], "message_has": option}
+                with pytest.raises(Exception) as raised:
+                    self.client.enqueue(step["push_each"], **{option: _host_value(value)})
+                self._expect_raised(raised.value, expected)
+
+    def push_raw(self, step: dict[str, Any]) -> None:
+        """The payload as another client (or a person) would write it,
+        straight onto its queue's list."""
+        payload = {**step["push_raw"], "jid": os.urandom(12).hex()}
+        queue = payload.get("queue", "default")
+        self.server.cli_raw("LPUSH", f"cogworker:queue:{queue}", json.dumps(payload))
+        self.jids[step["as"]] = payload["jid"]
+
+    def await_buried(self, step: dict[str, Any]) -> None:
+        """A raw payload buried in dead whole, its reason naming the field."""
+        jid = self.jids[step["await_buried"]]
+
+        def buried() -> list[dict[str, Any]]:
+            entries = self.api.entries("dead", 0, 1000)
+            return [e["job"] for e in entries if jid in e["job"].get("raw_payload", "")]
+
+        [job] = wait_for(f"{jid} buried", buried)
+        assert f"`{step['naming']}`" in job["error_message"], job
 
     def batch(self, step: dict[str, Any]) -> None:
         batch = cogworker.Batch(step["batch"])
@@ -373,6 +403,9 @@ class Run:
 
 STEPS = {
     "push": Run.push,
+    "push_each": Run.push_each,
+    "push_raw": Run.push_raw,
+    "await_buried": Run.await_buried,
     "start_worker": Run.start_worker,
     "await_status": Run.await_status,
     "status": Run.status,

@@ -6,6 +6,7 @@
 require_relative 'test_helper'
 require_relative 'conformance_jobs'
 require 'open3'
+require 'securerandom'
 
 class TestConformance < Minitest::Test
   include CogworkerTest
@@ -38,7 +39,7 @@ class TestConformance < Minitest::Test
     Cogworker::Testing.clear
   end
 
-  STEPS = %w[push start_worker await_status status result await_hooks expect_trail expect_connections
+  STEPS = %w[push push_each push_raw await_buried start_worker await_status status result await_hooks expect_trail expect_connections
              configure periodic testing expect_recorded cli_help cli_worker cli_signals cli_admin api_call
              expect_no_hooks await_queued batch batch_status callback_result workflow].freeze
   EXE = File.expand_path('../exe/cogworker', __dir__)
@@ -69,9 +70,15 @@ class TestConformance < Minitest::Test
 
   def last_segment(name) = name&.split(/::|\./)&.last
 
+  FLOATS = { 'nan' => Float::NAN, 'inf' => Float::INFINITY, '-inf' => -Float::INFINITY }.freeze
+
   def host_value(value)
     case value
-    when Hash then value['$not_json'] ? Object.new : value.transform_values { |v| host_value(v) }
+    when Hash
+      return Object.new if value['$not_json']
+      return FLOATS.fetch(value['$float']) if value.key?('$float')
+
+      value.transform_values { |v| host_value(v) }
     when Array then value.map { |v| host_value(v) }
     else value
     end
@@ -94,6 +101,32 @@ class TestConformance < Minitest::Test
 
     refute_nil jid
     @jids[step['as']] = jid if step['as']
+  end
+
+  def step_push_each(step)
+    step['options'].each do |option, values|
+      values.each do |value|
+        error = assert_raises(StandardError) { @client.push(step['push_each'], [], option.to_sym => host_value(value)) }
+        expect_raised(error, 'raises' => step['raises'], 'message_has' => option)
+      end
+    end
+  end
+
+  # The payload as another client (or a person) would write it, straight
+  # onto its queue's list.
+  def step_push_raw(step)
+    payload = step['push_raw'].merge('jid' => SecureRandom.hex(12))
+    @redis.cli('LPUSH', "cogworker:queue:#{payload.fetch('queue', 'default')}", JSON.generate(payload))
+    @jids[step['as']] = payload['jid']
+  end
+
+  # A raw payload buried in dead whole, its reason naming the field.
+  def step_await_buried(step)
+    jid = @jids.fetch(step['await_buried'])
+    job = wait_for("#{jid} buried") do
+      @api.entries('dead', 0, 1000).map { |e| e['job'] }.find { |j| j.fetch('raw_payload', '').include?(jid) }
+    end
+    assert_includes job['error_message'], "`#{step['naming']}`"
   end
 
   def step_batch(step)

@@ -204,8 +204,15 @@ impl PushRequest {
             (Some(_), Some(_)) => return Err(Error::invalid_job("at", "give either at or a delay, not both")),
             (Some(at), None) => job = job.field("at", finite("at", at, "must be epoch seconds")?),
             (None, Some(delay)) => {
-                let seconds = finite("delay", delay, "must be a number of seconds")?;
-                job = job.field("at", float(now() + seconds.as_f64().unwrap_or(0.0)));
+                let at = now() + delay;
+                if !(0.0..=crate::job::LATEST_EPOCH_SECS).contains(&at) {
+                    return Err(Error::invalid_value(
+                        "delay",
+                        delay,
+                        "must be a number of seconds that ends before the end of 9999",
+                    ));
+                }
+                job = job.field("at", float(at));
             }
             (None, None) => {}
         }

@@ -4,6 +4,9 @@
 use crate::error::{Error, Result};
 use serde_json::{Map, Value};
 
+mod numbers;
+pub use numbers::{LATEST_EPOCH_SECS, LONGEST_SECS};
+
 /// The priority level of a job that names none (see [`crate::priority`]).
 pub const DEFAULT_PRIORITY: u8 = 5;
 /// The highest priority level (taken first); 0 is the lowest.
@@ -192,6 +195,7 @@ impl Job {
             Some(args) => return Err(format!("`args` is {}, not an array", type_name(args))),
             None => {}
         }
+        numbers::check_on_delivery(&fields)?;
         Ok(Job { fields })
     }
 
@@ -248,62 +252,15 @@ impl Job {
             }
             Some(v) => return Err(bad("queue", v, "must be a string")),
         }
-        match self.fields.get("retry") {
-            None => {
-                self.fields.insert("retry".into(), Value::Bool(true));
-            }
-            Some(Value::Bool(_)) => {}
-            Some(v) if v.as_u64().is_some_and(|n| n <= u32::MAX as u64) => {}
-            Some(v) => return Err(bad("retry", v, "must be true, false or a whole number >= 0")),
+        if !self.fields.contains_key("retry") {
+            self.fields.insert("retry".into(), Value::Bool(true));
         }
         match self.fields.get("jid") {
             None => {}
             Some(Value::String(j)) if valid_jid(j) => {}
             Some(v) => return Err(bad("jid", v, JID_RULE)),
         }
-        if let Some(at) = self.fields.get("at") {
-            if !at.as_f64().is_some_and(f64::is_finite) {
-                return Err(bad("at", at, "must be epoch seconds"));
-            }
-        }
-        if let Some(ttl) = self.fields.get("result_ttl") {
-            if !ttl.as_f64().is_some_and(|t| (1.0..=31_536_000.0).contains(&t)) {
-                return Err(bad(
-                    "result_ttl",
-                    ttl,
-                    "must be seconds between 1 and 31536000 (a year)",
-                ));
-            }
-        }
-        if let Some(ttl) = self.fields.get("unique_for") {
-            if !ttl.as_f64().is_some_and(|t| t.is_finite() && t > 0.0) {
-                return Err(bad("unique_for", ttl, "must be a positive number of seconds"));
-            }
-        }
-        if let Some(ttl) = self.fields.get("expires_in") {
-            if !ttl.as_f64().is_some_and(|t| t.is_finite() && t > 0.0) {
-                return Err(bad("expires_in", ttl, "must be a positive number of seconds"));
-            }
-        }
-        if let Some(limit) = self.fields.get("timeout") {
-            if !limit.as_f64().is_some_and(|t| t.is_finite() && t > 0.0) {
-                return Err(bad("timeout", limit, "must be a positive number of seconds"));
-            }
-        }
-        if let Some(at) = self.fields.get("expires_at") {
-            if !at.as_f64().is_some_and(f64::is_finite) {
-                return Err(bad("expires_at", at, "must be epoch seconds"));
-            }
-        }
-        if let Some(level) = self.fields.get("priority") {
-            if level.as_u64().is_none_or(|l| l > u64::from(HIGHEST_PRIORITY)) {
-                return Err(bad(
-                    "priority",
-                    level,
-                    "must be a whole number from 0 (last) to 9 (first)",
-                ));
-            }
-        }
+        numbers::check_for_push(&self.fields).map_err(|(field, value, reason)| bad(field, value, reason))?;
         match self.fields.get("bid") {
             None => {}
             Some(Value::String(b)) if valid_jid(b) => {}
@@ -321,6 +278,11 @@ impl Job {
                     match name {
                         Value::String(text) => check_limiter_name(text).map_err(|reason| bad(&field, name, reason))?,
                         other => return Err(bad(&field, other, "must be a limiter's name")),
+                    }
+                    // A job holding a place of a limiter waits for itself
+                    // when it asks that limiter again: it would never run.
+                    if names[..i].contains(name) {
+                        return Err(bad(&field, name, "names a limiter listed before it"));
                     }
                 }
             }
