@@ -378,10 +378,7 @@ impl Client {
             .arg(self.keys.wake())
             .arg(&handover)
             .key(self.keys.priorities())
-            .arg(match job.priority_level() {
-                crate::priority::DEFAULT => String::new(),
-                level => crate::priority::member(&queue, level),
-            });
+            .arg(crate::priority::listed_member(&queue, job.priority_level()));
         // A retry of a push that did land finds the lock held by this jid
         // and pushes nothing more.
         let pushed: i64 = self

@@ -81,6 +81,18 @@ async fn deliver_entries(redis: &Redis, keys: &Keys, entries: Vec<(String, Vec<u
         slot.0.push(id);
         slot.1.push(value[split + 1..].to_vec());
     }
+    if by_queue.is_empty() {
+        return Ok(0);
+    }
+    // Named first (list_queues.lua): each queue and level is listed before a
+    // job lands on it, from every hand-over (batch callbacks, workflow steps,
+    // due jobs and unique pushes sharded by queue, periodic ticks).
+    let mut listing = SCRIPTS.list_queues.prepare_invoke();
+    listing.key(keys.queues()).key(keys.priorities()).arg(keys.wake());
+    for (queue, level) in by_queue.keys() {
+        listing.arg(queue).arg(crate::priority::listed_member(queue, *level));
+    }
+    let _: usize = listing.invoke_async(&mut redis.conn()).await?;
     let mut pushed = 0;
     for ((queue, level), (ids, payloads)) in by_queue {
         let mut invocation = SCRIPTS.push_once.prepare_invoke();

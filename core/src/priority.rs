@@ -29,6 +29,15 @@ pub(crate) fn member(queue: &str, level: u8) -> String {
     format!("{level} {queue}")
 }
 
+/// What a script that may list a level is given: the registry member, or
+/// nothing for the default level (which is never listed).
+pub(crate) fn listed_member(queue: &str, level: u8) -> String {
+    match level {
+        DEFAULT => String::new(),
+        level => member(queue, level),
+    }
+}
+
 /// `(queue, level)` back from a registry member; `None` for one that is
 /// not ours.
 pub(crate) fn parse_member(member: &str) -> Option<(&str, u8)> {

@@ -135,13 +135,18 @@ pub(crate) async fn move_to_queues(redis: &Redis, keys: &Keys, set: &str, due: &
         return Ok(claimed.len());
     }
     let mut invocation = SCRIPTS.requeue_due.prepare_invoke();
-    invocation.key(set).key(keys.queues()).arg(keys.wake());
+    invocation
+        .key(set)
+        .key(keys.queues())
+        .key(keys.priorities())
+        .arg(keys.wake());
     for entry in due {
         invocation
             .key(keys.queue_at(&entry.queue, entry.level))
             .arg(&entry.raw[..])
             .arg(&entry.queue)
-            .arg(&entry.payload);
+            .arg(&entry.payload)
+            .arg(crate::priority::listed_member(&entry.queue, entry.level));
     }
     Ok(invocation.invoke_async(&mut redis.conn()).await?)
 }

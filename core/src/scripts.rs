@@ -24,6 +24,7 @@ pub(crate) struct Scripts {
     pub signal: Script,
     pub claim_to_outbox: Script,
     pub push_once: Script,
+    pub list_queues: Script,
     pub take_held: Script,
     pub limit_define: Script,
     pub limit_acquire: Script,
@@ -77,6 +78,7 @@ const KILL: ScriptSource = script!("kill.lua", "batch.lua");
 const SIGNAL: ScriptSource = script!("signal.lua");
 const CLAIM_TO_OUTBOX: ScriptSource = script!("claim_to_outbox.lua");
 const PUSH_ONCE: ScriptSource = script!("push_once.lua", "wake.lua");
+const LIST_QUEUES: ScriptSource = script!("list_queues.lua", "wake.lua");
 const TAKE_HELD: ScriptSource = script!("take_held.lua", "take_fields.lua");
 const LIMIT_DEFINE: ScriptSource = script!("limit_define.lua");
 const LIMIT_ACQUIRE: ScriptSource = script!("limit_acquire.lua", "clock.lua");
@@ -87,7 +89,7 @@ const DROP_FROM_SET: ScriptSource = script!("drop_from_set.lua", "batch.lua");
 
 /// Every script, for the header check.
 #[cfg(test)]
-const ALL: [&ScriptSource; 23] = [
+const ALL: [&ScriptSource; 24] = [
     &FETCH_RELIABLE,
     &ACK,
     &FAIL,
@@ -104,6 +106,7 @@ const ALL: [&ScriptSource; 23] = [
     &SIGNAL,
     &CLAIM_TO_OUTBOX,
     &PUSH_ONCE,
+    &LIST_QUEUES,
     &TAKE_HELD,
     &LIMIT_DEFINE,
     &LIMIT_ACQUIRE,
@@ -130,6 +133,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     signal: SIGNAL.load(),
     claim_to_outbox: CLAIM_TO_OUTBOX.load(),
     push_once: PUSH_ONCE.load(),
+    list_queues: LIST_QUEUES.load(),
     take_held: TAKE_HELD.load(),
     limit_define: LIMIT_DEFINE.load(),
     limit_acquire: LIMIT_ACQUIRE.load(),

@@ -193,3 +193,75 @@ async fn a_dead_processs_job_goes_back_to_its_level() {
     handle.stop();
     task.await.unwrap().unwrap();
 }
+
+/// Every path that puts a job on a level's list lists the level, and
+/// every path that puts a job on a queue lists the queue (issue #44,
+/// items 2 and 3): a due scheduled job that carries a priority (pushed
+/// raw, as another client writes it) and a batch callback at a level on
+/// a queue nothing else used. Both once landed on lists no worker read,
+/// and the callback's queue was missing from every listing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_put_on_a_level_when_due_or_handed_over_is_listed_and_runs() {
+    let redis = TestRedis::start();
+    let mut config = redis.config();
+    config.set_queues(&["handed"]).unwrap();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    let mut conn = redis.conn().await;
+    let due = json!({"class": "Step", "args": [200], "queue": "handed", "priority": 8, "jid": "d".repeat(24)});
+    let _: () = redis::cmd("ZADD")
+        .arg("cogworker:schedule")
+        .arg(cogworker::now() - 1.0)
+        .arg(due.to_string())
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    // A callback gets the batch's status first, then its own args.
+    let callback = Job::new("Callback").args([json!(300)]).queue("callbacks").priority(7);
+    let batch = cogworker::Batch::new("levels").on(cogworker::BatchEvent::Success, callback);
+    let open = client.open_batch(batch).await.unwrap();
+    open.push(Job::new("Step").args([json!(1)]).queue("handed"))
+        .await
+        .unwrap();
+    open.close().await.unwrap();
+
+    let (worker, ran) = recording_worker(config.clone(), Duration::ZERO);
+    let (handle, task) = (worker.handle(), tokio::spawn(worker.run()));
+    wait_ran(&ran, 2).await;
+    let api_ = api.clone();
+    wait_until("the callback's queue is listed", Duration::from_secs(15), move || {
+        let api = api_.clone();
+        async move { api.queues().await.unwrap().iter().any(|q| q.name == "callbacks") }
+    })
+    .await;
+    let mut levels: Vec<String> = redis::cmd("SMEMBERS")
+        .arg("cogworker:priorities")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    levels.sort();
+    assert_eq!(levels, ["7 callbacks", "8 handed"]);
+    assert_eq!(
+        api.queue("callbacks").await.unwrap().size,
+        1,
+        "the callback waits, counted"
+    );
+    handle.stop();
+    task.await.unwrap().unwrap();
+
+    config.set_queues(&["callbacks"]).unwrap();
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let seen = ran.clone();
+    let worker = cogworker::Worker::builder(config)
+        .register("Callback", move |job| {
+            seen.lock().unwrap().push(job.args_slice()[1].as_i64().unwrap());
+            async { Ok(()) }
+        })
+        .build()
+        .unwrap();
+    let (handle, task) = (worker.handle(), tokio::spawn(worker.run()));
+    wait_ran(&ran, 1).await;
+    assert_eq!(*ran.lock().unwrap(), [300]);
+    handle.stop();
+    task.await.unwrap().unwrap();
+}
