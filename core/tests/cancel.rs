@@ -29,6 +29,25 @@ async fn a_scheduled_job_is_taken_off_and_a_queued_one_is_dropped_unrun() {
         panic!("a cancelled job's outcome is final")
     };
     assert_eq!(record["error_class"], "cogworker::Cancelled");
+    // Off the retry set too; both counted as cancelled (issue #44 item 7:
+    // only queued and running cancels were).
+    let retrying = Job::new("Count").jid("r".repeat(24)).field("retry_count", 1.into());
+    let mut conn = redis.conn().await;
+    let _: () = redis::AsyncCommands::zadd(
+        &mut conn,
+        "cogworker:retry",
+        retrying.to_json(),
+        cogworker::now() + 3600.0,
+    )
+    .await
+    .unwrap();
+    assert_eq!(api.cancel(&"r".repeat(24)).await.unwrap(), "retrying");
+    assert_eq!(api.set_size(JobSet::Retry).await.unwrap(), 0);
+    let stats = api.stats_today().await.unwrap();
+    assert_eq!(
+        stats.cancelled, 2,
+        "cancelled off the schedule and the retry set, counted today"
+    );
 
     // Queued (the queue is paused): cancelled before any worker runs, and
     // another while the worker runs; both dropped when taken.
@@ -49,7 +68,6 @@ async fn a_scheduled_job_is_taken_off_and_a_queued_one_is_dropped_unrun() {
     client.push(Job::new("Count")).await.unwrap().unwrap();
     api.unpause_queue("default").await.unwrap();
     wait_for_count("the one job not cancelled ran", &ran, 1, Duration::from_secs(10)).await;
-    let mut conn = redis.conn().await;
     let a = api.clone();
     wait_until("both dropped", Duration::from_secs(10), move || {
         let a = a.clone();
@@ -59,7 +77,7 @@ async fn a_scheduled_job_is_taken_off_and_a_queued_one_is_dropped_unrun() {
     let cancelled: Option<u64> = redis::AsyncCommands::get(&mut conn, "cogworker:stat:cancelled")
         .await
         .unwrap();
-    assert_eq!(cancelled, Some(2));
+    assert_eq!(cancelled, Some(4), "two off sets, two queued");
     assert_eq!(ran.load(Ordering::SeqCst), 1);
     let stats = api.stats().await.unwrap();
     assert_eq!((stats.processed, stats.failed), (1, 0), "a cancellation is no failure");

@@ -11,6 +11,15 @@ use crate::retry::Disposition;
 use crate::scripts::SCRIPTS;
 use serde_json::Value;
 
+/// Why an entry is taken off its set for good.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Dropped {
+    /// Cancelled: counted in `NS:stat:cancelled`.
+    Cancelled,
+    /// Deleted (the dashboard, `Api::delete_from_set`): not counted.
+    Deleted,
+}
+
 impl Api {
     /// Cancels the job `jid` and says where it was: `scheduled` or
     /// `retrying` (taken off that set now), `running` (stopped or told
@@ -44,7 +53,7 @@ impl Api {
             let Some(entry) = self.find_in_set(set, jid).await? else {
                 continue;
             };
-            if self.drop_entry(set, &entry).await? {
+            if self.drop_entry(set, &entry, Dropped::Cancelled).await? {
                 if let Some(job) = entry.job() {
                     self.keep_cancelled_result(&job).await?;
                 }
@@ -61,19 +70,24 @@ impl Api {
     }
 
     /// Takes a job off `set` for good (cancelled, or deleted); a job of a
-    /// batch counts there as failed in the same step. False if it was gone.
-    pub(super) async fn drop_entry(&self, set: JobSet, entry: &SetEntry) -> Result<bool> {
+    /// batch counts there as failed in the same step, a cancelled one as
+    /// cancelled in the stats. False if it was gone.
+    pub(super) async fn drop_entry(&self, set: JobSet, entry: &SetEntry, why: Dropped) -> Result<bool> {
         let (bid, jid) = entry.batch_unit();
         let keys = self.keys();
+        let at = now();
         let handed: Option<Vec<String>> = SCRIPTS
             .drop_from_set
             .key(self.set_key(set))
             .key(keys.outbox())
+            .key(keys.stat("cancelled", None))
+            .key(keys.stat("cancelled", Some(&crate::retry::day_of(at))))
             .arg(&entry.raw[..])
             .arg(bid)
             .arg(jid)
             .arg(keys.batch_prefix())
-            .arg(now())
+            .arg(at)
+            .arg(if why == Dropped::Cancelled { "1" } else { "0" })
             .invoke_async(&mut self.conn())
             .await?;
         self.settled_entry(handed).await

@@ -513,7 +513,7 @@ impl Api {
     /// run: it counts there as failed in the same step, so its batch can
     /// complete (a dead one was counted when it died).
     pub async fn delete_from_set(&self, set: JobSet, entry: &SetEntry) -> Result<bool> {
-        self.drop_entry(set, entry).await
+        self.drop_entry(set, entry, cancel::Dropped::Deleted).await
     }
     /// Moves an entry onto its queue now (atomic claim + push). False if it
     /// was gone or cannot be requeued (then it is left in place).
