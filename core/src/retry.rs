@@ -49,7 +49,7 @@ impl Disposition {
             Disposition::Reschedule => "reschedule",
             Disposition::Expired => "discard",
             Disposition::ExpiredDead => "dead",
-            Disposition::Cancelled => "discard",
+            Disposition::Cancelled => "cancelled",
         }
     }
 }

@@ -341,7 +341,8 @@ async fn bad_batches_are_refused_and_a_killed_or_cancelled_job_counts() {
     );
 
     // A job waiting in the schedule is killed from the dashboard (it dies
-    // in its batch); another is cancelled (it failed there).
+    // in its batch); another is cancelled (it will never run: dead there
+    // too, and the batch's death fires once).
     let mut conn = redis.conn().await;
     let waiting = Job::new("Work")
         .field("bid", json!(batch.bid()))
@@ -360,7 +361,7 @@ async fn bad_batches_are_refused_and_a_killed_or_cancelled_job_counts() {
     assert_eq!(
         status.failures,
         vec![
-            ("scheduled1".to_string(), "failed".to_string()),
+            ("scheduled1".to_string(), "dead".to_string()),
             ("waiting1".to_string(), "dead".to_string())
         ]
     );

@@ -187,6 +187,48 @@ async fn a_step_that_dies_stops_the_workflow_and_fires_its_death_callback() {
     task.await.unwrap().unwrap();
 }
 
+/// A cancelled job will never run: it counts in its batch as dead, so a
+/// workflow whose step is cancelled ends with its `death` callback, and a
+/// batch whose scheduled job is cancelled fires its own (issue #44 item
+/// 4: the workflow stayed pending for 30 days, with nothing to run).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_step_ends_the_workflow_with_its_death_callback() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    let workflow = Workflow::chain([
+        Job::new("Add").args([json!(1)]),
+        Job::new("Done").args([json!("never")]),
+    ])
+    .batch(Batch::new("cancelled").on(BatchEvent::Death, Job::new("Done").args([json!("died")])));
+    let pushed = client.push_workflow(workflow).await.unwrap();
+    assert_eq!(api.cancel(&pushed.steps[0].jids[0]).await.unwrap(), "unknown");
+    let batch = Batch::new("scheduled").on(BatchEvent::Death, Job::new("Done").args([json!("batch died")]));
+    let open = client.open_batch(batch).await.unwrap();
+    let later = open.push(Job::new("Add").delay(3600.0)).await.unwrap().unwrap();
+    open.close().await.unwrap();
+    assert_eq!(api.cancel(&later).await.unwrap(), "scheduled");
+
+    let (worker, ran) = workflow_worker(config);
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    wait_ran(&ran, "Done", 2).await;
+    let mut done: Vec<Value> = args_of(&ran, "Done").into_iter().map(|args| args[1].clone()).collect();
+    done.sort_by_key(|v| v.to_string());
+    assert_eq!(
+        done,
+        [json!("batch died"), json!("died")],
+        "each death callback once, no later step"
+    );
+    assert!(args_of(&ran, "Add").is_empty(), "the cancelled jobs never ran");
+    let status = api.batch(&pushed.id).await.unwrap().unwrap();
+    assert_eq!(status.state(), "dead");
+    assert_eq!((status.total, status.pending, status.dead), (2, 2, 1));
+    handle.stop();
+    task.await.unwrap().unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_a_workflow_cannot_be_is_refused_before_anything_is_written() {
     let redis = TestRedis::start();

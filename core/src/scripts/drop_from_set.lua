@@ -1,8 +1,10 @@
 -- Fragments (prepended, in this order): batch.lua
 -- Take one entry of the schedule, retry or dead set off for good (a job
 -- cancelled while it waits, or deleted), only if it is still there; a job
--- of a batch counts there as failed in the same step (batch.lua; a dead
--- one was counted when it died, and stays so).
+-- of a batch counts there in the same step (batch.lua): a cancelled one as
+-- dead (it will never run: its batch, or workflow, ends with `death`), a
+-- deleted one as failed (a dead one was counted when it died, and stays
+-- so).
 --
 -- A cancellation is counted, as a worker counts the cancelled jobs it
 -- drops or stops; a deletion is not.
@@ -29,6 +31,6 @@ if ARGV[6] == "1" then
 end
 local handed = {}
 if ARGV[2] ~= "" then
-  batch_failed(ARGV[4], ARGV[2], ARGV[3], false, ARGV[5], KEYS[2], handed)
+  batch_failed(ARGV[4], ARGV[2], ARGV[3], ARGV[6] == "1", ARGV[5], KEYS[2], handed)
 end
 return handed

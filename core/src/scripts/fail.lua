@@ -14,7 +14,8 @@
 -- ARGV[1]  the job's entry in KEYS[1]: its field, "*" for a list entry,
 --          "-" for none (basic fetch); see in_progress.lua, prepended
 -- ARGV[2]  the payload exactly as fetched (how a list entry is found)
--- ARGV[3]  "retry" | "dead" | "discard" | "reschedule"
+-- ARGV[3]  "retry" | "dead" | "discard" | "reschedule" | "cancelled"
+--          (filed as a discard, counted in its batch as dead)
 -- ARGV[4]  score in KEYS[2] (epoch seconds: retry-at, died-at or run-at)
 -- ARGV[5]  the payload to file (with retry_count, error fields, ...)
 -- ARGV[6]  attempt entry JSON, or "" to record none
@@ -49,8 +50,10 @@
 -- ARGV[21] the job's batch id, "" (or absent) for a job in none
 -- ARGV[22] the batch keys' prefix NS:batch:
 -- ARGV[23] now (epoch seconds)
--- A job of a batch counts there as failed (retry, discard) or dead (dead);
--- a reschedule counts nothing (batch.lua).
+-- A job of a batch counts there as failed (retry, discard) or dead (dead,
+-- and cancelled: it will never run, so its batch, and a workflow it is a
+-- step of, ends with `death` instead of waiting for it); a reschedule
+-- counts nothing (batch.lua).
 --
 -- Locks: a retried or rescheduled job keeps them, each extended over the delay, so no
 -- duplicate gets in while it waits; a dead or discarded job releases them.
@@ -115,6 +118,6 @@ if cap > 0 then
 end
 local handed = {}
 if (ARGV[21] or "") ~= "" and mode ~= "reschedule" then
-  batch_failed(ARGV[22], ARGV[21], ARGV[14], mode == "dead", ARGV[23], KEYS[12], handed)
+  batch_failed(ARGV[22], ARGV[21], ARGV[14], mode == "dead" or mode == "cancelled", ARGV[23], KEYS[12], handed)
 end
 return handed
