@@ -21,7 +21,7 @@ from typing import Any
 
 from . import _core
 from .api import Api
-from .client import given
+from .client import handler_and_options
 from .client import joining_batch as _current
 
 
@@ -64,15 +64,15 @@ class Batch:
         return self._api
 
     def on(self, event: str, handler: Any, *args: Any, **options: Any) -> Batch:
-        """Pushes ``handler`` (a ``@job`` function or a handler's name, in
-        any language) with the batch's status and then ``args`` when
+        """Pushes ``handler`` (a ``@job`` function, with the options it was
+        declared with, or a handler's name, in any language) with the batch's status and then ``args`` when
         ``event`` (``complete``, ``success`` or ``death``) happens;
         ``options`` are push options (``queue``, ``retry``, ``priority``...).
         Before the batch is opened."""
         if self.bid is not None:
             raise _core.InvalidArgument("callbacks can be added before the batch is opened only")
-        name = getattr(handler, "name", handler)
-        payload = _core.prepare_job(name, list(args), **given(options))
+        name, options = handler_and_options(handler, options)
+        payload = _core.prepare_job(name, list(args), **options)
         self._callbacks.append({**payload, "event": event})
         return self
 

@@ -51,6 +51,17 @@ def given(options: Mapping[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in options.items() if value is not None}
 
 
+def handler_and_options(handler: Any, options: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The handler's name and push options: a ``@job`` function (or one
+    with ``.options(...)``) carries the options it was declared with,
+    under those given here; a name carries none."""
+    declared = getattr(handler, "push_options", None)
+    if declared is None:
+        return getattr(handler, "name", handler), given(options)
+    handle = getattr(handler, "handle", handler)
+    return handle.name, {**declared, **given(options)}
+
+
 def joined(options: dict[str, Any]) -> dict[str, Any]:
     """``options`` with ``bid`` of the batch being pushed into, if any."""
     bid = joining_batch.get()

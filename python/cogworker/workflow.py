@@ -23,16 +23,17 @@ from typing import Any
 
 from . import _core
 from .api import Api
-from .client import given, joining_batch
+from .client import handler_and_options, joining_batch
 
 
 def step(handler: Any, *args: Any, takes_result: bool = False, **options: Any) -> dict[str, Any]:
-    """A step: ``handler`` (a ``@job`` function or a handler's name, in any
-    language) with ``args`` and push ``options`` (``queue``, ``retry``,
-    ``result_ttl``...). ``takes_result``: the step before's result goes
-    first in its args (a list after a group)."""
-    name = getattr(handler, "name", handler)
-    fields = _core.prepare_job(name, list(args), **given(options))
+    """A step: ``handler`` (a ``@job`` function, with the options it was
+    declared with, or a handler's name, in any language) with ``args`` and
+    push ``options`` (``queue``, ``retry``, ``result_ttl``...).
+    ``takes_result``: the step before's result goes first in its args (a
+    list after a group)."""
+    name, options = handler_and_options(handler, options)
+    fields = _core.prepare_job(name, list(args), **options)
     if takes_result:
         fields["takes_result"] = True
     return fields

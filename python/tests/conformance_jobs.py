@@ -32,6 +32,15 @@ def conformance_slow(seconds: float) -> None:
         time.sleep(0.01)
 
 
+@cogworker.job(name="ConformanceElsewhere", queue="elsewhere", priority=7)
+def conformance_elsewhere(*args: Any) -> None:
+    pass
+
+
+# The handler objects a scenario may give instead of a name ("object": true).
+OBJECTS = {"ConformanceElsewhere": conformance_elsewhere}
+
+
 @cogworker.job(name="ConformanceTrail")
 def conformance_trail() -> None:
     TRAIL.append("handler")

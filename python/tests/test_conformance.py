@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conformance_jobs import TRAIL, ConformanceError, trail_middleware
+from conformance_jobs import OBJECTS, TRAIL, ConformanceError, trail_middleware
 from conftest import FAST, HERE, RedisServer, wait_for, worker_env
 
 import cogworker
@@ -149,7 +149,8 @@ class Run:
     def batch(self, step: dict[str, Any]) -> None:
         batch = cogworker.Batch(step["batch"])
         for callback in step["on"]:
-            batch.on(callback["event"], callback["class"], *callback["args"], **callback.get("options", {}))
+            handler = OBJECTS[callback["class"]] if callback.get("object") else callback["class"]
+            batch.on(callback["event"], handler, *callback["args"], **callback.get("options", {}))
             self.jids[callback["as"]] = batch.callback_jids(callback["event"])[-1]
         with batch:
             for inner in step["jobs"]:
@@ -163,7 +164,8 @@ class Run:
             if "group" in spec:
                 return cogworker.group(*map(built, spec["group"]), takes_result=takes)
             options = spec.get("options", {})
-            return cogworker.step(spec["step"], *spec["args"], takes_result=takes, **options)
+            handler = OBJECTS[spec["step"]] if spec.get("object") else spec["step"]
+            return cogworker.step(handler, *spec["args"], takes_result=takes, **options)
 
         pushed = cogworker.Workflow(*map(built, step["steps"]), description=step["workflow"]).push()
         for index, spec in enumerate(step["steps"]):
@@ -205,6 +207,10 @@ class Run:
 
         for job in wait_for(f"a {step['class']} job on {step['await_queued']}", queued):
             assert step["lacks"] not in job, job
+
+    def await_queue_size(self, step: dict[str, Any]) -> None:
+        queue = step["await_queue_size"]
+        wait_for(f"{step['is']} jobs on {queue}", lambda: self.api.queue(queue)["size"] == step["is"])
 
     def expect_no_hooks(self, step: dict[str, Any]) -> None:
         with _calls_lock:
@@ -423,6 +429,7 @@ STEPS = {
     "cli_admin": Run.cli_admin,
     "cli_signals": Run.cli_signals,
     "await_queued": Run.await_queued,
+    "await_queue_size": Run.await_queue_size,
     "expect_no_hooks": Run.expect_no_hooks,
     "batch": Run.batch,
     "batch_status": Run.batch_status,

@@ -53,3 +53,9 @@ class ConformanceTrail
   include Cogworker::Job
   def perform = Conformance::TRAIL << 'handler'
 end
+
+class ConformanceElsewhere
+  include Cogworker::Job
+  cogworker_options queue: 'elsewhere', priority: 7
+  def perform(*args) = args
+end

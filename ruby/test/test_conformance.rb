@@ -39,9 +39,9 @@ class TestConformance < Minitest::Test
     Cogworker::Testing.clear
   end
 
-  STEPS = %w[push push_each push_raw await_buried start_worker await_status status result await_hooks expect_trail expect_connections
-             configure periodic testing expect_recorded cli_help cli_worker cli_signals cli_admin api_call
-             expect_no_hooks await_queued batch batch_status callback_result workflow].freeze
+  STEPS = %w[push push_each push_raw await_buried start_worker await_status status result await_hooks expect_trail
+             expect_connections configure periodic testing expect_recorded cli_help cli_worker cli_signals cli_admin
+             api_call expect_no_hooks await_queued await_queue_size batch batch_status callback_result workflow].freeze
   EXE = File.expand_path('../exe/cogworker', __dir__)
   LIB = File.expand_path('../lib', __dir__)
   JOBS = File.expand_path('conformance_jobs.rb', __dir__)
@@ -132,7 +132,8 @@ class TestConformance < Minitest::Test
   def step_batch(step)
     batch = Cogworker::Batch.new(step['batch'], api: @api)
     step['on'].each do |callback|
-      batch.on(callback['event'], callback['class'], *callback['args'],
+      handler = callback['object'] ? Object.const_get(callback['class']) : callback['class']
+      batch.on(callback['event'], handler, *callback['args'],
                **callback.fetch('options', {}).transform_keys(&:to_sym))
       @jids[callback['as']] = batch.callback_jids(callback['event']).last
     end
@@ -146,7 +147,8 @@ class TestConformance < Minitest::Test
       next Cogworker::Workflow.group(*spec['group'].map(&built), takes_result: takes) if spec['group']
 
       options = spec.fetch('options', {}).transform_keys(&:to_sym)
-      Cogworker::Workflow.step(spec['step'], *spec['args'], takes_result: takes, **options)
+      handler = spec['object'] ? Object.const_get(spec['step']) : spec['step']
+      Cogworker::Workflow.step(handler, *spec['args'], takes_result: takes, **options)
     end
     pushed = Cogworker::Workflow.new(*step['steps'].map(&built), description: step['workflow'], api: @api).push
     step['steps'].each_with_index { |spec, index| @jids[spec['as']] = pushed.steps[index][1].first if spec['as'] }
@@ -188,6 +190,11 @@ class TestConformance < Minitest::Test
           .then { |found| found.empty? ? nil : found }
     end
     queued.each { |job| refute job.key?(step['lacks']), job.inspect }
+  end
+
+  def step_await_queue_size(step)
+    queue = step['await_queue_size']
+    wait_for("#{step['is']} jobs on #{queue}") { @api.queue(queue)['size'] == step['is'] }
   end
 
   def step_expect_no_hooks(step)

@@ -33,15 +33,16 @@ module Cogworker
       @opens = bid.nil?
     end
 
-    # Pushes `handler` (a job class, or a handler's name in any language)
-    # with the batch's status and then `args` when `event` (:complete,
-    # :success or :death) happens; `options` are push options (queue:,
-    # retry:, priority: ...). Before the batch is opened.
+    # Pushes `handler` (a job class, with the options it was declared
+    # with, or a handler's name in any language) with the batch's status
+    # and then `args` when `event` (:complete, :success or :death) happens;
+    # `options` are push options (queue:, retry:, priority: ...). Before
+    # the batch is opened.
     def on(event, handler, *args, **options)
       raise InvalidArgument, 'callbacks can be added before the batch is opened only' if @bid
 
-      name = handler.is_a?(Module) ? handler.name : handler.to_s
-      payload = Native.prepare_job(name, args, Client.options(options))
+      name, options = Job.handler_and_options(handler, options)
+      payload = Native.prepare_job(name, args, options)
       @callbacks << payload.merge('event' => event.to_s)
       self
     end

@@ -114,9 +114,26 @@ module Cogworker
       end
     end
 
+    # The name and push options of a handler given where a callback or a
+    # workflow step is named: a job class (or its `set(...)`) carries the
+    # options it was declared with, under those given here; a name carries
+    # none.
+    def self.handler_and_options(handler, options)
+      given = Client.options(options)
+      case handler
+      when Setter then [handler.klass.name, handler.options.merge(given)]
+      when Module
+        declared = handler.respond_to?(:cogworker_push_options) ? handler.cogworker_push_options : {}
+        [handler.name, declared.merge(given)]
+      else [handler.to_s, given]
+      end
+    end
+
     # A class with per-push options. The push methods return the jid, or
     # nil for a unique job whose duplicate holds the lock.
     class Setter
+      attr_reader :klass, :options
+
       def initialize(klass, **options)
         @klass = klass
         @options = klass.cogworker_push_options.merge(Client.options(options))

@@ -25,13 +25,13 @@ module Cogworker
       def last_jids = steps.last[1]
     end
 
-    # A step: `handler` (a job class, or a handler's name in any language)
-    # with `args` and push `options` (queue:, retry:, result_ttl: ...).
-    # `takes_result:` the step before's result goes first in its args (a
-    # list after a group).
+    # A step: `handler` (a job class, with the options it was declared
+    # with, or a handler's name in any language) with `args` and push
+    # `options` (queue:, retry:, result_ttl: ...). `takes_result:` the step
+    # before's result goes first in its args (a list after a group).
     def self.step(handler, *args, takes_result: false, **options)
-      name = handler.is_a?(Module) ? handler.name : handler.to_s
-      fields = Native.prepare_job(name, args, Client.options(options))
+      name, options = Job.handler_and_options(handler, options)
+      fields = Native.prepare_job(name, args, options)
       takes_result ? fields.merge('takes_result' => true) : fields
     end
 
