@@ -276,11 +276,19 @@ impl Keys {
     pub fn limiter(&self, name: &str) -> String {
         format!("{}:limiter:{}", self.ns, name)
     }
-    /// What a rate limiter has given out: leases (concurrent), this
-    /// interval's count (bucket), recent grants (window), or the next
-    /// free time (leaky).
-    pub fn limiter_state(&self, name: &str) -> String {
-        format!("{}:limiter:{}:state", self.ns, name)
+    /// What a rate limiter of `kind` has given out: leases (concurrent),
+    /// this interval's count (bucket), recent grants (window), or the next
+    /// free time (leaky). A key space of its own, apart from the
+    /// definitions (a limiter named `erp:state` once had `erp`'s state
+    /// for its definition), and a key per kind, so that redefining a name
+    /// as another kind never drops the leases held under the old one.
+    pub fn limiter_state(&self, name: &str, kind: &str) -> String {
+        format!("{}:limiter_state:{}:{}", self.ns, kind, name)
+    }
+    /// [`Keys::limiter_state`] of every kind, in the order
+    /// `limit_acquire.lua` takes them.
+    pub fn limiter_states(&self, name: &str) -> [String; 4] {
+        crate::limiter::KIND_NAMES.map(|kind| self.limiter_state(name, kind))
     }
     /// Set of every rate limiter name defined.
     pub fn limiters(&self) -> String {

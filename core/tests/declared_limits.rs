@@ -72,7 +72,7 @@ async fn a_declared_concurrent_limit_holds_and_every_job_runs_once() {
     let mut conn = redis.conn().await;
     wait_until("every lease released", Duration::from_secs(5), || {
         let mut conn = conn.clone();
-        async move { zcard(&mut conn, "cogworker:limiter:pair:state").await == 0 }
+        async move { zcard(&mut conn, "cogworker:limiter_state:concurrent:pair").await == 0 }
     })
     .await;
     assert_eq!(zcard(&mut conn, "cogworker:schedule").await, 0);

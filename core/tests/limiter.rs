@@ -52,7 +52,7 @@ async fn a_concurrent_limit_never_has_more_holders_than_it_allows() {
     );
     let mut conn = redis.conn().await;
     let leases: i64 = redis::cmd("ZCARD")
-        .arg("cogworker:limiter:erp:state")
+        .arg("cogworker:limiter_state:concurrent:erp")
         .query_async(&mut conn)
         .await
         .unwrap();
@@ -306,4 +306,38 @@ async fn the_api_lists_every_limiter_with_what_it_gave_out_and_refused() {
             ("window".into(), "window".into(), 3, Some(60.0), 2, 0),
         ]
     );
+}
+
+/// Issue #44 items 8 and 9: a name with `:` never meets another limiter's
+/// keys (the definition of `erp:state` was `erp`'s state, and acquiring
+/// `erp` raised WRONGTYPE), and redefining a name as another kind, as two
+/// releases of an app do during a rolling deploy, never releases the
+/// leases held under it (4 holders once ran under a limit of 2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_with_colons_keep_apart_and_a_redefinition_keeps_held_leases() {
+    let redis = TestRedis::start();
+    let client = client(&redis);
+    let erp = client.limiter(Limit::concurrent("erp", 1).unwrap()).await.unwrap();
+    let other = client
+        .limiter(Limit::bucket("erp:state", 5, Duration::from_secs(3600)).unwrap())
+        .await
+        .unwrap();
+    let held = erp
+        .acquire(Duration::ZERO)
+        .await
+        .expect("its own state, not erp:state's definition");
+    assert!(matches!(other.try_acquire().await.unwrap(), Attempt::Taken(_)));
+
+    let window = client
+        .limiter(Limit::window("erp", 10, Duration::from_secs(60)).unwrap())
+        .await
+        .unwrap();
+    assert!(matches!(window.try_acquire().await.unwrap(), Attempt::Taken(_)));
+    let again = client.limiter(Limit::concurrent("erp", 1).unwrap()).await.unwrap();
+    assert!(
+        matches!(again.try_acquire().await.unwrap(), Attempt::Over { .. }),
+        "the lease held before the redefinitions still counts"
+    );
+    held.release().await;
+    assert!(matches!(again.try_acquire().await.unwrap(), Attempt::Taken(_)));
 }

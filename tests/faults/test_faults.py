@@ -386,7 +386,7 @@ def test_a_fleet_wide_concurrent_limit_holds_through_kill_9(paths):
             assert most_at_once(rows, killed) == 5, "5 at once at most, and 5 reached"
             # Expired leases are removed by the next check; none may be live.
             seconds, micros = r.time()
-            live = r.zcount(f"{NS}:limiter:erp:state", seconds + micros / 1e6, "+inf")
+            live = r.zcount(f"{NS}:limiter_state:concurrent:erp", seconds + micros / 1e6, "+inf")
             assert live == 0, "no lease left over"
             assert int(r.hget(f"{NS}:limiter:erp", "over") or 0) > 0, "the limit turned jobs away"
         finally:

@@ -45,7 +45,7 @@ impl Api {
             };
             let number = |field: &str| definition.get(field).and_then(|v| v.parse::<f64>().ok());
             let interval = number("interval").filter(|i| *i > 0.0);
-            let state = keys.limiter_state(&name);
+            let state = keys.limiter_state(&name, &kind);
             let in_use = match (kind.as_str(), interval) {
                 ("concurrent", _) => self.conn().zcount(&state, format!("({now}"), "+inf").await?,
                 ("window", Some(interval)) => {

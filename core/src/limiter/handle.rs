@@ -87,7 +87,6 @@ impl Limiter {
         let answer: Vec<redis::Value> = SCRIPTS
             .limit_define
             .key(self.keys.limiter(name))
-            .key(self.keys.limiter_state(name))
             .key(self.keys.limiters())
             .arg(name)
             .arg(kind.name())
@@ -193,10 +192,12 @@ pub(crate) enum Taken {
 /// them).
 pub(crate) async fn take(redis: &Redis, keys: &Keys, name: &str) -> Result<Taken> {
     let token = crate::job::new_jid();
-    let (taken, ms): (i64, i64) = SCRIPTS
-        .limit_acquire
-        .key(keys.limiter(name))
-        .key(keys.limiter_state(name))
+    let mut invocation = SCRIPTS.limit_acquire.prepare_invoke();
+    invocation.key(keys.limiter(name));
+    for state in keys.limiter_states(name) {
+        invocation.key(state);
+    }
+    let (taken, ms): (i64, i64) = invocation
         .arg(&token)
         .arg(crate::clock::fallback())
         .invoke_async(&mut redis.conn())
@@ -204,7 +205,13 @@ pub(crate) async fn take(redis: &Redis, keys: &Keys, name: &str) -> Result<Taken
     let ms = Duration::from_millis(ms.max(0) as u64);
     Ok(match taken {
         1 if ms.is_zero() => Taken::Yes(Lease::nothing_held()),
-        1 => Taken::Yes(Lease::held(redis.clone(), keys.limiter_state(name), token, ms)),
+        // Only a concurrent limiter gives leases that live on.
+        1 => Taken::Yes(Lease::held(
+            redis.clone(),
+            keys.limiter_state(name, "concurrent"),
+            token,
+            ms,
+        )),
         0 => Taken::Over((!ms.is_zero()).then_some(ms)),
         _ => Taken::Undefined,
     })

@@ -15,7 +15,10 @@
 --   unit is due).
 --
 -- KEYS[1] NS:limiter:<name> (hash: kind, limit, interval, lease_ttl, over)
--- KEYS[2] NS:limiter:<name>:state (zset, hash, zset or string, by kind)
+-- KEYS[2..5] the state of each kind, NS:limiter_state:<kind>:<name>, for
+--         concurrent (zset), bucket (hash), window (zset) and leaky
+--         (string); the definition's kind picks one. A key per kind: a
+--         redefinition as another kind leaves held leases where they are.
 -- ARGV[1] a token unique to this attempt (the lease, or the window's grant)
 -- ARGV[2] this host's clock (epoch seconds), used only where TIME is refused
 --
@@ -29,13 +32,16 @@ if not kind or not limit then
   return {-1, 0}
 end
 local now = now_or(ARGV[2])
+local state = ({ concurrent = KEYS[2], bucket = KEYS[3], window = KEYS[4], leaky = KEYS[5] })[kind]
+if not state then
+  return {-1, 0}
+end
 local function over(seconds)
   redis.call("HINCRBY", KEYS[1], "over", 1)
   return {0, math.max(0, math.ceil(seconds * 1000))}
 end
 
 if kind == "concurrent" then
-  local state = KEYS[2]
   redis.call("ZREMRANGEBYSCORE", state, "-inf", now)
   if redis.call("ZCARD", state) >= limit then
     return over(0)
@@ -45,7 +51,7 @@ if kind == "concurrent" then
   return {1, math.ceil(ttl * 1000)}
 elseif kind == "bucket" then
   local bucket = math.floor(now / interval)
-  local held = redis.call("HMGET", KEYS[2], "bucket", "count")
+  local held = redis.call("HMGET", state, "bucket", "count")
   local count = 0
   if tonumber(held[1]) == bucket then
     count = tonumber(held[2]) or 0
@@ -53,21 +59,21 @@ elseif kind == "bucket" then
   if count >= limit then
     return over((bucket + 1) * interval - now)
   end
-  redis.call("HSET", KEYS[2], "bucket", bucket, "count", count + 1)
-  redis.call("PEXPIRE", KEYS[2], math.ceil(interval * 2000) + 1000)
+  redis.call("HSET", state, "bucket", bucket, "count", count + 1)
+  redis.call("PEXPIRE", state, math.ceil(interval * 2000) + 1000)
   return {1, 0}
 elseif kind == "window" then
-  redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", now - interval)
-  if redis.call("ZCARD", KEYS[2]) >= limit then
-    local oldest = redis.call("ZRANGE", KEYS[2], 0, 0, "WITHSCORES")
+  redis.call("ZREMRANGEBYSCORE", state, "-inf", now - interval)
+  if redis.call("ZCARD", state) >= limit then
+    local oldest = redis.call("ZRANGE", state, 0, 0, "WITHSCORES")
     return over(tonumber(oldest[2]) + interval - now)
   end
-  redis.call("ZADD", KEYS[2], now, ARGV[1])
-  redis.call("PEXPIRE", KEYS[2], math.ceil(interval * 1000) + 1000)
+  redis.call("ZADD", state, now, ARGV[1])
+  redis.call("PEXPIRE", state, math.ceil(interval * 1000) + 1000)
   return {1, 0}
 elseif kind == "leaky" then
   local step = interval / limit
-  local due = tonumber(redis.call("GET", KEYS[2])) or now
+  local due = tonumber(redis.call("GET", state)) or now
   if due < now then
     due = now
   end
@@ -76,7 +82,7 @@ elseif kind == "leaky" then
   if now < earliest then
     return over(earliest - now)
   end
-  redis.call("SET", KEYS[2], string.format("%.6f", due + step), "PX", math.ceil((due + step - now) * 1000) + 1000)
+  redis.call("SET", state, string.format("%.6f", due + step), "PX", math.ceil((due + step - now) * 1000) + 1000)
   return {1, 0}
 end
 return {-1, 0}
