@@ -232,7 +232,7 @@ impl Delivery {
         self.time_limit = self
             .job
             .timeout_secs()
-            .map(|secs| Arc::new(TimeLimit::starting_now(secs)));
+            .map(|secs| Arc::new(TimeLimit::starting_now(secs, self.job.class(), self.job.retry_count())));
     }
 
     /// The same delivery with its fields moved out of `self`, which is

@@ -44,6 +44,14 @@ pub(crate) fn end_process_on_overrun() {
 pub struct TimeLimit {
     seconds: f64,
     deadline: Instant,
+    /// The job's class and failures so far: what its retry hook is asked
+    /// with when the limit passes (see [`TimeLimit::hook_retry_in`]).
+    class: String,
+    retry_count: u32,
+    /// What the job's retry hook said of a timeout, asked by the host when
+    /// the limit passed (`-p N` children only): a job whose handler will not
+    /// stop is filed by the core, which cannot call the hook then.
+    hook_retry_in: Mutex<Option<f64>>,
     /// The limit passed: the job was told, and fails as timed out.
     expired: AtomicBool,
     /// Its handler's host thread (the host's own id for it) while the
@@ -55,7 +63,7 @@ impl TimeLimit {
     /// A limit of `seconds` from now. A push and a worker's parse bound
     /// `timeout` (see `job/numbers.rs`); a limit no clock can reach is
     /// still no reason to panic, so it never passes.
-    pub(crate) fn starting_now(seconds: f64) -> Self {
+    pub(crate) fn starting_now(seconds: f64, class: &str, retry_count: u32) -> Self {
         let now = Instant::now();
         let far = now + Duration::from_secs(crate::job::LONGEST_SECS as u64 * 100);
         let deadline = Duration::try_from_secs_f64(seconds)
@@ -65,6 +73,9 @@ impl TimeLimit {
         TimeLimit {
             seconds,
             deadline,
+            class: class.to_string(),
+            retry_count,
+            hook_retry_in: Mutex::new(None),
             expired: AtomicBool::new(false),
             running_on: AtomicU64::new(0),
         }
@@ -101,6 +112,32 @@ impl TimeLimit {
         Some(self.running_on.load(Ordering::SeqCst)).filter(|thread| *thread != 0)
     }
 
+    /// The job's class (its retry hook's).
+    pub fn job_class(&self) -> &str {
+        &self.class
+    }
+
+    /// The job's failures so far, as its retry hook is given them.
+    pub fn retry_count(&self) -> u32 {
+        self.retry_count
+    }
+
+    /// Keeps what the job's retry hook said of this timeout (seconds; `None`
+    /// for the default backoff), for a filing the core makes alone.
+    pub fn set_hook_retry_in(&self, seconds: Option<f64>) {
+        *self.hook_retry_in.lock().unwrap_or_else(|p| p.into_inner()) = seconds;
+    }
+
+    fn hook_retry_in(&self) -> Option<f64> {
+        *self.hook_retry_in.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Is the hook asked when the limit passes (a `-p N` child ends itself
+    /// on a job that will not stop, and files it without the host)?
+    pub fn asks_hook_when_passed() -> bool {
+        ENDS_PROCESS_ON_OVERRUN.load(Ordering::SeqCst)
+    }
+
     /// `seconds` as the log and the failure say it.
     pub(crate) fn shown(&self) -> String {
         shown_seconds(self.seconds)
@@ -115,9 +152,12 @@ impl TimeLimit {
             ended => {
                 let message = format!("ran past its time limit of {}", self.shown());
                 let mut failure = Failure::new(TIMEOUT_CLASS, message);
-                if let Some(ended) = ended {
-                    failure.backtrace = ended.backtrace;
-                    failure.retry_in = ended.retry_in;
+                match ended {
+                    Some(ended) => {
+                        failure.backtrace = ended.backtrace;
+                        failure.retry_in = ended.retry_in;
+                    }
+                    None => failure.retry_in = self.hook_retry_in(),
                 }
                 failure
             }
@@ -304,11 +344,11 @@ mod tests {
     #[test]
     fn the_entries_of_settled_jobs_are_dropped_long_before_their_deadlines() {
         let limits: TimeLimits<()> = TimeLimits::default();
-        let running = (Arc::new(TimeLimit::starting_now(3600.0)), Arc::new(()));
+        let running = (Arc::new(TimeLimit::starting_now(3600.0, "A", 0)), Arc::new(()));
         limits.watch(&running.0, &running.1);
         for _ in 0..10_000 {
             // A job that ended at once: its limit and holder are gone.
-            limits.watch(&Arc::new(TimeLimit::starting_now(3600.0)), &Arc::new(()));
+            limits.watch(&Arc::new(TimeLimit::starting_now(3600.0, "A", 0)), &Arc::new(()));
         }
         let left = limits.watched.lock().unwrap().len();
         assert!(left < 2 * PRUNE_FIRST as usize, "{left} entries kept");

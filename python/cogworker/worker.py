@@ -135,7 +135,12 @@ class Worker:
         ):
             threading.Thread(target=target, args=(hook,), name=name, daemon=True).start()
         # Raises JobTimeout in a slot whose job's time limit passed.
-        threading.Thread(target=self._native.run_timekeeper, name="cogworker.timekeeper", daemon=True).start()
+        threading.Thread(
+            target=self._native.run_timekeeper,
+            args=(self._retry_in_past_time_limit,),
+            name="cogworker.timekeeper",
+            daemon=True,
+        ).start()
         # Plain atexit runs after non-daemon threads are joined: too late.
         threading._register_atexit(self._stop_at_exit)  # type: ignore[attr-defined]
 
@@ -291,20 +296,30 @@ class Worker:
         class_name, _, _, retry_count, args = delivery.info
         if self.hooks.error_handlers:
             self.hooks.report_error(error, RunningJob.of(delivery, args, self._identity))
-        handle = self._handlers.get(class_name)
-        retry_in: Any = None
-        if handle is not None and handle.retry_in is not None:
-            try:
-                retry_in = handle.retry_in(retry_count, error)
-                if isinstance(retry_in, datetime.timedelta):
-                    retry_in = retry_in.total_seconds()
-            except BaseException as hook_error:  # noqa: BLE001 - a broken hook must not lose the failure
-                retry_in = f"an exception ({_safe(functools.partial(repr, hook_error))})"
+        retry_in = self._retry_hook(class_name, retry_count, error)
         error_class, message = describe_error(error)
         lines = _safe(lambda: app_traceback(error)) or []
         backtrace = [_text(part) for chunk in lines for part in chunk.rstrip("\n").split("\n")]
         # Logged once, by the engine (class, message, jid, what happens next).
         return error_class, message, backtrace, retry_in, isinstance(error, (SystemExit, KeyboardInterrupt))
+
+    def _retry_hook(self, class_name: str, retry_count: int, error: BaseException) -> Any:
+        """What the class's retry hook says: seconds, None for the default
+        backoff, or (it raised) a description the core logs."""
+        handle = self._handlers.get(class_name)
+        if handle is None or handle.retry_in is None:
+            return None
+        try:
+            retry_in = handle.retry_in(retry_count, error)
+        except BaseException as hook_error:  # noqa: BLE001 - a broken hook must not lose the failure
+            return f"an exception ({_safe(functools.partial(repr, hook_error))})"
+        return retry_in.total_seconds() if isinstance(retry_in, datetime.timedelta) else retry_in
+
+    def _retry_in_past_time_limit(self, class_name: str, retry_count: int) -> Any:
+        """The retry hook asked of a timeout when the limit passes (in a
+        child of ``-p N``, whose job may be filed without this process's
+        Python if its handler will not stop)."""
+        return self._retry_hook(class_name, retry_count, _core.JobTimeout("the job's time limit passed"))
 
     def _call(self, handle: JobHandle[Any], args: list[Any]) -> Any:
         """The handler's value (an awaitable it returns is run to the end)."""

@@ -82,6 +82,12 @@ def sleeper(seconds: float, tag: str) -> None:
     _record(("slept", tag))
 
 
+@cogworker.job(retry_in=lambda count, error: 3600 if isinstance(error, cogworker.JobTimeout) else None)
+def patient_sleeper(seconds: float, tag: str) -> None:
+    """`sleeper` whose retry hook puts a timed-out job an hour away."""
+    sleeper(seconds, tag)
+
+
 # The bodies of `limited` running at once, and the most seen.
 LIMITED = {"now": 0, "most": 0, "ran": 0}
 _limited_lock = threading.Lock()

@@ -66,6 +66,20 @@ class SleeperJob
   end
 end
 
+# Sleeps with Thread#raise deferred (as a C extension holding the GVL
+# would be): past its time limit it will not stop. Its retry hook puts a
+# timed-out job an hour away.
+class StubbornJob
+  include Cogworker::Job
+  cogworker_options timeout: 0.5
+  cogworker_retry_in { |_count, error| error.is_a?(Cogworker::JobTimeout) ? 3600 : nil }
+  def perform(tag)
+    Jobs.record([:start, tag])
+    Thread.handle_interrupt(Object => :never) { sleep 30 }
+    Jobs.record([:slept, tag])
+  end
+end
+
 class UniqueJob
   include Cogworker::Job
   cogworker_options unique_for: 60

@@ -53,6 +53,24 @@ class TestProcesses < Minitest::Test
     [pid, children]
   end
 
+  # A handler that will not stop past its time limit ends its child, which
+  # the parent replaces; the job is filed as timed out by the core alone,
+  # with what its class's retry hook said when the limit passed (issue #44
+  # item 6: the default backoff, a retry within seconds, ran it again).
+  def test_a_handler_that_will_not_stop_is_filed_with_its_retry_hook_and_its_child_replaced
+    pid, children = start_swarm('--timeout-grace', '1')
+    jid = StubbornJob.perform_async('stuck')
+    entry = wait_for('filed in retry', timeout: 30) { Cogworker::Api.new.find('retry', jid) }
+    job = entry['job']
+    assert_equal 'cogworker::Timeout', job['error_class']
+    assert_includes job['error_message'], 'its process was ended'
+    assert_in_delta 3600, entry['score'] - job['failed_at'], 100
+    wait_for('the child replaced', timeout: 30) { (children_of(pid) - children).size == 1 }
+    refute_includes lines, '[:slept, "stuck"]'
+    Process.kill('TERM', pid)
+    assert_predicate exit_status(pid), :success?, log
+  end
+
   def test_the_children_share_the_work_and_stop_together
     pid, children = start_swarm
     # One slot each: two 1 s jobs run at once only in two processes.

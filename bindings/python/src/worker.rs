@@ -178,10 +178,22 @@ impl PyWorker {
     /// Runs this thread as the worker's timekeeper until the engine has
     /// shut down: when a job's time limit passes while its plain handler
     /// runs, `JobTimeout` is raised in that handler's thread (when it next
-    /// runs Python code: a blocking call in C is not interrupted).
-    fn run_timekeeper(&self, py: Python<'_>) -> PyResult<()> {
+    /// runs Python code: a blocking call in C is not interrupted). In a
+    /// child of `-p N`, `retry_hook(class_name, retry_count)` is asked
+    /// first what the job's retry hook says of a timeout (a hook that
+    /// raises counts as the default, and is reported as unraisable).
+    fn run_timekeeper(&self, py: Python<'_>, retry_hook: &Bound<'_, PyAny>) -> PyResult<()> {
         let timeout = py.get_type::<crate::errors::JobTimeout>();
-        self.0.run_timekeeper(&mut blocking::Blocking(py), |thread| {
+        let ask = |class: &str, retry_count: u32| {
+            Ok(match retry_hook.call1((class, retry_count)) {
+                Ok(said) => convert::value(&said),
+                Err(error) => {
+                    error.write_unraisable(py, Some(retry_hook));
+                    cogworker::host::HostValue::Null
+                }
+            })
+        };
+        self.0.run_timekeeper(&mut blocking::Blocking(py), ask, |thread| {
             // SAFETY: with the GIL held; the type is a live exception class
             // (borrowed: the call takes its own reference).
             unsafe { pyo3::ffi::PyThreadState_SetAsyncExc(thread as _, timeout.as_ptr()) };

@@ -121,7 +121,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     worker.define_method("start", method!(worker::RbWorker::start, 0))?;
     worker.define_method("run_slot", method!(worker::RbWorker::run_slot, 2))?;
     worker.define_method("run_hooks", method!(worker::RbWorker::run_hooks, 1))?;
-    worker.define_method("run_timekeeper", method!(worker::RbWorker::run_timekeeper, 0))?;
+    worker.define_method("run_timekeeper", method!(worker::RbWorker::run_timekeeper, 1))?;
     worker.define_method(
         "run_client_middleware",
         method!(worker::RbWorker::run_client_middleware, 1),

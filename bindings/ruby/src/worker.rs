@@ -156,18 +156,28 @@ impl RbWorker {
     /// shut down: when a job's time limit passes while its handler runs,
     /// `Cogworker::JobTimeout` is raised in that handler's thread
     /// (`Thread#raise`: a C extension holding the GVL is not interrupted).
-    pub fn run_timekeeper(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
-        rb_self.0.run_timekeeper(&mut blocking::Blocking(ruby), |thread_id| {
-            // SAFETY: the id is a slot thread's VALUE, named only while
-            // that thread runs a handler (it is alive and marked then), and
-            // looked at here with the GVL held.
-            let thread = unsafe { Value::from_raw(thread_id as rb_sys::VALUE) };
-            let timeout = crate::errors::class(ruby, "JobTimeout");
-            match thread.funcall::<_, _, Value>("raise", (timeout, "the job's time limit passed")) {
-                Err(error) if exception(&error).is_none() => Err(error),
-                _ => Ok(()),
-            }
-        })
+    /// In a child of `-p N`, `retry_hook.call(class_name, retry_count)` is
+    /// asked first what the job's retry hook says of a timeout.
+    pub fn run_timekeeper(ruby: &Ruby, rb_self: &Self, retry_hook: Value) -> Result<(), Error> {
+        let ask = |class: &str, retry_count: u32| match retry_hook.funcall::<_, _, Value>("call", (class, retry_count))
+        {
+            Ok(said) => Ok(convert::value(ruby, said)),
+            Err(error) if exception(&error).is_none() => Err(error),
+            Err(_) => Ok(cogworker::host::HostValue::Null),
+        };
+        rb_self
+            .0
+            .run_timekeeper(&mut blocking::Blocking(ruby), ask, |thread_id| {
+                // SAFETY: the id is a slot thread's VALUE, named only while
+                // that thread runs a handler (it is alive and marked then), and
+                // looked at here with the GVL held.
+                let thread = unsafe { Value::from_raw(thread_id as rb_sys::VALUE) };
+                let timeout = crate::errors::class(ruby, "JobTimeout");
+                match thread.funcall::<_, _, Value>("raise", (timeout, "the job's time limit passed")) {
+                    Err(error) if exception(&error).is_none() => Err(error),
+                    _ => Ok(()),
+                }
+            })
     }
 
     /// Runs this thread as the worker's events thread until the engine has

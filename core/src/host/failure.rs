@@ -20,6 +20,27 @@ pub enum RetryHint {
     Invalid(String),
 }
 
+impl RetryHint {
+    /// The seconds it gives, if it gives a usable number; anything else is
+    /// logged (naming `whose`) and means the default backoff.
+    pub fn seconds(self, whose: &dyn std::fmt::Display) -> Option<f64> {
+        match self {
+            RetryHint::Default => None,
+            RetryHint::Seconds(seconds) if seconds.is_finite() && seconds >= 0.0 => Some(seconds),
+            RetryHint::Seconds(seconds) => {
+                tracing::warn!("the retry hook of {whose} gave {seconds} seconds; using the default backoff");
+                None
+            }
+            RetryHint::Invalid(what) => {
+                tracing::warn!(
+                    "the retry hook of {whose} gave {what}, not a number of seconds; using the default backoff"
+                );
+                None
+            }
+        }
+    }
+}
+
 impl From<HostValue> for RetryHint {
     /// Nothing: the default; a number: seconds; anything else: invalid.
     fn from(value: HostValue) -> Self {
@@ -77,20 +98,7 @@ impl HostFailure {
             .unwrap_or_else(|| "(unknown error)".into());
         let message = self.message.unwrap_or_else(|| NO_MESSAGE.to_string());
         let mut failure = Failure::new(class, message).with_backtrace(self.backtrace);
-        match self.retry.unwrap_or(RetryHint::Default) {
-            RetryHint::Default => {}
-            RetryHint::Seconds(seconds) if seconds.is_finite() && seconds >= 0.0 => {
-                failure.retry_in = Some(seconds);
-            }
-            RetryHint::Seconds(seconds) => tracing::warn!(
-                "the retry hook of {} gave {seconds} seconds; using the default backoff",
-                delivery.job()
-            ),
-            RetryHint::Invalid(what) => tracing::warn!(
-                "the retry hook of {} gave {what}, not a number of seconds; using the default backoff",
-                delivery.job()
-            ),
-        }
+        failure.retry_in = self.retry.unwrap_or(RetryHint::Default).seconds(&delivery.job());
         failure
     }
 }

@@ -5,9 +5,10 @@
 //! it raised — as closures; the bindings pass them from the host's own
 //! objects, so that Python and Ruby share one loop and one settle rule.
 
-use super::{HostDelivery, HostFailure, HostValue, HostWorker, NextEvent};
+use super::{HostDelivery, HostFailure, HostValue, HostWorker, NextEvent, RetryHint};
 use crate::error::Error;
 use crate::events::WorkerEvent;
+use crate::time_limit::TimeLimit;
 use crate::worker::NextJob;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -195,11 +196,15 @@ impl HostWorker {
     /// thread, `interrupt(thread)` raises the host's timeout exception in
     /// that thread (`thread`: the id the slot gave
     /// [`HostDelivery::perform`]). Called with the host's lock held, so a
-    /// handler that has returned since is never interrupted. An error from
-    /// a wait or from `interrupt` ends the loop with it.
+    /// handler that has returned since is never interrupted. In a child of
+    /// `-p N`, `retry_hook(class, retry_count)` first asks the job's retry
+    /// hook what a timeout means (what it returns, as a failure's), kept
+    /// for the filing the core makes if the handler will not stop. An error
+    /// from a wait, `retry_hook` or `interrupt` ends the loop with it.
     pub fn run_timekeeper<W: HostWait>(
         &self,
         wait: &mut W,
+        mut retry_hook: impl FnMut(&str, u32) -> std::result::Result<HostValue, W::Error>,
         mut interrupt: impl FnMut(u64) -> std::result::Result<(), W::Error>,
     ) -> std::result::Result<(), W::Error> {
         // Joined with the events threads (see `join`).
@@ -214,6 +219,13 @@ impl HostWorker {
             })?;
             match polled {
                 Some(NextEvent::Overdue(limit)) => {
+                    if TimeLimit::asks_hook_when_passed() {
+                        // Asked now, while the host can run it: a handler
+                        // that will not stop is filed by the core alone.
+                        let said = retry_hook(limit.job_class(), limit.retry_count())?;
+                        let whose = format!("{} (past its time limit)", limit.job_class());
+                        limit.set_hook_retry_in(RetryHint::from(said).seconds(&whose));
+                    }
                     if let Some(thread) = limit.running_on() {
                         interrupt(thread)?;
                     }

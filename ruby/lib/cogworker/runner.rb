@@ -56,8 +56,13 @@ module Cogworker
         'cogworker.client-middleware' => [:run_client_middleware, :periodic_push] }.each do |name, (run, hook)|
         Thread.new { @native.public_send(run, @hooks.method(hook)) }.name = name
       end
-      # Raises JobTimeout in a slot whose job's time limit passed.
-      Thread.new { @native.run_timekeeper }.name = 'cogworker.timekeeper'
+      # Raises JobTimeout in a slot whose job's time limit passed (in a
+      # child of -p N, first asking the class's retry hook of a timeout: a
+      # handler that will not stop is filed without this process's Ruby).
+      timed_out = lambda do |class_name, retry_count|
+        retry_delay(retry_count, @handlers[class_name], JobTimeout.new("the job's time limit passed"))
+      end
+      Thread.new { @native.run_timekeeper(timed_out) }.name = 'cogworker.timekeeper'
 
       self
     end
