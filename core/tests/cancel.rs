@@ -143,3 +143,61 @@ async fn a_running_rust_handler_is_stopped_within_a_second_and_not_retried() {
     handle.stop();
     task.await.unwrap().unwrap();
 }
+
+/// A cancel finds a waiting job without a scan of its set (issue #44 item
+/// 12: the dashboard's Cancel and `cogworker cancel` scanned the schedule
+/// and the retry set whole, seconds of Redis CPU per click over 2 M
+/// entries): by its kept record's due time where it keeps a result, else
+/// among the newest entries; one found in neither is dropped when a worker
+/// takes it, as a queued one is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_looks_a_waiting_job_up_without_a_scan() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    let mut conn = redis.conn().await;
+    let size = cogworker::SEARCH_SCAN_MAX * 2;
+    let now = cogworker::now();
+    for start in (0..size).step_by(10_000) {
+        let mut pipe = redis::pipe();
+        for i in start..(start + 10_000).min(size) {
+            let job = Job::new("Hay").jid(format!("{i:024x}"));
+            pipe.zadd("cogworker:schedule", job.to_json(), now + 3600.0 + i as f64)
+                .ignore()
+                .zadd("cogworker:retry", job.to_json(), now + 3600.0 + i as f64)
+                .ignore();
+        }
+        let _: () = pipe.query_async(&mut conn).await.unwrap();
+    }
+    // Among the oldest of the schedule (due soonest), found by its record.
+    let kept = client
+        .push(Job::new("Count").delay(60.0).result_ttl(600.0))
+        .await
+        .unwrap()
+        .unwrap();
+    // The newest of the retry set, found in the bounded step.
+    let newest = Job::new("Count").jid("n".repeat(24)).field("retry_count", 1.into());
+    let _: () = redis::AsyncCommands::zadd(&mut conn, "cogworker:retry", newest.to_json(), now + 1e7)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(api.cancel(&kept).await.unwrap(), "scheduled");
+    assert_eq!(api.cancel(&"n".repeat(24)).await.unwrap(), "retrying");
+    assert_eq!(
+        api.cancel(&format!("{:024x}", 0)).await.unwrap(),
+        "unknown",
+        "past the bound"
+    );
+    assert_eq!(
+        command_calls(&mut conn, &["zscan", "sscan", "scan"]).await,
+        0,
+        "no scan of a set"
+    );
+    assert_eq!(api.set_size(JobSet::Scheduled).await.unwrap(), size);
+    assert_eq!(api.set_size(JobSet::Retry).await.unwrap(), size);
+}

@@ -25,8 +25,11 @@ impl Api {
     /// `retrying` (taken off that set now), `running` (stopped or told
     /// within a second), `queued` (dropped unrun when a worker takes it),
     /// or `unknown` (not found where a look costs little: a job on a queue
-    /// that keeps no result, or one that ended; should it still be queued,
-    /// it is dropped all the same). A cancellation is remembered for a week.
+    /// that keeps no result, one that ended, or one in a set past the
+    /// newest [`super::SEARCH_SCAN_MAX`] entries that keeps no result;
+    /// should it still wait, it is dropped all the same when a worker
+    /// takes it). A cancellation is remembered for a week. No set is
+    /// scanned whole.
     pub async fn cancel(&self, jid: &str) -> Result<String> {
         check_search_text("jid", jid)?;
         if jid.is_empty() {
@@ -48,9 +51,23 @@ impl Api {
             .invoke_async(&mut self.conn())
             .await?;
         // Off a set after the cancellation is said: a job that moves to its
-        // queue meanwhile is dropped when taken all the same.
+        // queue meanwhile is dropped when taken all the same. Looked up
+        // without a scan of the set (what a web page may make Redis do): at
+        // its kept record's due time, else among the newest entries. One
+        // found in neither is dropped when a worker takes it.
+        let due = kept
+            .as_ref()
+            .filter(|record| record["status"] == "scheduled")
+            .and_then(|record| record["due_at"].as_f64());
         for (set, status) in [(JobSet::Scheduled, "scheduled"), (JobSet::Retry, "retrying")] {
-            let Some(entry) = self.find_in_set(set, jid).await? else {
+            let at_due = match due {
+                Some(score) if set == JobSet::Scheduled => self.entry_at(set, score, jid).await?,
+                _ => None,
+            };
+            let Some(entry) = (match at_due {
+                Some(entry) => Some(entry),
+                None => self.find_recent_in_set(set, jid).await?,
+            }) else {
                 continue;
             };
             if self.drop_entry(set, &entry, Dropped::Cancelled).await? {
