@@ -21,6 +21,12 @@ pub(crate) const WAKE_PREFIX: &str = "cancel ";
 /// longer than this in a queue may still run).
 pub(crate) const REMEMBERED_SECS: f64 = 7.0 * 86_400.0;
 
+/// How many cancellations are remembered at most, the newest: in Redis
+/// and in each process's memory (about 13 MB at most in each; 300,000
+/// cancels once cost every worker 35 MB and Redis 39 MB for a week). A job
+/// whose cancellation was pushed out by 100,000 newer ones may still run.
+pub const REMEMBERED_MAX: usize = 100_000;
+
 /// The cancelled jids this process knows of, and the running jobs that
 /// want to hear of theirs.
 #[derive(Default)]
@@ -38,6 +44,19 @@ struct Inner {
     /// Each cancelled jid, with when this process heard of it.
     jids: HashMap<String, Instant>,
     running: HashMap<String, Arc<Notify>>,
+}
+
+impl Inner {
+    /// Keeps the `kept` cancellations heard last.
+    fn forget_all_but_newest(&mut self, kept: usize) {
+        let mut heard: Vec<Instant> = self.jids.values().copied().collect();
+        let Some(cut) = heard.len().checked_sub(kept).filter(|cut| *cut > 0) else {
+            return;
+        };
+        let (_, oldest_kept, _) = heard.select_nth_unstable(cut);
+        let oldest_kept = *oldest_kept;
+        self.jids.retain(|_, at| *at >= oldest_kept);
+    }
 }
 
 impl Cancellations {
@@ -59,6 +78,10 @@ impl Cancellations {
             if inner.jids.len() % 1024 == 0 {
                 let remembered = Duration::from_secs_f64(REMEMBERED_SECS);
                 inner.jids.retain(|_, heard| heard.elapsed() < remembered);
+            }
+            // With some slack, so the cut is made once per 12,500 new ones.
+            if inner.jids.len() > REMEMBERED_MAX + REMEMBERED_MAX / 8 {
+                inner.forget_all_but_newest(REMEMBERED_MAX);
             }
         }
     }
@@ -160,5 +183,25 @@ mod tests {
             .unwrap();
         drop(early);
         assert!(cancellations.inner.lock().unwrap().running.is_empty());
+    }
+
+    #[test]
+    fn at_most_the_newest_cancellations_are_kept_in_memory() {
+        let cancellations = Cancellations::default();
+        let total = REMEMBERED_MAX * 3;
+        for chunk in (0..total).collect::<Vec<_>>().chunks(10_000) {
+            let jids: Vec<String> = chunk.iter().map(|i| format!("j{i}")).collect();
+            cancellations.learn(&jids);
+        }
+        let kept = cancellations.inner.lock().unwrap().jids.len();
+        assert!(
+            (REMEMBERED_MAX..=REMEMBERED_MAX + REMEMBERED_MAX / 8).contains(&kept),
+            "{kept}"
+        );
+        assert!(
+            cancellations.contains(&format!("j{}", total - 1)),
+            "the newest is known"
+        );
+        assert!(!cancellations.contains("j0"), "the oldest is forgotten");
     }
 }

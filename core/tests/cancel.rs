@@ -201,3 +201,27 @@ async fn a_cancel_looks_a_waiting_job_up_without_a_scan() {
     assert_eq!(api.set_size(JobSet::Scheduled).await.unwrap(), size);
     assert_eq!(api.set_size(JobSet::Retry).await.unwrap(), size);
 }
+
+/// `NS:cancelled` keeps the newest cancellations only (issue #44 item
+/// 13: 300,000 cancels grew it to 39 MB, and every worker's memory, for a
+/// week).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cancellations_remembered_are_bounded() {
+    let redis = TestRedis::start();
+    let api = Api::new(Client::new(&redis.config()).unwrap());
+    let mut conn = redis.conn().await;
+    let max = cogworker::CANCELLATIONS_REMEMBERED_MAX;
+    let later = cogworker::now() + 86_400.0;
+    let mut pipe = redis::pipe();
+    for i in 0..max + 500 {
+        pipe.zadd("cogworker:cancelled", format!("{i:024x}"), later + i as f64)
+            .ignore();
+    }
+    let _: () = pipe.query_async(&mut conn).await.unwrap();
+    api.cancel(&"e".repeat(24)).await.unwrap();
+    assert_eq!(zcard(&mut conn, "cogworker:cancelled").await, max);
+    let oldest: Option<f64> = redis::AsyncCommands::zscore(&mut conn, "cogworker:cancelled", format!("{:024x}", 0))
+        .await
+        .unwrap();
+    assert_eq!(oldest, None, "the oldest went first");
+}

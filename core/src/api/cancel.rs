@@ -48,6 +48,7 @@ impl Api {
             .arg(at)
             .arg(at + crate::cancel::REMEMBERED_SECS)
             .arg(keys.wake())
+            .arg(crate::cancel::REMEMBERED_MAX)
             .invoke_async(&mut self.conn())
             .await?;
         // Off a set after the cancellation is said: a job that moves to its
