@@ -1,7 +1,9 @@
 //! `cogworker bench [JOBS]`: the engine measured against the user's own
 //! Redis, so that the speed this project claims can be checked where it
 //! runs. In a namespace of its own (`{cogworker-bench-<random>}`, deleted
-//! afterwards; nothing of the application's is read or touched): JOBS
+//! afterwards, and its keys given a 60 s TTL every 250 ms while it runs,
+//! so a run cut short leaves nothing for good; nothing of the
+//! application's is read or touched): JOBS
 //! pushes one by one, JOBS in bulk (1,000 per call), a worker at
 //! concurrency 10 with no-op handlers draining the 2 × JOBS, and the pickup
 //! latency of 200 pushes 20 ms apart to the idle worker. What it prints
@@ -50,11 +52,42 @@ pub async fn run(config: &Config, jobs: usize) -> Result<String> {
     // works `default` alone.
     config.set_concurrency(CONCURRENCY)?.set_queues(&["default"])?;
     let client = Client::new(&config)?;
+    // Every key of the namespace lives at most KEPT_FOR past the sweep
+    // before last: a run cut short (Ctrl-C drops this call, kill -9 ends
+    // the process) leaves nothing in the user's Redis for good.
+    let sweeper = Sweeper(
+        tokio::spawn({
+            let (client, namespace) = (client.clone(), namespace.clone());
+            async move {
+                loop {
+                    if let Err(e) = each_key_batch(&client, &namespace, Batch::Expire).await {
+                        tracing::debug!("cogworker bench: setting the TTLs of its keys failed: {e}");
+                    }
+                    tokio::time::sleep(SWEEP_EVERY).await;
+                }
+            }
+        })
+        .abort_handle(),
+    );
     let measured = measure(&config, &client, jobs).await;
-    let cleaned = delete_namespace(&client, &namespace).await;
+    drop(sweeper);
+    let cleaned = each_key_batch(&client, &namespace, Batch::Delete).await;
     let table = measured?;
     cleaned?;
     Ok(table)
+}
+
+/// How often the bench's keys get their TTL again, and how long it is.
+const SWEEP_EVERY: Duration = Duration::from_millis(250);
+const KEPT_FOR: Duration = Duration::from_secs(60);
+
+/// Ends the TTL sweep when the run ends, however it ends.
+struct Sweeper(tokio::task::AbortHandle);
+
+impl Drop for Sweeper {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// Pushes `jobs` no-op jobs (class `Noop`) one at a time, each awaited;
@@ -160,9 +193,18 @@ fn gave_up(why: &str) -> Error {
     Error::Redis(std::io::Error::new(std::io::ErrorKind::TimedOut, format!("cogworker bench: {why}")).into())
 }
 
-/// Deletes every key of the benchmark's namespace (all on one node: the
-/// namespace is hash-tagged and nothing is sharded by queue).
-async fn delete_namespace(client: &Client, namespace: &str) -> Result<()> {
+/// What is done to each batch of the namespace's keys.
+#[derive(Clone, Copy)]
+enum Batch {
+    /// Given [`KEPT_FOR`] to live.
+    Expire,
+    /// Deleted.
+    Delete,
+}
+
+/// Expires or deletes every key of the benchmark's namespace (all on one
+/// node: the namespace is hash-tagged and nothing is sharded by queue).
+async fn each_key_batch(client: &Client, namespace: &str, what: Batch) -> Result<()> {
     let mut cursor = 0u64;
     loop {
         let scan = redis::cmd("SCAN")
@@ -174,8 +216,19 @@ async fn delete_namespace(client: &Client, namespace: &str) -> Result<()> {
             .clone();
         let (next, keys): (u64, Vec<String>) = client.redis().on_namespace_node(&scan).await?;
         if !keys.is_empty() {
-            // One slot (the hash tag): one DEL for the whole batch.
-            let _: i64 = redis::AsyncCommands::del(&mut client.redis().conn(), keys).await?;
+            // One slot (the hash tag): one round trip for the whole batch.
+            match what {
+                Batch::Delete => {
+                    let _: i64 = redis::AsyncCommands::del(&mut client.redis().conn(), keys).await?;
+                }
+                Batch::Expire => {
+                    let mut pipe = redis::pipe();
+                    for key in &keys {
+                        pipe.expire(key, KEPT_FOR.as_secs() as i64).ignore();
+                    }
+                    let _: () = pipe.query_async(&mut client.redis().conn()).await?;
+                }
+            }
         }
         if next == 0 {
             return Ok(());

@@ -43,3 +43,37 @@ async fn bench_measures_in_its_own_namespace_and_deletes_it() {
         "{refused}"
     );
 }
+
+/// A bench cut short (Ctrl-C drops its call; `kill -9` ends its process)
+/// leaves no key without a TTL (issue #44 item 14: 11 keys were left in the
+/// user's Redis, 9 of them for good): every key of its namespace gets a
+/// short TTL, renewed while the bench runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bench_cut_short_leaves_no_key_for_good() {
+    let redis = TestRedis::start();
+    let api = Api::new(Client::new(&redis.config()).unwrap());
+    let mut conn = redis.conn().await;
+    let bench = tokio::spawn(async move { admin::run(&api, "bench", Some("100000")).await });
+    let keys = |conn: &mut redis::aio::MultiplexedConnection| {
+        let mut conn = conn.clone();
+        async move {
+            let keys: Vec<String> = redis::cmd("KEYS").arg("*").query_async(&mut conn).await.unwrap();
+            keys
+        }
+    };
+    let c = conn.clone();
+    wait_until("the bench wrote keys", std::time::Duration::from_secs(15), move || {
+        let mut c = c.clone();
+        async move { keys(&mut c).await.len() >= 3 }
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    bench.abort();
+    let _ = bench.await;
+    let left = keys(&mut conn).await;
+    assert!(!left.is_empty());
+    for key in left {
+        let ttl: i64 = redis::cmd("TTL").arg(&key).query_async(&mut conn).await.unwrap();
+        assert!((1..=120).contains(&ttl), "{key} has TTL {ttl}");
+    }
+}
