@@ -37,7 +37,8 @@ impl Api {
         }
         // Where it runs or waits, read before the cancellation is said: a
         // running job is stopped at once, and its traces go with it.
-        let running = self.busy().await?.iter().any(|busy| busy.job["jid"] == jid);
+        let running =
+            self.busy().await?.iter().any(|busy| busy.job["jid"] == jid) || self.taken_by_a_worker(jid).await?;
         let kept = self.result(jid).await?;
         let keys = self.keys();
         let at = now();
@@ -85,6 +86,45 @@ impl Api {
             Some(status @ ("queued" | "running")) => status.to_string(),
             _ => "unknown".to_string(),
         })
+    }
+
+    /// Is `jid` among the jobs a live process has taken (its in-progress
+    /// record: read ahead or running)? A job that began less than a
+    /// heartbeat ago is listed there before [`Api::busy`] shows it. One
+    /// `HVALS` per process (per queue of it, sharded by queue), each as
+    /// long as its slots and read-ahead.
+    async fn taken_by_a_worker(&self, jid: &str) -> Result<bool> {
+        let keys = self.keys();
+        let quoted = serde_json::to_string(jid).unwrap_or_default();
+        for process in self.processes().await? {
+            let held_in: Vec<String> = if keys.is_sharded_by_queue() {
+                let queues = process.info["queues"].as_array().cloned().unwrap_or_default();
+                queues
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(|q| keys.in_progress_from(&process.identity, q.split(',').next().unwrap_or(q)))
+                    .collect()
+            } else {
+                vec![keys.in_progress(&process.identity)]
+            };
+            for key in held_in {
+                // A list, not a hash, is an earlier release's record: not looked in.
+                let payloads: Vec<String> = match redis::AsyncCommands::hvals(&mut self.conn(), &key).await {
+                    Ok(payloads) => payloads,
+                    Err(e) if e.code() == Some("WRONGTYPE") => Vec::new(),
+                    Err(e) => return Err(e.into()),
+                };
+                // A cheap look at the text first; then the job's own jid.
+                let taken = payloads
+                    .iter()
+                    .filter(|p| p.contains(&quoted))
+                    .any(|payload| crate::job::Job::parse(payload.as_bytes()).is_ok_and(|job| job.jid_str() == jid));
+                if taken {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
     }
 
     /// Takes a job off `set` for good (cancelled, or deleted); a job of a
