@@ -49,8 +49,11 @@ pub(crate) fn admit(shared: Arc<Shared>, slots: Handover, mut delivery: Delivery
         // slide) costs less than a reschedule.
         let deadline = Instant::now() + shared.config.over_limit_wait();
         let mut pause = Pause::new();
+        // The limiters that turned this job away already: each counts it
+        // once, and says once that it waits.
+        let mut refused_by: Vec<String> = Vec::new();
         loop {
-            match take_all(&shared, &names).await {
+            match take_all(&shared, &names, &refused_by).await {
                 Ok(Admitted::Yes(leases)) => {
                     delivery.leases = leases;
                     return slots.send(delivery);
@@ -61,6 +64,20 @@ pub(crate) fn admit(shared: Arc<Shared>, slots: Handover, mut delivery: Delivery
                     return delivery.fail(Failure::new(UNKNOWN_LIMITER, message));
                 }
                 Ok(Admitted::Over { limiter, retry_in }) => {
+                    if !refused_by.contains(&limiter) {
+                        let back = retry_in.map_or_else(
+                            || "when a holder lets go".to_string(),
+                            |wait| format!("in about {:.2}s", wait.as_secs_f64()),
+                        );
+                        tracing::info!(
+                            jid = delivery.job.jid_str(),
+                            class = delivery.job.display_class(),
+                            "waits for rate limiter {limiter}: full, a place is expected {back} \
+                             (in this worker up to over_limit_wait {:.1}s, then rescheduled)",
+                            shared.config.over_limit_wait().as_secs_f64()
+                        );
+                        refused_by.push(limiter.clone());
+                    }
                     let now = Instant::now();
                     if now >= deadline || retry_in.is_some_and(|wait| now + wait > deadline) {
                         return delivery.over_limit(&limiter, retry_in);
@@ -83,10 +100,11 @@ pub(crate) fn admit(shared: Arc<Shared>, slots: Handover, mut delivery: Delivery
 
 /// One try at every limiter `names`, in order; over one, the capacity
 /// taken from those before it is given back at once.
-async fn take_all(shared: &Shared, names: &[String]) -> crate::Result<Admitted> {
+async fn take_all(shared: &Shared, names: &[String], refused_by: &[String]) -> crate::Result<Admitted> {
     let mut leases = Vec::with_capacity(names.len());
     for name in names {
-        match crate::limiter::take(&shared.redis, &shared.keys, name).await? {
+        let counted = !refused_by.contains(name);
+        match crate::limiter::take(&shared.redis, &shared.keys, name, counted).await? {
             Taken::Yes(lease) => leases.push(lease),
             Taken::Over(retry_in) => {
                 return Ok(Admitted::Over {

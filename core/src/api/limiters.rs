@@ -23,7 +23,8 @@ pub struct LimiterInfo {
     /// interval (bucket) or the last one (window), units of the burst in
     /// use (leaky).
     pub in_use: u64,
-    /// Checks it refused since it was first defined.
+    /// Jobs (and `acquire` calls) it turned away since it was first
+    /// defined, each counted once per wait however often it looked.
     pub refused: u64,
 }
 

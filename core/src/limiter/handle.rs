@@ -111,14 +111,19 @@ impl Limiter {
         Ok(())
     }
 
-    /// One try: takes capacity if the limiter has some to give.
+    /// One try: takes capacity if the limiter has some to give (a refusal
+    /// counts in its `refused`).
     pub async fn try_acquire(&self) -> Result<Attempt> {
-        let mut taken = self.take().await?;
+        self.try_once(true).await
+    }
+
+    async fn try_once(&self, counted: bool) -> Result<Attempt> {
+        let mut taken = self.take(counted).await?;
         if matches!(taken, Taken::Undefined) {
             // Its definition is gone (a flushed or restarted Redis): written
             // again, and tried once more.
             self.write_definition().await?;
-            taken = self.take().await?;
+            taken = self.take(counted).await?;
         }
         match taken {
             Taken::Yes(lease) => Ok(Attempt::Taken(lease)),
@@ -130,8 +135,8 @@ impl Limiter {
         }
     }
 
-    async fn take(&self) -> Result<Taken> {
-        take(&self.redis, &self.keys, self.limit.name()).await
+    async fn take(&self, counted: bool) -> Result<Taken> {
+        take(&self.redis, &self.keys, self.limit.name(), counted).await
     }
 
     /// Takes capacity, waiting up to `wait` for it: `Error::OverLimit` if
@@ -140,11 +145,14 @@ impl Limiter {
         let started = Instant::now();
         let deadline = started + wait;
         let mut pause = Pause::new();
+        let mut first = true;
         loop {
-            let retry_in = match self.try_acquire().await? {
+            // Counted once, at the first refusal of this call.
+            let retry_in = match self.try_once(first).await? {
                 Attempt::Taken(lease) => return Ok(lease),
                 Attempt::Over { retry_in } => retry_in,
             };
+            first = false;
             let now = Instant::now();
             if now >= deadline {
                 return Err(Error::OverLimit {
@@ -190,7 +198,10 @@ pub(crate) enum Taken {
 /// One try at the limiter named `name`, by its definition in Redis (a
 /// worker checks a job's declared limits so, whichever process defined
 /// them).
-pub(crate) async fn take(redis: &Redis, keys: &Keys, name: &str) -> Result<Taken> {
+///
+/// `counted`: a refusal counts in the limiter's `refused` (a wait's first
+/// try: a job or an acquire call is counted once, however often it looks).
+pub(crate) async fn take(redis: &Redis, keys: &Keys, name: &str, counted: bool) -> Result<Taken> {
     let token = crate::job::new_jid();
     let mut invocation = SCRIPTS.limit_acquire.prepare_invoke();
     invocation.key(keys.limiter(name));
@@ -200,6 +211,7 @@ pub(crate) async fn take(redis: &Redis, keys: &Keys, name: &str) -> Result<Taken
     let (taken, ms): (i64, i64) = invocation
         .arg(&token)
         .arg(crate::clock::fallback())
+        .arg(if counted { "1" } else { "0" })
         .invoke_async(&mut redis.conn())
         .await?;
     let ms = Duration::from_millis(ms.max(0) as u64);

@@ -21,6 +21,9 @@
 --         redefinition as another kind leaves held leases where they are.
 -- ARGV[1] a token unique to this attempt (the lease, or the window's grant)
 -- ARGV[2] this host's clock (epoch seconds), used only where TIME is refused
+-- ARGV[3] "1": a refusal is counted in the definition's `over` (the first
+--         try of a wait: a job, or an acquire call, counts once however
+--         often it looks); "0": not counted
 --
 -- Returns {1, 0}: taken; {1, ms}: taken, a concurrent lease (the member
 -- ARGV[1]) that lives `ms` milliseconds unless renewed; {0, ms}: over the limit, capacity expected back in `ms` milliseconds
@@ -37,7 +40,9 @@ if not state then
   return {-1, 0}
 end
 local function over(seconds)
-  redis.call("HINCRBY", KEYS[1], "over", 1)
+  if ARGV[3] ~= "0" then
+    redis.call("HINCRBY", KEYS[1], "over", 1)
+  end
   return {0, math.max(0, math.ceil(seconds * 1000))}
 end
 

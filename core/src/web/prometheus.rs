@@ -210,7 +210,7 @@ pub async fn render(api: &Api) -> Result<String> {
         (
             "cogworker_limiter_refused_total",
             "counter",
-            "Checks a rate limiter refused (a job waited or went back to the schedule).",
+            "Jobs (and acquire calls) a rate limiter turned away, each once per wait (it waited, or went back to the schedule).",
             |l| l.refused,
         ),
     ];
