@@ -136,6 +136,30 @@ class TestCLI < Minitest::Test
     assert exit_status(pid).success?
   end
 
+  # A file with a section per environment, in Sidekiq's own style too
+  # (symbol keys), is read in every environment (issue #44 item 16: the
+  # other environments' sections were refused as settings, and `:key:`
+  # raised Psych::DisallowedClass).
+  def test_a_config_file_has_sections_per_environment_and_may_use_symbol_keys
+    path = File.join(@tmp, 'sections.yml')
+    File.write(path, <<~YAML)
+      :concurrency: 5
+      :queues:
+        - critical,2
+        - default
+      development:
+        :concurrency: 2
+      production:
+        concurrency: 20
+        shutdown_timeout: 25
+    YAML
+    queues = %w[critical,2 default]
+    assert_equal({ concurrency: 2, queues: queues }, Cogworker::CLI.load_config_file(path, 'development'))
+    assert_equal({ concurrency: 20, queues: queues, shutdown_timeout: 25 },
+                 Cogworker::CLI.load_config_file(path, 'production'))
+    assert_equal({ concurrency: 5, queues: queues }, Cogworker::CLI.load_config_file(path, 'staging'))
+  end
+
   # The -C file and the flags are applied before the app loads (as the
   # reference does), so what the app's Cogworker.configure says wins.
   def test_the_apps_configure_wins_over_the_config_file

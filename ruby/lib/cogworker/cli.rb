@@ -64,15 +64,21 @@ module Cogworker
       end
     end
 
+    # The settings of a `-C` file (YAML with ERB) for `environment`: its
+    # top-level settings, then the section named for the environment. Every
+    # key whose value is a mapping is an environment's section (no setting
+    # takes a mapping), so the other environments' are passed over. Keys may
+    # be written as Sidekiq's files write them (`:concurrency: 5`).
     def self.load_config_file(path, environment)
       return {} unless path
 
-      data = YAML.safe_load(ERB.new(File.read(path)).result, aliases: true) || {}
+      data = YAML.safe_load(ERB.new(File.read(path)).result, aliases: true, permitted_classes: [Symbol]) || {}
       raise ConfigError, "config file #{path} must hold a mapping" unless data.is_a?(Hash)
 
-      env_section = data.delete(environment)
-      data = data.merge(env_section) if env_section.is_a?(Hash)
-      data.transform_keys { |k| k.to_s.delete_prefix(':').to_sym }
+      key = ->(name) { name.to_s.delete_prefix(':') }
+      sections, settings = data.partition { |_, value| value.is_a?(Hash) }
+      section = sections.find { |name, _| key.(name) == environment.to_s }&.last || {}
+      settings.to_h.merge(section).to_h { |name, value| [key.(name).to_sym, value] }
     end
 
     def run(argv)
