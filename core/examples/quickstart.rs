@@ -1,4 +1,5 @@
-// Cargo.toml: cogworker = "0.1", tokio = { version = "1", features = ["full"] }, serde_json = "1"
+// Cargo.toml (until the crate is on crates.io, from a checkout of this repository):
+// cogworker = { path = "cogworker/core" }, tokio = { version = "1", features = ["full"] }, serde_json = "1"
 use cogworker::{Client, Config, Job, Worker};
 use serde_json::json;
 
@@ -10,7 +11,7 @@ async fn main() -> Result<(), cogworker::Error> {
     Client::new(&config)?.push(job).await?; // Some(jid)
     let worker = Worker::builder(config)
         .register("Greet", |job| async move {
-            println!("hello {}", job.args_slice()[0]);
+            println!("hello {}", job.args_slice()[0].as_str().unwrap_or("?"));
             Ok(())
         })
         .build()?;

@@ -4,7 +4,7 @@
 
 use crate::config::Config;
 use crate::connection::{Conn, Redis};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::job::{float, now, Job};
 use crate::keys::Keys;
 use crate::scripts::SCRIPTS;
@@ -124,8 +124,17 @@ impl Client {
     /// The push runs in a `tracing` span (PRODUCER, target
     /// `cogworker::trace`); with the `opentelemetry` feature each job
     /// carries its trace context for the worker to continue.
+    /// A Redis failure names the server (`redis at redis://host:6379/0: ...`).
     pub async fn push_bulk(&self, jobs: Vec<Job>) -> Result<Vec<Option<String>>> {
-        self.push_counting(jobs, false).await
+        self.push_counting(jobs, false).await.map_err(|e| self.naming_redis(e))
+    }
+
+    /// `error`, where Redis failed, naming the server (without credentials).
+    pub(crate) fn naming_redis(&self, error: Error) -> Error {
+        match error {
+            Error::Redis(_) => error.at_redis(&crate::redis_url::display_target(self.config.redis_url())),
+            other => other,
+        }
     }
 
     /// [`Client::push_bulk`]; `precounted` for jobs their batches counted

@@ -435,3 +435,17 @@ async fn scheduler_leaves_unrequeueable_entries_in_place() {
     handle.stop();
     running.await.unwrap().unwrap();
 }
+
+/// A Rust client that cannot reach its Redis names it, as the Python and
+/// Ruby clients do (issue #44 item 17: `Redis(Connection refused (os error
+/// 111))`, but which Redis?).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_that_cannot_reach_redis_names_it() {
+    let mut config = cogworker::Config::default();
+    config.set_redis_url("redis://:secret@127.0.0.1:1/0").unwrap();
+    let client = cogworker::Client::new(&config).unwrap();
+    let error = client.push(cogworker::Job::new("Greet")).await.unwrap_err();
+    let shown = error.to_string();
+    assert!(shown.starts_with("redis at redis://127.0.0.1:1/0: "), "{shown}");
+    assert!(!shown.contains("secret"), "{shown}");
+}
