@@ -28,6 +28,15 @@ async def _await(awaitable: Any) -> Any:
     return await awaitable
 
 
+def _signature_of(func: Callable[..., Any]) -> inspect.Signature | None:
+    """The signature pushes are checked against; None where Python cannot
+    say (some builtins and C functions): those are not checked."""
+    try:
+        return inspect.signature(func)
+    except (TypeError, ValueError):
+        return None
+
+
 class JobHandle(Generic[F]):
     """What ``@cogworker.job`` returns: call it like the function, or enqueue it."""
 
@@ -47,6 +56,20 @@ class JobHandle(Generic[F]):
         # misspelt name fails where it is written.
         self.push_options = given(options)
         _core.prepare_job(self.name, [], **self.push_options)
+        self._signature = _signature_of(func)
+
+    def check_args(self, args: Sequence[Any]) -> None:
+        """Refuses, at the push, args the function cannot be called with
+        (as Celery checks): not later, in a worker, as a ``TypeError``."""
+        if self._signature is None:
+            return
+        try:
+            self._signature.bind(*args)
+        except TypeError as mismatch:
+            takes = f"{self.name}{self._signature} cannot take them ({mismatch})"
+            error = _core.InvalidArgument(f"invalid argument args = {list(args)!r}: {takes}")
+            error.field, error.value = "args", repr(list(args))
+            raise error from None
 
     @property
     def queue(self) -> str:
@@ -81,7 +104,9 @@ class JobHandle(Generic[F]):
         return _Bound(self, self.push_options)
 
     def enqueue(self, *args: Any) -> str | None:
-        """Pushes a job; returns its jid (None: a unique duplicate was refused)."""
+        """Pushes a job; returns its jid (None: a unique duplicate was
+        refused). Args the function cannot take raise ``InvalidArgument``."""
+        self.check_args(args)
         # The push options as they are: nothing downstream changes them.
         return default_client().push_job(self.name, args, self.push_options)
 
@@ -130,6 +155,7 @@ class _Bound:
         self.handle, self.push_options = handle, options
 
     def _push(self, args: Sequence[Any], **timing: Any) -> str | None:
+        self.handle.check_args(args)
         return default_client().push_job(self.handle.name, args, {**self.push_options, **timing})
 
     def enqueue(self, *args: Any) -> str | None:
@@ -147,6 +173,7 @@ class _Bound:
         return self._push(args, at=when)
 
     async def aenqueue(self, *args: Any) -> str | None:
+        self.handle.check_args(args)
         return await default_client().apush_job(self.handle.name, args, self.push_options)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 
+import pytest
 import tasks
 from conftest import wait_for
 
@@ -33,6 +34,21 @@ def test_the_decorated_function_stays_callable() -> None:
     assert tasks.echo.name == "tasks.echo"
     assert tasks.named.name == "Echo.Named"
     assert tasks.named.queue == "critical"
+
+
+def test_a_push_whose_args_the_handler_cannot_take_is_refused_at_once(configured) -> None:
+    """Checked against the handler's signature where it is registered in
+    the pushing process, as Celery checks (issue #44 item 20: the push was
+    taken and the worker failed later with TypeError)."""
+    with pytest.raises(cogworker.InvalidArgument, match="sleeper.*tag") as refused:
+        tasks.sleeper.enqueue(1)
+    assert refused.value.field == "args"
+    with pytest.raises(cogworker.InvalidArgument):
+        tasks.sleeper.options(queue="q").enqueue(1, "a", "extra")
+    with pytest.raises(cogworker.InvalidArgument):
+        tasks.sleeper.enqueue_in(5, 1)
+    assert tasks.sleeper.enqueue(1, "a") is not None
+    assert tasks.echo.enqueue(1, 2, 3) is not None, "*args takes any"
 
 
 def test_client_pushes_by_class_name_and_in_bulk(worker_factory) -> None:

@@ -65,7 +65,7 @@ def test_push_options_are_the_cores_and_are_checked_where_a_job_declares_them() 
     with pytest.raises(cogworker.InvalidJob, match="expires_in"):
         cogworker.job(name="Bad.Expiry", expires_in="soon")(lambda: None)  # type: ignore[arg-type]
 
-    def limited() -> None: ...
+    def limited(n: int) -> None: ...
 
     handle = cogworker.job(name="Limited.Job", limits=["stripe"], expires_in=dt.timedelta(minutes=1))(limited)
     with testing.fake():

@@ -31,6 +31,16 @@ class TestPushRun < Minitest::Test
     assert_includes Jobs.seen, ['set']
   end
 
+  # Args are an Array, as Sidekiq's Client.push insists (issue #44 item
+  # 20: "notarray" was pushed as ["notarray"]).
+  def test_a_push_whose_args_are_not_an_array_is_refused
+    client = Cogworker::Client.new
+    error = assert_raises(Cogworker::InvalidArgument) { client.push('EchoJob', 'notarray') }
+    assert_includes error.message, 'args'
+    assert_raises(Cogworker::InvalidArgument) { Cogworker::Client.push_bulk('EchoJob', [[1], 2]) }
+    assert_empty Cogworker::Api.new.queues
+  end
+
   def test_scheduled_jobs_run_on_time
     start_runner
     due = Time.now.to_f + 1.0

@@ -70,14 +70,22 @@ module Cogworker
     # refuses duplicates (same class, queue, args) while one is pending;
     # the other options: see `Client.options`.
     def push(class_name, args = [], **options)
-      push_job(class_name.to_s, Array(args), self.class.options(options))
+      push_job(class_name.to_s, self.class.args_array(args, 'args'), self.class.options(options))
+    end
+
+    # `args` as given, when it is an Array (as Sidekiq's Client.push
+    # insists): anything else is refused, not wrapped.
+    def self.args_array(args, field)
+      return args if args.is_a?(Array)
+
+      raise InvalidArgument, "invalid argument #{field} = #{args.inspect}: must be an Array of the job's arguments"
     end
 
     # One round trip for all; returns the jids. (With OpenTelemetry: one
     # PRODUCER span, whose trace context every job carries.)
     def push_bulk(class_name, args_list, **options)
       options = self.class.options(options)
-      args_list = args_list.to_a
+      args_list = args_list.to_a.each_with_index.map { |args, i| self.class.args_array(args, "args_list[#{i}]") }
       Tracing.producing(class_name.to_s, options['queue'], args_list.size) do |context|
         push_through(class_name, args_list, options.merge(context))
       end
