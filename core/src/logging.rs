@@ -45,7 +45,7 @@ pub(crate) fn with_blocking_job<R>(job: Option<RunningJob>, blocking: impl FnOnc
 
 /// `jid` and `class` of the running job (if any) added to a line's fields
 /// that do not name a job already.
-fn add_running_job(extra: &mut Vec<(String, String)>) {
+pub(crate) fn add_running_job(extra: &mut Vec<(String, String)>) {
     if let Some(job) = running_job() {
         if !extra.iter().any(|(name, _)| name == "jid") {
             extra.push(("jid".into(), job.jid));
@@ -99,13 +99,8 @@ pub(crate) fn set_identity(identity: &str) {
 /// Installs the global log subscriber (once; later calls do nothing).
 /// Level from `COGWORKER_LOG` (e.g. `debug`), default `info`.
 pub fn init(json: bool) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("COGWORKER_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
-        // The job and push spans (see `crate::trace`) are for tracing
-        // layers; these lines show no spans, and a span per job costs.
-        .add_directive("cogworker::trace=off".parse().expect("a valid directive"));
     let installed = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .with_env_filter(env_filter())
         .with_writer(|| Stderr)
         // Its own report of a failed write is an `eprintln!`, which panics
         // on the same closed pipe.
@@ -118,14 +113,24 @@ pub fn init(json: bool) {
     }
 }
 
+/// Which lines are logged: `COGWORKER_LOG` (an `EnvFilter`), else `info`.
+pub(crate) fn env_filter() -> tracing_subscriber::EnvFilter {
+    tracing_subscriber::EnvFilter::try_from_env("COGWORKER_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
+        // The job and push spans (see `crate::trace`) are for tracing
+        // layers; these lines show no spans, and a span per job costs.
+        .add_directive("cogworker::trace=off".parse().expect("a valid directive"))
+}
+
 struct LineFormat {
     json: bool,
 }
 
+/// An event's message and its other fields, as text.
 #[derive(Default)]
-struct Fields {
-    message: String,
-    extra: Vec<(String, String)>,
+pub(crate) struct Fields {
+    pub message: String,
+    pub extra: Vec<(String, String)>,
 }
 
 impl Visit for Fields {

@@ -36,6 +36,7 @@ __all__ = [
     "api_calls",
     "bind_to_parent",
     "check_version",
+    "init_log_forwarding",
     "init_logging",
     "log_line",
     "new_jid",
@@ -43,9 +44,11 @@ __all__ = [
     "prepare_job",
     "prepare_payload",
     "producer_span",
+    "run_log_forwarding",
     "set_testing_mode",
     "settings",
     "settings_from_flags",
+    "stop_log_forwarding",
     "testing_clear",
     "testing_drain",
     "testing_jobs",
@@ -220,6 +223,9 @@ class Supervisor:
 
 def bind_to_parent(parent_pid: int) -> bool: ...
 def after_fork_in_child() -> None: ...
+def init_log_forwarding() -> bool: ...
+def run_log_forwarding(emit: Callable[[str, str, str, str, dict[str, str]], Any]) -> None: ...
+def stop_log_forwarding() -> None: ...
 def init_logging(json: bool = False) -> None: ...
 def log_line(level: str, thread: str, message: str, fields: list[tuple[str, str]]) -> None: ...
 def warn_secret_on_command_line(flag: str, value: str) -> None: ...

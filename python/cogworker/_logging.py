@@ -6,10 +6,62 @@ worker prints one format; ``JobContextFilter`` stamps the running job's
 from __future__ import annotations
 
 import logging
+import threading
 import traceback
+from typing import Any
 
 from . import _core
 from ._hooks import current_job
+
+# The engine's levels as logging's.
+_LEVELS = {
+    "ERROR": logging.ERROR,
+    "WARN": logging.WARNING,
+    "INFO": logging.INFO,
+    "DEBUG": logging.DEBUG,
+    "TRACE": 5,
+}
+# Attributes a LogRecord has already: an engine field of such a name is
+# kept as ``cogworker_<name>``.
+_RESERVED = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+_forwarding: threading.Thread | None = None
+_forwarding_lock = threading.Lock()
+
+
+def forward_engine_logs() -> None:
+    """For a worker embedded in an application: the engine's lines become
+    records of the ``cogworker.*`` loggers (``jid``, ``job_class`` and the
+    line's other fields as attributes), handled however the application
+    configured ``logging``. Nothing changes where the process chose a
+    format already (the CLI's, which writes Python's records in it)."""
+    global _forwarding
+    with _forwarding_lock:
+        if _forwarding is not None or not _core.init_log_forwarding():
+            return
+        _forwarding = threading.Thread(
+            target=_core.run_log_forwarding, args=(_emit,), name="cogworker.logs", daemon=True
+        )
+        _forwarding.start()
+        # Leaves before the interpreter finalizes (plain atexit is too late).
+        threading._register_atexit(_stop_forwarding)  # type: ignore[attr-defined]
+
+
+def _stop_forwarding() -> None:
+    _core.stop_log_forwarding()
+    if _forwarding is not None:
+        _forwarding.join(5)
+
+
+def _emit(level: str, target: str, thread: str, message: str, fields: dict[str, str]) -> None:
+    logger = logging.getLogger(target.replace("::", "."))
+    levelno = _LEVELS.get(level, logging.INFO)
+    if not logger.isEnabledFor(levelno):
+        return
+    extra: dict[str, Any] = {"jid": None, "job_class": None, "engine_thread": thread}
+    for name, value in fields.items():
+        name = "job_class" if name == "class" else name
+        extra[f"cogworker_{name}" if name in _RESERVED else name] = value
+    logger.log(levelno, message, extra=extra)
 
 
 class JobContextFilter(logging.Filter):

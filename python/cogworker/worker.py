@@ -25,6 +25,7 @@ from typing import Any, Callable, TypeVar
 from . import _core, _hooks, _tracing
 from ._coroutines import EventLoop
 from ._hooks import RunningJob
+from ._logging import forward_engine_logs
 from ._periodic import native_entries as periodic_entries
 from ._settings import make_config
 from .job import JobHandle, registry
@@ -114,9 +115,9 @@ class Worker:
         if self._started:
             raise RuntimeError("worker already started")
         self._started = True
-        # The engine logs each job's start, end and failure (the CLI chose
-        # the format already; elsewhere, text on stderr).
-        _core.init_logging(False)
+        # The engine logs each job's start, end and failure: in the CLI's
+        # format where it chose one; embedded, through ``logging``.
+        forward_engine_logs()
         self._native.start()
         for i in range(self.config.get("concurrency")):
             thread = threading.Thread(target=self._slot, name=f"cogworker.processor-{i}")

@@ -7,11 +7,13 @@ line is in the engine's text format (no second Python format)."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 import signal
 import subprocess
 import sys
 
+import tasks
 from conftest import HERE, RedisServer, wait_for, worker_env
 
 import cogworker
@@ -71,3 +73,23 @@ def test_text_logs_are_one_format(redis_server: RedisServer) -> None:
     assert len([line for line in lines if breaks_jid in line and "failed" in line]) == 1, lines
     handler = [line for line in lines if "charging 42" in line]
     assert len(handler) == 1 and "logger=app.billing" in handler[0] and "jid=" in handler[0], lines
+
+
+def test_an_embedded_worker_logs_through_pythons_logging(worker_factory, caplog) -> None:
+    """A worker started in the application's process (a test, a Django
+    process, a notebook) hands the engine's lines to ``logging`` (issue
+    #44: they went to file descriptor 2, and the ``cogworker`` logger got
+    no record), as records of ``cogworker.*`` loggers with the job's
+    ``jid`` and ``job_class``."""
+    caplog.set_level(logging.INFO, logger="cogworker")
+    jid = tasks.echo.enqueue("logged")
+    worker_factory(concurrency=1)
+
+    def done() -> list[logging.LogRecord]:
+        return [r for r in caplog.records if getattr(r, "jid", None) == jid and r.getMessage() == "done"]
+
+    [record] = wait_for("the job's done record", done)
+    assert record.name.startswith("cogworker"), record.name
+    assert record.levelno == logging.INFO
+    assert record.job_class == "tasks.echo"
+    assert record.queue == "default"

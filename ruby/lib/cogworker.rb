@@ -41,6 +41,7 @@ require_relative 'cogworker/testing/redis_server'
 require_relative 'cogworker/api'
 require_relative 'cogworker/batch'
 require_relative 'cogworker/workflow'
+require_relative 'cogworker/log_forwarding'
 require_relative 'cogworker/runner'
 
 # Background jobs on Redis that are never lost. See README.

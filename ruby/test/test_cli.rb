@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative 'test_helper'
+require 'open3'
 
 class TestCLI < Minitest::Test
   include CogworkerTest
@@ -158,6 +159,37 @@ class TestCLI < Minitest::Test
     assert_equal({ concurrency: 20, queues: queues, shutdown_timeout: 25 },
                  Cogworker::CLI.load_config_file(path, 'production'))
     assert_equal({ concurrency: 5, queues: queues }, Cogworker::CLI.load_config_file(path, 'staging'))
+  end
+
+  # A worker embedded in an application logs through Cogworker.logger
+  # (issue #44: the engine's lines went to file descriptor 2 whatever
+  # logger the app set).
+  def test_an_embedded_worker_logs_through_cogworker_logger
+    script = File.join(@tmp, 'embedded.rb')
+    File.write(script, <<~RUBY)
+      require 'stringio'
+      require 'cogworker'
+      require #{JOBS.inspect}
+      out = StringIO.new
+      logger = Logger.new(out)
+      logger.formatter = ->(severity, _time, progname, message) { "\#{severity} \#{progname}: \#{message}\n" }
+      Cogworker.logger = logger
+      Cogworker.configure { |c| c.redis_url = #{@redis.url.inspect} }
+      jid = EchoJob.perform_async('embedded')
+      runner = Cogworker::Runner.new(Cogworker.config).start
+      deadline = Time.now + 10
+      sleep 0.05 until out.string.include?("jid=\#{jid}") || Time.now > deadline
+      runner.stop
+      runner.wait(10)
+      runner.join
+      puts out.string
+      puts "jid \#{jid}"
+    RUBY
+    out, err, status = Open3.capture3('ruby', '-I', File.expand_path('../lib', __dir__), script)
+    assert status.success?, err
+    jid = out[/^jid (\h+)$/, 1]
+    assert_match(/^INFO cogworker\.completion: done jid=#{jid} class=EchoJob/, out)
+    refute_includes err, jid, 'nothing of the job on stderr'
   end
 
   # The -C file and the flags are applied before the app loads (as the

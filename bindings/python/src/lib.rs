@@ -11,6 +11,7 @@ mod config;
 mod convert;
 mod errors;
 mod limiter;
+mod logs;
 mod periodic;
 mod supervisor;
 mod testing;
@@ -118,6 +119,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(init_logging, m)?)?;
     m.add_function(wrap_pyfunction!(log_line, m)?)?;
+    m.add_function(wrap_pyfunction!(logs::init_log_forwarding, m)?)?;
+    m.add_function(wrap_pyfunction!(logs::run_log_forwarding, m)?)?;
+    m.add_function(wrap_pyfunction!(logs::stop_log_forwarding, m)?)?;
     m.add_function(wrap_pyfunction!(warn_secret_on_command_line, m)?)?;
     m.add_function(wrap_pyfunction!(new_jid, m)?)?;
     m.add_function(wrap_pyfunction!(check_version, m)?)?;

@@ -307,7 +307,6 @@ impl PyWorker {
 /// A span's name, attributes and carried trace context, as dicts.
 type Span<'py> = (String, Bound<'py, PyAny>, Bound<'py, PyAny>);
 
-/// A wait for the next event, in slices that stay interruptible.
 /// The core's settle rule, with the package's `describe` for a failure
 /// (one that raises is reported as unraisable: the delivery is abandoned).
 fn settle(

@@ -10,6 +10,7 @@ mod config;
 mod convert;
 mod errors;
 mod limiter;
+mod logs;
 mod periodic;
 mod supervisor;
 mod testing;
@@ -25,8 +26,6 @@ fn check_version(ruby: &Ruby, package_version: String, path: String) -> Result<(
         .map_err(|message| Error::new(ruby.exception_load_error(), message))
 }
 
-/// Writes a Ruby log entry in the core's format (text or JSON, as
-/// `init_logging` chose): one format for the whole process.
 /// `[name, attributes]` of the PRODUCER span around a push of `count` jobs
 /// of `class_name` to `queue` (not a String: the default queue).
 fn producer_span(ruby: &Ruby, class_name: String, queue: Value, count: usize) -> (String, Value) {
@@ -35,6 +34,8 @@ fn producer_span(ruby: &Ruby, class_name: String, queue: Value, count: usize) ->
     (name, convert::from_json(ruby, &serde_json::Value::Object(attributes)))
 }
 
+/// Writes a Ruby log entry in the core's format (text or JSON, as
+/// `init_logging` chose): one format for the whole process.
 fn log_line(level: String, thread: String, message: String, fields: Vec<(String, String)>) {
     cogworker::logging::host_line(&level, &thread, &message, &fields);
 }
@@ -56,6 +57,9 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("init_logging", function!(cogworker::logging::init, 1))?;
     native.define_module_function("check_version", function!(check_version, 2))?;
     native.define_module_function("log_line", function!(log_line, 4))?;
+    native.define_module_function("init_log_forwarding", function!(logs::init_log_forwarding, 0))?;
+    native.define_module_function("run_log_forwarding", function!(logs::run_log_forwarding, 1))?;
+    native.define_module_function("stop_log_forwarding", function!(logs::stop_log_forwarding, 0))?;
     native.define_module_function("producer_span", function!(producer_span, 3))?;
     native.define_module_function("warn_secret_on_command_line", function!(warn_secret_on_command_line, 2))?;
     native.define_module_function("settings", function!(config::settings, 0))?;

@@ -264,10 +264,9 @@ impl RbWorker {
     }
 }
 
-/// A wait for the next event, in slices that stay interruptible.
 /// The exception an error carries; `None` for a jump (a killed thread,
 /// `throw`), which must go on unwinding.
-fn exception(error: &Error) -> Option<Value> {
+pub(crate) fn exception(error: &Error) -> Option<Value> {
     match error.error_type() {
         magnus::error::ErrorType::Exception(exception) => Some(exception.as_value()),
         magnus::error::ErrorType::Error(class, message) => {

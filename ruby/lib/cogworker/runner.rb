@@ -44,9 +44,9 @@ module Cogworker
 
     # Starts the engine and the slot threads.
     def start
-      # The engine logs each job's start, end and failure (the CLI chose the
-      # format already; elsewhere, text on stderr).
-      Native.init_logging(false)
+      # The engine logs each job's start, end and failure: in the CLI's
+      # format where it chose one; embedded, through Cogworker.logger.
+      LogForwarding.start
       @native.start
       @config.concurrency.times { |i| start_slot(i) }
       # The application's hooks run on an events thread; the periodic
