@@ -65,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
             help="serve on a non-loopback --host without --auth (refused otherwise)",
         )
     for name, arg, help_text in _core.admin_commands():
-        admin = sub.add_parser(name, parents=[connection], help=help_text)
+        admin = sub.add_parser(name, parents=[connection], help=help_text, description=help_text)
         if arg is not None:
             # "[JOBS]": the engine says the argument may be left out.
             admin.add_argument("target", metavar=arg, nargs="?" if arg.startswith("[") else None)

@@ -88,7 +88,8 @@ pub const COMMANDS: &[AdminCommand] = &[
     AdminCommand {
         name: "bench",
         arg: Some("[JOBS]"),
-        help: "measure push, drain and pickup against this Redis, in a namespace of its own (default 10000 jobs)",
+        help: "measure push, drain and pickup against this Redis, in a namespace of its own; \
+               JOBS: jobs per phase, 1 to 1000000 (default 10000)",
     },
 ];
 

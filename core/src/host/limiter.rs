@@ -127,7 +127,14 @@ fn definition(kind: &str, name: &str, limit: &HostValue, options: &[(String, Hos
         let seconds = unit
             .map(|(_, seconds)| *seconds)
             .or_else(|| value.as_seconds())
-            .ok_or_else(|| Error::invalid_argument(option, value, "must be a duration or a number of seconds"))
+            .ok_or_else(|| match option.as_str() {
+                "interval" => {
+                    let words: Vec<&str> = UNITS.iter().map(|(name, _)| *name).collect();
+                    let reason = format!("must be a duration, a number of seconds or one of {}", words.join(", "));
+                    Error::invalid_argument(option, value, reason)
+                }
+                _ => Error::invalid_argument(option, value, "must be a duration or a number of seconds"),
+            })
             .and_then(|s| seconds_arg(option, s));
         match option.as_str() {
             "interval" => interval = Some(seconds?),
@@ -204,6 +211,12 @@ mod tests {
         assert_eq!(
             (limit.name(), limit.kind().name(), wait),
             ("stripe", "window", DEFAULT_WAIT)
+        );
+        let fortnight = option("interval", HostValue::Text("fortnight".into()));
+        let refused = definition("bucket", "api", &HostValue::Int(10), &[fortnight]).unwrap_err();
+        assert!(
+            refused.to_string().contains("one of second, minute, hour, day"),
+            "{refused}"
         );
         let minute = option("interval", HostValue::Text("minute".into()));
         let (limit, _) = definition("bucket", "api", &HostValue::Int(10), &[minute]).unwrap();

@@ -9,7 +9,9 @@ module Cogworker
   # each run by the engine and its output printed.
   class Admin
     COMMANDS = (%w[web metrics] + Native.admin_commands.map(&:first)).freeze
-    WITH_TARGET = Native.admin_commands.filter_map { |name, arg, _| name if arg }.freeze
+    # Each command's argument (`JID`, `[JOBS]`: may be left out) and help.
+    ARGS = Native.admin_commands.to_h { |name, arg, _| [name, arg] }.freeze
+    HELP = Native.admin_commands.to_h { |name, _, help| [name, help] }.freeze
 
     def initialize(out: $stdout)
       @out = out
@@ -32,7 +34,8 @@ module Cogworker
     def parse(command, argv)
       options = { host: '127.0.0.1', port: nil, allowed_hosts: [], insecure_no_auth: false }
       OptionParser.new do |o|
-        o.banner = "usage: cogworker #{command} [options]#{' ARG' if WITH_TARGET.include?(command)}"
+        o.banner = "usage: cogworker #{command} [options]#{" #{ARGS[command]}" if ARGS[command]}"
+        o.separator(HELP[command]) if HELP[command]
         o.on('--redis-url URL', 'Redis (default COGWORKER_REDIS_URL, REDIS_URL)') { |v| options[:redis_url] = v }
         o.on('--namespace NS', 'key prefix (default cogworker)') { |v| options[:namespace] = v }
         if %w[web metrics].include?(command)

@@ -42,7 +42,7 @@ module Cogworker
         o.separator("\nSettings (the same flags as Python's CLI; docs/configuration.md):")
         setting_flags(o, options[:flags])
         o.separator("\nOther commands: cogworker web, cogworker metrics, and the admin commands " \
-                    "#{Admin::COMMANDS.join(', ')} (cogworker COMMAND --help)")
+                    "#{(Admin::COMMANDS - %w[web metrics]).join(', ')} (cogworker COMMAND --help)")
       end
       rest = parser.parse!(argv)
       raise OptionParser::InvalidArgument, "unknown command #{rest.first} (see cogworker --help)" unless rest.empty?

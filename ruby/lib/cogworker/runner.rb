@@ -202,7 +202,8 @@ module Cogworker
       entries.map { |e| e['class'] }.uniq.each_with_object({}) do |name, found|
         found[name] = Object.const_get(name)
       rescue NameError, LoadError => e
-        Cogworker.logger.warn("periodic job class #{name} can't be resolved here: #{e.message}")
+        # The first line: Ruby's error_highlight adds a code snippet after it.
+        Cogworker.logger.warn("periodic job class #{name} can't be resolved here: #{e.message.lines.first.to_s.strip}")
       end
     end
   end

@@ -27,6 +27,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         cli.add_worker_arguments(parser, modules_required=False)
+        # `cogworker worker -v` is Django's verbosity here: `-v 2` or this.
+        parser.add_argument("--verbose", action="store_true", help="debug logging (as -v 2)")
         parser.add_argument(
             "--backend",
             default="default",
@@ -43,7 +45,7 @@ class Command(BaseCommand):
                 "not cogworker.contrib.django.CogworkerBackend"
             )
         if not logging.getLogger().handlers:
-            cli.setup_logging(options["json_logs"], options["verbosity"] > 1)
+            cli.setup_logging(options["json_logs"], options["verbosity"] > 1 or options["verbose"])
         else:
             _core.init_logging(options["json_logs"])  # the engine's own lines
         for module in [*task_modules(), *options["modules"]]:
