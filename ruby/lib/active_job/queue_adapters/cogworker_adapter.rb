@@ -69,44 +69,27 @@ module ActiveJob
         jids
       end
 
-      # Job classes defined outside the app (a gem's) that the wrapper runs:
-      # the framework's own, while the app has loaded that framework, and
-      # any the app names with CogworkerAdapter.allow_job_class.
-      FRAMEWORK_JOBS = %w[
-        ActionMailer::MailDeliveryJob ActionMailer::DeliveryJob ActionMailer::Parameterized::DeliveryJob
-        ActiveStorage::AnalyzeJob ActiveStorage::MirrorJob ActiveStorage::PurgeJob ActiveStorage::TransformJob
-        ActiveStorage::PreviewImageJob ActionMailbox::IncinerationJob ActionMailbox::RoutingJob
-        ActiveRecord::DestroyAssociationAsyncJob
-      ].freeze
       MAIL_DELIVERIES = %w[deliver_now deliver_now!].freeze
 
-      @allowed = FRAMEWORK_JOBS.dup
-
       class << self
-        # Lets the wrapper run `name`, an ActiveJob class defined outside the
-        # app's directory (a gem's: `allow_job_class 'Turbo::Streams::BroadcastJob'`).
-        def allow_job_class(name)
-          @allowed |= [name.to_s]
-        end
-
-        # Where the app's own code is: Rails.root, else the working directory.
-        def app_root
-          root = defined?(::Rails) && ::Rails.respond_to?(:root) && ::Rails.root
-          File.expand_path((root || Dir.pwd).to_s)
-        end
+        # Kept for apps written for an earlier release, which refused an
+        # ActiveJob class defined outside the app until it was named here:
+        # every ActiveJob class the app has loaded runs now.
+        def allow_job_class(_name) = nil
 
         # May the wrapper run `job_data`? Anyone who can write to Redis
-        # chooses it, so not any ActiveJob::Base subclass will do: ActionMailer's
-        # delivery job calls `mailer.public_send(method, *args)`, and with
-        # Kernel and system it ran a shell command. A job runs if the app
-        # defines its class (its source under the app's root, outside
-        # vendor/), or it is allowed by name; a mail delivery only for one
-        # of the app's mailers and one of its actions.
+        # chooses it, so the guard stands where a job calls a method named in
+        # its arguments: ActionMailer's delivery jobs call
+        # `mailer.public_send(method, *args)` (with Kernel and system that
+        # once ran a shell command), so a delivery runs only for one of the
+        # app's mailers, one of its actions, and deliver_now. Any other
+        # ActiveJob class the app has loaded (its own, a gem's, an
+        # engine's) runs, as Sidekiq's adapter runs them.
         def runnable?(klass, job_data)
           return false unless klass.is_a?(Class) && klass < ActiveJob::Base
           return mail_delivery?(job_data['arguments']) if delivery_job?(klass)
 
-          @allowed.include?(klass.name) || defined_in_app?(klass)
+          true
         end
 
         # The constant `name` names (a job or mailer class from a payload),
@@ -127,14 +110,6 @@ module ActiveJob
           end
         end
 
-        def defined_in_app?(klass)
-          file, = Object.const_source_location(klass.name)
-          root = "#{app_root}/"
-          !file.nil? && file.start_with?(root) && !file.delete_prefix(root).start_with?('vendor/')
-        rescue NameError
-          false
-        end
-
         def mail_delivery?(arguments)
           mailer_name, method, delivery = Array(arguments).first(3).map(&:to_s)
           mailer = constant(mailer_name)
@@ -153,8 +128,8 @@ module ActiveJob
           job_class = job_data['job_class'].to_s
           unless CogworkerAdapter.runnable?(CogworkerAdapter.constant(job_class), job_data)
             raise Cogworker::UnknownJobClass,
-                  "#{job_class.inspect} is not an ActiveJob class this app runs (see docs/security.md: " \
-                  'CogworkerAdapter.allow_job_class)'
+                  "#{job_class.inspect} is not an ActiveJob class this app has loaded, or is a mail delivery " \
+                  "for none of the app's mailers and actions (see docs/frameworks.md, ActiveJob)"
           end
 
           ActiveJob::Base.execute(job_data.merge('provider_job_id' => jid))
