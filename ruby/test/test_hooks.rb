@@ -132,7 +132,11 @@ class TestHooks < Minitest::Test
   def test_death_and_lifecycle_hooks_run_in_the_worker
     Cogworker.configure do |c|
       %i[startup quiet shutdown heartbeat].each { |event| c.on(event) { Jobs.record(event) } }
-      c.death_handlers << ->(job, ex) { Jobs.record([:death, job['jid'], ex.error_class, ex.message]) }
+      # Sidekiq's shape (issue #44 item 19): the exception the job raised,
+      # of its own class, message and backtrace; with error_class too.
+      c.death_handlers << lambda { |job, ex|
+        Jobs.record([:death, job['jid'], ex.class.name, ex.error_class, ex.message, ex.backtrace.to_a.any?])
+      }
       c.death_handlers << ->(_job, _ex) { raise 'pager is down' }
     end
     assert_raises(ArgumentError) { Cogworker.config.on(:started) {} }
@@ -140,7 +144,7 @@ class TestHooks < Minitest::Test
     wait_for('startup and a heartbeat') { Jobs.seen.include?(:startup) && Jobs.seen.include?(:heartbeat) }
     jid = HooksDiesJob.perform_async
     wait_for('the death hook') do
-      Jobs.seen.include?([:death, jid, 'ArgumentError', 'ArgumentError: no retries left'])
+      Jobs.seen.include?([:death, jid, 'ArgumentError', 'ArgumentError', 'no retries left', true])
     end
     assert_equal 1, Cogworker::Api.new.set_size('dead')
     runner.quiet

@@ -1,16 +1,41 @@
 # frozen_string_literal: true
 
 module Cogworker
-  # What a death handler is given with the job: the error it died of.
+  # What a death handler is given with the job (Sidekiq's shape): the
+  # exception the job died of, of its own class when that class is loaded
+  # here (`ex.is_a?(MyError)`, its message and backtrace as recorded; made
+  # without calling its `initialize`), else a JobDied. Either answers
+  # `jid`, `job`, `error_class` and `error_message`.
   class JobDied < Error
-    attr_reader :job, :jid, :error_class, :error_message
+    # The recorded fields, on whichever exception a death handler gets.
+    module Fields
+      attr_reader :job, :jid, :error_class, :error_message
+
+      def died_of(job)
+        @job = job
+        @jid = job['jid']
+        @error_class = job['error_class']
+        @error_message = job['error_message']
+        self
+      end
+    end
+    include Fields
 
     def initialize(job)
-      @job = job
-      @jid = job['jid']
-      @error_class = job['error_class']
-      @error_message = job['error_message']
+      died_of(job)
       super("#{@error_class}: #{@error_message}")
+    end
+
+    # The exception to hand a death handler for `job` (a filed payload).
+    def self.for(job)
+      klass = Object.const_get(job['error_class'].to_s) if job['error_class'].to_s.match?(/\A[A-Z][\w:]*\z/)
+      return new(job) unless klass.is_a?(Class) && klass <= StandardError
+
+      error = klass.allocate.exception(job['error_message'].to_s)
+      error.set_backtrace(Array(job['error_backtrace']).map(&:to_s))
+      error.extend(Fields).died_of(job)
+    rescue StandardError
+      new(job)
     end
   end
 
@@ -121,7 +146,7 @@ module Cogworker
     def dispatch(name, job)
       if name == 'death'
         job ||= {}
-        @death_handlers.dup.each { |handler| safely('death handler') { handler.call(job, JobDied.new(job)) } }
+        @death_handlers.dup.each { |handler| safely('death handler') { handler.call(job, JobDied.for(job)) } }
       else
         @events.fetch(name.to_sym, []).dup.each { |hook| safely("#{name} hook") { hook.call } }
       end
