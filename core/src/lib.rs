@@ -63,8 +63,8 @@ mod worker;
 mod workflow;
 
 pub use api::{
-    Api, BatchStatus, BusyJob, JobSet, LimiterInfo, LockInfo, PeriodicInfo, ProcessInfo, QueueInfo, SetEntry,
-    SetSearch, Stats, SEARCH_SCAN_MAX, SEARCH_TEXT_MAX, SEARCH_TIME_MAX,
+    Api, BatchStatus, BusyJob, CallbackJob, JobSet, LimiterInfo, LockInfo, PeriodicInfo, ProcessInfo, QueueInfo,
+    SetEntry, SetSearch, Stats, SEARCH_SCAN_MAX, SEARCH_TEXT_MAX, SEARCH_TIME_MAX,
 };
 pub use batch::{Batch, BatchEvent, OpenBatch, DEFAULT_BATCH_TTL_SECS, DEFAULT_KEEP_FOR_SECS, MAX_BATCH_DEPTH};
 pub use cancel::REMEMBERED_MAX as CANCELLATIONS_REMEMBERED_MAX;

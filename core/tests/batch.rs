@@ -167,6 +167,17 @@ async fn complete_fires_once_every_job_ran_and_success_once_all_succeeded() {
     assert_eq!(status.state(), "success");
     assert!(status.failures.is_empty());
     assert!(status.callbacks.iter().all(|(_, count, _)| *count == 1));
+    // Each callback's class, queue and jid, for the dashboard (issue #44
+    // item 22: it showed the event alone).
+    assert_eq!(status.callback_jobs.len(), status.callbacks.len());
+    assert!(
+        status
+            .callback_jobs
+            .iter()
+            .all(|job| !job.class.is_empty() && !job.jid.is_empty()),
+        "{:?}",
+        status.callback_jobs
+    );
     let fired: BTreeMap<String, bool> = status.callbacks.iter().map(|(e, _, f)| (e.clone(), *f)).collect();
     assert_eq!(
         fired,

@@ -154,6 +154,7 @@ async fn every_page_renders_with_strict_headers_and_escapes_job_data() {
     assert!(page.contains(&batch_page), "linked: {page}");
     let page = get(&app, &batch_page).await.body;
     assert!(page.contains("not yet") && page.contains("pending"), "{page}");
+    assert!(page.contains("<td>Done</td>"), "the callback's class is shown: {page}");
     assert_eq!(get(&app, "/batches/nosuchbatch").await.status, StatusCode::NOT_FOUND);
     let json = get(&app, "/api/stats").await;
     assert!(json.body.contains("\"failed\":4"), "{}", json.body);

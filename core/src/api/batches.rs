@@ -41,6 +41,48 @@ pub struct BatchStatus {
     /// Each event with callbacks: the event, how many callbacks, and
     /// whether they have been pushed.
     pub callbacks: Vec<(String, usize, bool)>,
+    /// Each callback: its event, class, queue and jid.
+    pub callback_jobs: Vec<CallbackJob>,
+}
+
+/// One callback of a batch, as its template in the batch's hash says.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CallbackJob {
+    /// `complete`, `success` or `death`.
+    pub event: String,
+    /// The handler it is pushed for.
+    pub class: String,
+    /// The queue it is pushed onto.
+    pub queue: String,
+    /// The jid it runs as.
+    pub jid: String,
+}
+
+/// The callbacks of one event from their templates (`[queue, payload
+/// before the status, payload after it, jid, what goes between]`, see
+/// `batch.rs`): the payload is read back with `null` where the status goes.
+fn callback_jobs(event: &str, templates: &str) -> Vec<CallbackJob> {
+    let Ok(templates) = serde_json::from_str::<Vec<Vec<serde_json::Value>>>(templates) else {
+        return Vec::new();
+    };
+    let text = |item: &[serde_json::Value], at: usize| item.get(at).and_then(|v| v.as_str()).unwrap_or("").to_string();
+    templates
+        .iter()
+        .map(|item| {
+            let between = if text(item, 4) == "none" { "" } else { "null" };
+            let payload = format!("{}{between}{}", text(item, 1), text(item, 2));
+            let class = serde_json::from_str::<serde_json::Value>(&payload)
+                .ok()
+                .and_then(|job| job["class"].as_str().map(str::to_string))
+                .unwrap_or_default();
+            CallbackJob {
+                event: event.to_string(),
+                class,
+                queue: text(item, 0),
+                jid: text(item, 3),
+            }
+        })
+        .collect()
 }
 
 impl BatchStatus {
@@ -79,6 +121,13 @@ impl BatchStatus {
                 Some((event.as_str().to_string(), count, fired))
             })
             .collect();
+        let callback_jobs = BatchEvent::ALL
+            .into_iter()
+            .flat_map(|event| {
+                let list = fields.get(&format!("callbacks:{}", event.as_str()));
+                list.map(|list| callback_jobs(event.as_str(), list)).unwrap_or_default()
+            })
+            .collect();
         BatchStatus {
             bid: bid.to_string(),
             description: fields.get("description").cloned().unwrap_or_default(),
@@ -93,6 +142,7 @@ impl BatchStatus {
             succeeded_at: time("succeeded_at"),
             died_at: time("died_at"),
             callbacks,
+            callback_jobs,
         }
     }
 }

@@ -8,7 +8,7 @@ mod cancel;
 mod limiters;
 mod metrics;
 
-pub use batches::BatchStatus;
+pub use batches::{BatchStatus, CallbackJob};
 pub use limiters::LimiterInfo;
 
 use crate::client::Client;

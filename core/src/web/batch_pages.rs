@@ -82,10 +82,15 @@ pub(crate) async fn batch(
         h2 { "Callbacks" }
         @if b.callbacks.is_empty() { p.empty { "None." } } @else {
             table {
-                thead { tr { th { "Event" } th.num { "Callbacks" } th { "Pushed" } } }
+                thead { tr { th { "Event" } th { "Class" } th { "Queue" } th { "Jid" } th { "Pushed" } } }
                 tbody {
-                    @for (event, count, fired) in &b.callbacks {
-                        tr { td { (event) } td.num { (count) } td { @if *fired { "yes" } @else { "not yet" } } }
+                    @for (event, _, fired) in &b.callbacks {
+                        @for job in b.callback_jobs.iter().filter(|job| &job.event == event) {
+                            tr {
+                                td { (event) } td { (job.class) } td { (job.queue) } td { code { (job.jid) } }
+                                td { @if *fired { "yes" } @else { "not yet" } }
+                            }
+                        }
                     }
                 }
             }

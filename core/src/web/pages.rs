@@ -299,13 +299,14 @@ pub(crate) async fn busy(Extension(csrf): Extension<CsrfToken>, state: axum::ext
     let body = html! {
         @if rows.is_empty() { p.empty { "Nothing running." } } @else {
             table {
-                thead { tr { th { "Process" } th { "Queue" } th { "Class" } th { "Args" } th { "Running since" } th {} } }
+                thead { tr { th { "Process" } th { "Queue" } th { "Class" } th { "Jid" } th { "Args" } th { "Running since" } th {} } }
                 tbody {
                     @for busy in &rows {
                         tr {
                             td { code { (busy.identity) } }
                             td { (busy.queue) }
                             td { (busy.job.as_object().map(crate::job::display_class_of).unwrap_or("")) }
+                            td { code { (busy.job["jid"].as_str().unwrap_or("")) } }
                             td.args { code { (payload_args_text(&busy.job)) } }
                             td { (ago(busy.run_at)) }
                             td.actions { (cancel_button(busy.job["jid"].as_str().unwrap_or(""), "/busy", &csrf)) }
