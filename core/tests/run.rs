@@ -232,5 +232,7 @@ async fn password_protected_redis() {
         .set_redis_url(&format!("redis://:nope@127.0.0.1:{}/0", redis.port))
         .unwrap();
     let err = Client::new(&wrong).unwrap().push(Job::new("Record")).await.unwrap_err();
-    assert!(matches!(err, cogworker::Error::Redis(_)), "{err}");
+    // Naming the server, not the password.
+    assert!(matches!(err, cogworker::Error::RedisAt { .. }), "{err}");
+    assert!(err.to_string().contains("WRONGPASS") && !err.to_string().contains("nope"), "{err}");
 }
