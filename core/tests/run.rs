@@ -234,5 +234,8 @@ async fn password_protected_redis() {
     let err = Client::new(&wrong).unwrap().push(Job::new("Record")).await.unwrap_err();
     // Naming the server, not the password.
     assert!(matches!(err, cogworker::Error::RedisAt { .. }), "{err}");
-    assert!(err.to_string().contains("WRONGPASS") && !err.to_string().contains("nope"), "{err}");
+    assert!(
+        err.to_string().contains("WRONGPASS") && !err.to_string().contains("nope"),
+        "{err}"
+    );
 }
