@@ -285,11 +285,6 @@ impl Keys {
     pub fn limiter_state(&self, name: &str, kind: &str) -> String {
         format!("{}:limiter_state:{}:{}", self.ns, kind, name)
     }
-    /// [`Keys::limiter_state`] of every kind (`LimitKind::name`), in the
-    /// order `limit_acquire.lua` takes them.
-    pub fn limiter_states(&self, name: &str) -> [String; 4] {
-        ["concurrent", "bucket", "window", "leaky"].map(|kind| self.limiter_state(name, kind))
-    }
     /// Set of every rate limiter name defined.
     pub fn limiters(&self) -> String {
         self.key("limiters")

@@ -61,7 +61,7 @@ pub struct CallbackJob {
 /// The callbacks of one event from their templates (`[queue, payload
 /// before the status, payload after it, jid, what goes between]`, see
 /// `batch.rs`): the payload is read back with `null` where the status goes.
-fn callback_jobs(event: &str, templates: &str) -> Vec<CallbackJob> {
+fn callback_jobs_of(event: &str, templates: &str) -> Vec<CallbackJob> {
     let Ok(templates) = serde_json::from_str::<Vec<Vec<serde_json::Value>>>(templates) else {
         return Vec::new();
     };
@@ -112,22 +112,16 @@ impl BatchStatus {
     fn from_hash(bid: &str, fields: &HashMap<String, String>, failures: Vec<(String, String)>) -> Self {
         let number = |name: &str| fields.get(name).and_then(|v| v.parse::<i64>().ok()).unwrap_or(0).max(0) as u64;
         let time = |name: &str| fields.get(name).and_then(|v| v.parse::<f64>().ok());
-        let callbacks = BatchEvent::ALL
-            .into_iter()
-            .filter_map(|event| {
-                let list = fields.get(&format!("callbacks:{}", event.as_str()))?;
-                let count = serde_json::from_str::<Vec<serde_json::Value>>(list).map_or(0, |l| l.len());
-                let fired = fields.contains_key(&format!("fired:{}", event.as_str()));
-                Some((event.as_str().to_string(), count, fired))
-            })
-            .collect();
-        let callback_jobs = BatchEvent::ALL
-            .into_iter()
-            .flat_map(|event| {
-                let list = fields.get(&format!("callbacks:{}", event.as_str()));
-                list.map(|list| callback_jobs(event.as_str(), list)).unwrap_or_default()
-            })
-            .collect();
+        let (mut callbacks, mut callback_jobs) = (Vec::new(), Vec::new());
+        for event in BatchEvent::ALL {
+            let Some(list) = fields.get(&format!("callbacks:{}", event.as_str())) else {
+                continue;
+            };
+            let jobs = callback_jobs_of(event.as_str(), list);
+            let fired = fields.contains_key(&format!("fired:{}", event.as_str()));
+            callbacks.push((event.as_str().to_string(), jobs.len(), fired));
+            callback_jobs.extend(jobs);
+        }
         BatchStatus {
             bid: bid.to_string(),
             description: fields.get("description").cloned().unwrap_or_default(),

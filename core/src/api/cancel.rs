@@ -37,8 +37,13 @@ impl Api {
         }
         // Where it runs or waits, read before the cancellation is said: a
         // running job is stopped at once, and its traces go with it.
-        let running =
-            self.busy().await?.iter().any(|busy| busy.job["jid"] == jid) || self.taken_by_a_worker(jid).await?;
+        let processes = self.processes().await?;
+        let running = self
+            .busy_in(&processes)
+            .await?
+            .iter()
+            .any(|busy| busy.job["jid"] == jid)
+            || self.taken_by_a_worker(jid, &processes).await?;
         let kept = self.result(jid).await?;
         let keys = self.keys();
         let at = now();
@@ -62,14 +67,14 @@ impl Api {
             .filter(|record| record["status"] == "scheduled")
             .and_then(|record| record["due_at"].as_f64());
         for (set, status) in [(JobSet::Scheduled, "scheduled"), (JobSet::Retry, "retrying")] {
-            let at_due = match due {
+            let mut found = match due {
                 Some(score) if set == JobSet::Scheduled => self.entry_at(set, score, jid).await?,
                 _ => None,
             };
-            let Some(entry) = (match at_due {
-                Some(entry) => Some(entry),
-                None => self.find_recent_in_set(set, jid).await?,
-            }) else {
+            if found.is_none() {
+                found = self.find_recent_in_set(set, jid).await?;
+            }
+            let Some(entry) = found else {
                 continue;
             };
             if self.drop_entry(set, &entry, Dropped::Cancelled).await? {
@@ -93,16 +98,18 @@ impl Api {
     /// heartbeat ago is listed there before [`Api::busy`] shows it. One
     /// `HVALS` per process (per queue of it, sharded by queue), each as
     /// long as its slots and read-ahead.
-    async fn taken_by_a_worker(&self, jid: &str) -> Result<bool> {
+    async fn taken_by_a_worker(&self, jid: &str, processes: &[super::ProcessInfo]) -> Result<bool> {
         let keys = self.keys();
         let quoted = serde_json::to_string(jid).unwrap_or_default();
-        for process in self.processes().await? {
+        for process in processes {
             let held_in: Vec<String> = if keys.is_sharded_by_queue() {
+                // The process's queues as its heartbeat lists them ("name,weight").
                 let queues = process.info["queues"].as_array().cloned().unwrap_or_default();
                 queues
                     .iter()
                     .filter_map(Value::as_str)
-                    .map(|q| keys.in_progress_from(&process.identity, q.split(',').next().unwrap_or(q)))
+                    .filter_map(|spec| crate::config::QueueSpec::parse(spec).ok())
+                    .map(|spec| keys.in_progress_from(&process.identity, &spec.name))
                     .collect()
             } else {
                 vec![keys.in_progress(&process.identity)]

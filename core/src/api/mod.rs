@@ -627,8 +627,12 @@ impl Api {
     }
     /// The jobs running now, in every live process.
     pub async fn busy(&self) -> Result<Vec<BusyJob>> {
+        self.busy_in(&self.processes().await?).await
+    }
+    /// The jobs running now in `processes`.
+    async fn busy_in(&self, processes: &[ProcessInfo]) -> Result<Vec<BusyJob>> {
         let mut busy = Vec::new();
-        for process in self.processes().await? {
+        for process in processes {
             let slots: Vec<(String, String)> = self
                 .conn()
                 .hgetall(self.client.keys().workers(&process.identity))

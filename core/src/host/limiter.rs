@@ -20,7 +20,7 @@ use tokio::sync::OnceCell;
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(5);
 
 /// The kinds a host names, as [`Limit`]'s constructors make them.
-pub const LIMITER_KINDS: &[&str] = &["concurrent", "bucket", "window", "leaky"];
+pub const LIMITER_KINDS: &[&str] = &crate::limiter::KINDS;
 
 /// The interval units a limiter takes by name.
 const UNITS: &[(&str, f64)] = &[("second", 1.0), ("minute", 60.0), ("hour", 3600.0), ("day", 86_400.0)];

@@ -205,8 +205,8 @@ pub(crate) async fn take(redis: &Redis, keys: &Keys, name: &str, counted: bool) 
     let token = crate::job::new_jid();
     let mut invocation = SCRIPTS.limit_acquire.prepare_invoke();
     invocation.key(keys.limiter(name));
-    for state in keys.limiter_states(name) {
-        invocation.key(state);
+    for kind in super::KINDS {
+        invocation.key(keys.limiter_state(name, kind));
     }
     let (taken, ms): (i64, i64) = invocation
         .arg(&token)

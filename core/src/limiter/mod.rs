@@ -35,6 +35,10 @@ use std::time::Duration;
 /// killed with -9 frees it within this long.
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(15);
 
+/// Every kind's name ([`LimitKind::name`]), in the order
+/// `limit_acquire.lua` takes their state keys.
+pub const KINDS: [&str; 4] = ["concurrent", "bucket", "window", "leaky"];
+
 /// A rate limiter's definition: its name (shared by every process and
 /// language that uses it) and its kind.
 #[derive(Clone, Debug, PartialEq)]
