@@ -79,6 +79,13 @@ async fn a_scheduled_job_is_taken_off_and_a_queued_one_is_dropped_unrun() {
         .unwrap();
     assert_eq!(cancelled, Some(4), "two off sets, two queued");
     assert_eq!(ran.load(Ordering::SeqCst), 1);
+    // The handler's count comes before its ack counts it as processed.
+    let a = api.clone();
+    wait_until("the job that ran is counted", Duration::from_secs(10), move || {
+        let a = a.clone();
+        async move { a.stats().await.unwrap().processed >= 1 }
+    })
+    .await;
     let stats = api.stats().await.unwrap();
     assert_eq!((stats.processed, stats.failed), (1, 0), "a cancellation is no failure");
     handle.stop();
