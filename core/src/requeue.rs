@@ -40,6 +40,7 @@ pub(crate) async fn requeue_one(
         .key(&queue_key)
         .key(shared.keys.last_beat())
         .key(run_lock.as_ref().unwrap_or(&queue_key))
+        .key(shared.keys.priorities())
         .arg(raw)
         .arg(queue)
         .arg(identity)
@@ -50,14 +51,17 @@ pub(crate) async fn requeue_one(
         .arg(entry)
         .arg(crate::clock::fallback())
         .arg(shared.keys.wake())
+        .arg("1")
+        .arg(crate::priority::listed_member(queue, job.priority_level()))
         .invoke_async(&mut shared.redis.conn())
         .await?;
     Ok(result)
 }
 
-/// Sharded by queue: puts one job back onto queue `from`, whose slot holds
-/// `identity`'s in-progress hash for it, in one script; then lists the
-/// queue and re-takes the job's periodic run lock on the namespace's slot.
+/// Sharded by queue: lists queue `from` and the job's level on the
+/// namespace's slot, then puts the job back onto the queue, whose slot
+/// holds `identity`'s in-progress hash for it, in one script; then re-takes
+/// the job's periodic run lock on the namespace's slot.
 /// A job whose failure was filed before its entry could be taken off (a
 /// crash between the two steps, see completion.rs) is only taken off.
 async fn requeue_on_its_slot(
@@ -77,12 +81,26 @@ async fn requeue_on_its_slot(
         let _: i64 = conn.del(&filed).await?;
         return Ok(0);
     }
-    let queue_key = keys.queue_at(from, job.priority_level());
-    // KEYS[2], [4] and [5] are not touched (no listing, no staleness
+    let level = job.priority_level();
+    let queue_key = keys.queue_at(from, level);
+    // Listed first, on the namespace's slot (list_queues.lua): a queued job
+    // is always in a listed queue and level; a listing whose push then
+    // finds nothing to give back is harmless.
+    let _: usize = SCRIPTS
+        .list_queues
+        .key(keys.queues())
+        .key(keys.priorities())
+        .arg(keys.wake())
+        .arg(from)
+        .arg(crate::priority::listed_member(from, level))
+        .invoke_async(&mut conn)
+        .await?;
+    // KEYS[2], [4], [5] and [6] are not touched (no listing, no staleness
     // check, no lock here) but must be on the queue's slot.
     let result: i64 = SCRIPTS
         .requeue_in_progress
         .key(&in_progress)
+        .key(&queue_key)
         .key(&queue_key)
         .key(&queue_key)
         .key(&queue_key)
@@ -98,10 +116,10 @@ async fn requeue_on_its_slot(
         .arg(crate::clock::fallback())
         .arg(keys.wake())
         .arg("0")
+        .arg("")
         .invoke_async(&mut conn)
         .await?;
     if result == 1 {
-        let _: i64 = conn.sadd(keys.queues(), from).await?;
         if let Some(lock) = JobLocks::of(job, keys).run_lock {
             let _: i64 = SCRIPTS
                 .owned_lock

@@ -265,3 +265,39 @@ async fn a_job_put_on_a_level_when_due_or_handed_over_is_listed_and_runs() {
     handle.stop();
     task.await.unwrap().unwrap();
 }
+
+/// A job given back from a process's in-progress key onto a level nobody
+/// listed (its listing lost, or the job taken by another client's fetch)
+/// lists its level in the same step, as every path that puts a job on a
+/// level's list does (issue #44, item 2): recovery once put it on a list
+/// no worker read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_processs_job_at_an_unlisted_level_is_listed_and_runs() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let orphan = Job::new("Step")
+        .args([json!(600)])
+        .priority(6)
+        .jid("b".repeat(24))
+        .to_json();
+    let mut conn = redis.conn().await;
+    let _: () = redis::pipe()
+        .hset("cogworker:in_progress:ghost", "3", &orphan)
+        .sadd("cogworker:in_progress_identities", "ghost")
+        .hset("cogworker:last_beat", "ghost", 1)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let (worker, ran) = recording_worker(config, Duration::ZERO);
+    let (handle, task) = (worker.handle(), tokio::spawn(worker.run()));
+    wait_ran(&ran, 1).await;
+    assert_eq!(*ran.lock().unwrap(), [600]);
+    let levels: Vec<String> = redis::cmd("SMEMBERS")
+        .arg("cogworker:priorities")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(levels, ["6 default"]);
+    handle.stop();
+    task.await.unwrap().unwrap();
+}

@@ -30,8 +30,15 @@
 -- ARGV[9] this host's clock (epoch seconds), used only where TIME is refused
 --         (see clock.lua, prepended)
 -- ARGV[10] the wake channel (NS:wake; see wake.lua, prepended)
--- ARGV[11] "0" not to add the queue's name to KEYS[2] (sharded by queue,
---          where KEYS[2] is on the namespace's slot and the caller adds it)
+-- ARGV[11] "0" not to add the queue's name to KEYS[2] nor the level to
+--          KEYS[6] (sharded by queue, where both are on the namespace's
+--          slot and the caller lists them first, see list_queues.lua)
+-- KEYS[6] NS:priorities (set; see list_priority_level in wake.lua)
+-- ARGV[12] "<level> <queue>", or "" at the default level
+--
+-- The level is listed in the same step as the push, as every path that
+-- puts a job on a level's list does: a job given back onto a level whose
+-- listing was lost once sat on a list no worker read.
 --
 -- Returns 1 if requeued, 0 if the job was no longer in progress, -1 if
 -- the owner has beaten within the threshold (nothing changed).
@@ -48,6 +55,7 @@ if not take_in_progress(KEYS[1], ARGV[8], ARGV[1]) then
 end
 if ARGV[11] ~= "0" then
   redis.call("SADD", KEYS[2], ARGV[2])
+  list_priority_level(KEYS[6], ARGV[10], ARGV[12])
 end
 wake_if_was_empty(ARGV[10], ARGV[2], redis.call("RPUSH", KEYS[3], ARGV[1]), 1)
 if ARGV[5] == "1" then
