@@ -183,6 +183,16 @@ impl Batch {
             if seconds == 0 {
                 return Err(Error::invalid_argument(name, seconds, "must be at least one second"));
             }
+            // Past a year is a mistake (milliseconds, a sentinel); Redis
+            // once refused it half-way through the open, a batch's hash
+            // written without its TTL.
+            if seconds as f64 > crate::job::LONGEST_SECS {
+                return Err(Error::invalid_argument(
+                    name,
+                    seconds,
+                    "must be at most a year (31536000 seconds)",
+                ));
+            }
         }
         Ok(())
     }
@@ -190,9 +200,10 @@ impl Batch {
     /// Each event's callbacks as `batch.lua` stores them: a JSON list of
     /// `[queue, payload before the status, payload after it, jid, what
     /// goes between]` (the last left out for the status).
-    fn callback_templates(&self, at: f64) -> Result<Vec<(BatchEvent, String)>> {
+    fn callback_templates(&self, at: f64) -> Result<CallbackTemplates> {
         let quoted = serde_json::to_string(STATUS_PLACEHOLDER).expect("a string serializes");
         let mut by_event: std::collections::BTreeMap<BatchEvent, Vec<Value>> = Default::default();
+        let mut waiting = Vec::new();
         for (index, (event, callback, splice)) in self.callbacks.iter().enumerate() {
             let field = format!("callbacks[{index}]");
             let mut args = Vec::new();
@@ -211,6 +222,10 @@ impl Batch {
             }
             // Stamped when it is handed over (batch.lua), not now.
             job.remove("enqueued_at");
+            if let Some(ttl) = job.result_ttl_secs() {
+                let (record, ttl) = crate::results::waiting(&job, at, ttl, self.ttl);
+                waiting.push(serde_json::json!([job.jid_str(), record, ttl.to_string()]));
+            }
             let payload = job.to_json();
             let (head, tail) = match splice {
                 Splice::Nothing => (payload.as_str(), ""),
@@ -224,11 +239,26 @@ impl Batch {
             }
             by_event.entry(*event).or_default().push(template);
         }
-        Ok(by_event
-            .into_iter()
-            .map(|(event, list)| (event, Value::Array(list).to_string()))
-            .collect())
+        Ok(CallbackTemplates {
+            by_event: by_event
+                .into_iter()
+                .map(|(event, list)| (event, Value::Array(list).to_string()))
+                .collect(),
+            waiting: match waiting.is_empty() {
+                true => String::new(),
+                false => Value::Array(waiting).to_string(),
+            },
+        })
     }
+}
+
+/// A batch's callbacks as `batch_open.lua` stores them.
+struct CallbackTemplates {
+    /// Per event, the JSON list of its callbacks' templates.
+    by_event: Vec<(BatchEvent, String)>,
+    /// `[[jid, record, ttl], ...]`: the `waiting` result record of each
+    /// callback pushed with `result_ttl` ("" for none).
+    waiting: String,
 }
 
 /// A batch jobs can be pushed into: one just opened (close it when every
@@ -318,7 +348,9 @@ impl Client {
             } else {
                 Value::from(batch.members.clone()).to_string()
             });
-        for (event, callbacks) in batch.callback_templates(at)? {
+        let templates = batch.callback_templates(at)?;
+        invocation.arg(keys.result("")).arg(&templates.waiting);
+        for (event, callbacks) in templates.by_event {
             invocation.arg(event.as_str()).arg(callbacks);
         }
         let _: i64 = invocation

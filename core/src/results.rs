@@ -7,7 +7,10 @@
 //! `result_ttl` seconds after the job settles. It is
 //! written in the same script call as the acknowledgement (`ack.lua`) or
 //! the failure (`fail.lua`); a push writes `queued` or `scheduled` in its
-//! script (`push.lua` or `push_unique.lua`); a slot that begins the job has the
+//! script (`push.lua` or `push_unique.lua`), and a batch's open writes
+//! `waiting` for the callbacks (and workflow steps) it will hand over
+//! (`batch_open.lua`), so a job with `result_ttl` has a record from the
+//! moment its jid is known; a slot that begins the job has the
 //! completion task write `running` before that job's outcome. Once the outcome is final (`succeeded`, `failed`, `dead`) a token
 //! goes on `NS:result_ready:<jid>`, which waiters block on.
 
@@ -60,6 +63,17 @@ pub(crate) fn pushed(job: &Job, now: f64, ttl: u64) -> (String, u64) {
             ttl.saturating_add(PENDING_SLACK_SECS),
         ),
     }
+}
+
+/// The record of a job handed over later (a batch callback, a workflow's
+/// step after the first), written when its batch opens so that a missing
+/// record always means none will come: `waiting` until it runs, for as
+/// long as its batch may stay open (`batch_ttl`) and its `result_ttl`.
+pub(crate) fn waiting(job: &Job, now: f64, ttl: u64, batch_ttl: u64) -> (String, u64) {
+    (
+        base(job, "waiting", now).to_string(),
+        ttl.saturating_add(batch_ttl).saturating_add(PENDING_SLACK_SECS),
+    )
 }
 
 /// The record of a job a slot has begun, and its TTL (it may run long).
@@ -128,8 +142,10 @@ pub enum JobOutcome {
     /// `dead`, or `failed` with retries off: the whole record (`status`,
     /// `error_class`, `error_message`, `error_backtrace`, ...).
     Failed(Value),
-    /// `queued`, `scheduled`, `running`, `retrying`, or `unknown` (no
-    /// result kept: pushed without `result_ttl`, never pushed, or expired).
+    /// `queued`, `scheduled`, `waiting` (a batch callback or a workflow
+    /// step not yet handed over), `running`, `retrying`, or `unknown` (no
+    /// result kept: pushed without `result_ttl`, never pushed, or expired;
+    /// nothing more will come, so a wait for it ends at once).
     Pending(String),
 }
 
@@ -160,7 +176,7 @@ mod tests {
             let record = json!({"status": status, "jid": "j", "error_class": "E", "error_message": "m"});
             assert_eq!(JobOutcome::of(Some(record.clone())), JobOutcome::Failed(record.clone()));
         }
-        for status in ["queued", "scheduled", "running", "retrying"] {
+        for status in ["queued", "scheduled", "waiting", "running", "retrying"] {
             let record = json!({"status": status});
             assert_eq!(JobOutcome::of(Some(record)), JobOutcome::Pending(status.into()));
         }

@@ -335,6 +335,15 @@ async fn bad_batches_are_refused_and_a_killed_or_cancelled_job_counts() {
         .await
         .unwrap_err();
     assert!(error.to_string().contains("callbacks[0]"), "{error}");
+    // A ttl or keep_for past a year is a mistake (milliseconds, a
+    // sentinel), refused naming the field before anything is written.
+    for (batch, field) in [
+        (Batch::new("x").ttl(u64::MAX), "ttl"),
+        (Batch::new("x").keep_for(40_000_000), "keep_for"),
+    ] {
+        let error = client.open_batch(batch).await.unwrap_err();
+        assert_eq!(error.field(), Some(field), "{error}");
+    }
     let error = client
         .open_batch(Batch::new("x").parent("nosuchbatch"))
         .await

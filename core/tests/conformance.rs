@@ -336,7 +336,10 @@ impl Run {
             );
         } else if step.get("result").is_some() {
             let jid = jid("result");
-            let outcome = self.api.outcome(&jid, None).await.unwrap();
+            let started = std::time::Instant::now();
+            let outcome = self.api.outcome(&jid, step["wait"].as_f64()).await.unwrap();
+            let within = step["within"].as_f64().unwrap_or(600.0);
+            assert!(started.elapsed().as_secs_f64() < within, "answered late");
             if let Some(expected) = step.get("failed") {
                 let JobOutcome::Failed(record) = outcome else {
                     panic!("not failed: {outcome:?}")

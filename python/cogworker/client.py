@@ -86,8 +86,10 @@ class JobFailed(_core.Error):
 
 class Pending:
     """``Client().result(jid)`` of a job without a final outcome yet:
-    ``status`` is ``queued``, ``scheduled``, ``retrying`` or ``unknown`` (no
-    result kept: pushed without ``result_ttl``, never pushed, or expired)."""
+    ``status`` is ``queued``, ``scheduled``, ``waiting`` (a batch callback
+    or later workflow step not yet handed over), ``running``, ``retrying``
+    or ``unknown`` (no result kept: pushed without ``result_ttl``, never
+    pushed, or expired; a wait for it returns at once)."""
 
     __slots__ = ("jid", "status")
 

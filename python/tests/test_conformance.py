@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -252,7 +253,9 @@ class Run:
             assert _last_segment(failed.value.error_class) == expected["error_class"]
             assert failed.value.error_message == expected["error_message"]
             return
-        outcome = self._client(step).result(jid)
+        started = time.monotonic()
+        outcome = self._client(step).result(jid, wait=step.get("wait"))
+        assert time.monotonic() - started < step.get("within", 600), "answered late"
         if "pending" in step:
             assert outcome == cogworker.Pending(jid, step["pending"])
         else:

@@ -24,6 +24,8 @@ impl Api {
     /// Cancels the job `jid` and says where it was: `scheduled` or
     /// `retrying` (taken off that set now), `running` (stopped or told
     /// within a second), `queued` (dropped unrun when a worker takes it),
+    /// `waiting` (a callback or later workflow step kept with `result_ttl`:
+    /// dropped unrun when handed over and taken),
     /// or `unknown` (not found where a look costs little: a job on a queue
     /// that keeps no result, one that ended, or one in a set past the
     /// newest [`super::SEARCH_SCAN_MAX`] entries that keeps no result;
@@ -88,7 +90,7 @@ impl Api {
             return Ok("running".to_string());
         }
         Ok(match kept.as_ref().and_then(|r| r["status"].as_str()) {
-            Some(status @ ("queued" | "running")) => status.to_string(),
+            Some(status @ ("queued" | "waiting" | "running")) => status.to_string(),
             _ => "unknown".to_string(),
         })
     }

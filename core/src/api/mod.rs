@@ -726,8 +726,11 @@ impl Api {
         Ok(Some(record))
     }
 
-    /// `queued`, `scheduled`, `running`, `retrying`, `dead`, `succeeded`,
-    /// `failed`, or `unknown` (no result kept): one `GET`, no scan.
+    /// `queued`, `scheduled`, `waiting` (a batch callback or a later
+    /// workflow step, not yet handed over), `running`, `retrying`, `dead`,
+    /// `succeeded`, `failed`, `expired`, `cancelled`, or `unknown` (no
+    /// result kept: pushed without `result_ttl`, never pushed, or expired):
+    /// one `GET`, no scan.
     pub async fn status(&self, jid: &str) -> Result<String> {
         Ok(self
             .result(jid)
@@ -739,7 +742,9 @@ impl Api {
     /// Waits up to `timeout` seconds for the job's outcome to be final
     /// (`succeeded`, `failed`, `dead`): blocked on its ready list (`BLMOVE`
     /// onto itself, so every waiter wakes), not polling. Returns the record
-    /// as [`Api::result`] does, final or, at the timeout, as it stands.
+    /// as [`Api::result`] does, final or, at the timeout, as it stands; at
+    /// once `None` when no record is kept (pushed without `result_ttl`,
+    /// never pushed, or expired), since none will come.
     pub async fn wait_result(&self, jid: &str, timeout: f64) -> Result<Option<Value>> {
         let limit = std::time::Duration::from_secs_f64(timeout.clamp(0.0, 86_400.0));
         let deadline = std::time::Instant::now() + limit;
@@ -753,7 +758,9 @@ impl Api {
                 .and_then(|r| r["status"].as_str())
                 .is_some_and(|s| crate::results::FINAL.contains(&s));
             let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if done || left.is_zero() {
+            // No record: none will come (a push with `result_ttl` and a
+            // batch's open write one as the jid is known), so no wait.
+            if done || left.is_zero() || record.is_none() {
                 return Ok(record);
             }
             // Whole slices of at most 5 s: BLMOVE's timeout is in seconds

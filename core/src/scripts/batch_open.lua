@@ -18,7 +18,12 @@
 -- ARGV[10] "1": open until closed; "0": closed already (a workflow step)
 -- ARGV[11] members: JSON list of the jids whose results its callbacks
 --          take, "" for none (see batch.lua)
--- ARGV[12..] pairs {event, callbacks JSON} (see batch.lua)
+-- ARGV[12] the result keys' prefix NS:result: (a record is <prefix><jid>)
+-- ARGV[13] JSON [[jid, record, ttl], ...]: the `waiting` result record of
+--          each callback kept with result_ttl (results.rs), "" for none.
+--          Written here, so a job with result_ttl has a record as soon as
+--          its jid is known, and a missing record means none will come
+-- ARGV[14..] pairs {event, callbacks JSON} (see batch.lua)
 --
 -- Returns 1, or an error (nothing written): BATCHEXISTS <id> when the id
 -- is taken, NOBATCH <parent id> when the parent does not exist, BATCHDEPTH
@@ -54,7 +59,12 @@ end
 if ARGV[11] ~= "" then
   redis.call("HSET", batch, "members", ARGV[11])
 end
-for i = 12, #ARGV, 2 do
+if ARGV[13] ~= "" then
+  for _, waiting in ipairs(cjson.decode(ARGV[13])) do
+    redis.call("SET", ARGV[12] .. waiting[1], waiting[2], "EX", waiting[3])
+  end
+end
+for i = 14, #ARGV, 2 do
   redis.call("HSET", batch, "callbacks:" .. ARGV[i], ARGV[i + 1])
 end
 redis.call("EXPIRE", batch, ttl)

@@ -20,7 +20,10 @@ module Cogworker
   end
 
   # Client.result of a job without a final outcome yet: status "queued",
-  # "scheduled", "retrying" or "unknown" (no result kept).
+  # "scheduled", "waiting" (a batch callback or later workflow step not yet
+  # handed over), "running", "retrying" or "unknown" (no result kept:
+  # pushed without result_ttl, never pushed, or expired; a wait for it
+  # returns at once).
   Pending = Struct.new(:jid, :status)
 
   # What `result(jid)` answers, from the engine's outcome (`[kind, value]`,

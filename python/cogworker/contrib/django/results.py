@@ -15,6 +15,7 @@ from . import _compat
 _STATUS = {
     "queued": "READY",
     "scheduled": "READY",
+    "waiting": "READY",  # a batch callback or later workflow step, not yet handed over
     "retrying": "READY",  # failed, and will run again
     "running": "RUNNING",
     "succeeded": "SUCCESSFUL",
