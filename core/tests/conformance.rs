@@ -118,7 +118,8 @@ impl Run {
             let calls = self.calls.clone();
             builder = builder.on_error(move |job, failure| {
                 let seen = json!({"hook": "error", "jid": job.jid_str(), "class": job.class(),
-                    "error_class": failure.class, "error_message": failure.message, "registry": registry});
+                    "error_class": failure.class, "error_message": failure.message,
+                    "raised_class": failure.class, "registry": registry});
                 calls.lock().unwrap().push(seen);
             });
         }
@@ -127,7 +128,8 @@ impl Run {
             builder = builder.on_event(move |event| {
                 if let WorkerEvent::Died { job } = event {
                     let seen = json!({"hook": "death", "jid": job["jid"], "class": job["class"],
-                        "error_class": job["error_class"], "error_message": job["error_message"], "registry": registry});
+                        "error_class": job["error_class"], "error_message": job["error_message"],
+                        "raised_class": job["error_class"], "registry": registry});
                     calls.lock().unwrap().push(seen);
                 }
             });
@@ -366,7 +368,7 @@ impl Run {
                     async move {
                         calls.lock().unwrap().iter().any(|call| {
                             wanted.as_object().unwrap().iter().all(|(k, v)| match k.as_str() {
-                                "error_class" => call[k].as_str().map(last_segment) == v.as_str(),
+                                "error_class" | "raised_class" => call[k].as_str().map(last_segment) == v.as_str(),
                                 _ => &call[k] == v,
                             })
                         })

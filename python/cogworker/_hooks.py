@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextvars
 import inspect
 import logging
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any, Callable, Generic, TypeVar
@@ -127,14 +128,59 @@ def set_current(running: Any) -> contextvars.Token[Any]:
 
 
 class JobDied(Exception):
-    """What a death handler is given with the job: the error it died of."""
+    """What a death handler is given with the job when the class of the
+    error it died of is not loaded here (a job of another language, a
+    class gone since): the error as recorded. Where the class is loaded,
+    the handler gets an exception of that class instead (see
+    ``died_of``). Either has ``job``, ``jid``, ``error_class`` and
+    ``error_message``."""
+
+    job: dict[str, Any]
+    jid: str | None
+    error_class: str | None
+    error_message: str | None
 
     def __init__(self, job: dict[str, Any]) -> None:
-        self.job = job
-        self.jid = job.get("jid")
-        self.error_class = job.get("error_class")
-        self.error_message = job.get("error_message")
+        _recorded_fields(self, job)
         super().__init__(f"{self.error_class}: {self.error_message}")
+
+
+def _recorded_fields(error: BaseException, job: dict[str, Any]) -> None:
+    error.job = job  # type: ignore[attr-defined]
+    error.jid = job.get("jid")  # type: ignore[attr-defined]
+    error.error_class = job.get("error_class")  # type: ignore[attr-defined]
+    error.error_message = job.get("error_message")  # type: ignore[attr-defined]
+
+
+def _loaded_class(name: str) -> type[Exception] | None:
+    """The exception class ``name`` (``module.Qual.Name``, or a builtin's
+    bare name) where its module is already imported: nothing is imported
+    for a name a payload carries."""
+    module_name, _, qualname = name.rpartition(".")
+    found: Any = sys.modules.get(module_name or "builtins")
+    if found is None and not module_name:
+        found = sys.modules.get("__main__")
+    for part in qualname.split("."):
+        found = getattr(found, part, None) if part.isidentifier() else None
+    return found if isinstance(found, type) and issubclass(found, Exception) else None
+
+
+def died_of(job: dict[str, Any]) -> Exception:
+    """The exception a death handler gets for ``job`` (a filed payload), as
+    Celery's ``on_failure`` and Sidekiq's death handlers get one: of the
+    job's own error class where it is loaded here (``isinstance(error,
+    MyError)``; made without calling its ``__init__``, its message as
+    recorded), else a ``JobDied``."""
+    cls = _loaded_class(str(job.get("error_class") or ""))
+    if cls is None:
+        return JobDied(job)
+    try:
+        error = cls.__new__(cls)
+        error.args = (str(job.get("error_message") or ""),)
+        _recorded_fields(error, job)
+    except Exception:  # noqa: BLE001 - a class that cannot be made so gets the record
+        return JobDied(job)
+    return error
 
 
 Middleware = Callable[[RunningJob, Callable[[], Any]], Any]
@@ -332,7 +378,7 @@ class Hooks:
                 payload,
             )
             for handler in list(self.death_handlers):
-                _call_safely("death handler", handler, job, JobDied(payload))
+                _call_safely("death handler", handler, job, died_of(payload))
             return
         for hook in list(self.events.get(event, ())):
             _call_safely(f"{event} hook", hook)

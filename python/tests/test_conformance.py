@@ -44,6 +44,7 @@ def _record(hook: str, job: Any, error: Any, registry: str = "process") -> None:
         "class": job.class_name,
         "error_class": getattr(error, "error_class", None) or type(error).__name__,
         "error_message": getattr(error, "error_message", None) or str(error),
+        "raised_class": type(error).__name__,
     }
     with _calls_lock:
         HOOK_CALLS.append(seen)
@@ -270,7 +271,7 @@ class Run:
                     calls = list(HOOK_CALLS)
                 return any(
                     all(
-                        (_last_segment(c.get(k)) if k == "error_class" else c.get(k)) == v
+                        (_last_segment(c.get(k)) if k in ("error_class", "raised_class") else c.get(k)) == v
                         for k, v in wanted.items()
                     )
                     for c in calls

@@ -141,6 +141,34 @@ def test_death_and_lifecycle_hooks_run_in_the_worker(worker_factory) -> None:
     assert SEEN.index("startup") < SEEN.index("quiet") < SEEN.index("shutdown")
 
 
+def test_a_death_handler_gets_the_jobs_own_exception_class_where_it_is_loaded() -> None:
+    """Issue #44, item 19: an exception of the recorded class (built
+    without its ``__init__``), a builtin's too; a class not loaded here, a
+    module never imported (nothing is imported for a payload's name) or a
+    name that is not an exception class gives a ``JobDied``."""
+
+    class NeedsArgs(Exception):
+        def __init__(self, a: int, b: int) -> None:
+            super().__init__(a, b)
+
+    globals()["NeedsArgs"] = NeedsArgs
+    try:
+        record = {"jid": "j1", "error_class": "test_hooks.NeedsArgs", "error_message": "bad"}
+        error = _hooks.died_of(record)
+        assert isinstance(error, NeedsArgs) and str(error) == "bad"
+        fields = (error.jid, error.error_class, error.error_message, error.job)
+        assert fields == ("j1", "test_hooks.NeedsArgs", "bad", record)
+    finally:
+        del globals()["NeedsArgs"]
+    assert isinstance(_hooks.died_of({"error_class": "ValueError", "error_message": "v"}), ValueError)
+    names = ("test_hooks.NeedsArgs", "never_imported_module.Error", "os.path", "Billing::Charge", "")
+    for name in names:
+        error = _hooks.died_of({"jid": "j2", "error_class": name, "error_message": "m"})
+        assert type(error) is cogworker.JobDied, name
+        assert error.jid == "j2"
+    assert "never_imported_module" not in __import__("sys").modules
+
+
 class _Receiver(http.server.BaseHTTPRequestHandler):
     """Sentry's ingest, as far as the SDK can tell: keeps each envelope."""
 

@@ -56,7 +56,7 @@ class TestConformance < Minitest::Test
       config.error_handlers << lambda do |error, context|
         Conformance.record('hook' => 'error', 'jid' => context[:jid], 'class' => context[:job]['class'],
                            'error_class' => error.class.name, 'error_message' => error.message,
-                           'registry' => registry)
+                           'raised_class' => error.class.name, 'registry' => registry)
       end
     end
     return unless names.include?('death')
@@ -64,7 +64,7 @@ class TestConformance < Minitest::Test
     config.death_handlers << lambda do |job, error|
       Conformance.record('hook' => 'death', 'jid' => job['jid'], 'class' => job['class'],
                          'error_class' => error.error_class, 'error_message' => error.error_message,
-                         'registry' => registry)
+                         'raised_class' => error.class.name, 'registry' => registry)
     end
   end
 
@@ -245,7 +245,7 @@ class TestConformance < Minitest::Test
       wanted = expected.merge('jid' => @jids.fetch(expected['jid']))
       wait_for("hook call #{wanted} (seen: #{Conformance.calls})") do
         Conformance.calls.any? do |call|
-          wanted.all? { |k, v| (k == 'error_class' ? last_segment(call[k]) : call[k]) == v }
+          wanted.all? { |k, v| (%w[error_class raised_class].include?(k) ? last_segment(call[k]) : call[k]) == v }
         end
       end
     end
