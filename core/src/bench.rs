@@ -43,8 +43,10 @@ pub fn jobs_from(arg: Option<&str>) -> Result<usize> {
     }
 }
 
-/// Runs the benchmark against the Redis of `config` and returns the table.
-pub async fn run(config: &Config, jobs: usize) -> Result<String> {
+/// Runs the benchmark against the Redis of `config` and returns the table;
+/// `progress` is told of each phase as it begins (the CLIs print it on
+/// stderr, so a run of a million jobs is not minutes of silence).
+pub async fn run(config: &Config, jobs: usize, progress: &(dyn Fn(&str) + Sync)) -> Result<String> {
     let mut config = config.clone();
     let namespace = format!("{{cogworker-bench-{:016x}}}", rand::random::<u64>());
     config.set_namespace(&namespace)?.set_shard_by_queue(false);
@@ -69,7 +71,7 @@ pub async fn run(config: &Config, jobs: usize) -> Result<String> {
         })
         .abort_handle(),
     );
-    let measured = measure(&config, &client, jobs).await;
+    let measured = measure(&config, &client, jobs, progress).await;
     drop(sweeper);
     let cleaned = each_key_batch(&client, &namespace, Batch::Delete).await;
     let table = measured?;
@@ -112,8 +114,10 @@ pub async fn enqueue_in_bulk(client: &Client, jobs: usize) -> Result<f64> {
     Ok(jobs as f64 / started.elapsed().as_secs_f64())
 }
 
-async fn measure(config: &Config, client: &Client, jobs: usize) -> Result<String> {
+async fn measure(config: &Config, client: &Client, jobs: usize, progress: &(dyn Fn(&str) + Sync)) -> Result<String> {
+    progress(&format!("bench: pushing {jobs} jobs one by one"));
     let one_by_one = enqueue_one_by_one(client, jobs).await?;
+    progress(&format!("bench: pushing {jobs} jobs in bulk"));
     let bulk = enqueue_in_bulk(client, jobs).await?;
 
     let pickups: Arc<Mutex<Vec<f64>>> = Arc::default();
@@ -126,13 +130,16 @@ async fn measure(config: &Config, client: &Client, jobs: usize) -> Result<String
             noted.lock().unwrap().push(picked_up - pushed);
             async { Ok(()) }
         })
-        .without_success_lines()
+        .quiet()
         .build()?;
     let handle = worker.handle();
     let started = Instant::now();
     let running = tokio::spawn(worker.run());
     let api = crate::api::Api::new(client.clone());
     let drained = 2 * jobs as u64;
+    progress(&format!(
+        "bench: draining {drained} jobs (one worker, concurrency {CONCURRENCY})"
+    ));
     while api.stats().await?.processed < drained {
         if started.elapsed() > DRAIN_LIMIT || running.is_finished() {
             handle.stop();
@@ -141,6 +148,7 @@ async fn measure(config: &Config, client: &Client, jobs: usize) -> Result<String
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     let drain = drained as f64 / started.elapsed().as_secs_f64();
+    progress(&format!("bench: {PROBES} pickups, 20 ms apart"));
 
     for _ in 0..PROBES {
         client.push(Job::new("Probe").args([json!(now())])).await?;

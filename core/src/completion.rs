@@ -147,7 +147,7 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
                 outcome: Outcome::Success,
                 finished_at,
             } => {
-                if shared.success_lines {
+                if !shared.quiet {
                     log_success(&delivery, finished_at);
                 }
                 successes.push((delivery, finished_at));

@@ -111,9 +111,11 @@ pub(crate) struct Shared {
     /// The one periodic job waiting for the host's answer: its jid and
     /// where the answer goes.
     pub host_answer: Mutex<Option<(String, tokio::sync::oneshot::Sender<crate::events::MiddlewareAnswer>)>>,
-    /// Each success gets its `done` line (off for `cogworker bench`, whose
-    /// thousands of no-op jobs would bury its table).
-    pub success_lines: bool,
+    /// The engine's own worker (`cogworker bench`): no `done` line per
+    /// success and its lifecycle lines at DEBUG, so that its thousands of
+    /// no-op jobs and its start and stop do not bury the table it prints.
+    /// Warnings and failures are still logged.
+    pub quiet: bool,
     /// Rate limiters every job of a class runs within (see
     /// [`crate::admission`]); empty for most workers.
     pub class_limits: HashMap<String, Vec<String>>,
@@ -159,7 +161,7 @@ impl Shared {
             client_middleware: ClientChain::default(),
             host_client_middleware: false,
             host_answer: Mutex::new(None),
-            success_lines: true,
+            quiet: false,
             class_limits: HashMap::new(),
         }
     }

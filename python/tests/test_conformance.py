@@ -403,6 +403,8 @@ class Run:
         assert ran.returncode == step["exit"], (ran.stdout, ran.stderr)
         assert step.get("stdout_has", "") in ran.stdout, ran.stdout
         assert step.get("stderr_has", "") in ran.stderr, ran.stderr
+        for text in step.get("stderr_lacks", []):
+            assert text not in ran.stderr, ran.stderr
 
     def stop(self) -> None:
         if self.worker is not None:

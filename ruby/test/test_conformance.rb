@@ -339,6 +339,7 @@ class TestConformance < Minitest::Test
     assert_equal step['exit'], status.exitstatus, [out, err].inspect
     assert_includes out, step.fetch('stdout_has', '')
     assert_includes err, step.fetch('stderr_has', '')
+    step.fetch('stderr_lacks', []).each { |text| refute_includes err, text }
   end
 
   def step_expect_recorded(step)

@@ -229,7 +229,12 @@ pub async fn run(api: &Api, command: &str, arg: Option<&str>) -> Result<String> 
         }
         "bench" => {
             let jobs = crate::bench::jobs_from(arg)?;
-            out = crate::bench::run(api.client().config(), jobs).await?;
+            // Its phases on stderr as they begin; the table on stdout.
+            let progress = |line: &str| {
+                use std::io::Write as _;
+                let _ = writeln!(std::io::stderr(), "{line}");
+            };
+            out = crate::bench::run(api.client().config(), jobs, &progress).await?;
         }
         _ => unreachable!("every command in COMMANDS is handled"),
     }

@@ -27,7 +27,7 @@ pub struct WorkerBuilder {
     host_events: bool,
     client_middleware: ClientChain,
     host_client_middleware: bool,
-    success_lines: bool,
+    quiet: bool,
     class_limits: std::collections::HashMap<String, Vec<String>>,
 }
 
@@ -46,10 +46,9 @@ impl WorkerBuilder {
         self
     }
 
-    /// No `done` line per successful job (`cogworker bench`); failures
-    /// are still logged.
-    pub(crate) fn without_success_lines(mut self) -> Self {
-        self.success_lines = false;
+    /// The engine's own worker (`cogworker bench`): see [`Shared::quiet`].
+    pub(crate) fn quiet(mut self) -> Self {
+        self.quiet = true;
         self
     }
 
@@ -225,7 +224,7 @@ impl WorkerBuilder {
         let mut shared = Shared::new(self.config, redis, completions_tx, self.periodic, handlers, events);
         shared.client_middleware = self.client_middleware;
         shared.host_client_middleware = host_client_middleware;
-        shared.success_lines = self.success_lines;
+        shared.quiet = self.quiet;
         shared.class_limits = self.class_limits;
         let shared = Arc::new(shared);
         let (handover, intake) = handover::pair(self.host_slots);
@@ -256,7 +255,7 @@ impl Worker {
             host_events: false,
             client_middleware: ClientChain::default(),
             host_client_middleware: false,
-            success_lines: true,
+            quiet: false,
             class_limits: std::collections::HashMap::new(),
         }
     }

@@ -3,6 +3,19 @@
 //! builds a [`Worker`], `handle.rs` controls a running one (and is how host
 //! threads take jobs), `shutdown.rs` is the stop sequence.
 
+/// A lifecycle line (starting, started, stopping, stopped): INFO, or
+/// DEBUG for a quiet worker ([`Shared::quiet`], the bench's).
+macro_rules! lifecycle {
+    ($shared:expr, $($arg:tt)+) => {
+        if $shared.quiet {
+            tracing::debug!($($arg)+)
+        } else {
+            tracing::info!($($arg)+)
+        }
+    };
+}
+use lifecycle;
+
 mod builder;
 mod handle;
 mod overrun;
@@ -78,7 +91,8 @@ impl Worker {
         }
         logging::set_identity(&shared.identity);
         let config = &shared.config;
-        tracing::info!(
+        lifecycle!(
+            shared,
             "cogworker {} starting: redis={} namespace={} concurrency={} queues=[{}]{}",
             env!("CARGO_PKG_VERSION"),
             config.redis_url_redacted(),
@@ -103,7 +117,7 @@ impl Worker {
         if classes.is_empty() {
             tracing::warn!("no handlers registered: every job taken will fail");
         } else {
-            tracing::info!("{} handler(s): {}", classes.len(), classes.join(", "));
+            lifecycle!(shared, "{} handler(s): {}", classes.len(), classes.join(", "));
         }
 
         self.report_periodic();
@@ -146,7 +160,8 @@ impl Worker {
                 }));
             }
         }
-        tracing::info!(
+        lifecycle!(
+            shared,
             "started: {} fetch, {} slot(s){}",
             if shared.is_reliable() { "reliable" } else { "basic" },
             config.concurrency(),
@@ -164,7 +179,7 @@ impl Worker {
             Ok(left) => tracing::warn!("{left} job(s) left in progress for recovery"),
             Err(e) => tracing::error!("could not remove presence keys: {e}"),
         }
-        tracing::info!("stopped");
+        lifecycle!(shared, "stopped");
         Ok(())
     }
 }

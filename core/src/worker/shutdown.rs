@@ -24,7 +24,8 @@ pub(super) async fn shutdown(shared: &Arc<Shared>, dispatcher: JoinHandle<()>, i
     } else {
         shared.config.shutdown_timeout()
     };
-    tracing::info!(
+    super::lifecycle!(
+        shared,
         "stopping: waiting up to {:.1}s for {} running job(s)",
         timeout.as_secs_f64(),
         shared.busy_count()
