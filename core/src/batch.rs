@@ -119,6 +119,44 @@ pub struct Batch {
     pub(crate) units: usize,
     /// A workflow step's: the jids whose results its callbacks take.
     pub(crate) members: Vec<String>,
+    /// What it is: a batch, a workflow or a workflow's step (stored as
+    /// `kind`, so that the dashboard lists steps on their workflow's page).
+    pub(crate) kind: BatchKind,
+    /// A workflow's: its steps' batch ids, in order (stored as `steps`).
+    pub(crate) steps: Vec<String>,
+}
+
+/// What a batch is, as its hash's `kind` says (absent: a batch).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BatchKind {
+    /// A batch its creator opened.
+    #[default]
+    Batch,
+    /// The batch of a whole workflow: its units are its steps.
+    Workflow,
+    /// The batch of one step of a workflow.
+    Step,
+}
+
+impl BatchKind {
+    /// As stored (`""` for a batch, whose hash has no `kind`).
+    pub(crate) fn stored(self) -> &'static str {
+        match self {
+            BatchKind::Batch => "",
+            BatchKind::Workflow => "workflow",
+            BatchKind::Step => "step",
+        }
+    }
+
+    /// From a hash's `kind` field.
+    pub(crate) fn from_stored(kind: Option<&str>) -> Self {
+        match kind {
+            Some("workflow") => BatchKind::Workflow,
+            Some("step") => BatchKind::Step,
+            _ => BatchKind::Batch,
+        }
+    }
 }
 
 impl Batch {
@@ -134,6 +172,8 @@ impl Batch {
             bid: None,
             units: 0,
             members: Vec::new(),
+            kind: BatchKind::Batch,
+            steps: Vec::new(),
         }
     }
 
@@ -350,6 +390,11 @@ impl Client {
             });
         let templates = batch.callback_templates(at)?;
         invocation.arg(keys.result("")).arg(&templates.waiting);
+        invocation.arg(batch.kind.stored()).arg(if batch.steps.is_empty() {
+            String::new()
+        } else {
+            Value::from(batch.steps.clone()).to_string()
+        });
         for (event, callbacks) in templates.by_event {
             invocation.arg(event.as_str()).arg(callbacks);
         }

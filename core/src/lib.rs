@@ -66,7 +66,9 @@ pub use api::{
     Api, BatchStatus, BusyJob, CallbackJob, JobSet, LimiterInfo, LockInfo, PeriodicInfo, ProcessInfo, QueueInfo,
     SetEntry, SetSearch, Stats, SEARCH_SCAN_MAX, SEARCH_TEXT_MAX, SEARCH_TIME_MAX,
 };
-pub use batch::{Batch, BatchEvent, OpenBatch, DEFAULT_BATCH_TTL_SECS, DEFAULT_KEEP_FOR_SECS, MAX_BATCH_DEPTH};
+pub use batch::{
+    Batch, BatchEvent, BatchKind, OpenBatch, DEFAULT_BATCH_TTL_SECS, DEFAULT_KEEP_FOR_SECS, MAX_BATCH_DEPTH,
+};
 pub use cancel::REMEMBERED_MAX as CANCELLATIONS_REMEMBERED_MAX;
 pub use client::{Client, ClientMiddleware};
 pub use config::{CatchUp, Config, FetchMode, QueueSpec, DEFAULT_REDIS_URL};

@@ -230,6 +230,8 @@ impl Client {
         let count = workflow.steps.len();
         let mut whole = workflow.whole.clone();
         whole.bid = Some(id.clone());
+        whole.kind = crate::batch::BatchKind::Workflow;
+        whole.steps = bids.clone();
         // Each step's batch, with the next step as its success callback.
         let mut batches = Vec::with_capacity(count);
         for (index, step) in workflow.steps.iter().enumerate() {
@@ -238,6 +240,7 @@ impl Client {
                 .keep_for(whole.keep_for)
                 .parent(id.as_str());
             batch.bid = Some(bids[index].clone());
+            batch.kind = crate::batch::BatchKind::Step;
             batch.units = step.jobs.len();
             if let Some(next) = workflow.steps.get(index + 1) {
                 let splice = match (next.takes_result, step.group) {

@@ -600,3 +600,36 @@ async fn the_metrics_pages_and_the_prometheus_exposition() {
     handle.stop();
     running.await.unwrap().unwrap();
 }
+
+/// A workflow is one row of the Batches page, marked as a workflow; its
+/// step batches are not listed there beside real batches but on the
+/// workflow's own page, in order, each linked (issue #44, item 22).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workflow_lists_its_steps_on_its_page_not_among_the_batches() {
+    let redis = TestRedis::start();
+    let client = Client::new(&redis.config()).unwrap();
+    let app = app(&redis, &WebOptions::default());
+    let flow = cogworker::Workflow::new("nightly import")
+        .then(cogworker::Step::job(Job::new("Fetch")))
+        .then(cogworker::Step::job(Job::new("Store")));
+    let pushed = client.push_workflow(flow).await.unwrap();
+    let plain = client.open_batch(cogworker::Batch::new("plain batch")).await.unwrap();
+
+    let page = get(&app, "/batches").await.body;
+    assert!(
+        page.contains("nightly import") && page.contains("plain batch"),
+        "{page}"
+    );
+    assert!(page.contains("workflow"), "marked as a workflow: {page}");
+    assert!(!page.contains("step 1 of 2"), "no step among the batches: {page}");
+    assert!(page.contains(plain.bid()), "{page}");
+
+    let page = get(&app, &format!("/batches/{}", pushed.id)).await.body;
+    let first = page.find(&format!("/batches/{}", pushed.steps[0].bid));
+    let second = page.find(&format!("/batches/{}", pushed.steps[1].bid));
+    assert!(first.is_some() && second.is_some(), "each step linked: {page}");
+    assert!(first < second, "in order: {page}");
+    assert!(page.contains("<h2>Steps</h2>"), "{page}");
+    let page = get(&app, &format!("/batches/{}", pushed.steps[1].bid)).await.body;
+    assert!(page.contains("step 2 of 2"), "{page}");
+}

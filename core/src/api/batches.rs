@@ -3,7 +3,7 @@
 //! (`crate::batch` is how they are counted).
 
 use super::{check_search_text, Api};
-use crate::batch::BatchEvent;
+use crate::batch::{BatchEvent, BatchKind};
 use crate::error::Result;
 use redis::AsyncCommands;
 use serde::Serialize;
@@ -43,6 +43,10 @@ pub struct BatchStatus {
     pub callbacks: Vec<(String, usize, bool)>,
     /// Each callback: its event, class, queue and jid.
     pub callback_jobs: Vec<CallbackJob>,
+    /// A batch, a workflow, or a workflow's step.
+    pub kind: BatchKind,
+    /// A workflow's steps' batch ids, in order (empty for other kinds).
+    pub steps: Vec<String>,
 }
 
 /// One callback of a batch, as its template in the batch's hash says.
@@ -137,6 +141,11 @@ impl BatchStatus {
             died_at: time("died_at"),
             callbacks,
             callback_jobs,
+            kind: BatchKind::from_stored(fields.get("kind").map(String::as_str)),
+            steps: fields
+                .get("steps")
+                .and_then(|steps| serde_json::from_str(steps).ok())
+                .unwrap_or_default(),
         }
     }
 }
@@ -180,6 +189,17 @@ impl Api {
     /// The newest `limit` batches, newest first. An id whose batch has
     /// expired is taken off the list on the way.
     pub async fn batches(&self, limit: usize) -> Result<Vec<BatchStatus>> {
+        self.batches_where(limit, |_| true).await
+    }
+
+    /// The newest `limit` batches and workflows, without the batches of
+    /// workflows' steps (each workflow's page lists its own): what the
+    /// dashboard's Batches page shows.
+    pub async fn batches_and_workflows(&self, limit: usize) -> Result<Vec<BatchStatus>> {
+        self.batches_where(limit, |status| status.kind != BatchKind::Step).await
+    }
+
+    async fn batches_where(&self, limit: usize, listed: impl Fn(&BatchStatus) -> bool) -> Result<Vec<BatchStatus>> {
         let keys = self.keys();
         let mut found = Vec::new();
         let mut offset = 0isize;
@@ -192,7 +212,7 @@ impl Api {
             offset += ids.len() as isize;
             for bid in ids {
                 match self.batch(&bid).await? {
-                    Some(status) if found.len() < limit => found.push(status),
+                    Some(status) if found.len() < limit && listed(&status) => found.push(status),
                     Some(_) => {}
                     None => {
                         let _: i64 = self.conn().zrem(keys.batches(), &bid).await?;

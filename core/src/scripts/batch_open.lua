@@ -23,7 +23,10 @@
 --          each callback kept with result_ttl (results.rs), "" for none.
 --          Written here, so a job with result_ttl has a record as soon as
 --          its jid is known, and a missing record means none will come
--- ARGV[14..] pairs {event, callbacks JSON} (see batch.lua)
+-- ARGV[14] kind: "workflow", "step" (a workflow's), or "" for a batch
+-- ARGV[15] a workflow's steps: JSON list of their batch ids in order, ""
+--          for none
+-- ARGV[16..] pairs {event, callbacks JSON} (see batch.lua)
 --
 -- Returns 1, or an error (nothing written): BATCHEXISTS <id> when the id
 -- is taken, NOBATCH <parent id> when the parent does not exist, BATCHDEPTH
@@ -64,7 +67,13 @@ if ARGV[13] ~= "" then
     redis.call("SET", ARGV[12] .. waiting[1], waiting[2], "EX", waiting[3])
   end
 end
-for i = 14, #ARGV, 2 do
+if ARGV[14] ~= "" then
+  redis.call("HSET", batch, "kind", ARGV[14])
+end
+if ARGV[15] ~= "" then
+  redis.call("HSET", batch, "steps", ARGV[15])
+end
+for i = 16, #ARGV, 2 do
   redis.call("HSET", batch, "callbacks:" .. ARGV[i], ARGV[i + 1])
 end
 redis.call("EXPIRE", batch, ttl)
