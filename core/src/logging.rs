@@ -32,6 +32,48 @@ tokio::task_local! {
 
 thread_local! {
     static BLOCKING_JOB: std::cell::RefCell<Option<RunningJob>> = const { std::cell::RefCell::new(None) };
+    /// The name of a thread the host started, as the host calls it (see
+    /// [`name_host_thread`]).
+    static HOST_THREAD_NAME: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Names the calling thread on the engine's lines written from it: Rust
+/// knows no name for a thread a Python or Ruby program started, whose
+/// lines showed `[-]`. The bindings call it where a host thread enters a
+/// long call (a slot's loop); the process's main thread is `main`
+/// without it.
+pub fn name_host_thread(name: &str) {
+    HOST_THREAD_NAME.with(|current| *current.borrow_mut() = Some(name.to_string()));
+}
+
+/// The calling thread's name as a line shows it: Rust's name for it, the
+/// host's ([`name_host_thread`]), `main` for the process's main thread,
+/// else `-`.
+fn thread_name() -> String {
+    if let Some(name) = std::thread::current().name() {
+        return name.to_string();
+    }
+    if let Some(name) = HOST_THREAD_NAME.with(|current| current.borrow().clone()) {
+        return name;
+    }
+    if is_main_thread() {
+        "main".to_string()
+    } else {
+        "-".to_string()
+    }
+}
+
+/// Is this the process's main thread (its thread id is the process id)?
+#[cfg(target_os = "linux")]
+fn is_main_thread() -> bool {
+    // SAFETY: gettid has no preconditions and cannot fail.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) };
+    tid == i64::from(std::process::id())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn is_main_thread() -> bool {
+    false
 }
 
 /// Runs `blocking` (a blocking handler, on its pool thread) with `job` as
@@ -159,11 +201,10 @@ where
         let mut fields = Fields::default();
         event.record(&mut fields);
         add_running_job(&mut fields.extra);
-        let thread = std::thread::current();
         let line = render(
             self.json,
             event.metadata().level().as_str(),
-            thread.name().unwrap_or("-"),
+            &thread_name(),
             &fields.message,
             &fields.extra,
         );
