@@ -46,13 +46,9 @@ pub fn name_host_thread(name: &str) {
     HOST_THREAD_NAME.with(|current| *current.borrow_mut() = Some(name.to_string()));
 }
 
-/// The calling thread's name as a line shows it: Rust's name for it, the
-/// host's ([`name_host_thread`]), `main` for the process's main thread,
-/// else `-`.
-fn thread_name() -> String {
-    if let Some(name) = std::thread::current().name() {
-        return name.to_string();
-    }
+/// The name a line shows for a thread Rust knows no name for: the host's
+/// ([`name_host_thread`]), `main` for the process's main thread, else `-`.
+fn unnamed_thread() -> String {
     if let Some(name) = HOST_THREAD_NAME.with(|current| current.borrow().clone()) {
         return name;
     }
@@ -201,10 +197,20 @@ where
         let mut fields = Fields::default();
         event.record(&mut fields);
         add_running_job(&mut fields.extra);
+        // Rust's name for the thread, borrowed (a line per job is written).
+        let thread = std::thread::current();
+        let unnamed;
+        let name = match thread.name() {
+            Some(name) => name,
+            None => {
+                unnamed = unnamed_thread();
+                &unnamed
+            }
+        };
         let line = render(
             self.json,
             event.metadata().level().as_str(),
-            &thread_name(),
+            name,
             &fields.message,
             &fields.extra,
         );
