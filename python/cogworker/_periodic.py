@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _core
-from .client import RetryOption
+from .client import RetryOption, handler_and_options
 from .job import JobHandle
 
 _lock = threading.Lock()
@@ -38,22 +38,12 @@ def periodic(
     queued, running or retrying. Returns the entry's id (pjid). Raises
     ``cogworker.ConfigError`` naming what is wrong.
     """
-    if isinstance(job, JobHandle):
-        class_name = job.name
-        queue = job.queue if queue is None else queue
-        retry = job.retry if retry is None else retry
-    elif isinstance(job, str):
-        class_name = job
-    else:
+    if not isinstance(job, (JobHandle, str)):
         raise TypeError(f"job must be a @cogworker.job handle or a class name, got {job!r}")
+    # The core takes the handler's declared queue and retry where not given.
+    class_name, declared = handler_and_options(job, {})
     entry = _core.periodic_entry(
-        cron,
-        class_name,
-        args=list(args),
-        queue=queue,
-        unique=unique,
-        tz=tz,
-        retry=None if retry is True else retry,
+        cron, class_name, declared, args=list(args), queue=queue, unique=unique, tz=tz, retry=retry
     )
     with _lock:
         _entries[entry.pjid] = entry

@@ -37,8 +37,13 @@ def conformance_elsewhere(*args: Any) -> None:
     pass
 
 
+@cogworker.job(name="ConformanceDeclared", queue="declared", retry=False)
+def conformance_declared(*args: Any) -> None:
+    pass
+
+
 # The handler objects a scenario may give instead of a name ("object": true).
-OBJECTS = {"ConformanceElsewhere": conformance_elsewhere}
+OBJECTS = {"ConformanceElsewhere": conformance_elsewhere, "ConformanceDeclared": conformance_declared}
 
 
 @cogworker.job(name="ConformanceTrail")

@@ -303,15 +303,24 @@ class Run:
 
     def periodic(self, step: dict[str, Any]) -> None:
         entry = _host_value(step["periodic"])
-        with pytest.raises(cogworker.Error) as raised:
-            cogworker.periodic(
-                entry["cron"],
-                entry["class"],
-                entry.get("args", ()),
-                tz=entry.get("tz"),
-                queue=entry.get("queue"),
-            )
-        self._expect_error(raised.value, step["error"])
+        handler = OBJECTS[entry["class"]] if entry.get("object") else entry["class"]
+
+        def register() -> str:
+            options = {name: entry.get(name) for name in ("tz", "queue", "retry")}
+            return cogworker.periodic(entry["cron"], handler, entry.get("args", ()), **options)
+
+        if "error" in step:
+            with pytest.raises(cogworker.Error) as raised:
+                register()
+            self._expect_error(raised.value, step["error"])
+            return
+        try:
+            pjid = register()
+            registered = next(e for e in _periodic.entries() if e["class"] == entry["class"])
+        finally:
+            _periodic.clear()
+        assert {k: registered.get(k) for k in step["has"]} == step["has"], registered
+        assert pjid == step["pjid"]
 
     @staticmethod
     def _expect_error(error: BaseException, expected: dict[str, Any]) -> None:

@@ -59,3 +59,9 @@ class ConformanceElsewhere
   cogworker_options queue: 'elsewhere', priority: 7
   def perform(*args) = args
 end
+
+class ConformanceDeclared
+  include Cogworker::Job
+  cogworker_options queue: 'declared', retry: false
+  def perform(*args) = args
+end

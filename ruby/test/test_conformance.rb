@@ -277,11 +277,21 @@ class TestConformance < Minitest::Test
 
   def step_periodic(step)
     entry = host_value(step['periodic'])
-    error = assert_raises(Cogworker::Error) do
-      Cogworker.config.periodic.register(entry['cron'], entry['class'], args: entry.fetch('args', []),
-                                                                        tz: entry['tz'], queue: entry['queue'])
+    handler = entry['object'] ? Object.const_get(entry['class']) : entry['class']
+    register = lambda do
+      Cogworker.config.periodic.register(entry['cron'], handler, args: entry.fetch('args', []),
+                                                                 tz: entry['tz'], queue: entry['queue'], retry: entry['retry'])
     end
-    expect_error(error, step['error'])
+    return expect_error(assert_raises(Cogworker::Error) { register.call }, step['error']) if step['error']
+
+    begin
+      pjid = register.call
+      registered = Cogworker.config.periodic.entries.find { |e| e['class'] == entry['class'] }
+    ensure
+      Cogworker.config.periodic.clear
+    end
+    assert_equal step['has'], step['has'].keys.to_h { |k| [k, registered[k]] }, registered.inspect
+    assert_equal step['pjid'], pjid
   end
 
   def expect_error(error, expected)

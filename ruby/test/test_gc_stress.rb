@@ -10,7 +10,7 @@ class TestGCStress < Minitest::Test
   def test_native_calls_survive_gc_stress
     config = Cogworker.config.merge(queues: %w[default], labels: %w[a b], concurrency: 2).native
     client = Cogworker::Native::Client.new(config)
-    entry = Cogworker::Native::Periodic.new('0 0 1 1 *', 'EchoJob', { 'args' => ['ü'] })
+    entry = Cogworker::Native::Periodic.new('0 0 1 1 *', 'EchoJob', { 'args' => ['ü'] }, {})
     worker = Cogworker::Native::Worker.new(config, %w[EchoJob], [entry], false)
     api = Cogworker::Native::Api.new(config)
     worker.start
@@ -37,7 +37,7 @@ class TestGCStress < Minitest::Test
       assert_equal 'default', api.call('queues', []).first['name']
       assert_equal 20, entry.pjid.size
       assert_equal ['ü'], entry.entry['args']
-      assert_raises(Cogworker::ConfigError) { Cogworker::Native::Periodic.new('x', 'A', {}) }
+      assert_raises(Cogworker::ConfigError) { Cogworker::Native::Periodic.new('x', 'A', {}, {}) }
       refute_nil client.push_many('EchoJob', [['u']], { 'unique_for' => 30, 'result_ttl' => 60 }, nil, nil).first
       assert_nil client.push_many('EchoJob', [['u']], { 'unique_for' => 30 }, nil, nil).first
       assert_equal 1, api.call('unique_locks', [10]).size

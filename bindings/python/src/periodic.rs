@@ -1,4 +1,4 @@
-//! `periodic_entry(cron, class, **options)`: a periodic entry built and
+//! `periodic_entry(cron, class, declared, **options)`: a periodic entry built and
 //! checked by the core from Python values (errors name the field).
 
 use crate::convert;
@@ -28,16 +28,23 @@ impl PyPeriodic {
 }
 
 /// The entry pushing `class_name` on every slot of `cron`; options `args`,
-/// `queue`, `unique`, `tz`, `retry` (None: not given).
+/// `queue`, `unique`, `tz`, `retry` (None: not given), and the handler's
+/// `declared` push options, of which the core takes what an entry takes.
 #[pyfunction]
-#[pyo3(name = "periodic_entry", signature = (cron, class_name, **options))]
-pub fn entry(cron: &str, class_name: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult<PyPeriodic> {
-    let options = options
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| Ok((k.extract()?, convert::value(&v))))
-        .collect::<PyResult<Vec<(String, HostValue)>>>()?;
-    periodic_entry(cron, class_name, &options)
+#[pyo3(name = "periodic_entry", signature = (cron, class_name, declared, **options))]
+pub fn entry(
+    cron: &str,
+    class_name: &str,
+    declared: Option<&Bound<'_, PyDict>>,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<PyPeriodic> {
+    let pairs = |dict: Option<&Bound<'_, PyDict>>| {
+        dict.into_iter()
+            .flatten()
+            .map(|(k, v)| Ok((k.extract()?, convert::value(&v))))
+            .collect::<PyResult<Vec<(String, HostValue)>>>()
+    };
+    periodic_entry(cron, class_name, &pairs(options)?, &pairs(declared)?)
         .map(PyPeriodic)
         .map_err(to_py)
 }

@@ -87,7 +87,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     supervisor.define_method("signal", method!(supervisor::RbSupervisor::signal, 1))?;
 
     let periodic = native.define_class("Periodic", ruby.class_object())?;
-    periodic.define_singleton_method("new", function!(periodic::RbPeriodic::new, 3))?;
+    periodic.define_singleton_method("new", function!(periodic::RbPeriodic::new, 4))?;
     periodic.define_method("pjid", method!(periodic::RbPeriodic::pjid, 0))?;
     periodic.define_method("entry", method!(periodic::RbPeriodic::entry, 0))?;
 

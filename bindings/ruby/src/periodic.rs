@@ -1,4 +1,4 @@
-//! `Native.periodic_entry(cron, class_name, options)`: a periodic entry
+//! `Native::Periodic.new(cron, class_name, options, declared)`: a periodic entry
 //! built and checked by the core from Ruby values (errors name the field).
 
 use crate::convert;
@@ -12,14 +12,19 @@ pub struct RbPeriodic(pub Periodic);
 
 impl RbPeriodic {
     /// The entry pushing `class_name` on every slot of `cron`; options
-    /// `args`, `queue`, `unique`, `tz`, `retry` (nil: not given).
-    pub fn new(ruby: &Ruby, cron: String, class_name: String, options: RHash) -> Result<Self, Error> {
-        let mut named = Vec::new();
-        convert::each_option(ruby, options, |name, value| {
-            named.push((name.to_string(), value));
-            Ok(())
-        })?;
-        periodic_entry(&cron, &class_name, &named)
+    /// `args`, `queue`, `unique`, `tz`, `retry` (nil: not given), and the
+    /// handler's `declared` push options, of which the core takes what an
+    /// entry takes.
+    pub fn new(ruby: &Ruby, cron: String, class_name: String, options: RHash, declared: RHash) -> Result<Self, Error> {
+        let pairs = |hash: RHash| {
+            let mut named = Vec::new();
+            convert::each_option(ruby, hash, |name, value| {
+                named.push((name.to_string(), value));
+                Ok(())
+            })?;
+            Ok::<_, Error>(named)
+        };
+        periodic_entry(&cron, &class_name, &pairs(options)?, &pairs(declared)?)
             .map(RbPeriodic)
             .map_err(|e| to_ruby(ruby, e))
     }

@@ -20,13 +20,12 @@ module Cogworker
 
     # Registers an entry (`klass` a class or its name, in any language);
     # returns its id. Raises ConfigError naming what is wrong.
+    # The core takes the class's declared queue and retry where not given.
     def register(cron, klass, args: [], queue: nil, unique: nil, tz: nil, retry: nil)
-      class_name = klass.is_a?(Module) ? klass.name : klass.to_s
-      queue ||= klass.cogworker_queue if klass.respond_to?(:cogworker_queue)
-      retry_option = binding.local_variable_get(:retry)
+      class_name, declared = Job.handler_and_options(klass, {})
       options = { 'args' => Array(args), 'queue' => queue&.to_s, 'unique' => unique&.to_s, 'tz' => tz&.to_s,
-                  'retry' => retry_option == true ? nil : retry_option }
-      entry = Native::Periodic.new(cron.to_s, class_name, options)
+                  'retry' => binding.local_variable_get(:retry) }
+      entry = Native::Periodic.new(cron.to_s, class_name, options, declared)
       @lock.synchronize { @entries[entry.pjid] = entry }
       entry.pjid
     end
