@@ -48,6 +48,15 @@ class TestResults < Minitest::Test
     assert_equal 'succeeded', Cogworker.client.status(jid)
   end
 
+  # Issue #45, item 11: status and cancel were instance methods only, while
+  # push and result are class methods too, and the docs show both forms.
+  def test_status_and_cancel_are_class_methods_as_push_and_result_are
+    jid = ResultsAddJob.perform_in(3600, 1, 1)
+    assert_equal 'scheduled', Cogworker::Client.status(jid)
+    assert_equal 'scheduled', Cogworker::Client.cancel(jid)
+    assert_equal 'cancelled', Cogworker::Client.status(jid)
+  end
+
   def test_a_job_that_failed_for_good_raises_job_failed
     jid = ResultsFailsJob.perform_async
     start_runner

@@ -20,10 +20,9 @@ module Cogworker
     end
 
     # The push options given (nil: not given), by name as the engine takes
-    # them: Cogworker::Native::PUSH_OPTIONS, the same in every language,
-    # each checked by the engine (queue, retry, at, unique_for, result_ttl,
-    # expires_in, expires_at, keep_expired, limits, priority). Times are Time or
-    # epoch seconds, lengths of time Durations or seconds.
+    # them: Cogworker::Native::PUSH_OPTIONS, the same in every language and
+    # each checked by the engine (docs/ruby.md lists them). Times are Time
+    # or epoch seconds, lengths of time Durations or seconds.
     def self.options(options)
       options.to_h { |name, value| [name.to_s, value] }.compact
     end
@@ -35,6 +34,10 @@ module Cogworker
       Cogworker.client.result(jid, wait: wait)
     end
 
+    # `status` and `cancel` of the default client, as `push` and `result`.
+    def self.status(jid) = Cogworker.client.status(jid)
+    def self.cancel(jid) = Cogworker.client.cancel(jid)
+
     def result(jid, wait: nil)
       return Testing.result(jid) if Testing.enabled?
 
@@ -43,14 +46,15 @@ module Cogworker
 
     # Cancels the job `jid`, in whatever language it runs, and says where it
     # was: scheduled or retrying (taken off now), running (the job sees
-    # `cancelled?`), queued (dropped unrun when a worker takes it) or
+    # `cancelled?`), queued (dropped unrun when a worker takes it), waiting
+    # (a callback or later workflow step, dropped when handed over) or
     # unknown. Its status becomes cancelled.
     def cancel(jid)
       @native.cancel(jid.to_s)
     end
 
-    # queued, scheduled, running, retrying, dead, succeeded, failed,
-    # expired, cancelled or unknown.
+    # queued, scheduled, waiting, running, retrying, dead, succeeded,
+    # failed, expired, cancelled or unknown.
     def status(jid)
       return Testing.status(jid) if Testing.enabled?
 
