@@ -37,6 +37,11 @@ def conformance_elsewhere(*args: Any) -> None:
     pass
 
 
+@cogworker.job(name="ConformanceInterrupt", retry_in=lambda count, error: 3600)
+def conformance_interrupt() -> None:
+    raise KeyboardInterrupt  # what Ctrl-C raises
+
+
 @cogworker.job(name="ConformanceDeclared", queue="declared", retry=False)
 def conformance_declared(*args: Any) -> None:
     pass

@@ -199,6 +199,10 @@ class Run:
         self.worker = cogworker.Worker(concurrency=2, hooks=hooks)
         self.worker.start()
 
+    def await_worker_stopped(self, step: dict[str, Any]) -> None:
+        assert self.worker is not None
+        assert self.worker.wait(step["await_worker_stopped"]), "the worker did not stop"
+
     def await_queued(self, step: dict[str, Any]) -> None:
         def queued() -> list[dict[str, Any]]:
             return [
@@ -444,6 +448,7 @@ STEPS = {
     "cli_admin": Run.cli_admin,
     "cli_signals": Run.cli_signals,
     "await_queued": Run.await_queued,
+    "await_worker_stopped": Run.await_worker_stopped,
     "await_queue_size": Run.await_queue_size,
     "expect_no_hooks": Run.expect_no_hooks,
     "batch": Run.batch,

@@ -65,3 +65,9 @@ class ConformanceDeclared
   cogworker_options queue: 'declared', retry: false
   def perform(*args) = args
 end
+
+class ConformanceInterrupt
+  include Cogworker::Job
+  cogworker_retry_in { |_count, _error| 3600 }
+  def perform = raise(Interrupt) # what Ctrl-C raises
+end

@@ -41,7 +41,7 @@ class TestConformance < Minitest::Test
 
   STEPS = %w[push push_each push_raw await_buried start_worker await_status status result await_hooks expect_trail
              expect_connections configure periodic testing expect_recorded cli_help cli_worker cli_signals cli_admin
-             api_call expect_no_hooks await_queued await_queue_size batch batch_status callback_result workflow].freeze
+             api_call expect_no_hooks await_queued await_worker_stopped await_queue_size batch batch_status callback_result workflow].freeze
   EXE = File.expand_path('../exe/cogworker', __dir__)
   LIB = File.expand_path('../lib', __dir__)
   JOBS = File.expand_path('conformance_jobs.rb', __dir__)
@@ -182,6 +182,10 @@ class TestConformance < Minitest::Test
     runner = Cogworker::Runner.new(config)
     @runners << runner
     runner.start
+  end
+
+  def step_await_worker_stopped(step)
+    assert @runners.last.wait(step['await_worker_stopped']), 'the worker did not stop'
   end
 
   def step_await_queued(step)

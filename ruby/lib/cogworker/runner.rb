@@ -136,6 +136,9 @@ module Cogworker
     # Runs the delivery's job (through the server middleware, in a CONSUMER
     # span when tracing records); returns what `perform` returned. The
     # engine settles it.
+    # What a job may raise that stops its worker.
+    STOPS_WORKER = [SystemExit, Interrupt].freeze
+
     def perform(delivery)
       class_name, jid, queue, _, args = delivery.info
       instance = @handlers.fetch(class_name).new
@@ -153,8 +156,10 @@ module Cogworker
     end
 
     # What the engine records of a failure, after the error handlers ran:
-    # `[error_class, message, backtrace, retry_in, stops_worker]` (`exit`
-    # stops the worker gracefully). The engine logs it once.
+    # `[error_class, message, backtrace, retry_in, stops_worker]`: what ends
+    # a Ruby process (`exit`, and Ctrl-C's Interrupt) stops the worker
+    # gracefully, as SystemExit and KeyboardInterrupt do in Python (a
+    # scenario pins both). The engine logs it once.
     def describe(delivery, error)
       class_name, _, queue, retry_count = delivery.info
       unless @hooks.error_handlers.empty?
@@ -163,7 +168,7 @@ module Cogworker
       end
       backtrace = safe { error.backtrace&.map { |line| utf8(line) } } || []
       [safe { error.class.name }, safe { utf8(error.message) }, backtrace,
-       retry_delay(retry_count, @handlers[class_name], error), error.is_a?(SystemExit)]
+       retry_delay(retry_count, @handlers[class_name], error), STOPS_WORKER.any? { |stop| error.is_a?(stop) }]
     end
 
     # What the class's retry hook says (seconds, nil for the default
