@@ -7,6 +7,7 @@ from typing_extensions import final
 
 __version__: str
 WORKER_SIGNALS: list[str]
+LIFECYCLE_EVENTS: list[str]
 PUSH_OPTIONS: list[str]
 __all__ = [
     "Api",
@@ -41,6 +42,9 @@ __all__ = [
     "log_line",
     "new_jid",
     "periodic_entry",
+    "lifecycle_event",
+    "hook_raised",
+    "LIFECYCLE_EVENTS",
     "prepare_job",
     "prepare_payload",
     "producer_span",
@@ -230,6 +234,8 @@ def init_logging(json: bool = False) -> None: ...
 def log_line(level: str, thread: str, message: str, fields: list[tuple[str, str]]) -> None: ...
 def warn_secret_on_command_line(flag: str, value: str) -> None: ...
 def new_jid() -> str: ...
+def lifecycle_event(event: str) -> str: ...
+def hook_raised(what: str, hook: str, error_class: str, message: str, backtrace: list[str]) -> None: ...
 def check_version(package_version: str, path: str) -> None: ...
 def periodic_entry(
     cron: str, class_name: str, declared: dict[str, Any] | None, **options: Any

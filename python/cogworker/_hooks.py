@@ -11,12 +11,15 @@ import inspect
 import logging
 import sys
 import threading
+import traceback
 from collections.abc import Iterator
 from typing import Any, Callable, Generic, TypeVar
 
+from . import _core
+
 logger = logging.getLogger("cogworker")
 
-EVENTS = ("startup", "quiet", "shutdown", "heartbeat")
+EVENTS: tuple[str, ...] = tuple(_core.LIFECYCLE_EVENTS)  # the core's list
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -317,8 +320,7 @@ class Hooks:
     def on(self, event: str) -> Callable[[F], F]:
         """``@cogworker.on("startup")``: runs the function in the worker
         process at ``startup``, ``quiet``, ``shutdown`` or each ``heartbeat``."""
-        if event not in EVENTS:
-            raise ValueError(f"cogworker.on: no event {event!r} (one of {', '.join(EVENTS)})")
+        event = _core.lifecycle_event(event)  # ConfigError naming the events there are
 
         def register(hook: F) -> F:
             self.events[event].append(hook)
@@ -387,8 +389,10 @@ class Hooks:
 def _call_safely(what: str, hook: Callable[..., Any], *args: Any) -> None:
     try:
         hook(*args)
-    except BaseException:  # noqa: BLE001 - a hook never changes what happens to a job
-        logger.exception("%s %r raised; ignored", what, hook)
+    except BaseException as error:  # noqa: BLE001 - a hook never changes what happens to a job
+        lines = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        name = getattr(hook, "__qualname__", None) or repr(hook)
+        _core.hook_raised(what, name, type(error).__qualname__, str(error), lines.rstrip().split("\n"))
 
 
 # The process's hooks, and the module-level names that register on them.

@@ -199,6 +199,15 @@ class Run:
         self.worker = cogworker.Worker(concurrency=2, hooks=hooks)
         self.worker.start()
 
+    def on_event(self, step: dict[str, Any]) -> None:
+        hooks = cogworker.Hooks()
+        if "error" not in step:
+            hooks.on(step["on_event"])(lambda: None)
+            return
+        with pytest.raises(cogworker.Error) as raised:
+            hooks.on(step["on_event"])
+        self._expect_error(raised.value, step["error"])
+
     def await_worker_stopped(self, step: dict[str, Any]) -> None:
         assert self.worker is not None
         assert self.worker.wait(step["await_worker_stopped"]), "the worker did not stop"
@@ -449,6 +458,7 @@ STEPS = {
     "cli_signals": Run.cli_signals,
     "await_queued": Run.await_queued,
     "await_worker_stopped": Run.await_worker_stopped,
+    "on_event": Run.on_event,
     "await_queue_size": Run.await_queue_size,
     "expect_no_hooks": Run.expect_no_hooks,
     "batch": Run.batch,

@@ -113,7 +113,9 @@ def test_error_handlers_see_every_failure_and_one_that_raises_changes_nothing(wo
     assert SEEN == [("Trouble", "handler failed", jid, "Hooks.Record", "default")]
 
 
-def test_death_and_lifecycle_hooks_run_in_the_worker(worker_factory) -> None:
+def test_death_and_lifecycle_hooks_run_in_the_worker(
+    worker_factory: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     for event in ("startup", "quiet", "shutdown", "heartbeat"):
         cogworker.on(event)(lambda event=event: SEEN.append(event))
 
@@ -125,13 +127,22 @@ def test_death_and_lifecycle_hooks_run_in_the_worker(worker_factory) -> None:
     def broken(job: dict[str, Any], error: cogworker.JobDied) -> None:
         raise RuntimeError("pager is down")
 
-    with pytest.raises(ValueError, match="startup"):
+    with pytest.raises(cogworker.ConfigError, match="startup"):
         cogworker.on("started")
     worker = worker_factory()
     wait_for("startup", lambda: "startup" in SEEN)
     wait_for("a heartbeat", lambda: "heartbeat" in SEEN)
     jid = dies.enqueue()
     wait_for("the death hook", lambda: ("death", jid, "test_hooks.Trouble", "no retries left") in SEEN)
+    # A hook that raised is logged in the core's words, with its traceback.
+    wait_for(
+        "the raising hook's line",
+        lambda: any(
+            "death handler test_death_and_lifecycle_hooks_run_in_the_worker.<locals>.broken raised "
+            "RuntimeError: pager is down; ignored" in r.getMessage()
+            for r in caplog.records
+        ),
+    )
     assert cogworker.Api().set_size("dead") == 1
     worker.quiet()
     wait_for("quiet", lambda: "quiet" in SEEN)

@@ -41,7 +41,8 @@ class TestConformance < Minitest::Test
 
   STEPS = %w[push push_each push_raw await_buried start_worker await_status status result await_hooks expect_trail
              expect_connections configure periodic testing expect_recorded cli_help cli_worker cli_signals cli_admin
-             api_call expect_no_hooks await_queued await_worker_stopped await_queue_size batch batch_status callback_result workflow].freeze
+             api_call expect_no_hooks await_queued await_worker_stopped on_event
+             await_queue_size batch batch_status callback_result workflow].freeze
   EXE = File.expand_path('../exe/cogworker', __dir__)
   LIB = File.expand_path('../lib', __dir__)
   JOBS = File.expand_path('conformance_jobs.rb', __dir__)
@@ -182,6 +183,13 @@ class TestConformance < Minitest::Test
     runner = Cogworker::Runner.new(config)
     @runners << runner
     runner.start
+  end
+
+  def step_on_event(step)
+    hooks = Cogworker::Hooks.new
+    return hooks.on(step['on_event'].to_sym) {} unless step['error']
+
+    expect_error(assert_raises(Cogworker::Error) { hooks.on(step['on_event'].to_sym) {} }, step['error'])
   end
 
   def step_await_worker_stopped(step)

@@ -139,7 +139,7 @@ class TestHooks < Minitest::Test
       }
       c.death_handlers << ->(_job, _ex) { raise 'pager is down' }
     end
-    assert_raises(ArgumentError) { Cogworker.config.on(:started) {} }
+    assert_raises(Cogworker::ConfigError) { Cogworker.config.on(:started) {} }
     runner = start_runner
     wait_for('startup and a heartbeat') { Jobs.seen.include?(:startup) && Jobs.seen.include?(:heartbeat) }
     jid = HooksDiesJob.perform_async

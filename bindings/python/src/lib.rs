@@ -41,6 +41,19 @@ fn log_line(level: &str, thread: &str, message: &str, fields: Vec<(String, Strin
     cogworker::logging::host_line(level, thread, message, &fields);
 }
 
+/// `event` if hooks may be registered on it; else raises ConfigError naming
+/// the lifecycle events there are (the core's list).
+#[pyfunction]
+fn lifecycle_event(event: &str) -> PyResult<&'static str> {
+    cogworker::host::lifecycle_event(event).map_err(errors::to_py)
+}
+
+/// Logs, in the core's words, that a hook raised (it changes nothing).
+#[pyfunction]
+fn hook_raised(what: &str, hook: &str, error_class: &str, message: &str, backtrace: Vec<String>) {
+    cogworker::host::hook_raised(what, hook, error_class, message, &backtrace);
+}
+
 /// Logs a warning if `value`, given as `flag` on the command line, holds
 /// a password (`ps` shows it to every user).
 #[pyfunction]
@@ -123,6 +136,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(logs::run_log_forwarding, m)?)?;
     m.add_function(wrap_pyfunction!(logs::stop_log_forwarding, m)?)?;
     m.add_function(wrap_pyfunction!(warn_secret_on_command_line, m)?)?;
+    m.add_function(wrap_pyfunction!(lifecycle_event, m)?)?;
+    m.add_function(wrap_pyfunction!(hook_raised, m)?)?;
     m.add_function(wrap_pyfunction!(new_jid, m)?)?;
     m.add_function(wrap_pyfunction!(check_version, m)?)?;
     m.add_class::<periodic::PyPeriodic>()?;
@@ -148,6 +163,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(api::admin_commands, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("WORKER_SIGNALS", cogworker::host::WORKER_SIGNALS)?;
+    m.add("LIFECYCLE_EVENTS", cogworker::host::LIFECYCLE_EVENTS)?;
     let push_options: Vec<&str> = cogworker::host::PUSH_OPTIONS.iter().map(|(name, _)| *name).collect();
     m.add("PUSH_OPTIONS", push_options)?;
     Ok(())

@@ -40,6 +40,17 @@ fn log_line(level: String, thread: String, message: String, fields: Vec<(String,
     cogworker::logging::host_line(&level, &thread, &message, &fields);
 }
 
+/// `event` if hooks may be registered on it; else raises ConfigError naming
+/// the lifecycle events there are (the core's list).
+fn lifecycle_event(ruby: &Ruby, event: String) -> Result<&'static str, Error> {
+    cogworker::host::lifecycle_event(&event).map_err(|e| errors::to_ruby(ruby, e))
+}
+
+/// Logs, in the core's words, that a hook raised (it changes nothing).
+fn hook_raised(what: String, hook: String, error_class: String, message: String, backtrace: Vec<String>) {
+    cogworker::host::hook_raised(&what, &hook, &error_class, &message, &backtrace);
+}
+
 /// Logs a warning if `value`, given as `flag` on the command line, holds
 /// a password (`ps` shows it to every user).
 fn warn_secret_on_command_line(flag: String, value: String) {
@@ -62,6 +73,8 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("stop_log_forwarding", function!(logs::stop_log_forwarding, 0))?;
     native.define_module_function("producer_span", function!(producer_span, 3))?;
     native.define_module_function("warn_secret_on_command_line", function!(warn_secret_on_command_line, 2))?;
+    native.define_module_function("lifecycle_event", function!(lifecycle_event, 1))?;
+    native.define_module_function("hook_raised", function!(hook_raised, 5))?;
     native.define_module_function("settings", function!(config::settings, 0))?;
     native.define_module_function("worker_flags", function!(config::worker_flags, 0))?;
     native.define_module_function("settings_from_flags", function!(config::settings_from_flags, 1))?;
@@ -143,6 +156,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     worker.define_method("join_slots", method!(worker::RbWorker::join_slots, 0))?;
     worker.define_method("exit_at_once", method!(worker::RbWorker::exit_at_once, 1))?;
     native.const_set("WORKER_SIGNALS", cogworker::host::WORKER_SIGNALS.to_vec())?;
+    native.const_set("LIFECYCLE_EVENTS", cogworker::host::LIFECYCLE_EVENTS.to_vec())?;
     let push_options: Vec<&str> = cogworker::host::PUSH_OPTIONS.iter().map(|(name, _)| *name).collect();
     native.const_set("PUSH_OPTIONS", push_options)?;
 

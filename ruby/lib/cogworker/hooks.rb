@@ -110,7 +110,7 @@ module Cogworker
   # (`on(:startup)`, `:quiet`, `:shutdown`, `:heartbeat`). All run in the
   # worker process; a hook that raises is logged and changes nothing.
   class Hooks
-    EVENTS = %i[startup quiet shutdown heartbeat].freeze
+    EVENTS = Native::LIFECYCLE_EVENTS.map(&:to_sym).freeze # the core's list
 
     attr_reader :server_middleware, :client_middleware, :error_handlers, :death_handlers
 
@@ -123,7 +123,7 @@ module Cogworker
     end
 
     def on(event, &hook)
-      raise ArgumentError, "Cogworker: no event #{event.inspect} (one of #{EVENTS.join(', ')})" unless @events.key?(event)
+      event = Native.lifecycle_event(event.to_s).to_sym # ConfigError naming the events there are
       raise ArgumentError, 'Cogworker: on(event) needs a block' unless hook
 
       @events[event] << hook
@@ -131,7 +131,7 @@ module Cogworker
 
     def report_error(error, context)
       @error_handlers.dup.each do |handler|
-        safely('error handler') { handler.arity == 3 ? handler.call(error, context, self) : handler.call(error, context) }
+        safely('error handler', handler) { handler.arity == 3 ? handler.call(error, context, self) : handler.call(error, context) }
       end
     end
 
@@ -146,18 +146,19 @@ module Cogworker
     def dispatch(name, job)
       if name == 'death'
         job ||= {}
-        @death_handlers.dup.each { |handler| safely('death handler') { handler.call(job, JobDied.for(job)) } }
+        @death_handlers.dup.each { |handler| safely('death handler', handler) { handler.call(job, JobDied.for(job)) } }
       else
-        @events.fetch(name.to_sym, []).dup.each { |hook| safely("#{name} hook") { hook.call } }
+        @events.fetch(name.to_sym, []).dup.each { |hook| safely("#{name} hook", hook) { hook.call } }
       end
     end
 
     private
 
-    def safely(what)
+    def safely(what, hook)
       yield
     rescue Exception => e # rubocop:disable Lint/RescueException -- a hook never changes what happens to a job
-      Cogworker.logger.error("#{what} raised #{e.class}: #{e.message}; ignored")
+      where = hook.respond_to?(:source_location) && hook.source_location ? hook.source_location.join(':') : hook.inspect
+      Native.hook_raised(what, "at #{where}", e.class.name.to_s, e.message.to_s, Array(e.backtrace).map(&:to_s))
     end
   end
 end
