@@ -13,7 +13,7 @@ use crate::client::Client;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::job::{now, Job};
-use crate::worker::Worker;
+use crate::worker::{Worker, WorkerHandle};
 use serde_json::json;
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
@@ -43,11 +43,34 @@ pub fn jobs_from(arg: Option<&str>) -> Result<usize> {
     }
 }
 
+/// The bench's worker while it runs, with its task.
+type Running = Option<(WorkerHandle, tokio::task::JoinHandle<Result<()>>)>;
+
 /// Runs the benchmark against the Redis of `config` and returns the table;
 /// `progress` is told of each phase as it begins (the CLIs print it on
 /// stderr, so a run of a million jobs is not minutes of silence).
-pub async fn run(config: &Config, jobs: usize, progress: &(dyn Fn(&str) + Sync)) -> Result<String> {
-    let mut config = config.clone();
+///
+/// The run is a task of its own: a caller that drops this call (a host's
+/// Ctrl-C, a timeout) ends the measuring, and the task still stops its
+/// worker and deletes its namespace. Dropped with the call, the worker
+/// once kept running, writing keys the sweep no longer gave a TTL.
+pub async fn run(config: &Config, jobs: usize, progress: impl Fn(&str) + Send + Sync + 'static) -> Result<String> {
+    let (cancel, cancelled) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(run_to_the_end(config.clone(), jobs, progress, cancelled));
+    let table = task.await.map_err(|e| gave_up(&format!("the bench task: {e}")))?;
+    drop(cancel);
+    table
+}
+
+/// [`run`]'s task: measures until done or `cancelled` (its sender dropped
+/// with the call), then stops the worker and deletes the namespace.
+async fn run_to_the_end(
+    config: Config,
+    jobs: usize,
+    progress: impl Fn(&str) + Send + Sync,
+    cancelled: tokio::sync::oneshot::Receiver<()>,
+) -> Result<String> {
+    let mut config = config;
     let namespace = format!("{{cogworker-bench-{:016x}}}", rand::random::<u64>());
     config.set_namespace(&namespace)?.set_shard_by_queue(false);
     // Whatever queues the environment names, the bench pushes to and
@@ -71,7 +94,17 @@ pub async fn run(config: &Config, jobs: usize, progress: &(dyn Fn(&str) + Sync))
         })
         .abort_handle(),
     );
-    let measured = measure(&config, &client, jobs, progress).await;
+    let mut running: Running = None;
+    let measured = tokio::select! {
+        measured = measure(&config, &client, jobs, &progress, &mut running) => measured,
+        _ = cancelled => Err(gave_up("the call was dropped")),
+    };
+    // However the measuring ended, its worker stops before the namespace
+    // goes (the sweep goes on meanwhile).
+    if let Some((handle, task)) = running.take() {
+        handle.stop();
+        let _ = task.await;
+    }
     drop(sweeper);
     let cleaned = each_key_batch(&client, &namespace, Batch::Delete).await;
     let table = measured?;
@@ -114,7 +147,13 @@ pub async fn enqueue_in_bulk(client: &Client, jobs: usize) -> Result<f64> {
     Ok(jobs as f64 / started.elapsed().as_secs_f64())
 }
 
-async fn measure(config: &Config, client: &Client, jobs: usize, progress: &(dyn Fn(&str) + Sync)) -> Result<String> {
+async fn measure(
+    config: &Config,
+    client: &Client,
+    jobs: usize,
+    progress: &(dyn Fn(&str) + Send + Sync),
+    running: &mut Running,
+) -> Result<String> {
     progress(&format!("bench: pushing {jobs} jobs one by one"));
     let one_by_one = enqueue_one_by_one(client, jobs).await?;
     progress(&format!("bench: pushing {jobs} jobs in bulk"));
@@ -134,15 +173,14 @@ async fn measure(config: &Config, client: &Client, jobs: usize, progress: &(dyn 
         .build()?;
     let handle = worker.handle();
     let started = Instant::now();
-    let running = tokio::spawn(worker.run());
+    let (_, task) = running.insert((handle.clone(), tokio::spawn(worker.run())));
     let api = crate::api::Api::new(client.clone());
     let drained = 2 * jobs as u64;
     progress(&format!(
         "bench: draining {drained} jobs (one worker, concurrency {CONCURRENCY})"
     ));
     while api.stats().await?.processed < drained {
-        if started.elapsed() > DRAIN_LIMIT || running.is_finished() {
-            handle.stop();
+        if started.elapsed() > DRAIN_LIMIT || task.is_finished() {
             return Err(gave_up("the drain did not finish within 300 s"));
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
@@ -158,7 +196,8 @@ async fn measure(config: &Config, client: &Client, jobs: usize, progress: &(dyn 
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     handle.stop();
-    running.await.map_err(|e| gave_up(&format!("the worker task: {e}")))??;
+    let (_, task) = running.take().expect("started above");
+    task.await.map_err(|e| gave_up(&format!("the worker task: {e}")))??;
     let mut pickups = pickups.lock().unwrap().clone();
     pickups.sort_by(f64::total_cmp);
     let ms = |q: f64| pickups.get(((pickups.len() as f64 * q) as usize).min(pickups.len().saturating_sub(1)));

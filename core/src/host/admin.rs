@@ -234,7 +234,7 @@ pub async fn run(api: &Api, command: &str, arg: Option<&str>) -> Result<String> 
                 use std::io::Write as _;
                 let _ = writeln!(std::io::stderr(), "{line}");
             };
-            out = crate::bench::run(api.client().config(), jobs, &progress).await?;
+            out = crate::bench::run(api.client().config(), jobs, progress).await?;
         }
         _ => unreachable!("every command in COMMANDS is handled"),
     }
