@@ -8,6 +8,7 @@ from typing_extensions import final
 __version__: str
 WORKER_SIGNALS: list[str]
 LIFECYCLE_EVENTS: list[str]
+EXIT_USAGE: int
 PUSH_OPTIONS: list[str]
 __all__ = [
     "Api",
@@ -43,6 +44,8 @@ __all__ = [
     "new_jid",
     "periodic_entry",
     "lifecycle_event",
+    "app_not_loaded",
+    "EXIT_USAGE",
     "hook_raised",
     "LIFECYCLE_EVENTS",
     "prepare_job",
@@ -235,6 +238,7 @@ def log_line(level: str, thread: str, message: str, fields: list[tuple[str, str]
 def warn_secret_on_command_line(flag: str, value: str) -> None: ...
 def new_jid() -> str: ...
 def lifecycle_event(event: str) -> str: ...
+def app_not_loaded(app: str, why: str) -> str: ...
 def hook_raised(what: str, hook: str, error_class: str, message: str, backtrace: list[str]) -> None: ...
 def check_version(package_version: str, path: str) -> None: ...
 def periodic_entry(

@@ -30,7 +30,7 @@ logger = logging.getLogger("cogworker")
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cogworker", description="cogworker: background jobs on Redis")
-    parser.add_argument("--version", action="version", version=f"cogworker {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"cogworker {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     w = sub.add_parser("worker", help="run a worker process")
     add_worker_arguments(w)
@@ -120,7 +120,13 @@ def setup_logging(json_logs: bool, verbose: bool) -> None:
 def run_worker(args: argparse.Namespace) -> int:
     sys.path.insert(0, os.getcwd())
     for module in args.modules:
-        importlib.import_module(module)
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if e.name is None or not (module == e.name or module.startswith(e.name + ".")):
+                raise  # a module the app imports: its traceback says where
+            print(_core.app_not_loaded(module, str(e)), file=sys.stderr)
+            return _core.EXIT_USAGE
     return serve_processes(worker_settings(args), args.processes)
 
 
@@ -223,10 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_admin(args)
     except (_core.ConfigError, _core.InvalidArgument) as e:
         print(f"cogworker: {e}", file=sys.stderr)
-        return 2
-    except ModuleNotFoundError as e:
-        print(f"cogworker: cannot import {e.name!r}: {e}", file=sys.stderr)
-        return 2
+        return _core.EXIT_USAGE
     except (_core.Error, ValueError) as e:
         print(f"cogworker: {e}", file=sys.stderr)
         return 1

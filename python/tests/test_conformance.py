@@ -381,6 +381,20 @@ class Run:
             proc.kill()
             proc.wait()
 
+    def cli_worker_fails(self, step: dict[str, Any]) -> None:
+        ran = subprocess.run(
+            [sys.executable, "-m", "cogworker", "worker", step["cli_worker_fails"]],
+            capture_output=True,
+            text=True,
+            env=worker_env(self.server),
+            cwd=HERE,
+            timeout=60,
+        )
+        assert ran.returncode == step["exit"], ran.stderr
+        assert step["stderr_has"] in ran.stderr, ran.stderr
+        for text in step.get("stderr_lacks", []):
+            assert text not in ran.stderr, ran.stderr
+
     def cli_signals(self, step: dict[str, Any]) -> None:
         """A worker CLI sent each signal in turn: what it shows (as a
         process), logs and exits with after each."""
@@ -459,6 +473,7 @@ STEPS = {
     "await_queued": Run.await_queued,
     "await_worker_stopped": Run.await_worker_stopped,
     "on_event": Run.on_event,
+    "cli_worker_fails": Run.cli_worker_fails,
     "await_queue_size": Run.await_queue_size,
     "expect_no_hooks": Run.expect_no_hooks,
     "batch": Run.batch,

@@ -12,6 +12,12 @@ class TestConfig < Minitest::Test
       assert_includes error.message, value
       assert_kind_of Cogworker::Error, error
     end
+    # Issue #45, item 5: a misspelt setter in a configure block raised
+    # NoMethodError; it is the ConfigError listing the settings, as Python's.
+    error = assert_raises(Cogworker::ConfigError) { Cogworker::Config.new.concurency = 5 }
+    assert_equal %w[setting "concurency"], [error.field, error.value]
+    assert_includes error.message, 'concurrency'
+    assert_raises(NoMethodError) { Cogworker::Config.new.concurency }
   end
 
   def test_an_orphan_threshold_shorter_than_two_heartbeats_is_refused

@@ -41,7 +41,7 @@ class TestConformance < Minitest::Test
 
   STEPS = %w[push push_each push_raw await_buried start_worker await_status status result await_hooks expect_trail
              expect_connections configure periodic testing expect_recorded cli_help cli_worker cli_signals cli_admin
-             api_call expect_no_hooks await_queued await_worker_stopped on_event
+             api_call expect_no_hooks await_queued await_worker_stopped on_event cli_worker_fails
              await_queue_size batch batch_status callback_result workflow].freeze
   EXE = File.expand_path('../exe/cogworker', __dir__)
   LIB = File.expand_path('../lib', __dir__)
@@ -334,6 +334,14 @@ class TestConformance < Minitest::Test
     assert_equal step['process'], process['info'].slice(*step['process'].keys)
     Process.kill('TERM', pid)
     assert_predicate exit_status(pid), :success?
+  end
+
+  def step_cli_worker_fails(step)
+    _, err, status = Open3.capture3({ 'COGWORKER_REDIS_URL' => @redis.url }, RbConfig.ruby, '-I', LIB, EXE,
+                                    '-r', step['cli_worker_fails'])
+    assert_equal step['exit'], status.exitstatus, err
+    assert_includes err, step['stderr_has']
+    step.fetch('stderr_lacks', []).each { |text| refute_includes err, text }
   end
 
   # A worker CLI sent each signal in turn: what it shows (as a process),

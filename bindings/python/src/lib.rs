@@ -41,6 +41,12 @@ fn log_line(level: &str, thread: &str, message: &str, fields: Vec<(String, Strin
     cogworker::logging::host_line(level, thread, message, &fields);
 }
 
+/// The line the worker command prints when its app cannot be loaded.
+#[pyfunction]
+fn app_not_loaded(app: &str, why: &str) -> String {
+    cogworker::host::app_not_loaded(app, why)
+}
+
 /// `event` if hooks may be registered on it; else raises ConfigError naming
 /// the lifecycle events there are (the core's list).
 #[pyfunction]
@@ -137,6 +143,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(logs::stop_log_forwarding, m)?)?;
     m.add_function(wrap_pyfunction!(warn_secret_on_command_line, m)?)?;
     m.add_function(wrap_pyfunction!(lifecycle_event, m)?)?;
+    m.add_function(wrap_pyfunction!(app_not_loaded, m)?)?;
     m.add_function(wrap_pyfunction!(hook_raised, m)?)?;
     m.add_function(wrap_pyfunction!(new_jid, m)?)?;
     m.add_function(wrap_pyfunction!(check_version, m)?)?;
@@ -164,6 +171,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("WORKER_SIGNALS", cogworker::host::WORKER_SIGNALS)?;
     m.add("LIFECYCLE_EVENTS", cogworker::host::LIFECYCLE_EVENTS)?;
+    m.add("EXIT_USAGE", cogworker::host::EXIT_USAGE)?;
     let push_options: Vec<&str> = cogworker::host::PUSH_OPTIONS.iter().map(|(name, _)| *name).collect();
     m.add("PUSH_OPTIONS", push_options)?;
     Ok(())

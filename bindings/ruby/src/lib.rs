@@ -40,6 +40,11 @@ fn log_line(level: String, thread: String, message: String, fields: Vec<(String,
     cogworker::logging::host_line(&level, &thread, &message, &fields);
 }
 
+/// The line the worker command prints when its app cannot be loaded.
+fn app_not_loaded(app: String, why: String) -> String {
+    cogworker::host::app_not_loaded(&app, &why)
+}
+
 /// `event` if hooks may be registered on it; else raises ConfigError naming
 /// the lifecycle events there are (the core's list).
 fn lifecycle_event(ruby: &Ruby, event: String) -> Result<&'static str, Error> {
@@ -74,6 +79,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("producer_span", function!(producer_span, 3))?;
     native.define_module_function("warn_secret_on_command_line", function!(warn_secret_on_command_line, 2))?;
     native.define_module_function("lifecycle_event", function!(lifecycle_event, 1))?;
+    native.define_module_function("app_not_loaded", function!(app_not_loaded, 2))?;
     native.define_module_function("hook_raised", function!(hook_raised, 5))?;
     native.define_module_function("settings", function!(config::settings, 0))?;
     native.define_module_function("worker_flags", function!(config::worker_flags, 0))?;
@@ -157,6 +163,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     worker.define_method("exit_at_once", method!(worker::RbWorker::exit_at_once, 1))?;
     native.const_set("WORKER_SIGNALS", cogworker::host::WORKER_SIGNALS.to_vec())?;
     native.const_set("LIFECYCLE_EVENTS", cogworker::host::LIFECYCLE_EVENTS.to_vec())?;
+    native.const_set("EXIT_USAGE", cogworker::host::EXIT_USAGE)?;
     let push_options: Vec<&str> = cogworker::host::PUSH_OPTIONS.iter().map(|(name, _)| *name).collect();
     native.const_set("PUSH_OPTIONS", push_options)?;
 

@@ -53,7 +53,7 @@ mod worker;
 pub use crate::job::MAX_NESTING;
 pub use crate::trace::{host_job_span, host_push_span, HostSpan};
 pub use crate::value::HostValue;
-pub use cli::{secret_on_command_line, warn_secret_on_command_line};
+pub use cli::{app_not_loaded, secret_on_command_line, warn_secret_on_command_line, EXIT_USAGE};
 pub use delivery::HostDelivery;
 pub use failure::{HostFailure, RetryHint};
 pub use hooks::{hook_raised, lifecycle_event, LIFECYCLE_EVENTS};

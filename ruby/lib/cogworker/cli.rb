@@ -35,6 +35,7 @@ module Cogworker
         o.on('-C', '--config FILE', 'YAML config file (ERB allowed)') { |v| options[:config] = v }
         o.on('-L', '--logfile FILE', 'append logs to FILE') { |v| options[:logfile] = v }
         o.on('--json-logs', 'log JSON lines (the engine\'s and the app\'s)') { options[:json_logs] = true }
+        o.on('-v', '--verbose', 'debug logging') { options[:verbose] = true }
         o.on('-V', '--version', 'print the version') do
           puts "cogworker #{Cogworker::VERSION}"
           exit 0
@@ -90,7 +91,9 @@ module Cogworker
       $stdout.sync = true
       ENV_VARS.each { |k| ENV[k] = options[:environment] }
       redirect_logfile(options[:logfile]) if options[:logfile]
+      ENV['COGWORKER_LOG'] ||= 'debug' if options[:verbose]
       Native.init_logging(options[:json_logs] ? true : false)
+      Cogworker.logger.level = ::Logger::DEBUG if options[:verbose]
       redis_url = options[:settings][:redis_url]
       Native.warn_secret_on_command_line('--redis-url', redis_url.to_s) if redis_url
       file_settings = self.class.load_config_file(options[:config], options[:environment])
@@ -102,7 +105,10 @@ module Cogworker
       options[:processes] ? run_processes(options[:processes]) : run_worker
     rescue ConfigError, InvalidArgument, OptionParser::ParseError => e
       warn "cogworker: #{e.message}"
-      2
+      Native::EXIT_USAGE
+    rescue AppNotLoaded => e
+      warn e.message
+      Native::EXIT_USAGE
     end
 
     private
@@ -124,10 +130,19 @@ module Cogworker
       $stderr.reopen(file)
     end
 
+    # An app that is not there is a usage error, said in one line (the
+    # core's); one that fails while it loads keeps its backtrace.
     def require_app(path)
-      file = File.directory?(path) ? File.join(path, 'config', 'environment.rb') : path
-      ActiveJobHook.while_booting { require File.expand_path(file) }
+      file = File.expand_path(File.directory?(path) ? File.join(path, 'config', 'environment.rb') : path)
+      ActiveJobHook.while_booting { require file }
+    rescue LoadError => e
+      raise unless [file, "#{file}.rb"].include?(e.path) || e.message.end_with?(file)
+
+      raise AppNotLoaded, Native.app_not_loaded(path, e.message)
     end
+
+    # The app named by -r cannot be found.
+    class AppNotLoaded < StandardError; end
 
     def run_processes(count)
       processes = Processes.new(count, SIGNALS) { |early_signals| run_worker(early_signals) }

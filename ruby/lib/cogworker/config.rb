@@ -19,6 +19,15 @@ module Cogworker
       define_method(:"#{name}=") { |value| self[name] = value }
     end
 
+    # A setter of no setting (`c.concurency = 5`) is the engine's
+    # ConfigError listing the settings, as in Python, not a NoMethodError.
+    def method_missing(name, *args)
+      setter = name.to_s.end_with?('=') && args.size == 1
+      setter ? self[name.to_s.delete_suffix('=')] = args.first : super
+    end
+
+    def respond_to_missing?(name, include_private = false) = super
+
     def [](name)
       @native.get(name.to_s)
     end
