@@ -105,9 +105,6 @@ module Cogworker
       end
     end
 
-    # A slot thread. One that ends before the worker stops (Thread#kill, a
-    # crash) is replaced, as Sidekiq's manager replaces a dead processor:
-    # the worker keeps its full concurrency.
     # A slot thread: runs jobs (the engine's slot loop calls `perform` and
     # settles each) until the worker stops. One that ends before (Thread#kill,
     # a crash) is replaced, as Sidekiq's manager replaces a dead processor:
@@ -133,12 +130,12 @@ module Cogworker
       nil # the process is exiting: no new threads
     end
 
-    # Runs the delivery's job (through the server middleware, in a CONSUMER
-    # span when tracing records); returns what `perform` returned. The
-    # engine settles it.
     # What a job may raise that stops its worker.
     STOPS_WORKER = [SystemExit, Interrupt].freeze
 
+    # Runs the delivery's job (through the server middleware, in a CONSUMER
+    # span when tracing records); returns what `perform` returned. The
+    # engine settles it.
     def perform(delivery)
       class_name, jid, queue, _, args = delivery.info
       instance = @handlers.fetch(class_name).new
