@@ -157,6 +157,11 @@ class Run:
         with batch:
             for inner in step["jobs"]:
                 self.push(inner)
+            if "reentered_jobs" in step:
+                with batch:
+                    for inner in step["reentered_jobs"]:
+                        self.push(inner)
+                assert self.api.batch(batch.open())["open"], "the inner block closed it"
         assert batch.bid is not None
         self.jids[step["as"]] = batch.bid
 

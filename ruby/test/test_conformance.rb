@@ -138,7 +138,13 @@ class TestConformance < Minitest::Test
                **callback.fetch('options', {}).transform_keys(&:to_sym))
       @jids[callback['as']] = batch.callback_jids(callback['event']).last
     end
-    batch.jobs { step['jobs'].each { |inner| step_push(inner) } }
+    batch.jobs do
+      step['jobs'].each { |inner| step_push(inner) }
+      if step['reentered_jobs']
+        batch.jobs { step['reentered_jobs'].each { |inner| step_push(inner) } }
+        assert @api.batch(batch.bid)['open'], 'the inner block closed it'
+      end
+    end
     @jids[step['as']] = batch.bid
   end
 

@@ -31,6 +31,7 @@ module Cogworker
       @api = api
       @callbacks = []
       @opens = bid.nil?
+      @depth = 0
     end
 
     # Pushes `handler` (a job class, with the options it was declared
@@ -62,15 +63,19 @@ module Cogworker
     end
 
     # Pushes in the block join the batch. A new batch is opened first and
-    # closed after a block that returned (one that raised leaves it open:
-    # its callbacks do not fire for a batch half pushed).
+    # closed after its outermost block returned (a block entering the same
+    # batch again inside it does not close it; one that raised leaves it
+    # open: its callbacks do not fire for a batch half pushed). Python's
+    # `with batch:` does the same; a scenario pins both.
     def jobs
       outer = Thread.current[:cogworker_batch]
+      @depth += 1
       Thread.current[:cogworker_batch] = open
       result = yield self
-      close if @opens
+      close if @opens && @depth == 1
       result
     ensure
+      @depth -= 1
       Thread.current[:cogworker_batch] = outer
     end
 
