@@ -1,7 +1,7 @@
 //! Putting one job taken by a process back on its queue, atomically with
 //! taking it off that process's in-progress key: used by orphan recovery
 //! and shutdown (recovery.rs) and by a slot that gives a job back
-//! (completion.rs).
+//! (completion/).
 
 use crate::error::Result;
 use crate::in_progress::NOT_HELD;
@@ -63,7 +63,7 @@ pub(crate) async fn requeue_one(
 /// holds `identity`'s in-progress hash for it, in one script; then re-takes
 /// the job's periodic run lock on the namespace's slot.
 /// A job whose failure was filed before its entry could be taken off (a
-/// crash between the two steps, see completion.rs) is only taken off.
+/// crash between the two steps, see completion/file.rs) is only taken off.
 async fn requeue_on_its_slot(
     shared: &Shared,
     identity: &str,

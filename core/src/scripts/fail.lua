@@ -42,7 +42,7 @@
 --
 -- KEYS[11] sharded by queue: NS:filed:<identity>:<token>, the marker that
 --          this failure is filed (its in-progress entry is on the queue's
---          slot, taken off after this script; see completion.rs). Ignored
+--          slot, taken off after this script; see completion/file.rs). Ignored
 --          when ARGV[20] is "0" or absent.
 -- ARGV[20] the marker's TTL (whole seconds), "0" for none
 --
