@@ -122,6 +122,7 @@ pub(super) async fn ack(
 pub(super) async fn deliver_callbacks(shared: &Shared, handed: &[String]) {
     if let Err(e) = crate::outbox::deliver(&shared.redis, &shared.keys, handed).await {
         tracing::warn!(
+            target: super::TARGET,
             "pushing {} batch callback(s) failed; recovery pushes them: {e}",
             handed.len()
         );

@@ -1,5 +1,6 @@
 //! The lines a settled job gets: `done` and `failed`, with its fields.
 
+use super::TARGET;
 use crate::delivery::Delivery;
 use crate::job::now;
 use crate::retry::{Disposition, FailurePlan};
@@ -20,6 +21,7 @@ pub(super) fn trace_id(job: &crate::job::Job) -> Option<&str> {
 pub(super) fn log_success(delivery: &Delivery, finished_at: f64) {
     let job = &delivery.job;
     tracing::info!(
+        target: TARGET,
         jid = job.jid_str(),
         class = job.display_class(),
         queue = job.queue_name(),
@@ -51,12 +53,13 @@ pub(super) fn log_failure(
         Disposition::Cancelled => "cancelled".to_string(),
     };
     // An absent field (None) is not written at all.
-    let backtrace = (crate::logging::json() || tracing::enabled!(tracing::Level::DEBUG))
+    let backtrace = (crate::logging::json() || tracing::enabled!(target: TARGET, tracing::Level::DEBUG))
         .then(|| failure.backtrace.join("\n"))
         .filter(|b| !b.is_empty());
     macro_rules! line {
         ($level:ident) => {
             tracing::$level!(
+                target: TARGET,
                 jid = job.jid_str(),
                 class = job.display_class(),
                 queue = job.queue_name(),

@@ -17,6 +17,11 @@ mod lines;
 
 use ack::{ack, take_acknowledged};
 pub(crate) use bury::bury_unparseable;
+
+/// The target (a host's logger name: `cogworker.completion`) of every line
+/// the files of this module write, as when they were one file: a logging
+/// configuration by logger name keeps working.
+const TARGET: &str = "cogworker::completion";
 use file::{file_delivery, file_failure};
 use lines::log_success;
 
