@@ -1,0 +1,114 @@
+//! Building a job to push: [`Job::new`] and one method per option.
+
+use super::{float, now, Job, Retry};
+use serde_json::{Map, Value};
+
+impl Job {
+    /// A job for handler `class` with no args, on queue `default`, retried
+    /// up to 25 times.
+    pub fn new(class: impl Into<String>) -> Self {
+        let mut fields = Map::new();
+        fields.insert("class".into(), Value::String(class.into()));
+        fields.insert("args".into(), Value::Array(Vec::new()));
+        fields.insert("queue".into(), Value::String("default".into()));
+        fields.insert("retry".into(), Value::Bool(true));
+        Job { fields }
+    }
+
+    /// The handler's arguments.
+    pub fn args<I: IntoIterator<Item = Value>>(mut self, args: I) -> Self {
+        self.fields
+            .insert("args".into(), Value::Array(args.into_iter().collect()));
+        self
+    }
+    /// The queue to push to.
+    pub fn queue(mut self, queue: impl Into<String>) -> Self {
+        self.fields.insert("queue".into(), Value::String(queue.into()));
+        self
+    }
+    /// What a failure does.
+    pub fn retry(mut self, retry: Retry) -> Self {
+        let value = match retry {
+            Retry::Discard => Value::Bool(false),
+            Retry::Max(n) => Value::from(n),
+        };
+        self.fields.insert("retry".into(), value);
+        self
+    }
+    /// Run no earlier than `epoch_seconds`.
+    pub fn at(mut self, epoch_seconds: f64) -> Self {
+        self.fields.insert("at".into(), float(epoch_seconds));
+        self
+    }
+    /// Run `seconds` from now.
+    pub fn delay(self, seconds: f64) -> Self {
+        self.at(now() + seconds)
+    }
+    /// Its id (a push gives one when there is none).
+    pub fn jid(mut self, jid: impl Into<String>) -> Self {
+        self.fields.insert("jid".into(), Value::String(jid.into()));
+        self
+    }
+    /// Unique for `seconds`: while a job with the same class, queue and
+    /// args holds the lock (until it succeeds or dies, at most `seconds`
+    /// after it was due), pushing another returns no jid.
+    pub fn unique_for(mut self, seconds: f64) -> Self {
+        self.fields.insert("unique_for".into(), float(seconds));
+        self
+    }
+    /// Keep this job's outcome (status, return value or error) for
+    /// `seconds` after it settles, for [`crate::Api::result`] and
+    /// [`crate::Api::status`]. A job without it pays nothing for results.
+    pub fn result_ttl(mut self, seconds: f64) -> Self {
+        self.fields.insert("result_ttl".into(), float(seconds));
+        self
+    }
+    /// Its priority within its queue: 0 (last) to 9 (first); a job
+    /// without one is at 5. Strict: a worker takes every job of a higher
+    /// level of a queue before one of a lower level (see
+    /// [`crate::priority`]).
+    pub fn priority(mut self, level: u8) -> Self {
+        self.fields.insert("priority".into(), Value::from(level));
+        self
+    }
+    /// Dropped, never run, if it has not started `seconds` after it is
+    /// pushed: counted as `expired`, logged, and kept in `dead` only with
+    /// [`Job::keep_expired`].
+    pub fn expires_in(mut self, seconds: f64) -> Self {
+        self.fields.insert("expires_in".into(), float(seconds));
+        self
+    }
+    /// Its time limit: a handler still running `seconds` after it began is
+    /// stopped (see [`crate::time_limit`]) and the job fails as
+    /// `cogworker::Timeout`, retried by its policy.
+    pub fn timeout(mut self, seconds: f64) -> Self {
+        self.fields.insert("timeout".into(), float(seconds));
+        self
+    }
+    /// Dropped, never run, if it has not started by `epoch_seconds` (see
+    /// [`Job::expires_in`]).
+    pub fn expires_at(mut self, epoch_seconds: f64) -> Self {
+        self.fields.insert("expires_at".into(), float(epoch_seconds));
+        self
+    }
+    /// Once expired, filed in `dead` (as `cogworker::Expired`) instead of
+    /// dropped.
+    pub fn keep_expired(mut self) -> Self {
+        self.fields.insert("keep_expired".into(), Value::Bool(true));
+        self
+    }
+    /// Runs only within the rate limiters `names` (see [`crate::Limit`]):
+    /// each is taken before a slot runs the job; over one, the job is
+    /// rescheduled (not failed, not a retry) until it gets its turn, at most
+    /// `over_limit_max` times.
+    pub fn limits<S: Into<String>, I: IntoIterator<Item = S>>(mut self, names: I) -> Self {
+        let names = names.into_iter().map(|n| Value::String(n.into())).collect();
+        self.fields.insert("limits".into(), Value::Array(names));
+        self
+    }
+    /// Any other field, kept as given.
+    pub fn field(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.fields.insert(key.into(), value);
+        self
+    }
+}

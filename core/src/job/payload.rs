@@ -1,0 +1,98 @@
+//! A payload read from Redis or given as JSON: parsed (what cannot be run
+//! says why), completed with what a stored job may lack, or wrapped
+//! whole when no job can be made of it.
+
+use super::{
+    check_nesting, float, new_jid, now, numbers, safe_string, type_name, Job, Retry, ERROR_MESSAGE_LIMIT,
+    RAW_PAYLOAD_LIMIT, UNPARSEABLE_CLASS,
+};
+use crate::error::{Error, Result};
+use serde_json::{Map, Value};
+
+impl Job {
+    /// An empty stand-in, for moving a job out of a value being dropped.
+    pub(crate) fn placeholder() -> Self {
+        Job { fields: Map::new() }
+    }
+
+    /// Takes a JSON object as a job to push; see [`Job::validate`].
+    pub fn from_value(value: Value) -> Result<Self> {
+        match value {
+            Value::Object(fields) => {
+                let mut job = Job { fields };
+                job.validate()?;
+                Ok(job)
+            }
+            other => Err(Error::invalid_job(
+                "job",
+                format!("must be a JSON object, got {}", type_name(&other)),
+            )),
+        }
+    }
+
+    /// Parses a fetched payload. `Err` carries why it cannot be run; the
+    /// caller buries it (see [`Job::unparseable`]).
+    pub fn parse(raw: &[u8]) -> std::result::Result<Self, String> {
+        let value: Value = serde_json::from_slice(raw).map_err(|e| format!("not valid JSON: {e}"))?;
+        let Value::Object(fields) = value else {
+            return Err(format!("not a JSON object but {}", type_name(&value)));
+        };
+        match fields.get("class") {
+            Some(Value::String(c)) if !c.is_empty() => {}
+            Some(_) => return Err("`class` is not a non-empty string".into()),
+            None => return Err("no `class` field".into()),
+        }
+        match fields.get("args") {
+            Some(Value::Array(args)) => check_nesting(args).map_err(|(field, reason)| format!("`{field}` {reason}"))?,
+            Some(args) => return Err(format!("`args` is {}, not an array", type_name(args))),
+            None => {}
+        }
+        numbers::check_on_delivery(&fields)?;
+        Ok(Job { fields })
+    }
+
+    /// Fills what a job taken from Redis may lack, so every later path sees
+    /// a complete job: `queue` (`default`), `retry` (`true`), `created_at`
+    /// (`now`) and `jid` (a new one: two byte-identical payloads without a
+    /// jid become two jobs, never one sorted-set member). Fields present
+    /// are left as they are.
+    pub(crate) fn normalize(&mut self, now: f64) {
+        let missing = |fields: &Map<String, Value>, key: &str| !fields.contains_key(key);
+        if missing(&self.fields, "queue") {
+            self.set("queue", Value::String("default".into()));
+        }
+        if missing(&self.fields, "retry") {
+            self.set("retry", Value::Bool(true));
+        }
+        if missing(&self.fields, "created_at") {
+            self.set("created_at", float(now));
+        }
+        if self.jid_str().is_empty() {
+            self.set("jid", Value::String(new_jid()));
+        }
+    }
+
+    /// The wrapper an unparseable payload is buried as: a regular job (so
+    /// every tool can list it) keeping the original bytes.
+    pub fn unparseable(raw: &[u8], queue: &str, reason: &str) -> Self {
+        let now = now();
+        let kept = &raw[..raw.len().min(RAW_PAYLOAD_LIMIT)];
+        let mut job = Job::new(UNPARSEABLE_CLASS)
+            .queue(queue)
+            .retry(Retry::Discard)
+            .jid(new_jid())
+            .field("retry_count", Value::from(0))
+            .field("enqueued_at", float(now))
+            .field("failed_at", float(now))
+            .field("error_class", Value::String("cogworker::UnparseablePayload".into()))
+            .field("error_message", Value::String(safe_string(reason, ERROR_MESSAGE_LIMIT)))
+            .field("raw_payload", Value::String(String::from_utf8_lossy(kept).into_owned()));
+        if std::str::from_utf8(kept).is_err() {
+            // Lossy text alone would drop the invalid bytes: keep them exactly.
+            use base64::Engine as _;
+            let encoded = base64::engine::general_purpose::STANDARD.encode(kept);
+            job.set("raw_payload_base64", Value::String(encoded));
+        }
+        job
+    }
+}

@@ -1,0 +1,102 @@
+//! The checks a job to push passes, each error naming its field.
+
+use super::{
+    check_limiter_name, check_nesting, float, new_jid, numbers, unique_digest, valid_jid, Job, CLASS_MAX_LEN, JID_RULE,
+    LIMITS_MAX,
+};
+use crate::error::{Error, Result};
+use serde_json::Value;
+
+impl Job {
+    /// Checks every known field a pusher may set; the error names the field.
+    pub fn validate(&mut self) -> Result<()> {
+        let bad = |field: &str, value: &Value, reason: &str| Error::invalid_value(field, value, reason);
+        match self.fields.get("class") {
+            Some(Value::String(c)) if !c.trim().is_empty() && c.chars().count() <= CLASS_MAX_LEN => {}
+            Some(Value::String(c)) if !c.trim().is_empty() => {
+                return Err(Error::invalid_job(
+                    "class",
+                    format!("must be at most {CLASS_MAX_LEN} characters, not {}", c.chars().count()),
+                ))
+            }
+            Some(v) => return Err(bad("class", v, "must be a non-empty string")),
+            None => return Err(Error::invalid_job("class", "is required")),
+        }
+        match self.fields.get("args") {
+            None => {
+                self.fields.insert("args".into(), Value::Array(Vec::new()));
+            }
+            Some(Value::Array(args)) => {
+                check_nesting(args).map_err(|(field, reason)| Error::invalid_job(field, reason))?
+            }
+            Some(v) => return Err(bad("args", v, "must be an array")),
+        }
+        match self.fields.get("queue") {
+            None => {
+                self.fields.insert("queue".into(), Value::String("default".into()));
+            }
+            Some(Value::String(q)) => {
+                crate::config::validate_queue_name(q).map_err(|reason| bad("queue", &self.fields["queue"], reason))?
+            }
+            Some(v) => return Err(bad("queue", v, "must be a string")),
+        }
+        if !self.fields.contains_key("retry") {
+            self.fields.insert("retry".into(), Value::Bool(true));
+        }
+        match self.fields.get("jid") {
+            None => {}
+            Some(Value::String(j)) if valid_jid(j) => {}
+            Some(v) => return Err(bad("jid", v, JID_RULE)),
+        }
+        numbers::check_for_push(&self.fields).map_err(|(field, value, reason)| bad(field, value, reason))?;
+        match self.fields.get("bid") {
+            None => {}
+            Some(Value::String(b)) if valid_jid(b) => {}
+            Some(v) => return Err(bad("bid", v, JID_RULE)),
+        }
+        match self.fields.get("keep_expired") {
+            None | Some(Value::Bool(_)) => {}
+            Some(v) => return Err(bad("keep_expired", v, "must be true or false")),
+        }
+        match self.fields.get("limits") {
+            None => {}
+            Some(Value::Array(names)) if !names.is_empty() && names.len() <= LIMITS_MAX => {
+                for (i, name) in names.iter().enumerate() {
+                    let field = format!("limits[{i}]");
+                    match name {
+                        Value::String(text) => check_limiter_name(text).map_err(|reason| bad(&field, name, reason))?,
+                        other => return Err(bad(&field, other, "must be a limiter's name")),
+                    }
+                    // A job holding a place of a limiter waits for itself
+                    // when it asks that limiter again: it would never run.
+                    if names[..i].contains(name) {
+                        return Err(bad(&field, name, "names a limiter listed before it"));
+                    }
+                }
+            }
+            Some(v) => return Err(bad("limits", v, "must be a list of 1 to 8 limiter names")),
+        }
+        Ok(())
+    }
+
+    /// Fills what a push adds: `jid`, `created_at`. Validates first.
+    pub(crate) fn prepare_for_push(&mut self, now: f64) -> Result<()> {
+        self.validate()?;
+        if !self.fields.contains_key("jid") {
+            self.fields.insert("jid".into(), Value::String(new_jid()));
+        }
+        if !self.fields.contains_key("created_at") {
+            self.fields.insert("created_at".into(), float(now));
+        }
+        // Counted from the push, on the fleet's clock (`now`).
+        if let Some(ttl) = self.fields.remove("expires_in").and_then(|t| t.as_f64()) {
+            let at = self.expiry().map_or(now + ttl, |at| at.min(now + ttl));
+            self.fields.insert("expires_at".into(), float(at));
+        }
+        if self.unique_for_secs().is_some() {
+            let digest = unique_digest(self.class(), self.queue_name(), self.args_slice());
+            self.fields.insert("unique_digest".into(), Value::String(digest));
+        }
+        Ok(())
+    }
+}
