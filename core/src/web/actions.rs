@@ -1,8 +1,9 @@
 //! The actions (POST): each checks the form's CSRF token, does one thing
 //! through the ops API, and redirects back (303) so a reload never repeats it.
 
-use super::pages::{set_of, WebError};
+use super::pages::WebError;
 use super::security::{csrf_ok, CsrfToken, CSRF_FIELD};
+use super::set_pages::set_of;
 use super::State;
 use crate::api::JobSet;
 use axum::body::Bytes;

@@ -14,6 +14,7 @@ mod metrics_pages;
 mod pages;
 mod prometheus;
 mod security;
+mod set_pages;
 
 use crate::api::Api;
 use crate::client::Client;
@@ -233,9 +234,9 @@ fn build_router(config: &Config, options: &WebOptions, bound: SocketAddr) -> Res
         .route("/jobs/{jid}/cancel", post(actions::cancel))
         .route("/processes", get(pages::processes))
         .route("/processes/{identity}/{action}", post(actions::process))
-        .route("/sets/{set}", get(pages::set))
+        .route("/sets/{set}", get(set_pages::set))
         .route("/sets/{set}/actions", post(actions::set))
-        .route("/sets/{set}/job/{jid}", get(pages::job))
+        .route("/sets/{set}/job/{jid}", get(set_pages::job))
         .route("/history", get(pages::history))
         .route("/classes", get(metrics_pages::classes))
         .route("/class", get(metrics_pages::class))
