@@ -3,103 +3,13 @@
 use crate::error::{Error, Result};
 use std::time::Duration;
 
-/// How processors take jobs off their queues.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FetchMode {
-    /// Atomic move into a per-process in-progress list (needs Redis >= 6.2):
-    /// a job survives its process dying.
-    Reliable,
-    /// `BLMPOP` (or `BRPOP`): once popped a job lives only in the
-    /// process's memory.
-    Basic,
-}
+mod modes;
+mod queue_spec;
 
-impl std::str::FromStr for FetchMode {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "reliable" => Ok(FetchMode::Reliable),
-            "basic" => Ok(FetchMode::Basic),
-            other => Err(Error::config(
-                "fetch",
-                format!("{other:?}"),
-                "must be \"reliable\" or \"basic\"",
-            )),
-        }
-    }
-}
-
-/// What the periodic ticker does with slots missed while no process ran.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CatchUp {
-    /// Fire only the most recent missed slot.
-    Latest,
-    /// Fire every missed slot (bounded).
-    All,
-}
-
-impl std::str::FromStr for CatchUp {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "latest" => Ok(CatchUp::Latest),
-            "all" => Ok(CatchUp::All),
-            other => Err(Error::config(
-                "periodic_catch_up",
-                format!("{other:?}"),
-                "must be \"latest\" or \"all\"",
-            )),
-        }
-    }
-}
-
-/// A queue to work, with its weight (a queue of weight 3 is tried first
-/// three times as often as one of weight 1).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct QueueSpec {
-    /// The queue's name.
-    pub name: String,
-    /// How often it comes first, relative to the others (1 or more).
-    pub weight: u32,
-}
-
-impl QueueSpec {
-    /// Parses `name` or `name,weight` (the CLI's `-q` syntax).
-    pub fn parse(spec: &str) -> Result<Self> {
-        let (name, weight) = match spec.rsplit_once(',') {
-            Some((name, weight)) => {
-                let weight: u32 = weight
-                    .trim()
-                    .parse()
-                    .map_err(|_| Error::config("queues", format!("{spec:?}"), "weight must be a whole number >= 1"))?;
-                (name.trim(), weight)
-            }
-            None => (spec.trim(), 1),
-        };
-        validate_queue_name(name).map_err(|reason| Error::config("queues", format!("{spec:?}"), reason))?;
-        if weight == 0 {
-            return Err(Error::config(
-                "queues",
-                format!("{spec:?}"),
-                "weight must be a whole number >= 1",
-            ));
-        }
-        Ok(QueueSpec {
-            name: name.to_string(),
-            weight,
-        })
-    }
-}
-
-pub(crate) fn validate_queue_name(name: &str) -> std::result::Result<(), &'static str> {
-    if name.is_empty() {
-        Err("queue name must not be empty")
-    } else if name.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        Err("queue name must not contain whitespace or control characters")
-    } else {
-        Ok(())
-    }
-}
+pub use modes::{CatchUp, FetchMode};
+use queue_spec::parse_queue_list;
+pub(crate) use queue_spec::validate_queue_name;
+pub use queue_spec::QueueSpec;
 
 /// Worker and client settings. Build with [`Config::default`] or
 /// [`Config::from_env`], then adjust with the validating setters.
@@ -543,40 +453,9 @@ impl Config {
     }
 }
 
-fn parse_queue_list<S: AsRef<str>>(specs: &[S]) -> Result<Vec<QueueSpec>> {
-    if specs.is_empty() {
-        return Err(Error::config("queues", "[]", "at least one queue is required"));
-    }
-    let mut queues: Vec<QueueSpec> = Vec::new();
-    for spec in specs {
-        let q = QueueSpec::parse(spec.as_ref())?;
-        if queues.iter().any(|have| have.name == q.name) {
-            return Err(Error::config("queues", format!("{:?}", q.name), "listed twice"));
-        }
-        queues.push(q);
-    }
-    Ok(queues)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn queue_specs_parse_weights_and_reject_bad_ones() {
-        assert_eq!(
-            QueueSpec::parse("critical,3").unwrap(),
-            QueueSpec {
-                name: "critical".into(),
-                weight: 3
-            }
-        );
-        assert_eq!(QueueSpec::parse("low").unwrap().weight, 1);
-        let err = QueueSpec::parse("low,zero").unwrap_err().to_string();
-        assert!(err.contains("queues") && err.contains("low,zero"), "{err}");
-        assert!(QueueSpec::parse(",2").is_err());
-        assert!(QueueSpec::parse("a,0").is_err());
-    }
 
     #[test]
     fn setters_name_the_field_and_value() {
