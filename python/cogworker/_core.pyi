@@ -1,7 +1,7 @@
 """Type stubs for the native module (bindings/python)."""
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from typing_extensions import final
 
@@ -64,6 +64,7 @@ __all__ = [
     "testing_result",
     "testing_run",
     "testing_status",
+    "testing_unknown_class",
     "warn_secret_on_command_line",
     "worker_flags",
 ]
@@ -258,6 +259,7 @@ def testing_drain(run: Callable[[dict[str, Any]], Any], class_name: str | None =
 def testing_run(job: dict[str, Any], call: Callable[[], Any]) -> Any: ...
 def testing_clear(class_name: str | None = None) -> None: ...
 def testing_result(jid: str) -> tuple[str, Any]: ...
+def testing_unknown_class(class_name: str) -> NoReturn: ...
 def testing_status(jid: str) -> str: ...
 def api_calls() -> list[tuple[str, list[str], str]]: ...
 def admin_commands() -> list[tuple[str, str | None, str]]: ...

@@ -124,7 +124,7 @@ def _perform(job: dict[str, Any]) -> Any:
     """Runs a recorded or inline job's handler; the engine keeps its outcome."""
     handle = _registry.handlers().get(job["class"])
     if handle is None:
-        raise LookupError(f"no handler registered for class {job['class']!r}")
+        _core.testing_unknown_class(str(job["class"]))  # raises the core's InvalidArgument
     from ._hooks import RunningJob, set_current
 
     args = job.get("args", [])

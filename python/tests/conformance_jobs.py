@@ -42,6 +42,12 @@ def conformance_interrupt() -> None:
     raise KeyboardInterrupt  # what Ctrl-C raises
 
 
+@cogworker.job(name="ConformanceWhoAmI")
+def conformance_who_am_i() -> list[Any]:
+    job = cogworker.current_job()
+    return [job.bid, bool(job.jid)]
+
+
 @cogworker.job(name="ConformanceDeclared", queue="declared", retry=False)
 def conformance_declared(*args: Any) -> None:
     pass

@@ -71,3 +71,8 @@ class ConformanceInterrupt
   cogworker_retry_in { |_count, _error| 3600 }
   def perform = raise(Interrupt) # what Ctrl-C raises
 end
+
+class ConformanceWhoAmI
+  include Cogworker::Job
+  def perform = [bid, !jid.to_s.empty?]
+end

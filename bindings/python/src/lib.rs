@@ -167,6 +167,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(testing::testing_clear, m)?)?;
     m.add_function(wrap_pyfunction!(testing::testing_result, m)?)?;
     m.add_function(wrap_pyfunction!(testing::testing_status, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::testing_unknown_class, m)?)?;
     m.add_function(wrap_pyfunction!(api::admin_commands, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("WORKER_SIGNALS", cogworker::host::WORKER_SIGNALS)?;

@@ -85,6 +85,13 @@ pub fn testing_result<'py>(py: Python<'py>, jid: &str) -> PyResult<(&'static str
     outcome(py, testing::result(jid))
 }
 
+/// Raises the core's error for a job of a class no handler is registered
+/// for (`InvalidArgument` on field `class`).
+#[pyfunction]
+pub fn testing_unknown_class(class_name: &str) -> PyResult<()> {
+    Err(to_py(testing::unknown_class(class_name)))
+}
+
 /// `status(jid)` in a testing mode.
 #[pyfunction]
 pub fn testing_status(jid: &str) -> String {

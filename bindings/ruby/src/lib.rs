@@ -96,6 +96,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("testing_clear", function!(testing::clear, 1))?;
     native.define_module_function("testing_result", function!(testing::result, 1))?;
     native.define_module_function("testing_status", function!(testing::status, 1))?;
+    native.define_module_function("testing_unknown_class", function!(testing::unknown_class, 1))?;
     native.define_module_function("admin_commands", function!(api::admin_commands, 0))?;
 
     native.define_module_function("bind_to_parent", function!(supervisor::bind_to_parent, 1))?;

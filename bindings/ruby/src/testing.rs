@@ -76,6 +76,12 @@ pub fn result(ruby: &Ruby, jid: String) -> (&'static str, Value) {
     outcome(ruby, testing::result(&jid))
 }
 
+/// Raises the core's error for a job of a class no handler is registered
+/// for (`InvalidArgument` on field `class`).
+pub fn unknown_class(ruby: &Ruby, class_name: String) -> Result<(), Error> {
+    Err(to_ruby(ruby, testing::unknown_class(&class_name)))
+}
+
 /// `status(jid)` in a testing mode.
 pub fn status(jid: String) -> String {
     testing::status(&jid)

@@ -16,6 +16,7 @@
 //! recorded, so a test can look at it after the block, until the next
 //! entry or an explicit `clear`.
 
+use crate::error::Error;
 use crate::job::Job;
 use crate::results::JobOutcome;
 use serde_json::{json, Value};
@@ -228,6 +229,18 @@ pub fn run<V, E>(
 /// when there is none.
 pub fn perform_one<V, E>(class: &str, run: impl FnOnce(Value) -> Result<V, E>) -> Option<Result<V, E>> {
     take_oldest(class).map(run)
+}
+
+/// What a testing mode raises for a job of a class no handler is
+/// registered for in this process (a worker files such a job as
+/// `cogworker::UnknownHandler`): the same in every host, where Python
+/// raised `LookupError` and Ruby `NameError`.
+pub fn unknown_class(class: &str) -> Error {
+    Error::invalid_argument(
+        "class",
+        format!("{class:?}"),
+        "no handler is registered for it in this process",
+    )
 }
 
 /// What `perform_one` says when there is nothing to run.

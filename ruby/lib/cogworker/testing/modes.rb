@@ -79,15 +79,29 @@ module Cogworker
         end
       end
 
-      # Only registered job classes run, as in a worker; the engine keeps
-      # the outcome.
+      # Only registered job classes run, as in a worker (another raises the
+      # core's InvalidArgument); the engine keeps the outcome. The job is the
+      # thread's current one while it runs, as in a worker: its `bid`, and
+      # its jid and class on log lines.
       def perform(job)
         klass = Cogworker.registry[job['class']]
-        raise NameError, "no job class registered as #{job['class']}" unless klass
+        Native.testing_unknown_class(job['class'].to_s) unless klass
 
         instance = klass.new
         instance.jid = job['jid'] if instance.respond_to?(:jid=)
-        Native.testing_run(job, -> { instance.perform(*job['args']) })
+        instance.cogworker_delivery = Recorded.new(job) if instance.respond_to?(:cogworker_delivery=)
+        outer = Thread.current[:cogworker_job]
+        Thread.current[:cogworker_job] = { jid: job['jid'], class: job['class'] }
+        begin
+          Native.testing_run(job, -> { instance.perform(*job['args']) })
+        ensure
+          Thread.current[:cogworker_job] = outer
+        end
+      end
+
+      # What a job run in a testing mode reads of its delivery.
+      Recorded = Struct.new(:payload) do
+        def cancelled = false
       end
     end
   end
