@@ -15,12 +15,11 @@ import logging
 import os
 import signal
 import sys
+import traceback
 from typing import Any, Callable
 
 from . import _core
 from ._settings import make_config
-
-logger = logging.getLogger("cogworker")
 
 # Forking is POSIX-only, and so is this module. The worker command's signals.
 FORWARDED = tuple(getattr(signal, "SIG" + name) for name in _core.WORKER_SIGNALS)
@@ -43,9 +42,9 @@ def run_processes(count: int, settings: dict[str, Any], serve: Serve) -> int:
     return supervisor.run(lambda index: _fork(index, parent, settings, serve))
 
 
-def _fork(index: int, parent: int, settings: dict[str, Any], serve: Serve) -> int | None:
-    """Forks child ``index``; returns its pid in the parent (None if the
-    fork failed). The child never returns."""
+def _fork(index: int, parent: int, settings: dict[str, Any], serve: Serve) -> int | str:
+    """Forks child ``index``; returns its pid in the parent, or why the
+    fork failed (the core logs it and retries). The child never returns."""
     sys.stdout.flush()
     sys.stderr.flush()
     # Blocked across the fork, so a signal aimed at the new child waits
@@ -54,8 +53,7 @@ def _fork(index: int, parent: int, settings: dict[str, Any], serve: Serve) -> in
     try:
         pid = os.fork()
     except OSError as error:
-        logger.error("could not fork worker process %d: %s", index + 1, error)
-        return None
+        return str(error)
     finally:
         if os.getpid() == parent:
             _unblock_signals()
@@ -70,15 +68,15 @@ def _unblock_signals() -> None:
 
 
 def _run_child(index: int, parent: int, settings: dict[str, Any], serve: Serve) -> None:
-    status = 1
+    status = _core.CHILD_FAILED
     try:
         if not _core.bind_to_parent(parent):
-            logger.info("worker process %d: the parent is gone; exiting", index + 1)
-            status = 0
+            status = _core.child_parent_gone(index)
         else:
             status = serve(settings, signals_ready=_unblock_signals)
-    except BaseException:  # noqa: BLE001 - a child must never return into the parent's loop
-        logger.exception("worker process %d failed", index + 1)
+    except BaseException as error:  # noqa: BLE001 - a child must never return into the parent's loop
+        lines = "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip()
+        status = _core.child_failed(index, type(error).__qualname__, str(error), lines.split("\n"))
     finally:
         logging.shutdown()
         sys.stdout.flush()

@@ -135,6 +135,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<web::PyRedisServer>()?;
     m.add_class::<supervisor::PySupervisor>()?;
     m.add_function(wrap_pyfunction!(supervisor::bind_to_parent, m)?)?;
+    m.add_function(wrap_pyfunction!(supervisor::child_parent_gone, m)?)?;
+    m.add_function(wrap_pyfunction!(supervisor::child_failed, m)?)?;
     m.add_function(wrap_pyfunction!(after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(init_logging, m)?)?;
     m.add_function(wrap_pyfunction!(log_line, m)?)?;
@@ -173,6 +175,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("WORKER_SIGNALS", cogworker::host::WORKER_SIGNALS)?;
     m.add("LIFECYCLE_EVENTS", cogworker::host::LIFECYCLE_EVENTS)?;
     m.add("EXIT_USAGE", cogworker::host::EXIT_USAGE)?;
+    m.add("CHILD_FAILED", cogworker::host::supervisor::CHILD_FAILED)?;
     let push_options: Vec<&str> = cogworker::host::PUSH_OPTIONS.iter().map(|(name, _)| *name).collect();
     m.add("PUSH_OPTIONS", push_options)?;
     Ok(())

@@ -26,14 +26,17 @@ impl PySupervisor {
 
     /// Runs the parent (the core's `Supervisor::run`) until its children
     /// have stopped; its exit status. `fork(index)` forks child `index` and
-    /// returns its pid, or None when the fork failed; the waits release
-    /// the GIL and let the signal handlers run.
+    /// returns its pid, or why the fork failed (a str: the core logs it and
+    /// retries); the waits release the GIL and let the signal handlers run.
     fn run(&self, py: Python<'_>, fork: &Bound<'_, PyAny>) -> PyResult<i32> {
         Supervisor::run(
             &self.inner,
             |index| {
-                let pid: Option<i64> = fork.call1((index,))?.extract()?;
-                Ok(pid.ok_or_else(|| "fork failed".to_string()))
+                let forked = fork.call1((index,))?;
+                Ok(match forked.extract::<i64>() {
+                    Ok(pid) => Ok(pid),
+                    Err(_) => Err(forked.str()?.to_string()),
+                })
             },
             |duration| {
                 let seconds = Some(duration.as_secs_f64());
@@ -47,6 +50,18 @@ impl PySupervisor {
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         inner.signal(name).map_err(errors::to_py)
     }
+}
+
+/// In a child: logs that its parent is gone; its exit status.
+#[pyfunction]
+pub fn child_parent_gone(index: usize) -> i32 {
+    supervisor::child_parent_gone(index)
+}
+
+/// In a child: logs what ended its worker; its exit status.
+#[pyfunction]
+pub fn child_failed(index: usize, error_class: &str, message: &str, backtrace: Vec<String>) -> i32 {
+    supervisor::child_failed(index, error_class, message, &backtrace)
 }
 
 /// In a forked child: TERM when the parent dies; False if it already has.

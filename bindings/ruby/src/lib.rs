@@ -100,6 +100,8 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("admin_commands", function!(api::admin_commands, 0))?;
 
     native.define_module_function("bind_to_parent", function!(supervisor::bind_to_parent, 1))?;
+    native.define_module_function("child_parent_gone", function!(supervisor::child_parent_gone, 1))?;
+    native.define_module_function("child_failed", function!(supervisor::child_failed, 4))?;
 
     let supervisor = native.define_class("Supervisor", ruby.class_object())?;
     supervisor.define_singleton_method("new", function!(supervisor::RbSupervisor::new, 1))?;
@@ -165,6 +167,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.const_set("WORKER_SIGNALS", cogworker::host::WORKER_SIGNALS.to_vec())?;
     native.const_set("LIFECYCLE_EVENTS", cogworker::host::LIFECYCLE_EVENTS.to_vec())?;
     native.const_set("EXIT_USAGE", cogworker::host::EXIT_USAGE)?;
+    native.const_set("CHILD_FAILED", cogworker::host::supervisor::CHILD_FAILED)?;
     let push_options: Vec<&str> = cogworker::host::PUSH_OPTIONS.iter().map(|(name, _)| *name).collect();
     native.const_set("PUSH_OPTIONS", push_options)?;
 

@@ -27,15 +27,19 @@ impl RbSupervisor {
 
     /// Runs the parent (the core's `Supervisor::run`) until its children
     /// have stopped; its exit status. `fork.call(index)` forks child `index`
-    /// and returns its pid, or nil when the fork failed; the waits run
+    /// and returns its pid, or why the fork failed (a String: the core logs
+    /// it and retries); the waits run
     /// without the GVL, and the trap handlers (which call `signal`) between
     /// their slices.
     pub fn run(ruby: &Ruby, rb_self: &Self, fork: Value) -> Result<i32, Error> {
         Supervisor::run(
             &rb_self.inner,
             |index| {
-                let pid: Option<i64> = fork.funcall("call", (index,))?;
-                Ok(pid.ok_or_else(|| "fork failed".to_string()))
+                let forked: Value = fork.funcall("call", (index,))?;
+                Ok(match i64::try_convert(forked) {
+                    Ok(pid) => Ok(pid),
+                    Err(_) => Err(String::try_convert(forked).unwrap_or_else(|_| "fork failed".into())),
+                })
             },
             |duration| {
                 let seconds = Some(duration.as_secs_f64());
@@ -47,6 +51,16 @@ impl RbSupervisor {
     pub fn signal(ruby: &Ruby, rb_self: &Self, name: String) -> Result<(), Error> {
         rb_self.with(|s| s.signal(&name)).map_err(|e| to_ruby(ruby, e))
     }
+}
+
+/// In a child: logs that its parent is gone; its exit status.
+pub fn child_parent_gone(index: usize) -> i32 {
+    supervisor::child_parent_gone(index)
+}
+
+/// In a child: logs what ended its worker; its exit status.
+pub fn child_failed(index: usize, error_class: String, message: String, backtrace: Vec<String>) -> i32 {
+    supervisor::child_failed(index, &error_class, &message, &backtrace)
 }
 
 /// In a forked child: TERM when the parent dies; false if it already has.

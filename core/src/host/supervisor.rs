@@ -311,6 +311,34 @@ fn try_wait(pid: libc::pid_t) -> Option<String> {
     })
 }
 
+/// The exit status of a child whose parent was gone before it began: it
+/// has nothing to do.
+pub const PARENT_GONE: i32 = 0;
+
+/// The exit status of a child whose worker ended by an error that escaped
+/// it (its jobs are recovered; the parent starts another child).
+pub const CHILD_FAILED: i32 = 1;
+
+/// Logs that child `index` found its parent gone; its exit status. Each
+/// host logged a line of its own.
+pub fn child_parent_gone(index: usize) -> i32 {
+    tracing::info!("worker process {}: the parent is gone; exiting", index + 1);
+    PARENT_GONE
+}
+
+/// Logs what ended child `index`'s worker (an error that escaped it, its
+/// backtrace as a field); its exit status. Python logged the traceback,
+/// Ruby only the class and message.
+pub fn child_failed(index: usize, error_class: &str, message: &str, backtrace: &[String]) -> i32 {
+    let line = format!("worker process {} failed: {error_class}: {message}", index + 1);
+    if backtrace.is_empty() {
+        tracing::error!("{line}");
+    } else {
+        tracing::error!(backtrace = %backtrace.join("\n"), "{line}");
+    }
+    CHILD_FAILED
+}
+
 /// In a freshly forked child: ask the kernel to send it TERM (a graceful
 /// stop) when the parent dies, even by `kill -9`. Returns false if the
 /// parent (`parent_pid`) is already gone, in which case the child should
@@ -332,6 +360,19 @@ pub fn bind_to_parent(parent_pid: i64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_childs_end_is_said_once_with_its_exit_status() {
+        assert_eq!(child_parent_gone(0), PARENT_GONE);
+        assert_eq!(
+            child_failed(1, "RuntimeError", "boom", &["at app.rb:1".into()]),
+            CHILD_FAILED
+        );
+        assert_ne!(
+            PARENT_GONE, CHILD_FAILED,
+            "a failed child is told from one with nothing to do"
+        );
+    }
     use std::process::Command;
 
     fn sleeper(seconds: &str) -> i64 {

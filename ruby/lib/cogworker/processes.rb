@@ -32,26 +32,21 @@ module Cogworker
 
     private
 
-    # Child `index`'s pid; nil when it could not be forked.
+    # Child `index`'s pid, or why it could not be forked (the core logs it
+    # and retries).
     def start(index, parent, early)
       $stdout.flush
       $stderr.flush
       Process.fork { run_child(index, parent, early) }
     rescue SystemCallError => e
-      Cogworker.logger.error("could not fork worker process #{index + 1}: #{e.message}")
-      nil
+      e.message
     end
 
     def run_child(index, parent, early)
-      status = 1
-      status = if Native.bind_to_parent(parent)
-                 @child.call(early)
-               else
-                 Cogworker.logger.info("worker process #{index + 1}: the parent is gone; exiting")
-                 0
-               end
+      status = Native::CHILD_FAILED
+      status = Native.bind_to_parent(parent) ? @child.call(early) : Native.child_parent_gone(index)
     rescue Exception => e # rubocop:disable Lint/RescueException -- a child never returns into the parent's loop
-      Cogworker.logger.error("worker process #{index + 1} failed: #{e.class}: #{e.message}")
+      status = Native.child_failed(index, e.class.name.to_s, e.message.to_s, Array(e.backtrace).map(&:to_s))
     ensure
       $stdout.flush
       $stderr.flush
