@@ -25,8 +25,6 @@ from typing import Any, Callable
 from . import __version__, _core
 from .worker import Worker
 
-logger = logging.getLogger("cogworker")
-
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cogworker", description="cogworker: background jobs on Redis")
@@ -193,14 +191,12 @@ def run_web(args: argparse.Namespace) -> int:
     )
 
     def stop(signum: int, _frame: Any) -> None:
-        logger.info("%s received: stopping", signal.Signals(signum).name)
-        server.stop()
+        server.stop_on_signal(signal.Signals(signum).name)
 
     # Before the address is printed: whoever reads it may stop us at once.
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    where = f"cogworker metrics: {server.url}metrics" if metrics_only else f"cogworker web: {server.url}"
-    print(where, flush=True)
+    print(server.address_line, flush=True)
     while not server.wait(0.5):
         pass
     return 0

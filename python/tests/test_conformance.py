@@ -400,6 +400,33 @@ class Run:
         for text in step.get("stderr_lacks", []):
             assert text not in ran.stderr, ran.stderr
 
+    def cli_serve(self, step: dict[str, Any]) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            err_path = os.path.join(tmp, "stderr")
+            with open(err_path, "w") as err:
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "cogworker", step["cli_serve"], "--port", "0"],
+                    env=worker_env(self.server),
+                    cwd=HERE,
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                    text=True,
+                )
+            try:
+                assert proc.stdout is not None
+                line = proc.stdout.readline()
+                for text in step["line_has"]:
+                    assert text in line, line
+                proc.send_signal(getattr(signal, f"SIG{step['send']}"))
+                assert proc.wait(15) == step["exit"]
+                with open(err_path) as err_text:
+                    assert step["stderr_has"] in err_text.read()
+            finally:
+                proc.kill()
+                proc.wait()
+                assert proc.stdout is not None
+                proc.stdout.close()
+
     def cli_signals(self, step: dict[str, Any]) -> None:
         """A worker CLI sent each signal in turn: what it shows (as a
         process), logs and exits with after each."""
@@ -479,6 +506,7 @@ STEPS = {
     "await_worker_stopped": Run.await_worker_stopped,
     "on_event": Run.on_event,
     "cli_worker_fails": Run.cli_worker_fails,
+    "cli_serve": Run.cli_serve,
     "await_queue_size": Run.await_queue_size,
     "expect_no_hooks": Run.expect_no_hooks,
     "batch": Run.batch,

@@ -41,7 +41,7 @@ class TestConformance < Minitest::Test
 
   STEPS = %w[push push_each push_raw await_buried start_worker await_status status result await_hooks expect_trail
              expect_connections configure periodic testing expect_recorded cli_help cli_worker cli_signals cli_admin
-             api_call expect_no_hooks await_queued await_worker_stopped on_event cli_worker_fails
+             api_call expect_no_hooks await_queued await_worker_stopped on_event cli_worker_fails cli_serve
              await_queue_size batch batch_status callback_result workflow].freeze
   EXE = File.expand_path('../exe/cogworker', __dir__)
   LIB = File.expand_path('../lib', __dir__)
@@ -348,6 +348,23 @@ class TestConformance < Minitest::Test
     assert_equal step['exit'], status.exitstatus, err
     assert_includes err, step['stderr_has']
     step.fetch('stderr_lacks', []).each { |text| refute_includes err, text }
+  end
+
+  def step_cli_serve(step)
+    Dir.mktmpdir('cogworker-serve-') do |dir|
+      err = File.join(dir, 'stderr')
+      out, writer = IO.pipe
+      pid = spawn_child({ 'COGWORKER_REDIS_URL' => @redis.url }, RbConfig.ruby, '-I', LIB, EXE, step['cli_serve'],
+                        '--port', '0', out: writer, err: err)
+      writer.close
+      line = out.gets.to_s
+      step['line_has'].each { |text| assert_includes line, text }
+      Process.kill(step['send'], pid)
+      assert_equal step['exit'], exit_status(pid).exitstatus
+      assert_includes File.read(err), step['stderr_has']
+    ensure
+      out&.close
+    end
   end
 
   # A worker CLI sent each signal in turn: what it shows (as a process),

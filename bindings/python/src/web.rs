@@ -53,8 +53,19 @@ impl PyWebServer {
         self.inner.url()
     }
 
+    /// The line the CLI prints once it listens.
+    #[getter]
+    fn address_line(&self) -> String {
+        self.inner.address_line()
+    }
+
     fn stop(&self) {
         self.inner.stop();
+    }
+
+    /// On TERM or INT (`signal`, by name): says so and stops.
+    fn stop_on_signal(&self, signal: &str) {
+        self.inner.stop_on_signal(signal);
     }
 
     /// Waits up to `timeout` seconds for the server to end; True once it has.

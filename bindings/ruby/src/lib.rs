@@ -181,6 +181,8 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     web.define_singleton_method("new", function!(web::RbWebServer::new, 7))?;
     web.define_method("url", method!(web::RbWebServer::url, 0))?;
     web.define_method("stop", method!(web::RbWebServer::stop, 0))?;
+    web.define_method("address_line", method!(web::RbWebServer::address_line, 0))?;
+    web.define_method("stop_on_signal", method!(web::RbWebServer::stop_on_signal, 1))?;
     web.define_method("wait", method!(web::RbWebServer::wait, 1))?;
 
     let redis = native.define_class("RedisServer", ruby.class_object())?;

@@ -51,6 +51,16 @@ impl RbWebServer {
         self.inner.stop();
     }
 
+    /// The line the CLI prints once it listens.
+    pub fn address_line(&self) -> String {
+        self.inner.address_line()
+    }
+
+    /// On TERM or INT (`signal`, by name): says so and stops.
+    pub fn stop_on_signal(&self, signal: String) {
+        self.inner.stop_on_signal(&signal);
+    }
+
     /// Waits up to `timeout` seconds for the server to end; true once it has.
     pub fn wait(ruby: &Ruby, rb_self: &Self, timeout: f64) -> Result<bool, Error> {
         let ended = blocking::wait(ruby, Some(timeout), |slice| rb_self.inner.wait(slice))?;

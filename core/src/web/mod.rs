@@ -333,6 +333,7 @@ pub async fn serve(
 /// most briefly and needs no tokio context.
 pub struct BackgroundWeb {
     address: SocketAddr,
+    metrics_only: bool,
     stop: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
     finished: flume::Receiver<Result<()>>,
 }
@@ -355,6 +356,7 @@ impl BackgroundWeb {
         });
         Ok(BackgroundWeb {
             address,
+            metrics_only: options.metrics_only,
             stop: std::sync::Mutex::new(Some(stop_tx)),
             finished,
         })
@@ -368,6 +370,23 @@ impl BackgroundWeb {
     /// `http://host:port/`.
     pub fn url(&self) -> String {
         format!("http://{}/", self.address)
+    }
+
+    /// The line both CLIs print once it listens (whoever reads it may stop
+    /// the server at once): `cogworker web: <url>`, or `cogworker metrics:
+    /// <url>metrics`.
+    pub fn address_line(&self) -> String {
+        match self.metrics_only {
+            true => format!("cogworker metrics: {}metrics", self.url()),
+            false => format!("cogworker web: {}", self.url()),
+        }
+    }
+
+    /// What both CLIs do on TERM or INT (`signal`, by name): say so, and
+    /// stop. Python logged it and Ruby said nothing.
+    pub fn stop_on_signal(&self, signal: &str) {
+        tracing::info!("{signal} received: stopping");
+        self.stop();
     }
 
     /// Asks the server to finish (open connections are let finish).

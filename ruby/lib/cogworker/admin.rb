@@ -61,13 +61,17 @@ module Cogworker
     def web(config, options, metrics_only:)
       server = Native::WebServer.new(config.native, options[:host], options[:port], options[:auth],
                                      options[:allowed_hosts], options[:insecure_no_auth], metrics_only)
-      # Trapped before the address is printed: whoever reads it may stop us at once.
-      stopping = false
-      %w[TERM INT].each { |sig| trap(sig) { stopping = true } }
-      @out.puts(metrics_only ? "cogworker metrics: #{server.url}metrics" : "cogworker web: #{server.url}")
+      # Trapped before the address is printed: whoever reads it may stop us
+      # at once. Said and stopped out of the trap, by the core.
+      stopping = nil
+      %w[TERM INT].each { |sig| trap(sig) { stopping = sig } }
+      @out.puts(server.address_line)
       @out.flush
       until server.wait(0.2)
-        server.stop if stopping
+        next unless stopping
+
+        server.stop_on_signal(stopping)
+        stopping = nil
       end
       0
     end
