@@ -271,6 +271,8 @@ class Run:
             assert failed.value.status == expected["status"]
             assert _last_segment(failed.value.error_class) == expected["error_class"]
             assert failed.value.error_message == expected["error_message"]
+            for text in expected.get("message_has", []):
+                assert text in str(failed.value), str(failed.value)
             return
         started = time.monotonic()
         outcome = self._client(step).result(jid, wait=step.get("wait"))

@@ -248,6 +248,7 @@ class TestConformance < Minitest::Test
       failed = assert_raises(Cogworker::JobFailed) { @client.result(jid) }
       assert_equal [jid, expected['status'], expected['error_class'], expected['error_message']],
                    [failed.jid, failed.status, last_segment(failed.error_class), failed.error_message]
+      expected.fetch('message_has', []).each { |text| assert_includes failed.message, text }
     else
       started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
       outcome = client_for(step).result(jid, wait: step['wait'])
