@@ -65,12 +65,11 @@ pub async fn run(config: &Config, jobs: usize, progress: impl Fn(&str) + Send + 
 /// [`run`]'s task: measures until done or `cancelled` (its sender dropped
 /// with the call), then stops the worker and deletes the namespace.
 async fn run_to_the_end(
-    config: Config,
+    mut config: Config,
     jobs: usize,
     progress: impl Fn(&str) + Send + Sync,
     cancelled: tokio::sync::oneshot::Receiver<()>,
 ) -> Result<String> {
-    let mut config = config;
     let namespace = format!("{{cogworker-bench-{:016x}}}", rand::random::<u64>());
     config.set_namespace(&namespace)?.set_shard_by_queue(false);
     // Whatever queues the environment names, the bench pushes to and

@@ -23,6 +23,18 @@ async fn push_steps(client: &Client, numbers: std::ops::Range<i64>, level: Optio
     client.push_bulk(jobs).await.unwrap();
 }
 
+/// `payload` held in progress (entry `field`) by the process `ghost`,
+/// whose last beat was long ago: recovery's to give back.
+async fn leave_orphan(conn: &mut redis::aio::MultiplexedConnection, field: &str, payload: &str) {
+    let _: () = redis::pipe()
+        .hset("cogworker:in_progress:ghost", field, payload)
+        .sadd("cogworker:in_progress_identities", "ghost")
+        .hset("cogworker:last_beat", "ghost", 1)
+        .query_async(conn)
+        .await
+        .unwrap();
+}
+
 async fn wait_ran(ran: &Arc<Mutex<Vec<i64>>>, n: usize) {
     let ran = ran.clone();
     wait_until(&format!("{n} jobs ran"), Duration::from_secs(15), move || {
@@ -165,13 +177,7 @@ async fn a_dead_processs_job_goes_back_to_its_level() {
         .jid("a".repeat(24))
         .to_json();
     let mut conn = redis.conn().await;
-    let _: () = redis::pipe()
-        .hset("cogworker:in_progress:ghost", "7", &orphan)
-        .sadd("cogworker:in_progress_identities", "ghost")
-        .hset("cogworker:last_beat", "ghost", 1)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    leave_orphan(&mut conn, "7", &orphan).await;
     let api = Api::new(client.clone());
     api.pause_queue("default").await.unwrap();
     let (worker, ran) = recording_worker(config, Duration::ZERO);
@@ -281,13 +287,7 @@ async fn a_dead_processs_job_at_an_unlisted_level_is_listed_and_runs() {
         .jid("b".repeat(24))
         .to_json();
     let mut conn = redis.conn().await;
-    let _: () = redis::pipe()
-        .hset("cogworker:in_progress:ghost", "3", &orphan)
-        .sadd("cogworker:in_progress_identities", "ghost")
-        .hset("cogworker:last_beat", "ghost", 1)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    leave_orphan(&mut conn, "3", &orphan).await;
     let (worker, ran) = recording_worker(config, Duration::ZERO);
     let (handle, task) = (worker.handle(), tokio::spawn(worker.run()));
     wait_ran(&ran, 1).await;

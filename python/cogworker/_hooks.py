@@ -386,13 +386,19 @@ class Hooks:
             _call_safely(f"{event} hook", hook)
 
 
+def traceback_lines(error: BaseException) -> list[str]:
+    """``error``'s whole traceback, a line each, as the core's backtrace
+    field takes it (a hook's, a ``-p N`` child's)."""
+    text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    return text.rstrip().split("\n")
+
+
 def _call_safely(what: str, hook: Callable[..., Any], *args: Any) -> None:
     try:
         hook(*args)
     except BaseException as error:  # noqa: BLE001 - a hook never changes what happens to a job
-        lines = "".join(traceback.format_exception(type(error), error, error.__traceback__))
         name = getattr(hook, "__qualname__", None) or repr(hook)
-        _core.hook_raised(what, name, type(error).__qualname__, str(error), lines.rstrip().split("\n"))
+        _core.hook_raised(what, name, type(error).__qualname__, str(error), traceback_lines(error))
 
 
 # The process's hooks, and the module-level names that register on them.

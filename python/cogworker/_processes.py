@@ -15,10 +15,10 @@ import logging
 import os
 import signal
 import sys
-import traceback
 from typing import Any, Callable
 
 from . import _core
+from ._hooks import traceback_lines
 from ._settings import make_config
 
 # Forking is POSIX-only, and so is this module. The worker command's signals.
@@ -75,8 +75,7 @@ def _run_child(index: int, parent: int, settings: dict[str, Any], serve: Serve) 
         else:
             status = serve(settings, signals_ready=_unblock_signals)
     except BaseException as error:  # noqa: BLE001 - a child must never return into the parent's loop
-        lines = "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip()
-        status = _core.child_failed(index, type(error).__qualname__, str(error), lines.split("\n"))
+        status = _core.child_failed(index, type(error).__qualname__, str(error), traceback_lines(error))
     finally:
         logging.shutdown()
         sys.stdout.flush()

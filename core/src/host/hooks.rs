@@ -30,12 +30,12 @@ pub fn lifecycle_event(event: &str) -> Result<&'static str> {
 /// message, its backtrace as a field. A hook never changes what happens to
 /// a job, so nothing else is done.
 pub fn hook_raised(what: &str, hook: &str, error_class: &str, message: &str, backtrace: &[String]) {
-    let line = format!("{what} {hook} raised {error_class}: {message}; ignored");
-    if backtrace.is_empty() {
-        tracing::error!("{line}");
-    } else {
-        tracing::error!(backtrace = %backtrace.join("\n"), "{line}");
-    }
+    // An absent field (None) is not written at all.
+    let backtrace = (!backtrace.is_empty()).then(|| backtrace.join("\n"));
+    tracing::error!(
+        backtrace = backtrace.as_deref(),
+        "{what} {hook} raised {error_class}: {message}; ignored"
+    );
 }
 
 #[cfg(test)]

@@ -330,12 +330,13 @@ pub fn child_parent_gone(index: usize) -> i32 {
 /// backtrace as a field); its exit status. Python logged the traceback,
 /// Ruby only the class and message.
 pub fn child_failed(index: usize, error_class: &str, message: &str, backtrace: &[String]) -> i32 {
-    let line = format!("worker process {} failed: {error_class}: {message}", index + 1);
-    if backtrace.is_empty() {
-        tracing::error!("{line}");
-    } else {
-        tracing::error!(backtrace = %backtrace.join("\n"), "{line}");
-    }
+    // An absent field (None) is not written at all.
+    let backtrace = (!backtrace.is_empty()).then(|| backtrace.join("\n"));
+    tracing::error!(
+        backtrace = backtrace.as_deref(),
+        "worker process {} failed: {error_class}: {message}",
+        index + 1
+    );
     CHILD_FAILED
 }
 
