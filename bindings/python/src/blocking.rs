@@ -41,6 +41,12 @@ impl host::HostWait for Blocking<'_> {
     ) -> PyResult<Option<T>> {
         wait(self.0, Some(slice.as_secs_f64()), poll)
     }
+
+    /// `threading.current_thread().name`.
+    fn thread_name(&self) -> Option<String> {
+        let thread = self.0.import("threading").ok()?.call_method0("current_thread").ok()?;
+        thread.getattr("name").ok()?.extract().ok()
+    }
 }
 
 /// Runs a core operation to completion, waiting as above.

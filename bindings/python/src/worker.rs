@@ -134,12 +134,6 @@ impl PyWorker {
         // This thread, as the timekeeper names it (see `run_timekeeper`).
         // SAFETY: PyThread_get_thread_ident has no preconditions.
         let thread = unsafe { pyo3::ffi::PyThread_get_thread_ident() };
-        let name: String = py
-            .import("threading")?
-            .call_method0("current_thread")?
-            .getattr("name")?
-            .extract()?;
-        cogworker::logging::name_host_thread(&name);
         self.0.run_slot(&mut blocking::Blocking(py), |delivery| {
             let delivery = Bound::new(py, PyDelivery::new(py, delivery)?)?;
             let performing = delivery.borrow();

@@ -6,7 +6,7 @@
 //! wait never touches a Ruby object.
 
 use cogworker::host::{self, Waited};
-use magnus::{Error, Ruby};
+use magnus::{prelude::*, Error, Ruby};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -115,6 +115,15 @@ impl host::HostWait for Blocking<'_> {
         poll: impl FnMut(Duration) -> Option<T> + Send,
     ) -> Result<Option<T>, Error> {
         wait(self.0, Some(slice.as_secs_f64()), poll)
+    }
+
+    /// `Thread.current.name`.
+    fn thread_name(&self) -> Option<String> {
+        self.0
+            .thread_current()
+            .funcall::<_, _, Option<String>>("name", ())
+            .ok()
+            .flatten()
     }
 }
 

@@ -119,8 +119,6 @@ impl RbWorker {
         // alive while it runs a handler, which is when it is named.
         let thread = ruby.thread_current();
         let thread_id: u64 = thread.as_raw();
-        let name: Option<String> = thread.funcall("name", ())?;
-        cogworker::logging::name_host_thread(name.as_deref().unwrap_or("-"));
         let ran = worker.run_slot(&mut blocking::Blocking(ruby), |delivery| {
             let delivery = ruby.obj_wrap(RbDelivery(delivery));
             let called = delivery

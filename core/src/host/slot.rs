@@ -33,6 +33,21 @@ pub trait HostWait {
         slice: Duration,
         poll: impl FnMut(Duration) -> Option<T> + Send,
     ) -> std::result::Result<Option<T>, Self::Error>;
+
+    /// The calling thread's name as the host calls it: a thread the host
+    /// started has none Rust knows of, and the engine's lines written from
+    /// it showed `[-]`. `None` leaves it so.
+    fn thread_name(&self) -> Option<String> {
+        None
+    }
+}
+
+/// Names the calling host thread on the engine's lines (see
+/// [`HostWait::thread_name`]), as each of the loops below begins.
+fn name_this_thread(wait: &impl HostWait) {
+    if let Some(name) = wait.thread_name() {
+        crate::logging::name_host_thread(&name);
+    }
 }
 
 /// How a host's handler call ended.
@@ -72,6 +87,7 @@ impl HostWorker {
         wait: &mut W,
         mut job: impl FnMut(HostDelivery) -> std::result::Result<(), W::Error>,
     ) -> std::result::Result<(), W::Error> {
+        name_this_thread(wait);
         let _running = self.slots.enter();
         loop {
             let next = match self.try_next_job() {
@@ -207,6 +223,7 @@ impl HostWorker {
         mut retry_hook: impl FnMut(&str, u32) -> std::result::Result<HostValue, W::Error>,
         mut interrupt: impl FnMut(u64) -> std::result::Result<(), W::Error>,
     ) -> std::result::Result<(), W::Error> {
+        name_this_thread(wait);
         // Joined with the events threads (see `join`).
         let _running = self.event_threads.enter();
         loop {
@@ -242,6 +259,7 @@ impl HostWorker {
         next: impl Fn(Duration) -> NextEvent + Sync,
         mut handle: impl FnMut(WorkerEvent) -> std::result::Result<(), W::Error>,
     ) -> std::result::Result<(), W::Error> {
+        name_this_thread(wait);
         let _running = self.event_threads.enter();
         loop {
             let polled = wait.wait(WAIT_SLICE, |s| match next(s) {
