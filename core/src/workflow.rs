@@ -106,6 +106,20 @@ impl PushedWorkflow {
     }
 }
 
+/// A workflow's description when none is given; [`Workflow::chain`],
+/// [`Workflow::group`] and [`Workflow::chord`] are described by their
+/// shape.
+pub(crate) const DEFAULT_DESCRIPTION: &str = "workflow";
+pub(crate) const CHAIN_DESCRIPTION: &str = "chain";
+pub(crate) const CHORD_DESCRIPTION: &str = "chord";
+
+impl Default for Workflow {
+    /// An empty workflow described as `workflow`.
+    fn default() -> Self {
+        Workflow::new(DEFAULT_DESCRIPTION)
+    }
+}
+
 impl Workflow {
     /// An empty workflow described as `description` (its batches are
     /// described by it).
@@ -128,7 +142,9 @@ impl Workflow {
     /// `jobs` one after another, each once the one before succeeded.
     pub fn chain<I: IntoIterator<Item = Job>>(jobs: I) -> Self {
         jobs.into_iter()
-            .fold(Workflow::new("chain"), |workflow, job| workflow.then(Step::job(job)))
+            .fold(Workflow::new(CHAIN_DESCRIPTION), |workflow, job| {
+                workflow.then(Step::job(job))
+            })
     }
 
     /// `jobs` side by side.
@@ -138,7 +154,7 @@ impl Workflow {
 
     /// `jobs` side by side, then `callback` with the list of their results.
     pub fn chord<I: IntoIterator<Item = Job>>(jobs: I, callback: Job) -> Self {
-        Workflow::new("chord")
+        Workflow::new(CHORD_DESCRIPTION)
             .then(Step::group(jobs))
             .then(Step::job(callback).taking_result())
     }
@@ -281,11 +297,11 @@ impl Client {
 /// list whose items are a job's fields (`{class, args, queue, ...}`) or
 /// `{group: [job fields...]}`, either with `takes_result: true`;
 /// `callbacks` as a batch's (see [`crate::batch`]). Returns
-/// `{id, steps: [{bid, jids}]}`.
+/// `{id, steps: [{bid, jids}]}`. No `description`: [`DEFAULT_DESCRIPTION`].
 pub(crate) async fn push_from_host(
     client: &Client,
     steps: Option<&Value>,
-    description: &str,
+    description: Option<&str>,
     callbacks: Option<&Value>,
     parent: Option<&str>,
 ) -> Result<Value> {
@@ -293,7 +309,7 @@ pub(crate) async fn push_from_host(
         let shown = steps.map_or_else(|| "nothing".to_string(), Value::to_string);
         return Err(Error::invalid_argument("steps", shown, "must be a list of steps"));
     };
-    let mut whole = Batch::new(description);
+    let mut whole = Batch::new(description.unwrap_or(DEFAULT_DESCRIPTION));
     if let Some(parent) = parent {
         whole = whole.parent(parent);
     }
@@ -307,6 +323,34 @@ pub(crate) async fn push_from_host(
     Ok(client.push_workflow(workflow).await?.to_json())
 }
 
+pub(crate) const TAKES_RESULT: &str = "takes_result";
+pub(crate) const GROUP: &str = "group";
+
+/// A member of a group as a host gives it (`field` names it): a job's
+/// fields, without `takes_result` (the group's is its members'), not a group.
+pub(crate) fn group_member(member: &Value, field: &str) -> Result<serde_json::Map<String, Value>> {
+    let Value::Object(fields) = member else {
+        return Err(Error::invalid_argument(field, member, "must be a step of one job"));
+    };
+    if fields.contains_key(GROUP) {
+        return Err(Error::invalid_argument(
+            field,
+            "a group",
+            "a group's members are jobs: a group inside a group runs as one, so list its jobs",
+        ));
+    }
+    if let Some(takes) = fields.get(TAKES_RESULT).filter(|takes| *takes != &Value::Bool(false)) {
+        return Err(Error::invalid_argument(
+            format!("{field}.{TAKES_RESULT}"),
+            takes,
+            "a group's jobs take the step before's result when the group does: give takes_result to the group",
+        ));
+    }
+    let mut fields = fields.clone();
+    fields.remove(TAKES_RESULT);
+    Ok(fields)
+}
+
 fn step_from_host(item: &Value, field: &str) -> Result<Step> {
     let Value::Object(fields) = item else {
         return Err(Error::invalid_argument(
@@ -316,7 +360,7 @@ fn step_from_host(item: &Value, field: &str) -> Result<Step> {
         ));
     };
     let mut fields = fields.clone();
-    let takes_result = match fields.remove("takes_result") {
+    let takes_result = match fields.remove(TAKES_RESULT) {
         None | Some(Value::Null) | Some(Value::Bool(false)) => false,
         Some(Value::Bool(true)) => true,
         Some(other) => {
@@ -327,12 +371,13 @@ fn step_from_host(item: &Value, field: &str) -> Result<Step> {
             ))
         }
     };
-    let step = match fields.remove("group") {
+    let step = match fields.remove(GROUP) {
         None => Step::job(Job::from_value(Value::Object(fields)).map_err(|e| e.within(field))?),
         Some(Value::Array(members)) if fields.is_empty() => {
             let mut jobs = Vec::with_capacity(members.len());
-            for (position, member) in members.into_iter().enumerate() {
-                let within = format!("{field}.group[{position}]");
+            for (position, member) in members.iter().enumerate() {
+                let within = format!("{field}.{GROUP}[{position}]");
+                let member = Value::Object(group_member(member, &within)?);
                 jobs.push(Job::from_value(member).map_err(|e| e.within(&within))?);
             }
             Step::group(jobs)

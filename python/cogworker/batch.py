@@ -69,17 +69,14 @@ class Batch:
         ``event`` (``complete``, ``success`` or ``death``) happens;
         ``options`` are push options (``queue``, ``retry``, ``priority``...).
         Before the batch is opened."""
-        if self.bid is not None:
-            raise _core.InvalidArgument("callbacks can be added before the batch is opened only")
         name, options = handler_and_options(handler, options)
-        payload = _core.prepare_job(name, list(args), **options)
-        self._callbacks.append({**payload, "event": event})
+        self._callbacks.append(_core.batch_callback(event, name, list(args), self.bid is not None, **options))
         return self
 
     def callback_jids(self, event: str) -> list[str]:
         """The jids the callbacks for ``event`` will run as (to wait for
         a result they keep, say)."""
-        return [str(callback["jid"]) for callback in self._callbacks if callback["event"] == event]
+        return _core.callback_jids(self._callbacks, event)
 
     def open(self) -> str:
         """Opens the batch (once) and returns its id; ``with`` does it."""

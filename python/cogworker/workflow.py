@@ -33,24 +33,23 @@ def step(handler: Any, *args: Any, takes_result: bool = False, **options: Any) -
     ``takes_result``: the step before's result goes first in its args (a
     list after a group)."""
     name, options = handler_and_options(handler, options)
-    fields = _core.prepare_job(name, list(args), **options)
-    if takes_result:
-        fields["takes_result"] = True
-    return fields
+    return _core.workflow_step(name, list(args), takes_result, **options)
 
 
 def group(*steps: dict[str, Any], takes_result: bool = False) -> dict[str, Any]:
-    """Steps run side by side, as one step; done when each has succeeded."""
-    return {"group": list(steps), "takes_result": takes_result}
+    """Steps of one job each run side by side, as one step; done when each
+    has succeeded. ``takes_result`` is the group's, for each of them."""
+    return _core.workflow_group(list(steps), takes_result)
 
 
 class Workflow:
     """Steps to push as one workflow, each once the one before succeeded.
     Pushed inside ``with Batch(...)``, it is one unit of that batch."""
 
-    def __init__(self, *steps: dict[str, Any], description: str = "workflow", api: Api | None = None) -> None:
-        self.steps = list(steps)
-        self.description = description
+    def __init__(
+        self, *steps: dict[str, Any], description: str | None = None, api: Api | None = None
+    ) -> None:
+        self.steps, self.description = _core.workflow_shaped("workflow", list(steps), None, description)
         self._api = api
         self._callbacks: list[dict[str, Any]] = []
 
@@ -58,7 +57,8 @@ class Workflow:
         """Pushes ``handler`` with the workflow's status and then ``args``
         when ``event`` happens: ``success`` (its last step succeeded),
         ``death`` (a step died, and it stopped) or ``complete``."""
-        self._callbacks.append({**step(handler, *args, **options), "event": event})
+        name, options = handler_and_options(handler, options)
+        self._callbacks.append(_core.batch_callback(event, name, list(args), False, **options))
         return self
 
     def push(self) -> PushedWorkflow:
@@ -82,12 +82,14 @@ class PushedWorkflow:
         return self.steps[-1][1]
 
 
-def chain(*steps: dict[str, Any], description: str = "chain") -> Workflow:
+def chain(*steps: dict[str, Any], description: str | None = None) -> Workflow:
     """``steps`` one after another."""
-    return Workflow(*steps, description=description)
+    steps_, described = _core.workflow_shaped("chain", list(steps), None, description)
+    return Workflow(*steps_, description=described)
 
 
-def chord(steps: list[dict[str, Any]], callback: dict[str, Any], description: str = "chord") -> Workflow:
+def chord(steps: list[dict[str, Any]], callback: dict[str, Any], description: str | None = None) -> Workflow:
     """``steps`` side by side, then ``callback`` with the list of their
     results first in its args."""
-    return Workflow(group(*steps), {**callback, "takes_result": True}, description=description)
+    shaped, described = _core.workflow_shaped("chord", list(steps), callback, description)
+    return Workflow(*shaped, description=described)

@@ -174,11 +174,33 @@ class Run:
             handler = OBJECTS[spec["step"]] if spec.get("object") else spec["step"]
             return cogworker.step(handler, *spec["args"], takes_result=takes, **options)
 
-        pushed = cogworker.Workflow(*map(built, step["steps"]), description=step["workflow"]).push()
+        steps = list(map(built, step["steps"]))
+        shape = step.get("shape", "workflow")
+        if shape == "chain":
+            workflow = cogworker.chain(*steps)
+        elif shape == "chord":
+            workflow = cogworker.chord(steps, built(step["callback"]))
+        else:
+            workflow = cogworker.Workflow(*steps, description=step["workflow"])
+        pushed = workflow.push()
+        if "callback" in step and "as" in step["callback"]:
+            self.jids[step["callback"]["as"]] = pushed.last_jids[0]
         for index, spec in enumerate(step["steps"]):
             if "as" in spec:
                 self.jids[spec["as"]] = pushed.steps[index][1][0]
         self.jids[step["as"]] = pushed.id
+
+    def workflow_refused(self, step: dict[str, Any]) -> None:
+        """A workflow whose parts are refused, as they are made or pushed."""
+        with pytest.raises(Exception) as raised:
+            self.workflow({"workflow": None, "as": "refused", "steps": step["workflow_refused"]})
+        self._expect_raised(raised.value, step)
+
+    def batch_on_refused(self, step: dict[str, Any]) -> None:
+        """A callback for an event no batch has, refused as it is added."""
+        with pytest.raises(Exception) as raised:
+            cogworker.Batch("refused").on(step["batch_on_refused"], "ConformanceEcho")
+        self._expect_raised(raised.value, step)
 
     def batch_status(self, step: dict[str, Any]) -> None:
         status = self.api.batch(self.jids[step["batch_status"]])
@@ -515,6 +537,8 @@ STEPS = {
     "batch_status": Run.batch_status,
     "callback_result": Run.callback_result,
     "workflow": Run.workflow,
+    "workflow_refused": Run.workflow_refused,
+    "batch_on_refused": Run.batch_on_refused,
 }
 
 

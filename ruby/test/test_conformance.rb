@@ -42,7 +42,8 @@ class TestConformance < Minitest::Test
   STEPS = %w[push push_each push_raw await_buried start_worker await_status status result await_hooks expect_trail
              expect_connections configure periodic testing expect_recorded cli_help cli_worker cli_signals cli_admin
              api_call expect_no_hooks await_queued await_worker_stopped on_event cli_worker_fails cli_serve
-             await_queue_size batch batch_status callback_result workflow].freeze
+             await_queue_size batch batch_status callback_result workflow workflow_refused
+             batch_on_refused].freeze
   EXE = File.expand_path('../exe/cogworker', __dir__)
   LIB = File.expand_path('../lib', __dir__)
   JOBS = File.expand_path('conformance_jobs.rb', __dir__)
@@ -157,9 +158,30 @@ class TestConformance < Minitest::Test
       handler = spec['object'] ? Object.const_get(spec['step']) : spec['step']
       Cogworker::Workflow.step(handler, *spec['args'], takes_result: takes, **options)
     end
-    pushed = Cogworker::Workflow.new(*step['steps'].map(&built), description: step['workflow'], api: @api).push
+    steps = step['steps'].map(&built)
+    workflow = case step.fetch('shape', 'workflow')
+               when 'chain' then Cogworker::Workflow.chain(*steps)
+               when 'chord' then Cogworker::Workflow.chord(steps, built.call(step['callback']))
+               else Cogworker::Workflow.new(*steps, description: step['workflow'], api: @api)
+               end
+    pushed = workflow.push
+    @jids[step['callback']['as']] = pushed.last_jids.first if step.dig('callback', 'as')
     step['steps'].each_with_index { |spec, index| @jids[spec['as']] = pushed.steps[index][1].first if spec['as'] }
     @jids[step['as']] = pushed.id
+  end
+
+  # A workflow whose parts are refused, as they are made or pushed.
+  def step_workflow_refused(step)
+    error = assert_raises(StandardError) do
+      step_workflow('workflow' => nil, 'as' => 'refused', 'steps' => step['workflow_refused'])
+    end
+    expect_raised(error, step)
+  end
+
+  # A callback for an event no batch has, refused as it is added.
+  def step_batch_on_refused(step)
+    error = assert_raises(StandardError) { Cogworker::Batch.new('refused').on(step['batch_on_refused'], 'ConformanceEcho') }
+    expect_raised(error, step)
   end
 
   def step_batch_status(step)

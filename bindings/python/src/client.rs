@@ -12,7 +12,7 @@ use pyo3::types::PyDict;
 use std::sync::Arc;
 
 /// `class_name(*args)` with keyword options (the core's push options).
-fn request(class_name: &str, args: &Bound<'_, PyAny>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Job> {
+pub(crate) fn request(class_name: &str, args: &Bound<'_, PyAny>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Job> {
     PushRequest::job(class_name, &convert::values(args)?, &convert::named(options)?).map_err(to_py)
 }
 

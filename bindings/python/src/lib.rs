@@ -17,6 +17,7 @@ mod supervisor;
 mod testing;
 mod web;
 mod worker;
+mod workflow;
 
 use pyo3::prelude::*;
 
@@ -159,6 +160,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(settings_from_flags, m)?)?;
     m.add_function(wrap_pyfunction!(client::prepare_job, m)?)?;
     m.add_function(wrap_pyfunction!(client::prepare_payload, m)?)?;
+    m.add_function(wrap_pyfunction!(workflow::batch_callback, m)?)?;
+    m.add_function(wrap_pyfunction!(workflow::callback_jids, m)?)?;
+    m.add_function(wrap_pyfunction!(workflow::workflow_step, m)?)?;
+    m.add_function(wrap_pyfunction!(workflow::workflow_group, m)?)?;
+    m.add_function(wrap_pyfunction!(workflow::workflow_shaped, m)?)?;
     m.add_function(wrap_pyfunction!(api::api_calls, m)?)?;
     m.add_function(wrap_pyfunction!(testing::set_testing_mode, m)?)?;
     m.add_function(wrap_pyfunction!(testing::testing_mode, m)?)?;

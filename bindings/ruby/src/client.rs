@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 /// `class_name` with `args` and the push options in `options` (the core's
 /// names; nil values are not given).
-fn request(ruby: &Ruby, class_name: String, args: RArray, options: RHash) -> Result<Job, Error> {
+pub(crate) fn request(ruby: &Ruby, class_name: String, args: RArray, options: RHash) -> Result<Job, Error> {
     let mut named = Vec::new();
     convert::each_option(ruby, options, |name, value| {
         named.push((name.to_string(), value));

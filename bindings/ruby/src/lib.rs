@@ -16,6 +16,7 @@ mod supervisor;
 mod testing;
 mod web;
 mod worker;
+mod workflow;
 
 use magnus::{function, method, prelude::*, Error, RString, Ruby, Value};
 
@@ -86,6 +87,11 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("settings_from_flags", function!(config::settings_from_flags, 1))?;
     native.define_module_function("prepare_job", function!(client::prepare_job, 3))?;
     native.define_module_function("prepare_payload", function!(client::prepare_payload, 1))?;
+    native.define_module_function("batch_callback", function!(workflow::batch_callback, 5))?;
+    native.define_module_function("callback_jids", function!(workflow::callback_jids, 2))?;
+    native.define_module_function("workflow_step", function!(workflow::workflow_step, 4))?;
+    native.define_module_function("workflow_group", function!(workflow::workflow_group, 2))?;
+    native.define_module_function("workflow_shaped", function!(workflow::workflow_shaped, 4))?;
     native.define_module_function("api_calls", function!(api::api_calls, 0))?;
     native.define_module_function("set_testing_mode", function!(testing::set_mode, 1))?;
     native.define_module_function("testing_mode", function!(testing::mode, 0))?;

@@ -252,12 +252,12 @@ pub const CALLS: &[ApiCall] = &[
     ),
     call!(
         "push_workflow",
-        ["steps", "description=\"\"", "callbacks=[]", "parent=null"],
+        ["steps", "description=null", "callbacks=[]", "parent=null"],
         "push a workflow: steps run one after another, each once the one before succeeded. A step is a job's \
          fields {class, args, queue, ...} or {group: [jobs]} (run side by side); with takes_result: true its \
          jobs get the step before's result (a list after a group) before their args. callbacks as open_batch's, \
-         for the whole workflow. Returns {id, steps: [{bid, jids}]}",
-        |api, a| { crate::workflow::push_from_host(api.client(), a.given(0), a.optional_text(1)?.unwrap_or(""), a.given(2), a.optional_text(3)?).await? }
+         for the whole workflow; no description: \"workflow\". Returns {id, steps: [{bid, jids}]}",
+        |api, a| { crate::workflow::push_from_host(api.client(), a.given(0), a.optional_text(1)?, a.given(2), a.optional_text(3)?).await? }
     ),
     call!(
         "close_batch",

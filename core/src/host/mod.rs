@@ -25,6 +25,8 @@
 //!   first use;
 //! - [`supervisor`]: the parent of a multi-process worker (`-p N`);
 //! - [`testing`]: the fake and inline modes, what they record and keep;
+//! - [`workflow`]: batch callbacks, workflow steps, groups and shapes,
+//!   each made once for both hosts;
 //! - [`flags`]: the worker command's flags, one per setting, for both CLIs;
 //! - [`check_version`]: a package refuses a native module of another version;
 //! - [`wait`]: the one way to block in slices that stay interruptible, and
@@ -49,6 +51,7 @@ pub mod testing;
 mod version;
 mod wait;
 mod worker;
+pub mod workflow;
 
 pub use crate::job::MAX_NESTING;
 pub use crate::trace::{host_job_span, host_push_span, HostSpan};

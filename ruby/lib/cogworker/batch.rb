@@ -40,18 +40,15 @@ module Cogworker
     # `options` are push options (queue:, retry:, priority: ...). Before
     # the batch is opened.
     def on(event, handler, *args, **options)
-      raise InvalidArgument, 'callbacks can be added before the batch is opened only' if @bid
-
       name, options = Job.handler_and_options(handler, options)
-      payload = Native.prepare_job(name, args, options)
-      @callbacks << payload.merge('event' => event.to_s)
+      @callbacks << Native.batch_callback(event.to_s, name, args, !@bid.nil?, options)
       self
     end
 
     # The jids the callbacks for `event` will run as (to wait for a result
     # they keep, say).
     def callback_jids(event)
-      @callbacks.select { |callback| callback['event'] == event.to_s }.map { |callback| callback['jid'] }
+      Native.callback_jids(@callbacks, event.to_s)
     end
 
     # Opens the batch (once) and returns its id; `jobs` does it. A batch

@@ -31,28 +31,31 @@ module Cogworker
     # before's result goes first in its args (a list after a group).
     def self.step(handler, *args, takes_result: false, **options)
       name, options = Job.handler_and_options(handler, options)
-      fields = Native.prepare_job(name, args, options)
-      takes_result ? fields.merge('takes_result' => true) : fields
+      Native.workflow_step(name, args, takes_result, options)
     end
 
-    # Steps run side by side, as one step; done when each has succeeded.
-    def self.group(*steps, takes_result: false) = { 'group' => steps, 'takes_result' => takes_result }
+    # Steps of one job each run side by side, as one step; done when each
+    # has succeeded. `takes_result:` is the group's, for each of them.
+    def self.group(*steps, takes_result: false) = Native.workflow_group(steps, takes_result)
 
     # `steps` one after another.
-    def self.chain(*steps, description: 'chain') = new(*steps, description: description)
+    def self.chain(*steps, description: nil)
+      steps, description = Native.workflow_shaped('chain', steps, nil, description&.to_s)
+      new(*steps, description: description)
+    end
 
     # `steps` side by side, then `callback` with the list of their results
     # first in its args.
-    def self.chord(steps, callback, description: 'chord')
-      new(group(*steps), callback.merge('takes_result' => true), description: description)
+    def self.chord(steps, callback, description: nil)
+      steps, description = Native.workflow_shaped('chord', steps, callback, description&.to_s)
+      new(*steps, description: description)
     end
 
     attr_reader :steps, :description
 
     # Pushed inside a `Batch#jobs` block, it is one unit of that batch.
-    def initialize(*steps, description: 'workflow', api: nil)
-      @steps = steps
-      @description = description.to_s
+    def initialize(*steps, description: nil, api: nil)
+      @steps, @description = Native.workflow_shaped('workflow', steps, nil, description&.to_s)
       @api = api
       @callbacks = []
     end
@@ -61,7 +64,8 @@ module Cogworker
     # `event` happens: :success (its last step succeeded), :death (a step
     # died, and it stopped) or :complete.
     def on(event, handler, *args, **options)
-      @callbacks << Workflow.step(handler, *args, **options).merge('event' => event.to_s)
+      name, options = Job.handler_and_options(handler, options)
+      @callbacks << Native.batch_callback(event.to_s, name, args, false, options)
       self
     end
 
