@@ -7,7 +7,6 @@ lists them. Results are plain data: dicts, lists, numbers, strings.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable
 
 from . import _core
@@ -39,13 +38,13 @@ class Api:
 
 def _method(name: str, params: list[str], help_text: str) -> Callable[..., Any]:
     names = [p.split("=")[0] for p in params]
-    defaults = {p.split("=")[0]: json.loads(p.split("=", 1)[1]) for p in params if "=" in p}
 
     def method(self: Api, *args: Any, **kwargs: Any) -> Any:
         values = list(args)
+        # A parameter not given goes as None, which the core reads as its
+        # default (the table's `name=default`).
         for position in range(len(args), len(names)):
-            param = names[position]
-            values.append(kwargs.pop(param, defaults.get(param)))
+            values.append(kwargs.pop(names[position], None))
         if kwargs:
             raise TypeError(f"{name}() got unexpected keyword argument(s) {sorted(kwargs)}")
         return self.call(name, *values)

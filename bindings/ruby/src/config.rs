@@ -4,7 +4,7 @@
 use crate::convert;
 use crate::errors::to_ruby;
 use cogworker::Config;
-use magnus::{prelude::*, Error, RHash, RModule, Ruby, Value};
+use magnus::{Error, RHash, Ruby, Value};
 use std::sync::Mutex;
 
 #[magnus::wrap(class = "Cogworker::Native::Config", free_immediately, size)]
@@ -38,8 +38,7 @@ impl RbConfig {
     /// A setting's current value (a password in redis_url masked).
     pub fn get(ruby: &Ruby, rb_self: &Self, name: String) -> Result<Value, Error> {
         let value = rb_self.inner.lock().unwrap().get(&name).and_then(|v| v.to_json(&name));
-        let json: RModule = ruby.class_object().const_get("JSON")?;
-        json.funcall("parse", (value.map_err(|e| to_ruby(ruby, e))?.to_string(),))
+        Ok(convert::from_json(ruby, &value.map_err(|e| to_ruby(ruby, e))?))
     }
 }
 
