@@ -78,7 +78,7 @@ MIRRORED: dict[str, tuple[list[str], list[str]]] = {
         ],
         ["cli.rb:setting_flags", "cli.rb:run_worker", "cli.rb:run_processes", "signal_pipe.rb:*"],
     ),
-    "web and metrics commands": (["cli.py:run_web"], ["admin.rb:web", "admin.rb:warn_secrets"]),
+    "web and metrics commands": (["cli.py:run_web"], ["admin.rb:web"]),
     # The parent's loop is the core's (Supervisor::run).
     "-p N: fork and forward signals": (["_processes.py:*"], ["processes.rb:*"]),
     "hooks: registry, dispatch, periodic push": (

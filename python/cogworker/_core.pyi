@@ -53,6 +53,8 @@ __all__ = [
     "hook_raised",
     "LIFECYCLE_EVENTS",
     "prepare_job",
+    "command_flags",
+    "command_connection",
     "batch_callback",
     "callback_jids",
     "workflow_step",
@@ -210,14 +212,7 @@ class Api:
 @final
 class WebServer:
     def __new__(
-        cls,
-        config: Config,
-        host: str | None = None,
-        port: int | None = None,
-        auth: str | None = None,
-        allowed_hosts: Sequence[str] | None = None,
-        insecure_no_auth: bool = False,
-        metrics_only: bool = False,
+        cls, config: Config, command: str, given: Sequence[tuple[str, Sequence[str]]]
     ) -> WebServer: ...
     @property
     def url(self) -> str: ...
@@ -263,6 +258,10 @@ def settings() -> list[tuple[str, str]]: ...
 def producer_span(class_name: str, queue: Any, count: int) -> tuple[str, dict[str, Any]]: ...
 def worker_flags() -> list[tuple[str, str | None, str, str, str]]: ...
 def settings_from_flags(given: list[tuple[str, list[str]]]) -> list[tuple[str, Any]]: ...
+def command_flags(command: str) -> list[tuple[str, str | None, bool, str]]: ...
+def command_connection(
+    command: str, given: Sequence[tuple[str, Sequence[str]]]
+) -> tuple[str | None, str | None]: ...
 def prepare_job(class_name: str, args: Sequence[Any], **options: Any) -> dict[str, Any]: ...
 def batch_callback(
     event: str, class_name: str, args: Sequence[Any], opened: bool, **options: Any

@@ -33,41 +33,39 @@ def _parser() -> argparse.ArgumentParser:
     w = sub.add_parser("worker", help="run a worker process")
     add_worker_arguments(w)
 
-    connection = argparse.ArgumentParser(add_help=False)
-    connection.add_argument(
-        "--redis-url", help="default: COGWORKER_REDIS_URL, then REDIS_URL, then redis://127.0.0.1:6379/0"
-    )
-    connection.add_argument("--namespace", help="key prefix (default cogworker)")
-    web = sub.add_parser("web", parents=[connection], help="serve the dashboard")
-    metrics = sub.add_parser(
-        "metrics", parents=[connection], help="serve Prometheus' /metrics alone (no dashboard)"
-    )
-    # The same rules for both: what /metrics shows names every class and queue.
-    for server, port in ((web, "7890"), (metrics, "9191")):
-        server.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-        server.add_argument("--port", type=int, default=None, help=f"port (default {port})")
-        server.add_argument(
-            "--auth", metavar="USER:PASSWORD", help="require basic auth (or COGWORKER_WEB_AUTH)"
-        )
-        server.add_argument(
-            "--allowed-host",
-            action="append",
-            default=[],
-            metavar="HOST[:PORT]",
-            help="a Host name to serve besides localhost (a proxy's, a DNS name); repeatable "
-            "(or COGWORKER_WEB_ALLOWED_HOSTS, comma-separated)",
-        )
-        server.add_argument(
-            "--insecure-no-auth",
-            action="store_true",
-            help="serve on a non-loopback --host without --auth (refused otherwise)",
-        )
+    # web, metrics and the admin commands: their flags are the engine's.
+    for name, help_text in (
+        ("web", "serve the dashboard"),
+        ("metrics", "serve Prometheus' /metrics alone (no dashboard)"),
+    ):
+        add_command_flags(sub.add_parser(name, help=help_text), name)
     for name, arg, help_text in _core.admin_commands():
-        admin = sub.add_parser(name, parents=[connection], help=help_text, description=help_text)
+        admin = sub.add_parser(name, help=help_text, description=help_text)
+        add_command_flags(admin, name)
         if arg is not None:
             # "[JOBS]": the engine says the argument may be left out.
             admin.add_argument("target", metavar=arg, nargs="?" if arg.startswith("[") else None)
     return parser
+
+
+def add_command_flags(parser: argparse.ArgumentParser, command: str) -> None:
+    """The flags of ``command`` (web, metrics or an admin command), from the
+    engine's table: each value is kept as given (a list, one per use), for
+    the engine to read (``given_flags``)."""
+    for long, metavar, _repeated, help_text in _core.command_flags(command):
+        if metavar is None:
+            parser.add_argument(long, dest=long, action="store_const", const=["true"], help=help_text)
+        else:
+            parser.add_argument(long, dest=long, action="append", metavar=metavar, help=help_text)
+
+
+def given_flags(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
+    """The ``add_command_flags`` flags given, each with its texts."""
+    return [
+        (long, getattr(args, long))
+        for long, *_ in _core.command_flags(args.command)
+        if getattr(args, long, None) is not None
+    ]
 
 
 def add_worker_arguments(parser: argparse.ArgumentParser, modules_required: bool = True) -> None:
@@ -178,17 +176,9 @@ def run_web(args: argparse.Namespace) -> int:
     """``cogworker web``, or ``cogworker metrics`` (Prometheus' /metrics alone)."""
     from ._settings import make_config
 
-    config = make_config(redis_url=args.redis_url, namespace=args.namespace)
-    metrics_only = args.command == "metrics"
-    server = _core.WebServer(
-        config,
-        args.host,
-        args.port,
-        args.auth,
-        args.allowed_host,
-        args.insecure_no_auth,
-        metrics_only,
-    )
+    given = given_flags(args)
+    redis_url, namespace = _core.command_connection(args.command, given)
+    server = _core.WebServer(make_config(redis_url=redis_url, namespace=namespace), args.command, given)
 
     def stop(signum: int, _frame: Any) -> None:
         server.stop_on_signal(signal.Signals(signum).name)
@@ -205,7 +195,8 @@ def run_web(args: argparse.Namespace) -> int:
 def run_admin(args: argparse.Namespace) -> int:
     from .api import Api
 
-    api = Api(redis_url=args.redis_url, namespace=args.namespace)
+    redis_url, namespace = _core.command_connection(args.command, given_flags(args))
+    api = Api(redis_url=redis_url, namespace=namespace)
     print(api.admin(args.command, getattr(args, "target", None)), end="")
     return 0
 
@@ -213,12 +204,10 @@ def run_admin(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     setup_logging(getattr(args, "json_logs", False), getattr(args, "verbose", False))
-    for flag in ("--redis-url", "--auth"):
-        value = getattr(args, flag[2:].replace("-", "_"), None)
-        if value:
-            _core.warn_secret_on_command_line(flag, value)
     try:
         if args.command == "worker":
+            if args.redis_url:
+                _core.warn_secret_on_command_line("--redis-url", args.redis_url)
             return run_worker(args)
         if args.command in ("web", "metrics"):
             return run_web(args)

@@ -493,7 +493,11 @@ class Run:
             timeout=60,
         )
         assert ran.returncode == step["exit"], (ran.stdout, ran.stderr)
-        assert step.get("stdout_has", "") in ran.stdout, ran.stdout
+        for text in _listed(step.get("stdout_has", [])):
+            # Help texts wrap: spaces and line breaks compare as one space.
+            assert " ".join(text.split()) in " ".join(ran.stdout.split()), ran.stdout
+        for text in step.get("stdout_lacks", []):
+            assert text not in ran.stdout, ran.stdout
         assert step.get("stderr_has", "") in ran.stderr, ran.stderr
         for text in step.get("stderr_lacks", []):
             assert text not in ran.stderr, ran.stderr
@@ -503,6 +507,11 @@ class Run:
             self.worker.stop()
             assert self.worker.wait(15), "worker did not stop"
             self.worker.join()
+
+
+def _listed(texts: str | list[str]) -> list[str]:
+    """One text or a list of them."""
+    return [texts] if isinstance(texts, str) else texts
 
 
 STEPS = {

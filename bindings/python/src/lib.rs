@@ -91,6 +91,23 @@ fn worker_flags() -> Vec<(String, Option<&'static str>, &'static str, &'static s
         .collect()
 }
 
+/// `(long, metavar or None (a switch), repeated, help)` of each flag of
+/// `command` (web, metrics or an admin command).
+#[pyfunction]
+fn command_flags(command: &str) -> Vec<(&'static str, Option<&'static str>, bool, String)> {
+    cogworker::host::command_flags(command)
+        .into_iter()
+        .map(|f| (f.long, f.metavar, f.repeated, f.help))
+        .collect()
+}
+
+/// `(redis_url, namespace)` the flags `given` to `command` say (None: the
+/// configuration's); a secret among them is warned of.
+#[pyfunction]
+fn command_connection(command: &str, given: Vec<(String, Vec<String>)>) -> PyResult<(Option<String>, Option<String>)> {
+    cogworker::host::command_connection(command, &given).map_err(errors::to_py)
+}
+
 /// The settings `(setting, [text, ...])` pairs of flags give.
 #[pyfunction]
 fn settings_from_flags(py: Python<'_>, given: Vec<(String, Vec<String>)>) -> PyResult<Vec<(String, Bound<'_, PyAny>)>> {
@@ -157,6 +174,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(settings, m)?)?;
     m.add_function(wrap_pyfunction!(producer_span, m)?)?;
     m.add_function(wrap_pyfunction!(worker_flags, m)?)?;
+    m.add_function(wrap_pyfunction!(command_flags, m)?)?;
+    m.add_function(wrap_pyfunction!(command_connection, m)?)?;
     m.add_function(wrap_pyfunction!(settings_from_flags, m)?)?;
     m.add_function(wrap_pyfunction!(client::prepare_job, m)?)?;
     m.add_function(wrap_pyfunction!(client::prepare_payload, m)?)?;

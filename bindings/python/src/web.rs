@@ -4,8 +4,9 @@
 use crate::blocking;
 use crate::config::PyConfig;
 use crate::errors::to_py;
+use cogworker::host::web_args;
 use cogworker::testing::RedisServer;
-use cogworker::web::{BackgroundWeb, WebArgs, WebOptions};
+use cogworker::web::{BackgroundWeb, WebOptions};
 use pyo3::prelude::*;
 
 #[pyclass(name = "WebServer", module = "cogworker._core")]
@@ -15,31 +16,13 @@ pub struct PyWebServer {
 
 #[pymethods]
 impl PyWebServer {
-    /// `cogworker web` (or, `metrics_only`, `cogworker metrics`): binds
-    /// `host:port` and starts serving; the core fills in what is not given
-    /// from the environment.
+    /// `cogworker web` or `cogworker metrics` (`command`), with the flags
+    /// `given` (each with its texts, as `command_flags` lists them): binds
+    /// and starts serving; the core reads the flags and fills in what is
+    /// not given from the environment.
     #[new]
-    // One argument per flag of the command, as Python passes them.
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (config, host=None, port=None, auth=None, allowed_hosts=None, insecure_no_auth=false, metrics_only=false))]
-    fn new(
-        py: Python<'_>,
-        config: &PyConfig,
-        host: Option<String>,
-        port: Option<u16>,
-        auth: Option<String>,
-        allowed_hosts: Option<Vec<String>>,
-        insecure_no_auth: bool,
-        metrics_only: bool,
-    ) -> PyResult<Self> {
-        let args = WebArgs {
-            host,
-            port,
-            auth,
-            allowed_hosts: allowed_hosts.unwrap_or_default(),
-            insecure_no_auth,
-            metrics_only,
-        };
+    fn new(py: Python<'_>, config: &PyConfig, command: &str, given: Vec<(String, Vec<String>)>) -> PyResult<Self> {
+        let args = web_args(command, &given).map_err(to_py)?;
         let options = WebOptions::from_cli(&args).map_err(to_py)?;
         let inner = py
             .detach(|| BackgroundWeb::start(&config.inner, &options))

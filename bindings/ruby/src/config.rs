@@ -66,3 +66,22 @@ pub fn settings_from_flags(ruby: &Ruby, given: Vec<(String, Vec<String>)>) -> Re
     }
     Ok(hash)
 }
+
+/// `[long, metavar or nil (a switch), repeated, help]` of each flag of
+/// `command` (web, metrics or an admin command).
+pub fn command_flags(command: String) -> Vec<(&'static str, Option<&'static str>, bool, String)> {
+    cogworker::host::command_flags(&command)
+        .into_iter()
+        .map(|f| (f.long, f.metavar, f.repeated, f.help))
+        .collect()
+}
+
+/// `[redis_url, namespace]` the flags `given` to `command` say (nil: the
+/// configuration's); a secret among them is warned of.
+pub fn command_connection(
+    ruby: &Ruby,
+    command: String,
+    given: Vec<(String, Vec<String>)>,
+) -> Result<(Option<String>, Option<String>), Error> {
+    cogworker::host::command_connection(&command, &given).map_err(|e| to_ruby(ruby, e))
+}

@@ -84,6 +84,8 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("hook_raised", function!(hook_raised, 5))?;
     native.define_module_function("settings", function!(config::settings, 0))?;
     native.define_module_function("worker_flags", function!(config::worker_flags, 0))?;
+    native.define_module_function("command_flags", function!(config::command_flags, 1))?;
+    native.define_module_function("command_connection", function!(config::command_connection, 2))?;
     native.define_module_function("settings_from_flags", function!(config::settings_from_flags, 1))?;
     native.define_module_function("prepare_job", function!(client::prepare_job, 3))?;
     native.define_module_function("prepare_payload", function!(client::prepare_payload, 1))?;
@@ -184,7 +186,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     api.define_method("admin", method!(api::RbApi::admin, 2))?;
 
     let web = native.define_class("WebServer", ruby.class_object())?;
-    web.define_singleton_method("new", function!(web::RbWebServer::new, 7))?;
+    web.define_singleton_method("new", function!(web::RbWebServer::new, 3))?;
     web.define_method("url", method!(web::RbWebServer::url, 0))?;
     web.define_method("stop", method!(web::RbWebServer::stop, 0))?;
     web.define_method("address_line", method!(web::RbWebServer::address_line, 0))?;

@@ -4,8 +4,9 @@
 use crate::blocking::{self, nogvl};
 use crate::config::RbConfig;
 use crate::errors::to_ruby;
+use cogworker::host::web_args;
 use cogworker::testing::RedisServer;
-use cogworker::web::{BackgroundWeb, WebArgs, WebOptions};
+use cogworker::web::{BackgroundWeb, WebOptions};
 use magnus::{Error, Ruby};
 
 #[magnus::wrap(class = "Cogworker::Native::WebServer", free_immediately, size)]
@@ -14,29 +15,17 @@ pub struct RbWebServer {
 }
 
 impl RbWebServer {
-    /// `cogworker web` (or, `metrics_only`, `cogworker metrics`): binds
-    /// `host:port` and starts serving; the core fills in what is not given
-    /// from the environment.
-    // One argument per flag of the command, as Ruby passes them.
-    #[allow(clippy::too_many_arguments)]
+    /// `cogworker web` or `cogworker metrics` (`command`), with the flags
+    /// `given` (each with its texts, as `command_flags` lists them): binds
+    /// and starts serving; the core reads the flags and fills in what is
+    /// not given from the environment.
     pub fn new(
         ruby: &Ruby,
         config: &RbConfig,
-        host: Option<String>,
-        port: Option<u16>,
-        auth: Option<String>,
-        allowed_hosts: Vec<String>,
-        insecure_no_auth: bool,
-        metrics_only: bool,
+        command: String,
+        given: Vec<(String, Vec<String>)>,
     ) -> Result<Self, Error> {
-        let args = WebArgs {
-            host,
-            port,
-            auth,
-            allowed_hosts,
-            insecure_no_auth,
-            metrics_only,
-        };
+        let args = web_args(&command, &given).map_err(|e| to_ruby(ruby, e))?;
         let options = WebOptions::from_cli(&args).map_err(|e| to_ruby(ruby, e))?;
         let config = config.config();
         let inner = nogvl(ruby, || BackgroundWeb::start(&config, &options))?.map_err(|e| to_ruby(ruby, e))?;

@@ -28,6 +28,7 @@
 //! - [`workflow`]: batch callbacks, workflow steps, groups and shapes,
 //!   each made once for both hosts;
 //! - [`flags`]: the worker command's flags, one per setting, for both CLIs;
+//!   [`command_flags`]: those of `web`, `metrics` and the admin commands;
 //! - [`check_version`]: a package refuses a native module of another version;
 //! - [`wait`]: the one way to block in slices that stay interruptible, and
 //!   [`spawn`] to run a core operation it can wait for.
@@ -56,7 +57,12 @@ pub mod workflow;
 pub use crate::job::MAX_NESTING;
 pub use crate::trace::{host_job_span, host_push_span, HostSpan};
 pub use crate::value::HostValue;
-pub use cli::{app_not_loaded, secret_on_command_line, warn_secret_on_command_line, EXIT_USAGE};
+#[cfg(feature = "web")]
+pub use cli::web_args;
+pub use cli::{
+    app_not_loaded, command_connection, command_flags, secret_on_command_line, warn_secret_on_command_line,
+    CommandFlag, GivenFlags, EXIT_USAGE,
+};
 pub use delivery::HostDelivery;
 pub use failure::{HostFailure, RetryHint};
 pub use hooks::{hook_raised, lifecycle_event, LIFECYCLE_EVENTS};

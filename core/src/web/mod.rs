@@ -26,6 +26,13 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+/// `cogworker web`'s port when none is given.
+pub const WEB_PORT: u16 = 7890;
+/// `cogworker metrics`'s port when none is given.
+pub const METRICS_PORT: u16 = 9191;
+/// The address `web` and `metrics` bind when none is given.
+pub const WEB_HOST: &str = "127.0.0.1";
+
 /// Where and how the dashboard is served.
 #[derive(Clone)]
 pub struct WebOptions {
@@ -94,9 +101,6 @@ pub struct WebArgs {
     pub metrics_only: bool,
 }
 
-/// `cogworker metrics`'s default port.
-pub const METRICS_PORT: u16 = 9191;
-
 pub(crate) const AUTH_ENV: &str = "COGWORKER_WEB_AUTH";
 pub(crate) const AUTH_FILE_ENV: &str = "COGWORKER_WEB_AUTH_FILE";
 pub(crate) const ALLOWED_HOSTS_ENV: &str = "COGWORKER_WEB_ALLOWED_HOSTS";
@@ -122,9 +126,9 @@ impl WebOptions {
     /// what the command line leaves out.
     pub fn from_cli(args: &WebArgs) -> Result<Self> {
         let mut options = WebOptions::default();
-        let default_port = if args.metrics_only { METRICS_PORT } else { 7890 };
+        let default_port = if args.metrics_only { METRICS_PORT } else { WEB_PORT };
         options.set_bind(
-            args.host.as_deref().unwrap_or("127.0.0.1"),
+            args.host.as_deref().unwrap_or(WEB_HOST),
             args.port.unwrap_or(default_port),
         )?;
         options.metrics_only = args.metrics_only;

@@ -115,10 +115,10 @@ module Cogworker
 
     def run_admin(argv)
       Admin.new.run(argv)
-    rescue ConfigError, InvalidArgument => e
+    rescue ConfigError, InvalidArgument, OptionParser::ParseError => e
       warn "cogworker: #{e.message}"
-      2
-    rescue Cogworker::Error, OptionParser::ParseError => e
+      Native::EXIT_USAGE
+    rescue Cogworker::Error => e
       warn "cogworker: #{e.message}"
       1
     end
