@@ -34,7 +34,9 @@ fn the_docs_show_the_compiled_examples() {
 
 /// docs/internals.md's module table names every module of `core/src` (a
 /// file `name.rs` as `` `name.rs` ``, a directory as `` `name/` ``) and
-/// every file of `host/`: a module added without a line there fails here.
+/// every file of `host/`, and its Tests section every file of
+/// `core/tests`: a module or test file added without a line there fails
+/// here.
 #[test]
 fn the_internals_table_names_every_module() {
     let internals = include_str!("../../docs/internals.md");
@@ -65,5 +67,14 @@ fn the_internals_table_names_every_module() {
             missing.push(format!("host/{name}"));
         }
     }
-    assert!(missing.is_empty(), "docs/internals.md's module table lacks {missing:?}");
+    // Its Tests section names every test file (not the shared helpers'
+    // directories).
+    let tests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let section = internals.split("## Tests").nth(1).unwrap_or("");
+    for (name, is_dir) in names(&tests) {
+        if !is_dir && !section.contains(&format!("`{name}`")) {
+            missing.push(format!("tests/{name}"));
+        }
+    }
+    assert!(missing.is_empty(), "docs/internals.md lacks {missing:?}");
 }
