@@ -36,57 +36,12 @@ RB = "ruby/lib/cogworker/"
 # behaviour: (Python "file:Qualified.name", Ruby "file:Owner#method" or
 # "file:Owner.singleton_method"; Ruby files outside cogworker/ as "../...")
 DECISIONS: dict[str, tuple[list[str], list[str]]] = {
-    "a retry hook that raised: the text the core logs ('an exception (...)')": (
+    "the worker command's own flags (-v, --json-logs) and what --verbose sets (COGWORKER_LOG=debug)": (
         [
-            "worker.py:Worker._retry_hook",
+            "cli.py:setup_logging",
         ],
         [
-            "runner.rb:Runner#retry_delay",
-        ],
-    ),
-    # Python drops the package's own frames, Ruby keeps every one; error
-    # handlers get a RunningJob in Python, Sidekiq's Hash in Ruby.
-    "a failure's backtrace and the error handlers' context": (
-        [
-            "worker.py:app_traceback",
-            "worker.py:Worker._describe",
-        ],
-        [
-            "runner.rb:Runner#describe",
-        ],
-    ),
-    "TTIN: each thread's stack line, and the main thread's name (MainThread / main)": (
-        [
-            "worker.py:Worker._log_stacks",
-        ],
-        [
-            "runner.rb:Runner#log_stacks",
-        ],
-    ),
-    "a slot thread that ends early: replaced in Ruby, not in Python": (
-        [
-            "worker.py:Worker._slot",
-        ],
-        [
-            "runner.rb:Runner#start_slot",
-            "runner.rb:Runner#replace_slot",
-        ],
-    ),
-    # The context fields a job carries, the tracer's name, the message-id
-    # attribute, the exception event.
-    "tracing: names and fields": (
-        [
-            "_tracing.py:current_context",
-            "_tracing.py:_tracer",
-            "_tracing.py:producing_payloads",
-            "_tracing.py:name_message",
-            "_tracing.py:_record_failure",
-        ],
-        [
-            "tracing.rb:Tracing.current_context",
-            "tracing.rb:Tracing.tracer",
-            "tracing.rb:Tracing.producing_payloads",
-            "tracing.rb:Tracing.record_failure",
+            "cli.rb:CLI#run",
         ],
     ),
 }
@@ -117,6 +72,12 @@ IDIOMS: dict[str, tuple[list[str], list[str]]] = {
             "worker.py:Worker._perform_coroutine",
             "worker.py:Worker._retry_in_past_time_limit",
             "worker.py:Worker._call",
+            "worker.py:Worker._retry_hook",
+            "worker.py:app_traceback",
+            "worker.py:Worker._describe",
+            "worker.py:Worker._log_stacks",
+            "worker.py:Worker._slot",
+            "worker.py:Worker._start_slot",
         ],
         [
             "runner.rb:Runner#initialize",
@@ -137,6 +98,12 @@ IDIOMS: dict[str, tuple[list[str], list[str]]] = {
             "runner.rb:Runner#utf8",
             "runner.rb:Runner#resolve_periodic_classes",
             "runner.rb:Runner#logger",
+            "runner.rb:Runner#retry_delay",
+            "runner.rb:Runner#describe",
+            "runner.rb:Runner#log_stacks",
+            "runner.rb:Runner#start_slot",
+            "runner.rb:Runner#replace_slot",
+            "runner.rb:Runner#app_backtrace",
         ],
     ),
     "command line: parsers from the core's tables, the serve loop": (
@@ -145,7 +112,6 @@ IDIOMS: dict[str, tuple[list[str], list[str]]] = {
             "cli.py:add_command_flags",
             "cli.py:given_flags",
             "cli.py:add_worker_arguments",
-            "cli.py:setup_logging",
             "cli.py:run_worker",
             "cli.py:serve_processes",
             "cli.py:worker_settings",
@@ -158,7 +124,6 @@ IDIOMS: dict[str, tuple[list[str], list[str]]] = {
             "cli.rb:CLI.parse",
             "cli.rb:CLI.setting_flags",
             "cli.rb:CLI.load_config_file",
-            "cli.rb:CLI#run",
             "cli.rb:CLI#run_admin",
             "cli.rb:CLI#redirect_logfile",
             "cli.rb:CLI#require_app",
@@ -190,6 +155,7 @@ IDIOMS: dict[str, tuple[list[str], list[str]]] = {
     ),
     "hooks: registries, middleware chains, the running job": (
         [
+            "_hooks.py:_call_safely",
             "_hooks.py:RunningJob.of",
             "_hooks.py:RunningJob.__init__",
             "_hooks.py:RunningJob.payload",
@@ -228,9 +194,9 @@ IDIOMS: dict[str, tuple[list[str], list[str]]] = {
             "_hooks.py:Hooks.periodic_push",
             "_hooks.py:Hooks.dispatch",
             "_hooks.py:traceback_lines",
-            "_hooks.py:_call_safely",
         ],
         [
+            "hooks.rb:Hooks#safely",
             "hooks.rb:Fields#died_of",
             "hooks.rb:JobDied#initialize",
             "hooks.rb:JobDied.for",
@@ -251,7 +217,6 @@ IDIOMS: dict[str, tuple[list[str], list[str]]] = {
             "hooks.rb:Hooks#report_error",
             "hooks.rb:Hooks#periodic_push",
             "hooks.rb:Hooks#dispatch",
-            "hooks.rb:Hooks#safely",
         ],
     ),
     "client: push options to the core, results as the language's values": (
@@ -442,6 +407,12 @@ IDIOMS: dict[str, tuple[list[str], list[str]]] = {
             "_tracing.py:recording",
             "_tracing.py:producing",
             "_tracing.py:consuming",
+            "_tracing.py:current_context",
+            "_tracing.py:_tracer",
+            "_tracing.py:producing_payloads",
+            "_tracing.py:name_message",
+            "_tracing.py:_record_failure",
+            "_tracing.py:_span",
         ],
         [
             "tracing.rb:Tracing.enabled?",
@@ -449,6 +420,11 @@ IDIOMS: dict[str, tuple[list[str], list[str]]] = {
             "tracing.rb:Tracing.producing",
             "tracing.rb:Tracing.consuming",
             "tracing.rb:Tracing.consumer_span",
+            "tracing.rb:Tracing.current_context",
+            "tracing.rb:Tracing.tracer",
+            "tracing.rb:Tracing.producing_payloads",
+            "tracing.rb:Tracing.record_failure",
+            "tracing.rb:Tracing.span_of",
         ],
     ),
     "periodic entries": (
@@ -478,7 +454,6 @@ IDIOMS: dict[str, tuple[list[str], list[str]]] = {
         [
             "core_logger.rb:CoreLogger#initialize",
             "core_logger.rb:CoreLogger#add",
-            "core_logger.rb:CoreLogger#thread_name",
             "log_forwarding.rb:LogForwarding.start",
             "log_forwarding.rb:LogForwarding.emit",
         ],

@@ -283,6 +283,35 @@ pub fn host_line(level: &str, thread: &str, message: &str, fields: &[(String, St
     write_line(render(JSON.load(Ordering::Relaxed), level, thread, message, fields).as_bytes());
 }
 
+/// A host's own log record (Python `logging`, Ruby `Logger`) written as
+/// [`host_line`] writes it, its fields named here for both hosts: `logger`
+/// the host logger's name, `job` the running job's jid and class (the
+/// host knows it: an async handler shares its thread with others), and
+/// `exception` the host's traceback text. `thread` is the host's name for
+/// the writing thread; the main thread is `main` in every host, a thread
+/// with no name `-`.
+#[allow(clippy::too_many_arguments)] // one per part of a record, as hosts pass them
+pub fn host_record(
+    level: &str,
+    thread: Option<&str>,
+    is_main: bool,
+    message: &str,
+    logger: &str,
+    job: Option<(&str, &str)>,
+    exception: Option<&str>,
+) {
+    let mut fields = vec![("logger".to_string(), logger.to_string())];
+    if let Some((jid, class)) = job {
+        fields.push(("jid".into(), jid.into()));
+        fields.push(("class".into(), class.into()));
+    }
+    if let Some(exception) = exception {
+        fields.push(("exception".into(), exception.into()));
+    }
+    let thread = if is_main { "main" } else { thread.unwrap_or("-") };
+    host_line(level, thread, message, &fields);
+}
+
 #[cfg(test)]
 mod tests {
 

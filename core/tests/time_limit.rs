@@ -118,7 +118,7 @@ async fn a_host_handler_is_told_by_the_timekeeper_and_fails_as_timed_out_however
     let timekeeper = {
         let (worker, told) = (worker.clone(), told.clone());
         std::thread::spawn(move || {
-            let no_hook = |_: &str, _: u32| Ok(cogworker::host::HostValue::Null);
+            let no_hook = |_: &str, _: u32| Ok(cogworker::host::RetryHint::Default);
             worker.run_timekeeper(&mut PlainWait, no_hook, |thread| {
                 assert_eq!(thread, 7);
                 told.fetch_add(1, Ordering::SeqCst);

@@ -359,7 +359,7 @@ class Hooks:
 
     def report_error(self, error: BaseException, job: RunningJob) -> None:
         for handler in list(self.error_handlers):
-            _call_safely("error handler", handler, error, job)
+            _call_safely("error", handler, error, job)
 
     def periodic_push(self, job: dict[str, Any]) -> dict[str, Any] | None:
         """A periodic job the worker is about to push, through the client
@@ -380,10 +380,10 @@ class Hooks:
                 payload,
             )
             for handler in list(self.death_handlers):
-                _call_safely("death handler", handler, job, died_of(payload))
+                _call_safely("death", handler, job, died_of(payload))
             return
         for hook in list(self.events.get(event, ())):
-            _call_safely(f"{event} hook", hook)
+            _call_safely(event, hook)
 
 
 def traceback_lines(error: BaseException) -> list[str]:
@@ -393,12 +393,17 @@ def traceback_lines(error: BaseException) -> list[str]:
     return text.rstrip().split("\n")
 
 
-def _call_safely(what: str, hook: Callable[..., Any], *args: Any) -> None:
+def _call_safely(role: str, hook: Callable[..., Any], *args: Any) -> None:
+    """Calls ``hook``; what it raises is logged by the engine (``role``:
+    ``error``, ``death`` or the lifecycle event) and goes no further."""
     try:
         hook(*args)
     except BaseException as error:  # noqa: BLE001 - a hook never changes what happens to a job
+        from .worker import describe_error  # the worker imports this module
+
         name = getattr(hook, "__qualname__", None) or repr(hook)
-        _core.hook_raised(what, name, type(error).__qualname__, str(error), traceback_lines(error))
+        error_class, message = describe_error(error)
+        _core.hook_raised(role, name, error_class or "", message or "", traceback_lines(error))
 
 
 # The process's hooks, and the module-level names that register on them.

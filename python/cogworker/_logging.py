@@ -39,7 +39,7 @@ def forward_engine_logs() -> None:
         if _forwarding is not None or not _core.init_log_forwarding():
             return
         _forwarding = threading.Thread(
-            target=_core.run_log_forwarding, args=(_emit,), name="cogworker.logs", daemon=True
+            target=_core.run_log_forwarding, args=(_emit,), name=_core.THREAD_NAMES["logs"], daemon=True
         )
         _forwarding.start()
         # Leaves before the interpreter finalizes (plain atexit is too late).
@@ -86,12 +86,19 @@ class CoreHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            fields = [("logger", record.name)]
             jid = getattr(record, "jid", None)
-            if jid is not None:
-                fields += [("jid", str(jid)), ("class", str(getattr(record, "job_class", "")))]
+            exception = None
             if record.exc_info and record.exc_info[0] is not None:
-                fields.append(("exception", "".join(traceback.format_exception(*record.exc_info)).rstrip()))
-            _core.log_line(record.levelname, record.threadName or "-", record.getMessage(), fields)
+                exception = "".join(traceback.format_exception(*record.exc_info)).rstrip()
+            _core.log_record(
+                record.levelname,
+                record.threadName,
+                record.thread == threading.main_thread().ident,
+                record.getMessage(),
+                record.name,
+                None if jid is None else str(jid),
+                str(getattr(record, "job_class", "")),
+                exception,
+            )
         except Exception:  # noqa: BLE001 - logging must never raise into the app
             self.handleError(record)

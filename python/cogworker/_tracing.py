@@ -7,7 +7,7 @@ under the request that pushed it, whichever process or language pushed."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from . import _core
@@ -20,8 +20,11 @@ except ImportError:  # pragma: no cover - exercised where the library is absent
     trace = None  # type: ignore[assignment]
 
 ENABLED = trace is not None
-# The payload fields that carry a job's W3C trace context.
-CONTEXT_FIELDS = ("traceparent", "tracestate")
+# The payload fields that carry a job's W3C trace context (the engine's).
+CONTEXT_FIELDS = tuple(_core.TRACE_CONTEXT_FIELDS)
+# What a PRODUCER span yields: the span (None when none records) and the
+# trace context the jobs carry.
+Produced = tuple[Any, dict[str, str]]
 # The API's own providers: with one of them no SDK is set up.
 _NO_SDK = (trace.ProxyTracerProvider, trace.NoOpTracerProvider) if ENABLED else ()
 
@@ -46,39 +49,38 @@ def current_context() -> dict[str, str]:
 
 
 def _tracer() -> Any:
-    return trace.get_tracer("cogworker")
+    return trace.get_tracer(_core.TRACER_NAME)
+
+
+def producing(class_name: str, queue: Any, count: int = 1) -> contextlib.AbstractContextManager[Produced]:
+    """A PRODUCER span around a push of ``count`` jobs (named and described
+    by the core); yields the span (None when tracing is off) for the caller
+    to name the message once the push returns (``name_message``), and its
+    trace context (``traceparent``, ``tracestate``) for the jobs to carry."""
+    return _span(lambda: _core.producer_span(class_name, queue, count))
+
+
+def producing_payloads(payloads: Sequence[dict[str, Any]]) -> contextlib.AbstractContextManager[Produced]:
+    """``producing`` for raw payloads (the span named by the engine after
+    the first); the engine gives the context to those without their own."""
+    return _span(lambda: _core.payloads_span(payloads[0] if payloads else None, len(payloads)))
 
 
 @contextlib.contextmanager
-def producing(class_name: str, queue: Any, count: int = 1) -> Iterator[tuple[Any, dict[str, str]]]:
-    """A PRODUCER span around a push of ``count`` jobs (named and described
-    by the core); yields the span (None when tracing is off) for the caller
-    to name the jid once the push returns it, and its trace context
-    (``traceparent``, ``tracestate``) for the jobs to carry."""
+def _span(span_of: Callable[[], tuple[str, dict[str, Any]]]) -> Iterator[Produced]:
     if not recording():
         yield None, current_context()
         return
-    name, attributes = _core.producer_span(class_name, queue, count)
+    name, attributes = span_of()
     with _tracer().start_as_current_span(name, kind=SpanKind.PRODUCER, attributes=attributes) as span:
         yield span, current_context()
 
 
-@contextlib.contextmanager
-def producing_payloads(payloads: Sequence[dict[str, Any]]) -> Iterator[tuple[Any, list[dict[str, Any]]]]:
-    """``producing`` for raw payloads: yields the span and the payloads,
-    those without a trace context of their own given the span's (copies:
-    the caller's dicts are left as they were)."""
-    first = payloads[0] if payloads else {}
-    with producing(str(first.get("class", "")), first.get("queue"), len(payloads)) as (span, context):
-        if not context:
-            yield span, list(payloads)
-            return
-        yield span, [p if "traceparent" in p else {**p, **context} for p in payloads]
-
-
-def name_message(span: Any, jid: str | None) -> None:
-    if span is not None and jid is not None:
-        span.set_attribute("messaging.message.id", jid)
+def name_message(span: Any, jids: list[str | None]) -> None:
+    """The attributes the engine gives a push's span once it returned
+    ``jids`` (the message's id when it pushed one)."""
+    if span is not None:
+        span.set_attributes(_core.message_attributes(jids))
 
 
 @contextlib.contextmanager
@@ -107,15 +109,14 @@ def consuming(delivery: Any) -> Iterator[None]:
 
 
 def _record_failure(span: Any, error: BaseException) -> None:
-    """The span's error status and exception event; an exception whose
-    ``__str__`` raises is named by its class alone (the span never changes
-    what the job's failure says)."""
-    try:
-        description = f"{type(error).__name__}: {error}"
-    except BaseException:  # noqa: BLE001
-        description = type(error).__name__
+    """The span's error status and exception event, as the engine words
+    them (an exception whose ``__str__`` raises is named by its class
+    alone: the span never changes what the job's failure says)."""
+    from .worker import describe_error  # the worker imports this module
+
+    description, attributes = _core.span_failure(*describe_error(error))
     span.set_status(Status(StatusCode.ERROR, description))
     try:
         span.record_exception(error)
     except BaseException:  # noqa: BLE001
-        span.add_event("exception", {"exception.type": type(error).__name__})
+        span.add_event("exception", attributes)

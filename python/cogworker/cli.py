@@ -162,7 +162,7 @@ def serve(settings: dict[str, Any], signals_ready: Callable[[], Any] | None = No
         signals_ready()
     worker.start()
     # The main thread waits in short slices so signal handlers run promptly.
-    while not worker.wait(0.5):
+    while not worker.wait(_core.WAIT_SLICE):
         pass
     if worker.exit_at_once():
         logging.shutdown()
@@ -187,7 +187,7 @@ def run_web(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     print(server.address_line, flush=True)
-    while not server.wait(0.5):
+    while not server.wait(_core.WAIT_SLICE):
         pass
     return 0
 

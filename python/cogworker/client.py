@@ -195,8 +195,10 @@ class Client:
         opts = given(options)
         args_list = [list(args) for args in args_list]
         if _tracing.ENABLED:
-            with _tracing.producing(class_name, opts.get("queue"), len(args_list)) as (_span, context):
-                return self._push(class_name, args_list, {**opts, **context})
+            with _tracing.producing(class_name, opts.get("queue"), len(args_list)) as (span, context):
+                jids = self._push(class_name, args_list, {**opts, **context})
+                _tracing.name_message(span, jids)
+                return jids
         return self._push(class_name, args_list, opts)
 
     def push_job(self, class_name: str, args: Sequence[Any], opts: dict[str, Any]) -> str | None:
@@ -204,9 +206,9 @@ class Client:
         span whose trace context the job carries, with OpenTelemetry)."""
         if _tracing.recording():
             with _tracing.producing(class_name, opts.get("queue")) as (span, context):
-                jid = self._push(class_name, [args], {**opts, **context})[0]
-                _tracing.name_message(span, jid)
-                return jid
+                jids = self._push(class_name, [args], {**opts, **context})
+                _tracing.name_message(span, jids)
+                return jids[0]
         # No span to open (entering `producing` costs a tenth of a push):
         # only a context that is current anyway to pass on.
         context = _tracing.current_context()
@@ -252,10 +254,9 @@ class Client:
         """Pushes raw job payloads in one round trip (in one PRODUCER span,
         with OpenTelemetry: the payloads without a trace context carry its)."""
         if _tracing.ENABLED and payloads:
-            with _tracing.producing_payloads(payloads) as (span, traced):
-                jids = self._native.push_payloads(traced, self._apply(), testing.run_inline)
-                if len(jids) == 1:
-                    _tracing.name_message(span, jids[0])
+            with _tracing.producing_payloads(payloads) as (span, context):
+                jids = self._native.push_payloads(payloads, self._apply(), testing.run_inline, context)
+                _tracing.name_message(span, jids)
                 return jids
         return self._native.push_payloads(payloads, self._apply(), testing.run_inline)
 

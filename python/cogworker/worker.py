@@ -12,10 +12,7 @@ which files the job as ``cogworker::HandlerAborted``.
 
 from __future__ import annotations
 
-import datetime
-import functools
 import inspect
-import logging
 import os
 import sys
 import threading
@@ -29,8 +26,6 @@ from ._logging import forward_engine_logs
 from ._periodic import native_entries as periodic_entries
 from ._settings import make_config
 from .job import JobHandle, registry
-
-logger = logging.getLogger("cogworker")
 
 T = TypeVar("T")
 
@@ -120,26 +115,24 @@ class Worker:
         forward_engine_logs()
         self._native.start()
         for i in range(self.config.get("concurrency")):
-            thread = threading.Thread(target=self._slot, name=f"cogworker.processor-{i}")
             try:
-                thread.start()
+                self._start_slot(i)
             except BaseException as error:
                 self.stop()
                 raise RuntimeError(f"cogworker: could not start slot thread {i}: {error}") from error
-            self._threads.append(thread)
         # The application's hooks run on an events thread; the periodic
         # ticker's requests to the client middleware on one apart, never
         # behind an app's hook.
-        for name, target, hook in (
-            ("cogworker.events", self._native.run_hooks, self.hooks.dispatch),
-            ("cogworker.client-middleware", self._native.run_client_middleware, self.hooks.periodic_push),
+        for role, target, hook in (
+            ("events", self._native.run_hooks, self.hooks.dispatch),
+            ("client_middleware", self._native.run_client_middleware, self.hooks.periodic_push),
         ):
-            threading.Thread(target=target, args=(hook,), name=name, daemon=True).start()
+            threading.Thread(target=target, args=(hook,), name=_core.THREAD_NAMES[role], daemon=True).start()
         # Raises JobTimeout in a slot whose job's time limit passed.
         threading.Thread(
             target=self._native.run_timekeeper,
             args=(self._retry_in_past_time_limit,),
-            name="cogworker.timekeeper",
+            name=_core.THREAD_NAMES["timekeeper"],
             daemon=True,
         ).start()
         # Plain atexit runs after non-daemon threads are joined: too late.
@@ -213,12 +206,15 @@ class Worker:
         return self._native.exit_at_once(self.join(timeout, slots=self._native.join_slots()))
 
     def _log_stacks(self) -> None:
+        """Each thread's stack, logged by the engine (as Ruby's are)."""
         frames = sys._current_frames()
-        for thread in threading.enumerate():
-            frame = frames.get(thread.ident or -1)
-            if frame is not None:
-                stack = "".join(traceback.format_stack(frame))
-                logger.warning("thread %s:\n%s", thread.name, stack.rstrip())
+        main = threading.main_thread()
+        stacks = [
+            (thread.name, thread is main, "".join(traceback.format_stack(frame)))
+            for thread in threading.enumerate()
+            if (frame := frames.get(thread.ident or -1)) is not None
+        ]
+        _core.Worker.log_thread_stacks(stacks)
 
     def _stop_at_exit(self) -> None:
         if self._native.lifecycle != "stopping":
@@ -229,8 +225,22 @@ class Worker:
         # take the GIL from a finalized interpreter).
         self._native.join(5.0, False)
 
-    def _slot(self) -> None:
-        self._native.run_slot(self._perform, self._describe)
+    def _start_slot(self, index: int) -> None:
+        thread = threading.Thread(target=self._slot, args=(index,), name=_core.slot_thread_name(index))
+        thread.start()
+        self._threads.append(thread)
+
+    def _slot(self, index: int) -> None:
+        """A slot thread: runs jobs until the worker stops. One that ends
+        before (an exception raised into it between jobs, say) is replaced
+        when the engine says so, as Ruby's are."""
+        stopped = False
+        try:
+            self._native.run_slot(self._perform, self._describe)
+            stopped = True
+        finally:
+            if not stopped and self._native.slot_ended_early(threading.current_thread().name):
+                self._start_slot(index)
 
     def _perform(self, delivery: Any) -> Any:
         """Runs the delivery's handler (through the server middleware, in a
@@ -305,22 +315,22 @@ class Worker:
         return error_class, message, backtrace, retry_in, isinstance(error, (SystemExit, KeyboardInterrupt))
 
     def _retry_hook(self, class_name: str, retry_count: int, error: BaseException) -> Any:
-        """What the class's retry hook says: seconds, None for the default
-        backoff, or (it raised) a description the core logs."""
+        """What the class's retry hook says, for the engine to read: what
+        it returned (seconds, a ``timedelta``, None for the default
+        backoff), or the exception it raised."""
         handle = self._handlers.get(class_name)
         if handle is None or handle.retry_in is None:
             return None
         try:
-            retry_in = handle.retry_in(retry_count, error)
+            return handle.retry_in(retry_count, error)
         except BaseException as hook_error:  # noqa: BLE001 - a broken hook must not lose the failure
-            return f"an exception ({_safe(functools.partial(repr, hook_error))})"
-        return retry_in.total_seconds() if isinstance(retry_in, datetime.timedelta) else retry_in
+            return hook_error
 
     def _retry_in_past_time_limit(self, class_name: str, retry_count: int) -> Any:
         """The retry hook asked of a timeout when the limit passes (in a
         child of ``-p N``, whose job may be filed without this process's
         Python if its handler will not stop)."""
-        return self._retry_hook(class_name, retry_count, _core.JobTimeout("the job's time limit passed"))
+        return self._retry_hook(class_name, retry_count, _core.JobTimeout(_core.TIME_LIMIT_PASSED))
 
     def _call(self, handle: JobHandle[Any], args: list[Any]) -> Any:
         """The handler's value (an awaitable it returns is run to the end)."""

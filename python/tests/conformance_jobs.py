@@ -3,6 +3,7 @@ imported by its runner and by the worker processes it starts."""
 
 from __future__ import annotations
 
+import datetime
 import time
 from typing import Any
 
@@ -40,6 +41,23 @@ def conformance_elsewhere(*args: Any) -> None:
 @cogworker.job(name="ConformanceInterrupt", retry_in=lambda count, error: 3600)
 def conformance_interrupt() -> None:
     raise KeyboardInterrupt  # what Ctrl-C raises
+
+
+# Retry hooks answering in each way a hook may: a length of time in the
+# language's own type, text that is no number, and a raise.
+@cogworker.job(name="ConformanceRetryLong", retry_in=lambda count, error: datetime.timedelta(seconds=1000))
+def conformance_retry_long() -> None:
+    raise ConformanceError("retried in a timedelta")
+
+
+@cogworker.job(name="ConformanceRetryText", retry_in=lambda count, error: "soon")
+def conformance_retry_text() -> None:
+    raise ConformanceError("retried in text")
+
+
+@cogworker.job(name="ConformanceRetryRaises", retry_in=lambda count, error: 1 / 0)
+def conformance_retry_raises() -> None:
+    raise ConformanceError("the hook raises")
 
 
 @cogworker.job(name="ConformanceWhoAmI")

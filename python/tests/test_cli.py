@@ -114,7 +114,7 @@ def test_tstp_quiets_and_ttin_dumps_busy_jobs_and_stacks(configured, results) ->
         log = results + ".log"
         # The busy jobs are logged first, then every thread's stack.
         wait_for("busy jobs logged", lambda: "busy: tasks.sleeper" in read(log))
-        wait_for("thread stacks logged", lambda: "thread MainThread" in read(log))
+        wait_for("thread stacks logged", lambda: "thread main:" in read(log))
         proc.send_signal(signal.SIGTSTP)
         api = cogworker.Api()
         wait_for("quiet in the registry", lambda: all(p["quiet"] for p in api.processes()))

@@ -148,6 +148,17 @@ class Run:
         [job] = wait_for(f"{jid} buried", buried)
         assert f"`{step['naming']}`" in job["error_message"], job
 
+    def await_retry(self, step: dict[str, Any]) -> None:
+        """The job filed to retry, due within ``in_seconds`` of now."""
+        jid = self.jids[step["await_retry"]]
+        entry = wait_for(f"{jid} in retry", lambda: self.api.find("retry", jid))
+        low, high = step["in_seconds"]
+        assert low <= entry["score"] - time.time() <= high, entry
+        backtrace = "\n".join(entry["job"].get("error_backtrace", []))
+        assert step.get("backtrace_has", "") in backtrace, backtrace
+        if "backtrace_lacks" in step:
+            assert step["backtrace_lacks"] not in backtrace, backtrace
+
     def batch(self, step: dict[str, Any]) -> None:
         batch = cogworker.Batch(step["batch"])
         for callback in step["on"]:
@@ -546,6 +557,7 @@ STEPS = {
     "batch_status": Run.batch_status,
     "callback_result": Run.callback_result,
     "workflow": Run.workflow,
+    "await_retry": Run.await_retry,
     "workflow_refused": Run.workflow_refused,
     "batch_on_refused": Run.batch_on_refused,
 }

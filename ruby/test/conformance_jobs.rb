@@ -76,3 +76,24 @@ class ConformanceWhoAmI
   include Cogworker::Job
   def perform = [bid, !jid.to_s.empty?]
 end
+
+# Retry hooks answering in each way a hook may: a length of time in the
+# language's own numbers (a Rational here; an ActiveSupport::Duration in
+# Rails), text that is no number, and a raise.
+class ConformanceRetryLong
+  include Cogworker::Job
+  cogworker_retry_in { |_count, _error| Rational(1000) }
+  def perform = raise(ConformanceError, 'retried in a Rational')
+end
+
+class ConformanceRetryText
+  include Cogworker::Job
+  cogworker_retry_in { |_count, _error| 'soon' }
+  def perform = raise(ConformanceError, 'retried in text')
+end
+
+class ConformanceRetryRaises
+  include Cogworker::Job
+  cogworker_retry_in { |_count, _error| 1 / 0 }
+  def perform = raise(ConformanceError, 'the hook raises')
+end

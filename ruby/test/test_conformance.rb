@@ -43,7 +43,7 @@ class TestConformance < Minitest::Test
              expect_connections configure periodic testing expect_recorded cli_help cli_worker cli_signals cli_admin
              api_call expect_no_hooks await_queued await_worker_stopped on_event cli_worker_fails cli_serve
              await_queue_size batch batch_status callback_result workflow workflow_refused
-             batch_on_refused].freeze
+             batch_on_refused await_retry].freeze
   EXE = File.expand_path('../exe/cogworker', __dir__)
   LIB = File.expand_path('../lib', __dir__)
   JOBS = File.expand_path('conformance_jobs.rb', __dir__)
@@ -182,6 +182,17 @@ class TestConformance < Minitest::Test
   def step_batch_on_refused(step)
     error = assert_raises(StandardError) { Cogworker::Batch.new('refused').on(step['batch_on_refused'], 'ConformanceEcho') }
     expect_raised(error, step)
+  end
+
+  # The job filed to retry, due within `in_seconds` of now.
+  def step_await_retry(step)
+    jid = @jids.fetch(step['await_retry'])
+    entry = wait_for("#{jid} in retry") { @api.find('retry', jid) }
+    low, high = step['in_seconds']
+    assert_includes (low..high), entry['score'] - Time.now.to_f, entry.inspect
+    backtrace = entry['job'].fetch('error_backtrace', []).join("\n")
+    assert_includes backtrace, step.fetch('backtrace_has', '')
+    refute_includes backtrace, step['backtrace_lacks'] if step['backtrace_lacks']
   end
 
   def step_batch_status(step)

@@ -23,6 +23,21 @@ class TestThreadsAndFork < Minitest::Test
     assert_match(/timeout/, error.message)
   end
 
+  # A slot thread that ends early (killed here) is replaced, as the
+  # engine decides for both hosts: the worker keeps its concurrency and
+  # goes on running jobs; none is started once it stops.
+  def test_a_killed_slot_thread_is_replaced_and_jobs_still_run
+    start_runner(concurrency: 1)
+    slot = -> { Thread.list.find { |t| t.name == 'cogworker.processor-0' && t.alive? } }
+    killed = wait_for('the slot thread') { slot.call }
+    killed.kill
+    assert killed.join(5), 'the killed slot thread did not end'
+    replacement = wait_for('a slot thread in its place') { (t = slot.call) && t != killed && t }
+    EchoJob.perform_async('after the kill')
+    wait_for('the job run by the new slot') { Jobs.seen.include?(['after the kill']) }
+    assert replacement.alive?
+  end
+
   def test_a_forked_child_can_push_and_work
     EchoJob.perform_async('parent')
     pid = fork do

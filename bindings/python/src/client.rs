@@ -5,10 +5,11 @@ use crate::blocking::finish;
 use crate::config::PyConfig;
 use crate::convert;
 use crate::errors::to_py;
-use cogworker::host::{payload_job, prepared, push_through, PushRequest, Session};
+use cogworker::host::{carry_trace_context, payload_job, prepared, push_through, PushRequest, Session};
 use cogworker::{Client, Job};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// `class_name(*args)` with keyword options (the core's push options).
@@ -173,20 +174,23 @@ impl PyClient {
     }
 
     /// Raw payloads (dicts with at least `class`), in one round trip;
-    /// `middleware` and `run` as for `push_many`.
-    #[pyo3(signature = (payloads, middleware=None, run=None))]
+    /// `middleware` and `run` as for `push_many`; `context`: the push
+    /// span's trace context, for those that carry none of their own.
+    #[pyo3(signature = (payloads, middleware=None, run=None, context=None))]
     fn push_payloads(
         &self,
         py: Python<'_>,
         payloads: &Bound<'_, PyAny>,
         middleware: Option<&Bound<'_, PyAny>>,
         run: Option<&Bound<'_, PyAny>>,
+        context: Option<HashMap<String, String>>,
     ) -> PyResult<Vec<Option<String>>> {
-        let jobs = payloads
+        let mut jobs = payloads
             .try_iter()?
             .enumerate()
             .map(|(i, payload)| payload_job(&convert::value(&payload?), &format!("jobs[{i}]")).map_err(to_py))
             .collect::<PyResult<Vec<Job>>>()?;
+        carry_trace_context(&mut jobs, &context.unwrap_or_default());
         self.push_through(py, jobs, middleware, run)
     }
 }

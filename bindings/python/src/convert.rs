@@ -126,3 +126,13 @@ pub fn list_to_py<'py>(py: Python<'py>, items: &[serde_json::Value]) -> PyResult
     }
     Ok(list.into_any())
 }
+
+/// What a retry hook said: an exception it raised (returned to say so) as
+/// `Raised`, anything else as the core reads a value (seconds, a
+/// `timedelta`, None for the default).
+pub fn retry_hint(v: &Bound<'_, PyAny>) -> cogworker::host::RetryHint {
+    if v.is_instance_of::<pyo3::exceptions::PyBaseException>() {
+        return cogworker::host::RetryHint::Raised(v.repr().map_or_else(|_| "?".into(), |r| r.to_string()));
+    }
+    value(v).into()
+}

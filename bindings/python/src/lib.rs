@@ -36,10 +36,23 @@ fn init_logging(json: bool) {
 }
 
 /// Writes a Python log record in the core's format (text or JSON, as
-/// `init_logging` chose): one format for the whole process.
+/// `init_logging` chose): one format for the whole process, the record's
+/// fields named by the core.
 #[pyfunction]
-fn log_line(level: &str, thread: &str, message: &str, fields: Vec<(String, String)>) {
-    cogworker::logging::host_line(level, thread, message, &fields);
+#[pyo3(signature = (level, thread, is_main, message, logger, jid=None, job_class=None, exception=None))]
+#[allow(clippy::too_many_arguments)] // one per part of a record
+fn log_record(
+    level: &str,
+    thread: Option<&str>,
+    is_main: bool,
+    message: &str,
+    logger: &str,
+    jid: Option<&str>,
+    job_class: Option<&str>,
+    exception: Option<&str>,
+) {
+    let job = jid.map(|jid| (jid, job_class.unwrap_or("")));
+    cogworker::logging::host_record(level, thread, is_main, message, logger, job, exception);
 }
 
 /// The line the worker command prints when its app cannot be loaded.
@@ -135,6 +148,43 @@ fn producer_span<'py>(
     Ok((name, convert::map_to_py(py, &attributes)?))
 }
 
+/// The name of slot thread `index` (the same in every host).
+#[pyfunction]
+fn slot_thread_name(index: usize) -> String {
+    cogworker::host::slot_thread_name(index)
+}
+
+/// `(name, attributes)` of the PRODUCER span around a push of `count` raw
+/// payloads, `first` the first of them.
+#[pyfunction]
+fn payloads_span<'py>(
+    py: Python<'py>,
+    first: Option<&Bound<'py, PyAny>>,
+    count: usize,
+) -> PyResult<(String, Bound<'py, PyAny>)> {
+    let first = first.map(convert::value);
+    let (name, attributes) = cogworker::host::host_payloads_span(first.as_ref(), count);
+    Ok((name, convert::map_to_py(py, &attributes)?))
+}
+
+/// The attributes a push's span gets once the push returned `jids`.
+#[pyfunction]
+fn message_attributes(py: Python<'_>, jids: Vec<Option<String>>) -> PyResult<Bound<'_, PyAny>> {
+    convert::map_to_py(py, &cogworker::host::host_message_attributes(&jids))
+}
+
+/// `(description, exception event attributes)` of a failed job's span.
+#[pyfunction]
+#[pyo3(signature = (class_name, message))]
+fn span_failure<'py>(
+    py: Python<'py>,
+    class_name: Option<&str>,
+    message: Option<&str>,
+) -> PyResult<(String, Bound<'py, PyAny>)> {
+    let (description, attributes) = cogworker::host::host_span_failure(class_name, message);
+    Ok((description, convert::map_to_py(py, &attributes)?))
+}
+
 /// `(name, help)` of every setting.
 #[pyfunction]
 fn settings() -> Vec<(&'static str, &'static str)> {
@@ -157,7 +207,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(supervisor::child_failed, m)?)?;
     m.add_function(wrap_pyfunction!(after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(init_logging, m)?)?;
-    m.add_function(wrap_pyfunction!(log_line, m)?)?;
+    m.add_function(wrap_pyfunction!(log_record, m)?)?;
     m.add_function(wrap_pyfunction!(logs::init_log_forwarding, m)?)?;
     m.add_function(wrap_pyfunction!(logs::run_log_forwarding, m)?)?;
     m.add_function(wrap_pyfunction!(logs::stop_log_forwarding, m)?)?;
@@ -173,6 +223,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(periodic::entry, m)?)?;
     m.add_function(wrap_pyfunction!(settings, m)?)?;
     m.add_function(wrap_pyfunction!(producer_span, m)?)?;
+    m.add_function(wrap_pyfunction!(payloads_span, m)?)?;
+    m.add_function(wrap_pyfunction!(slot_thread_name, m)?)?;
+    m.add_function(wrap_pyfunction!(message_attributes, m)?)?;
+    m.add_function(wrap_pyfunction!(span_failure, m)?)?;
     m.add_function(wrap_pyfunction!(worker_flags, m)?)?;
     m.add_function(wrap_pyfunction!(command_flags, m)?)?;
     m.add_function(wrap_pyfunction!(command_connection, m)?)?;
@@ -200,6 +254,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("WORKER_SIGNALS", cogworker::host::WORKER_SIGNALS)?;
     m.add("LIFECYCLE_EVENTS", cogworker::host::LIFECYCLE_EVENTS)?;
     m.add("EXIT_USAGE", cogworker::host::EXIT_USAGE)?;
+    m.add("TRACE_CONTEXT_FIELDS", cogworker::host::TRACE_CONTEXT_FIELDS.to_vec())?;
+    m.add("TRACER_NAME", cogworker::host::TRACER_NAME)?;
+    m.add("WAIT_SLICE", cogworker::host::WAIT_SLICE.as_secs_f64())?;
+    m.add("TIME_LIMIT_PASSED", cogworker::host::TIME_LIMIT_PASSED)?;
+    let threads: std::collections::HashMap<&str, &str> = cogworker::host::HOST_THREADS.into_iter().collect();
+    m.add("THREAD_NAMES", threads)?;
     m.add("CHILD_FAILED", cogworker::host::supervisor::CHILD_FAILED)?;
     let push_options: Vec<&str> = cogworker::host::PUSH_OPTIONS.iter().map(|(name, _)| *name).collect();
     m.add("PUSH_OPTIONS", push_options)?;

@@ -186,10 +186,10 @@ impl PyWorker {
         let timeout = py.get_type::<crate::errors::JobTimeout>();
         let ask = |class: &str, retry_count: u32| {
             Ok(match retry_hook.call1((class, retry_count)) {
-                Ok(said) => convert::value(&said),
+                Ok(said) => convert::retry_hint(&said),
                 Err(error) => {
                     error.write_unraisable(py, Some(retry_hook));
-                    cogworker::host::HostValue::Null
+                    cogworker::host::RetryHint::Default
                 }
             })
         };
@@ -278,9 +278,22 @@ impl PyWorker {
         self.0.lifecycle()
     }
 
+    /// A slot thread (`thread`, by name) left its loop early: True, and a
+    /// warning, when another should take its place (not while stopping).
+    fn slot_ended_early(&self, thread: &str) -> bool {
+        self.0.slot_ended_early(thread)
+    }
+
     /// Logs the jobs running now (TTIN), in the engine's words.
     fn log_busy(&self) {
         self.0.log_busy();
+    }
+
+    /// Logs each thread's stack (TTIN), in the engine's words: `(name,
+    /// is_main, stack)` of each.
+    #[staticmethod]
+    fn log_thread_stacks(threads: Vec<(String, bool, String)>) {
+        HostWorker::log_thread_stacks(&threads);
     }
 
     /// A signal the worker command caught, by name; True: also log the
@@ -340,7 +353,7 @@ fn settle(
                         convert::value(&class),
                         convert::value(&message),
                         convert::value(&backtrace),
-                        convert::value(&retry),
+                        convert::retry_hint(&retry),
                     ),
                     stops_worker,
                 }),

@@ -5,9 +5,10 @@ use crate::blocking::finish;
 use crate::config::RbConfig;
 use crate::convert;
 use crate::errors::to_ruby;
-use cogworker::host::{payload_job, prepared, push_through, PushRequest, Session};
+use cogworker::host::{carry_trace_context, payload_job, prepared, push_through, PushRequest, Session};
 use cogworker::{Client, Job};
 use magnus::{prelude::*, Error, RArray, RHash, Ruby, Value};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// `class_name` with `args` and the push options in `options` (the core's
@@ -128,18 +129,21 @@ impl RbClient {
     }
 
     /// Raw payloads (Hashes with at least "class"), in one round trip;
-    /// `middleware` and `run` as for `push_many`.
+    /// `middleware` and `run` as for `push_many`; `context`: the push
+    /// span's trace context, for those that carry none of their own.
     pub fn push_payloads(
         ruby: &Ruby,
         rb_self: &Self,
         payloads: RArray,
         middleware: Value,
         run: Value,
+        context: HashMap<String, String>,
     ) -> Result<Vec<Option<String>>, Error> {
         let jobs = payloads.into_iter().enumerate().map(|(i, payload)| {
             payload_job(&convert::value(ruby, payload), &format!("jobs[{i}]")).map_err(|e| to_ruby(ruby, e))
         });
-        let jobs = jobs.collect::<Result<_, Error>>()?;
+        let mut jobs = jobs.collect::<Result<Vec<Job>, Error>>()?;
+        carry_trace_context(&mut jobs, &context);
         rb_self.push_through(ruby, jobs, middleware, run)
     }
 }

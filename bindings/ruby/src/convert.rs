@@ -156,3 +156,21 @@ pub fn each_option(
         Ok(magnus::r_hash::ForEach::Continue)
     })
 }
+
+/// What a retry hook said: an exception it raised (returned to say so) as
+/// `Raised`, anything else as the core reads a value (seconds, a
+/// `Duration`, nil for the default).
+pub fn retry_hint(ruby: &Ruby, v: Value) -> cogworker::host::RetryHint {
+    if v.is_kind_of(ruby.exception_exception()) {
+        return cogworker::host::RetryHint::Raised(v.inspect());
+    }
+    // Any Numeric is seconds (a Rational, a BigDecimal), as Sidekiq reads
+    // `sidekiq_retry_in`'s answer.
+    let plain = value(ruby, v);
+    if matches!(plain, HostValue::Other { .. }) && v.is_kind_of(ruby.class_numeric()) {
+        if let Ok(seconds) = v.funcall::<_, _, f64>("to_f", ()) {
+            return cogworker::host::RetryHint::Seconds(seconds);
+        }
+    }
+    plain.into()
+}

@@ -35,10 +35,58 @@ fn producer_span(ruby: &Ruby, class_name: String, queue: Value, count: usize) ->
     (name, convert::from_json(ruby, &serde_json::Value::Object(attributes)))
 }
 
-/// Writes a Ruby log entry in the core's format (text or JSON, as
-/// `init_logging` chose): one format for the whole process.
+/// `[name, attributes]` of the PRODUCER span around a push of `count` raw
+/// payloads, `first` the first of them.
+fn payloads_span(ruby: &Ruby, first: Value, count: usize) -> (String, Value) {
+    let first = convert::value(ruby, first);
+    let (name, attributes) = cogworker::host::host_payloads_span(Some(&first), count);
+    (name, convert::from_json(ruby, &serde_json::Value::Object(attributes)))
+}
+
+/// The attributes a push's span gets once the push returned `jids`.
+fn message_attributes(ruby: &Ruby, jids: Vec<Option<String>>) -> Value {
+    let attributes = cogworker::host::host_message_attributes(&jids);
+    convert::from_json(ruby, &serde_json::Value::Object(attributes))
+}
+
+/// `[description, exception event attributes]` of a failed job's span.
+fn span_failure(ruby: &Ruby, class_name: Option<String>, message: Option<String>) -> (String, Value) {
+    let (description, attributes) = cogworker::host::host_span_failure(class_name.as_deref(), message.as_deref());
+    (
+        description,
+        convert::from_json(ruby, &serde_json::Value::Object(attributes)),
+    )
+}
+
+/// Writes an engine line forwarded to the default logger in the core's
+/// format (text or JSON, as `init_logging` chose), its fields as they are.
 fn log_line(level: String, thread: String, message: String, fields: Vec<(String, String)>) {
     cogworker::logging::host_line(&level, &thread, &message, &fields);
+}
+
+/// Writes a Ruby log entry in the core's format: one format for the whole
+/// process, the entry's fields named by the core.
+#[allow(clippy::too_many_arguments)] // one per part of an entry
+fn log_record(
+    level: String,
+    thread: Option<String>,
+    is_main: bool,
+    message: String,
+    logger: String,
+    jid: Option<String>,
+    job_class: Option<String>,
+    exception: Option<String>,
+) {
+    let job = jid.as_deref().map(|jid| (jid, job_class.as_deref().unwrap_or("")));
+    cogworker::logging::host_record(
+        &level,
+        thread.as_deref(),
+        is_main,
+        &message,
+        &logger,
+        job,
+        exception.as_deref(),
+    );
 }
 
 /// The line the worker command prints when its app cannot be loaded.
@@ -74,10 +122,15 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("init_logging", function!(cogworker::logging::init, 1))?;
     native.define_module_function("check_version", function!(check_version, 2))?;
     native.define_module_function("log_line", function!(log_line, 4))?;
+    native.define_module_function("log_record", function!(log_record, 8))?;
     native.define_module_function("init_log_forwarding", function!(logs::init_log_forwarding, 0))?;
     native.define_module_function("run_log_forwarding", function!(logs::run_log_forwarding, 1))?;
     native.define_module_function("stop_log_forwarding", function!(logs::stop_log_forwarding, 0))?;
     native.define_module_function("producer_span", function!(producer_span, 3))?;
+    native.define_module_function("payloads_span", function!(payloads_span, 2))?;
+    native.define_module_function("slot_thread_name", function!(cogworker::host::slot_thread_name, 1))?;
+    native.define_module_function("message_attributes", function!(message_attributes, 1))?;
+    native.define_module_function("span_failure", function!(span_failure, 2))?;
     native.define_module_function("warn_secret_on_command_line", function!(warn_secret_on_command_line, 2))?;
     native.define_module_function("lifecycle_event", function!(lifecycle_event, 1))?;
     native.define_module_function("app_not_loaded", function!(app_not_loaded, 2))?;
@@ -129,7 +182,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     let client = native.define_class("Client", ruby.class_object())?;
     client.define_singleton_method("new", function!(client::RbClient::new, 1))?;
     client.define_method("push_many", method!(client::RbClient::push_many, 5))?;
-    client.define_method("push_payloads", method!(client::RbClient::push_payloads, 3))?;
+    client.define_method("push_payloads", method!(client::RbClient::push_payloads, 4))?;
     client.define_method("status", method!(client::RbClient::status, 1))?;
     client.define_method("cancel", method!(client::RbClient::cancel, 1))?;
     client.define_method("result", method!(client::RbClient::result, 2))?;
@@ -169,12 +222,23 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     worker.define_method("given_back", method!(worker::RbWorker::given_back, 0))?;
     worker.define_method("busy", method!(worker::RbWorker::busy, 0))?;
     worker.define_method("log_busy", method!(worker::RbWorker::log_busy, 0))?;
+    worker.define_method("slot_ended_early", method!(worker::RbWorker::slot_ended_early, 1))?;
+    worker.define_singleton_method("log_thread_stacks", function!(worker::RbWorker::log_thread_stacks, 1))?;
     worker.define_method("signal", method!(worker::RbWorker::signal, 1))?;
     worker.define_method("join_slots", method!(worker::RbWorker::join_slots, 0))?;
     worker.define_method("exit_at_once", method!(worker::RbWorker::exit_at_once, 1))?;
     native.const_set("WORKER_SIGNALS", cogworker::host::WORKER_SIGNALS.to_vec())?;
     native.const_set("LIFECYCLE_EVENTS", cogworker::host::LIFECYCLE_EVENTS.to_vec())?;
     native.const_set("EXIT_USAGE", cogworker::host::EXIT_USAGE)?;
+    native.const_set("TRACE_CONTEXT_FIELDS", cogworker::host::TRACE_CONTEXT_FIELDS.to_vec())?;
+    native.const_set("TRACER_NAME", cogworker::host::TRACER_NAME)?;
+    native.const_set("WAIT_SLICE", cogworker::host::WAIT_SLICE.as_secs_f64())?;
+    native.const_set("TIME_LIMIT_PASSED", cogworker::host::TIME_LIMIT_PASSED)?;
+    let threads = ruby.hash_new();
+    for (role, name) in cogworker::host::HOST_THREADS {
+        threads.aset(role, name)?;
+    }
+    native.const_set("THREAD_NAMES", threads)?;
     native.const_set("CHILD_FAILED", cogworker::host::supervisor::CHILD_FAILED)?;
     let push_options: Vec<&str> = cogworker::host::PUSH_OPTIONS.iter().map(|(name, _)| *name).collect();
     native.const_set("PUSH_OPTIONS", push_options)?;

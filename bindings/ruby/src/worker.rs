@@ -37,13 +37,13 @@ impl RbDelivery {
         )
     }
 
-    /// The whole job, a Hash (every field, for middleware); nil once settled.
     /// Was the job cancelled while it runs? (The job may stop early;
     /// however it ends, it is filed as cancelled.)
     pub fn cancelled(&self) -> bool {
         self.0.is_cancelled()
     }
 
+    /// The whole job, a Hash (every field, for middleware); nil once settled.
     pub fn payload(ruby: &Ruby, rb_self: &Self) -> Value {
         rb_self
             .0
@@ -72,8 +72,8 @@ impl RbDelivery {
     }
 
     /// The handler ended without an outcome (`how` says how); nothing once
-    /// settled.
-    /// (Called after every job: `how` is read only when it is used.)
+    /// settled. (Called after every job: `how` is read only when it is
+    /// used.)
     pub fn abandon(&self, how: RString) {
         if !self.0.is_settled() {
             self.0.abandon(&how.to_string().unwrap_or_default());
@@ -161,9 +161,9 @@ impl RbWorker {
     pub fn run_timekeeper(ruby: &Ruby, rb_self: &Self, retry_hook: Value) -> Result<(), Error> {
         let ask = |class: &str, retry_count: u32| match retry_hook.funcall::<_, _, Value>("call", (class, retry_count))
         {
-            Ok(said) => Ok(convert::value(ruby, said)),
+            Ok(said) => Ok(convert::retry_hint(ruby, said)),
             Err(error) if exception(&error).is_none() => Err(error),
-            Err(_) => Ok(cogworker::host::HostValue::Null),
+            Err(_) => Ok(cogworker::host::RetryHint::Default),
         };
         rb_self
             .0
@@ -173,7 +173,7 @@ impl RbWorker {
                 // looked at here with the GVL held.
                 let thread = unsafe { Value::from_raw(thread_id as rb_sys::VALUE) };
                 let timeout = crate::errors::class(ruby, "JobTimeout");
-                match thread.funcall::<_, _, Value>("raise", (timeout, "the job's time limit passed")) {
+                match thread.funcall::<_, _, Value>("raise", (timeout, cogworker::host::TIME_LIMIT_PASSED)) {
                     Err(error) if exception(&error).is_none() => Err(error),
                     _ => Ok(()),
                 }
@@ -243,9 +243,21 @@ impl RbWorker {
     pub fn lifecycle(&self) -> &'static str {
         self.0.lifecycle()
     }
+    /// A slot thread (`thread`, by name) left its loop early: true, and a
+    /// warning, when another should take its place (not while stopping).
+    pub fn slot_ended_early(&self, thread: String) -> bool {
+        self.0.slot_ended_early(&thread)
+    }
+
     /// Logs the jobs running now (TTIN), in the engine's words.
     pub fn log_busy(&self) {
         self.0.log_busy();
+    }
+
+    /// Logs each thread's stack (TTIN), in the engine's words: `[name,
+    /// main?, stack]` of each.
+    pub fn log_thread_stacks(threads: Vec<(String, bool, String)>) {
+        HostWorker::log_thread_stacks(&threads);
     }
     /// A signal the worker command caught; true: also log the threads' stacks.
     pub fn signal(&self, name: String) -> bool {
@@ -287,10 +299,9 @@ fn described(
 ) -> Option<Described> {
     match describe.funcall::<_, _, (Value, Value, Value, Value, bool)>("call", (delivery, raised)) {
         Ok((class, message, backtrace, retry, stops_worker)) => {
-            let [class, message, backtrace, retry] =
-                [class, message, backtrace, retry].map(|v| convert::value(ruby, v));
+            let [class, message, backtrace] = [class, message, backtrace].map(|v| convert::value(ruby, v));
             Some(Described {
-                failure: HostFailure::from_values(class, message, backtrace, retry),
+                failure: HostFailure::from_values(class, message, backtrace, convert::retry_hint(ruby, retry)),
                 stops_worker,
             })
         }

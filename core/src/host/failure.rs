@@ -15,9 +15,12 @@ pub enum RetryHint {
     Default,
     /// Seconds until the retry.
     Seconds(f64),
-    /// Something that is not a number of seconds (or the hook raised);
-    /// described for the log, then the default backoff is used.
+    /// Something that is not a number of seconds; described for the
+    /// log, then the default backoff is used.
     Invalid(String),
+    /// The hook raised (the exception as the host shows it); logged, then
+    /// the default backoff is used.
+    Raised(String),
 }
 
 impl RetryHint {
@@ -37,17 +40,23 @@ impl RetryHint {
                 );
                 None
             }
+            RetryHint::Raised(what) => {
+                tracing::warn!("the retry hook of {whose} raised {what}; using the default backoff");
+                None
+            }
         }
     }
 }
 
 impl From<HostValue> for RetryHint {
-    /// Nothing: the default; a number: seconds; anything else: invalid.
+    /// Nothing: the default; a number or a length of time (`timedelta`,
+    /// `ActiveSupport::Duration`): seconds; anything else: invalid.
     fn from(value: HostValue) -> Self {
         match value {
             HostValue::Null => RetryHint::Default,
             HostValue::Int(n) => RetryHint::Seconds(n as f64),
             HostValue::Float(x) => RetryHint::Seconds(x),
+            HostValue::Duration { seconds, .. } => RetryHint::Seconds(seconds),
             other => RetryHint::Invalid(other.to_string()),
         }
     }
@@ -72,8 +81,8 @@ const NO_MESSAGE: &str = "(the exception's message could not be read: it raised 
 impl HostFailure {
     /// From the host's values as they are: the class name, the message and
     /// the backtrace lines as text (anything else counts as unreadable), and
-    /// what the retry hook returned.
-    pub fn from_values(class: HostValue, message: HostValue, backtrace: HostValue, retry: HostValue) -> Self {
+    /// what the retry hook said.
+    pub fn from_values(class: HostValue, message: HostValue, backtrace: HostValue, retry: RetryHint) -> Self {
         let text = |value: HostValue| match value {
             HostValue::Text(text) | HostValue::InvalidText(text) => Some(text),
             _ => None,
@@ -86,7 +95,7 @@ impl HostFailure {
             class: text(class),
             message: text(message),
             backtrace: lines,
-            retry: Some(retry.into()),
+            retry: Some(retry),
         }
     }
 

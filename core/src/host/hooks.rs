@@ -25,11 +25,18 @@ pub fn lifecycle_event(event: &str) -> Result<&'static str> {
         })
 }
 
-/// Logs that a hook raised (what it is, e.g. `death handler`, and the
-/// hook as the host shows it): one ERROR line with the error's class and
+/// Logs that a hook raised: `role` says which (`error` for an error
+/// handler, `death` for a death handler, else the lifecycle event it was
+/// registered on), `hook` is the hook as the host shows it, `error_class`
+/// as a failure records it. One ERROR line with the error's class and
 /// message, its backtrace as a field. A hook never changes what happens to
 /// a job, so nothing else is done.
-pub fn hook_raised(what: &str, hook: &str, error_class: &str, message: &str, backtrace: &[String]) {
+pub fn hook_raised(role: &str, hook: &str, error_class: &str, message: &str, backtrace: &[String]) {
+    let what = match role {
+        "error" => "error handler".to_string(),
+        "death" => "death handler".to_string(),
+        event => format!("{event} hook"),
+    };
     // An absent field (None) is not written at all.
     let backtrace = (!backtrace.is_empty()).then(|| backtrace.join("\n"));
     tracing::error!(

@@ -13,7 +13,9 @@
 //! - [`HostFailure`]: how a host reports a failure from raw pieces, none of
 //!   which can make recording the failure fail;
 //! - [`host_push_span`], [`host_job_span`]: the spans a host opens with
-//!   its own OpenTelemetry API, named and described as the engine's own;
+//!   its own OpenTelemetry API, named and described as the engine's own,
+//!   and what else those calls write ([`TRACE_CONTEXT_FIELDS`],
+//!   [`host_span_failure`], ...);
 //! - [`periodic_entry`]: a periodic entry built and checked from host values;
 //! - [`PushRequest`]: the job payload built and validated once for every
 //!   language (pushes and the testing modes alike);
@@ -47,6 +49,7 @@ mod periodic;
 mod push;
 mod session;
 mod slot;
+mod spans;
 pub mod supervisor;
 pub mod testing;
 mod version;
@@ -72,6 +75,10 @@ pub use periodic::periodic_entry;
 pub use push::{payload_job, prepared, push_through, PushRequest, PUSH_OPTIONS};
 pub use session::{in_runtime, Session};
 pub use slot::{Described, Ended, HostWait, SettledBy, WAIT_SLICE};
+pub use spans::{
+    carry_trace_context, host_message_attributes, host_payloads_span, host_span_failure, TRACER_NAME,
+    TRACE_CONTEXT_FIELDS,
+};
 pub use version::{check_version, VERSION};
 pub use wait::{deadline_after, sleep_slice, spawn, start, wait, Pending, Started, Waited, ON_CALLING_THREAD};
-pub use worker::{HostWorker, NextEvent, WORKER_SIGNALS};
+pub use worker::{slot_thread_name, HostWorker, NextEvent, HOST_THREADS, TIME_LIMIT_PASSED, WORKER_SIGNALS};

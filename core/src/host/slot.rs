@@ -220,7 +220,7 @@ impl HostWorker {
     pub fn run_timekeeper<W: HostWait>(
         &self,
         wait: &mut W,
-        mut retry_hook: impl FnMut(&str, u32) -> std::result::Result<HostValue, W::Error>,
+        mut retry_hook: impl FnMut(&str, u32) -> std::result::Result<RetryHint, W::Error>,
         mut interrupt: impl FnMut(u64) -> std::result::Result<(), W::Error>,
     ) -> std::result::Result<(), W::Error> {
         name_this_thread(wait);
@@ -241,7 +241,7 @@ impl HostWorker {
                         // that will not stop is filed by the core alone.
                         let said = retry_hook(limit.job_class(), limit.retry_count())?;
                         let whose = format!("{} (past its time limit)", limit.job_class());
-                        limit.set_hook_retry_in(RetryHint::from(said).seconds(&whose));
+                        limit.set_hook_retry_in(said.seconds(&whose));
                     }
                     if let Some(thread) = limit.running_on() {
                         interrupt(thread)?;

@@ -18,6 +18,27 @@ use std::time::Duration;
 /// [`HostWorker::signal`].
 pub const WORKER_SIGNALS: [&str; 4] = ["TERM", "INT", "TSTP", "TTIN"];
 
+/// The threads a host starts for a worker, by role, with the names every
+/// host gives them (log lines and the TTIN dump show them): the events
+/// thread, the periodic jobs' client middleware thread, the timekeeper and
+/// the embedded worker's log thread. Slot threads are
+/// [`slot_thread_name`]'s.
+pub const HOST_THREADS: [(&str, &str); 4] = [
+    ("events", "cogworker.events"),
+    ("client_middleware", "cogworker.client-middleware"),
+    ("timekeeper", "cogworker.timekeeper"),
+    ("logs", "cogworker.logs"),
+];
+
+/// The name of slot thread `index` in every host.
+pub fn slot_thread_name(index: usize) -> String {
+    format!("cogworker.processor-{index}")
+}
+
+/// The message of the timeout a host raises in a handler past its time
+/// limit, and gives a retry hook asked about one.
+pub const TIME_LIMIT_PASSED: &str = "the job's time limit passed";
+
 /// A worker run by host-language threads.
 pub struct HostWorker {
     handle: WorkerHandle,
@@ -250,10 +271,35 @@ impl HostWorker {
         }
     }
 
+    /// A slot thread (`thread`, the host's name for it) left the slot loop
+    /// without the worker stopping (a host killed it, or an exception
+    /// escaped it): true, and a warning, when the host should start
+    /// another in its place, as Sidekiq's manager replaces a dead
+    /// processor, so the worker keeps its full concurrency. False while the
+    /// worker stops.
+    pub fn slot_ended_early(&self, thread: &str) -> bool {
+        if self.handle.lifecycle() == Lifecycle::Stopping {
+            return false;
+        }
+        tracing::warn!("slot thread {thread} ended early; starting another");
+        true
+    }
+
     /// Logs the jobs running now, one warning each (the first half of the
     /// TTIN dump; the host adds its threads' stacks).
     pub fn log_busy(&self) {
         self.handle.log_busy();
+    }
+
+    /// Logs each of the host's threads with its stack (the second half of
+    /// the TTIN dump), one warning each, `thread <name>:` then the stack as
+    /// the host prints one; `threads` holds each one's name, whether it is
+    /// the main thread (named `main` in every host) and its stack.
+    pub fn log_thread_stacks(threads: &[(String, bool, String)]) {
+        for (name, is_main, stack) in threads {
+            let name = if *is_main { "main" } else { name.as_str() };
+            tracing::warn!("thread {name}:\n{}", stack.trim_end());
+        }
     }
 
     /// A signal the host's worker command caught, by name (one of

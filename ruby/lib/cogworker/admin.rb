@@ -53,7 +53,7 @@ module Cogworker
       %w[TERM INT].each { |sig| trap(sig) { stopping = sig } }
       @out.puts(server.address_line)
       @out.flush
-      until server.wait(0.2)
+      until server.wait(Native::WAIT_SLICE)
         next unless stopping
 
         server.stop_on_signal(stopping)

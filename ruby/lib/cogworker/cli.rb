@@ -159,7 +159,7 @@ module Cogworker
       SIGNALS.each { |sig| trap(sig) { signals.push(sig) } }
       early_signals.each { |sig| signals.push(sig) }
       runner.start
-      signals.wait(0.5).each { |sig| runner.signal(sig) } until runner.wait(0)
+      signals.wait(Native::WAIT_SLICE).each { |sig| runner.signal(sig) } until runner.wait(0)
       if runner.exit_at_once?
         $stdout.flush
         $stderr.flush

@@ -113,7 +113,7 @@ module Cogworker
     def push_payloads(payloads)
       return [] if payloads.empty?
 
-      Tracing.producing_payloads(payloads) { |traced| @native.push_payloads(traced, middleware, RUN_INLINE) }
+      Tracing.producing_payloads(payloads) { |context| @native.push_payloads(payloads, middleware, RUN_INLINE, context) }
     end
 
     private

@@ -20,23 +20,16 @@ module Cogworker
         message = block_given? ? yield : progname
         progname = @progname
       end
-      fields = [['logger', (progname || 'cogworker').to_s]]
       job = Thread.current[:cogworker_job]
-      fields.push(['jid', job[:jid].to_s], ['class', job[:class].to_s]) if job
       text = message
+      backtrace = nil
       if message.is_a?(Exception)
         text = "#{message.class}: #{message.message}"
-        fields << ['exception', (message.backtrace || []).join("\n")]
+        backtrace = (message.backtrace || []).join("\n")
       end
-      Native.log_line(SEV_LABEL[severity] || 'ANY', thread_name, text.to_s, fields)
+      Native.log_record(SEV_LABEL[severity] || 'ANY', Thread.current.name, Thread.current == Thread.main, text.to_s,
+                        (progname || 'cogworker').to_s, job&.dig(:jid)&.to_s, job&.dig(:class)&.to_s, backtrace)
       true
-    end
-
-    private
-
-    def thread_name
-      thread = Thread.current
-      thread.name || (thread == Thread.main ? 'main' : "thread-#{thread.object_id}")
     end
   end
 end

@@ -131,7 +131,7 @@ module Cogworker
 
     def report_error(error, context)
       @error_handlers.dup.each do |handler|
-        safely('error handler', handler) { handler.arity == 3 ? handler.call(error, context, self) : handler.call(error, context) }
+        safely('error', handler) { handler.arity == 3 ? handler.call(error, context, self) : handler.call(error, context) }
       end
     end
 
@@ -146,19 +146,21 @@ module Cogworker
     def dispatch(name, job)
       if name == 'death'
         job ||= {}
-        @death_handlers.dup.each { |handler| safely('death handler', handler) { handler.call(job, JobDied.for(job)) } }
+        @death_handlers.dup.each { |handler| safely('death', handler) { handler.call(job, JobDied.for(job)) } }
       else
-        @events.fetch(name.to_sym, []).dup.each { |hook| safely("#{name} hook", hook) { hook.call } }
+        @events.fetch(name.to_sym, []).dup.each { |hook| safely(name.to_s, hook) { hook.call } }
       end
     end
 
     private
 
-    def safely(what, hook)
+    # Calls the block; what it raises is logged by the engine (`role`:
+    # 'error', 'death' or the lifecycle event) and goes no further.
+    def safely(role, hook)
       yield
     rescue Exception => e # rubocop:disable Lint/RescueException -- a hook never changes what happens to a job
       where = hook.respond_to?(:source_location) && hook.source_location ? hook.source_location.join(':') : hook.inspect
-      Native.hook_raised(what, "at #{where}", e.class.name.to_s, e.message.to_s, Array(e.backtrace).map(&:to_s))
+      Native.hook_raised(role, "at #{where}", e.class.name.to_s, e.message.to_s, Array(e.backtrace).map(&:to_s))
     end
   end
 end

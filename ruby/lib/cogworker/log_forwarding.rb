@@ -20,7 +20,7 @@ module Cogworker
         return if @thread || !Native.init_log_forwarding
 
         @thread = Thread.new { Native.run_log_forwarding(method(:emit)) }
-        @thread.name = 'cogworker.logs'
+        @thread.name = Native::THREAD_NAMES.fetch('logs')
         at_exit do
           Native.stop_log_forwarding
           @thread.join(5)

@@ -52,17 +52,17 @@ module Cogworker
       # The application's hooks run on an events thread; the periodic
       # ticker's requests to the client middleware on one apart, never
       # behind an app's hook.
-      { 'cogworker.events' => [:run_hooks, :dispatch],
-        'cogworker.client-middleware' => [:run_client_middleware, :periodic_push] }.each do |name, (run, hook)|
-        Thread.new { @native.public_send(run, @hooks.method(hook)) }.name = name
+      { 'events' => [:run_hooks, :dispatch],
+        'client_middleware' => [:run_client_middleware, :periodic_push] }.each do |role, (run, hook)|
+        Thread.new { @native.public_send(run, @hooks.method(hook)) }.name = Native::THREAD_NAMES.fetch(role)
       end
       # Raises JobTimeout in a slot whose job's time limit passed (in a
       # child of -p N, first asking the class's retry hook of a timeout: a
       # handler that will not stop is filed without this process's Ruby).
       timed_out = lambda do |class_name, retry_count|
-        retry_delay(retry_count, @handlers[class_name], JobTimeout.new("the job's time limit passed"))
+        retry_delay(retry_count, @handlers[class_name], JobTimeout.new(Native::TIME_LIMIT_PASSED))
       end
-      Thread.new { @native.run_timekeeper(timed_out) }.name = 'cogworker.timekeeper'
+      Thread.new { @native.run_timekeeper(timed_out) }.name = Native::THREAD_NAMES.fetch('timekeeper')
 
       self
     end
@@ -99,19 +99,17 @@ module Cogworker
     private
 
     def log_stacks
-      Thread.list.each do |t|
-        name = t == Thread.main ? 'main' : (t.name || t.object_id)
-        Cogworker.logger.warn("thread #{name}:\n#{(t.backtrace || []).join("\n")}")
-      end
+      Native::Worker.log_thread_stacks(Thread.list.map do |t|
+        [t.name || t.object_id.to_s, t == Thread.main, (t.backtrace || []).join("\n")]
+      end)
     end
 
     # A slot thread: runs jobs (the engine's slot loop calls `perform` and
     # settles each) until the worker stops. One that ends before (Thread#kill,
-    # a crash) is replaced, as Sidekiq's manager replaces a dead processor:
-    # the worker keeps its full concurrency.
+    # a crash) is replaced when the engine says so (Python's are too).
     def start_slot(index)
       thread = Thread.new do
-        Thread.current.name = "cogworker.processor-#{index}"
+        Thread.current.name = Native.slot_thread_name(index)
         @native.run_slot(method(:perform), method(:describe))
         stopped = true
       ensure
@@ -121,9 +119,8 @@ module Cogworker
     end
 
     def replace_slot(index)
-      return if @native.lifecycle == 'stopping'
+      return unless @native.slot_ended_early(Thread.current.name.to_s)
 
-      Cogworker.logger.warn("slot thread cogworker.processor-#{index} ended early; starting another")
       @threads_lock.synchronize { @threads.delete(Thread.current) }
       start_slot(index)
     rescue ThreadError
@@ -163,21 +160,31 @@ module Cogworker
         job = safe { delivery.payload }
         @hooks.report_error(error, { context: 'Job raised exception', job: job, jid: job&.dig('jid'), queue: queue })
       end
-      backtrace = safe { error.backtrace&.map { |line| utf8(line) } } || []
+      backtrace = safe { app_backtrace(error) } || []
       [safe { error.class.name }, safe { utf8(error.message) }, backtrace,
        retry_delay(retry_count, @handlers[class_name], error), STOPS_WORKER.any? { |stop| error.is_a?(stop) }]
     end
 
-    # What the class's retry hook says (seconds, nil for the default
-    # backoff); anything else is described for the engine, which logs it and
-    # uses the default backoff.
-    def retry_delay(retry_count, klass, error)
-      delay = klass.respond_to?(:cogworker_retry_delay) ? klass.cogworker_retry_delay(retry_count, error) : nil
-      return delay.to_f if delay.is_a?(Numeric) # also an ActiveSupport::Duration
+    # The gem's own frames (this directory: the slot, middleware chain,
+    # tracing), which say nothing about a failure.
+    OWN_FRAMES = "#{__dir__}/".freeze
 
-      delay.nil? ? nil : safe { delay.inspect }
+    # The backtrace of `error` without the gem's own frames (Python's
+    # worker drops its package's alike); all of them when nothing else is
+    # left.
+    def app_backtrace(error)
+      lines = (error.backtrace || []).map { |line| utf8(line) }
+      app = lines.reject { |line| line.start_with?(OWN_FRAMES) }
+      app.empty? ? lines : app
+    end
+
+    # What the class's retry hook says, for the engine to read: what it
+    # returned (seconds, a Duration, nil for the default backoff), or the
+    # exception it raised.
+    def retry_delay(retry_count, klass, error)
+      klass.respond_to?(:cogworker_retry_delay) ? klass.cogworker_retry_delay(retry_count, error) : nil
     rescue Exception => e # rubocop:disable Lint/RescueException -- a broken hook must not lose the failure
-      "an exception (#{safe { e.inspect }})"
+      e
     end
 
     # `yield`, or nil if it raises (an exception's `#message` may).

@@ -14,7 +14,7 @@ module Cogworker
   # shows under the request that pushed it, in whatever language that was.
   # The same spans and attributes as the Python layer's.
   module Tracing
-    CONTEXT_FIELDS = %w[traceparent tracestate].freeze
+    CONTEXT_FIELDS = Native::TRACE_CONTEXT_FIELDS
 
     def self.enabled? = defined?(::OpenTelemetry.propagation) ? true : false
 
@@ -41,34 +41,33 @@ module Cogworker
       carrier.slice(*CONTEXT_FIELDS)
     end
 
-    def self.tracer = ::OpenTelemetry.tracer_provider.tracer('cogworker', VERSION)
+    def self.tracer = ::OpenTelemetry.tracer_provider.tracer(Native::TRACER_NAME, VERSION)
 
     # A PRODUCER span around a push of `count` jobs (named and described by
     # the engine); yields the trace context (a Hash, empty when tracing is
-    # off) for the jobs to carry and returns what the block returns (a jid
-    # names the span's message).
-    def self.producing(class_name, queue, count = 1)
+    # off) for the jobs to carry and returns what the block returns (the
+    # jid or jids pushed, which name the span's message as the engine says).
+    def self.producing(class_name, queue, count = 1, &)
+      span_of(-> { Native.producer_span(class_name.to_s, queue, count) }, &)
+    end
+
+    # `producing` for raw payloads (the span named by the engine after the
+    # first); the engine gives the context to those without their own.
+    def self.producing_payloads(payloads, &)
+      span_of(-> { Native.payloads_span(payloads.first, payloads.size) }, &)
+    end
+
+    def self.span_of(name_and_attributes)
       return yield(current_context) unless recording?
 
-      name, attributes = Native.producer_span(class_name.to_s, queue, count)
+      name, attributes = name_and_attributes.call
       tracer.in_span(name, attributes: attributes, kind: :producer) do |span|
         result = yield current_context
-        span.set_attribute('messaging.message.id', result) if result.is_a?(String)
+        Native.message_attributes(Array(result)).each { |key, value| span.set_attribute(key, value) }
         result
       end
     end
-
-    # `producing` for raw payloads: yields the payloads, those without a
-    # trace context of their own given the span's (copies: the caller's
-    # Hashes are left as they were).
-    def self.producing_payloads(payloads, &)
-      first = payloads.first || {}
-      producing(first['class'].to_s, first['queue'], payloads.size) do |context|
-        next yield(payloads) if context.empty?
-
-        yield(payloads.map { |p| p.key?('traceparent') ? p : p.merge(context) })
-      end
-    end
+    private_class_method :span_of
 
     # A CONSUMER span around `perform` (named and described by the engine),
     # a child of the pushing span when the job carries its context; a
@@ -92,20 +91,21 @@ module Cogworker
     end
     private_class_method :consumer_span
 
-    # The span's error status and exception event; an exception whose
-    # `message` raises is named by its class alone (the span never changes
-    # what the job's failure says).
+    # The span's error status and exception event, as the engine words
+    # them (an exception whose `message` raises is named by its class
+    # alone: the span never changes what the job's failure says).
     def self.record_failure(span, error)
-      description = begin
-        "#{error.class}: #{error.message}"
+      message = begin
+        error.message
       rescue Exception # rubocop:disable Lint/RescueException
-        error.class.name
+        nil
       end
+      description, attributes = Native.span_failure(error.class.name, message)
       span.status = ::OpenTelemetry::Trace::Status.error(description)
       begin
         span.record_exception(error)
       rescue Exception # rubocop:disable Lint/RescueException
-        span.add_event('exception', attributes: { 'exception.type' => error.class.name })
+        span.add_event('exception', attributes: attributes)
       end
     end
     private_class_method :record_failure
