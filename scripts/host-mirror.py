@@ -35,16 +35,11 @@ RB = "ruby/lib/cogworker/"
 
 # behaviour: (Python "file:Qualified.name", Ruby "file:Owner#method" or
 # "file:Owner.singleton_method"; Ruby files outside cogworker/ as "../...")
-DECISIONS: dict[str, tuple[list[str], list[str]]] = {
-    "the worker command's own flags (-v, --json-logs) and what --verbose sets (COGWORKER_LOG=debug)": (
-        [
-            "cli.py:setup_logging",
-        ],
-        [
-            "cli.rb:CLI#run",
-        ],
-    ),
-}
+# None left: the last (a raising retry hook's text, backtrace trimming, the
+# TTIN stack lines, replacing a dead slot thread, tracing names and fields,
+# log-record fields, a raising hook's label, the logging flags) moved into
+# the core in issue #45.
+DECISIONS: dict[str, tuple[list[str], list[str]]] = {}
 
 IDIOMS: dict[str, tuple[list[str], list[str]]] = {
     "worker: threads, slots, signals, the job run in its language": (
@@ -119,6 +114,7 @@ IDIOMS: dict[str, tuple[list[str], list[str]]] = {
             "cli.py:run_web",
             "cli.py:run_admin",
             "cli.py:main",
+            "cli.py:setup_logging",
         ],
         [
             "cli.rb:CLI.parse",
@@ -137,6 +133,7 @@ IDIOMS: dict[str, tuple[list[str], list[str]]] = {
             "signal_pipe.rb:SignalPipe#push",
             "signal_pipe.rb:SignalPipe#wait",
             "signal_pipe.rb:SignalPipe#close",
+            "cli.rb:CLI#run",
         ],
     ),
     "-p N: fork and the child's start": (

@@ -6,7 +6,9 @@ strongly connected set larger than one (modules that all reach each
 other). Comments, doc links included, do not count. ``-v`` prints the
 edges too; ``--layers`` the modules by layer (each above everything it
 uses); ``--check`` fails (exit 1) on a set larger than two or a module
-outside ``host`` that uses it, as the lint stage of ``scripts/test`` does.
+outside ``host`` that uses it, or on an item named through the crate root
+(``crate::Error``: a use of the root, which re-exports every module), as
+the lint stage of ``scripts/test`` does.
 
     python3 scripts/module-knot.py [-v] [--layers] [--check] [core/src of another checkout]
 """
@@ -49,6 +51,10 @@ def edges(found: dict[str, list[str]]) -> dict[str, set[str]]:
             for block in re.findall(r"use crate::\{([^;]*)\};", text, re.S):
                 named.update(re.findall(r"(?:^|[\s,{])([a-z_]+)(?=::|\s*[,}])", block))
             graph[name].update(m for m in named if m in found and m != name)
+            # An item named through the crate root (`crate::Error`) is a use
+            # of the root, which re-exports everything: an arrow back up.
+            if name != "lib" and re.search(r"crate::[A-Z]", text):
+                graph[name].add("lib")
     return graph
 
 
@@ -137,6 +143,13 @@ def main() -> int:
         for name in sorted(graph):
             if name != "host" and "host" in graph[name]:
                 print(f"module-knot: {name} uses host (nothing below the host protocol may)", file=sys.stderr)
+                failed = True
+            if "lib" in graph[name]:
+                print(
+                    f"module-knot: {name} names an item through the crate root (crate::Error): "
+                    "name it by its home module (crate::error::Error)",
+                    file=sys.stderr,
+                )
                 failed = True
         return 1 if failed else 0
     return 0

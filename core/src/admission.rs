@@ -1,4 +1,4 @@
-//! A job that declares rate limiters (`limits`, see [`crate::Job::limits`])
+//! A job that declares rate limiters (`limits`, see [`crate::job::Job::limits`])
 //! takes capacity from each before a slot runs it, whatever language runs
 //! it: one `limit_acquire.lua` call per limiter and try, on a task of its
 //! own so the fetch loop never waits. Over one, it waits there (holding
@@ -100,7 +100,7 @@ pub(crate) fn admit(shared: Arc<Shared>, slots: Handover, mut delivery: Delivery
 
 /// One try at every limiter `names`, in order; over one, the capacity
 /// taken from those before it is given back at once.
-async fn take_all(shared: &Shared, names: &[String], refused_by: &[String]) -> crate::Result<Admitted> {
+async fn take_all(shared: &Shared, names: &[String], refused_by: &[String]) -> crate::error::Result<Admitted> {
     let mut leases = Vec::with_capacity(names.len());
     for name in names {
         let counted = !refused_by.contains(name);

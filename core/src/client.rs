@@ -81,10 +81,10 @@ impl Client {
         &self.keys
     }
 
-    /// Defines `limit` in this client's Redis (see [`crate::Limit`]) and
+    /// Defines `limit` in this client's Redis (see [`crate::limiter::Limit`]) and
     /// gives the limiter that takes capacity from it.
-    pub async fn limiter(&self, limit: crate::Limit) -> Result<crate::Limiter> {
-        crate::Limiter::define(limit, self.redis.clone(), self.keys.clone()).await
+    pub async fn limiter(&self, limit: crate::limiter::Limit) -> Result<crate::limiter::Limiter> {
+        crate::limiter::Limiter::define(limit, self.redis.clone(), self.keys.clone()).await
     }
 
     /// This client on a connection the calling thread drives itself (see
@@ -170,7 +170,7 @@ impl Client {
         // Jobs joining each batch (counted into it by the push).
         let mut batches: BTreeMap<String, usize> = BTreeMap::new();
         for (index, mut job) in jobs.into_iter().enumerate() {
-            let in_bulk = |e: crate::Error| {
+            let in_bulk = |e: crate::error::Error| {
                 if index > 0 {
                     e.within(&format!("jobs[{index}]"))
                 } else {
@@ -294,7 +294,7 @@ impl Client {
                     async move { invocation.invoke_async(&mut conn).await }
                 })
                 .await
-                .map_err(crate::Error::from_batch_script)?;
+                .map_err(crate::error::Error::from_batch_script)?;
         }
         if sharded {
             for ((queue, level), payloads) in &immediate_sharded {
@@ -309,13 +309,13 @@ impl Client {
     /// jobs are pushed apart from the script that would count them.
     pub(crate) fn check_joins_batch(&self, job: &Job) -> Result<()> {
         if job.unique_for_secs().is_some() {
-            return Err(crate::Error::invalid_job(
+            return Err(crate::error::Error::invalid_job(
                 "bid",
                 "a unique job (unique_for) cannot join a batch",
             ));
         }
         if self.keys.is_sharded_by_queue() {
-            return Err(crate::Error::invalid_job(
+            return Err(crate::error::Error::invalid_job(
                 "bid",
                 "batches need queues on the namespace's slot (shard_by_queue is on)",
             ));

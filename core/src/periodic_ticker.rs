@@ -79,11 +79,11 @@ pub(crate) async fn run(shared: Arc<Shared>) {
     }
 }
 
-async fn server_time(shared: &Shared) -> crate::Result<f64> {
+async fn server_time(shared: &Shared) -> crate::error::Result<f64> {
     crate::clock::now(&shared.redis).await
 }
 
-async fn tick(shared: &Shared, entry: &mut Entry, now: f64) -> crate::Result<()> {
+async fn tick(shared: &Shared, entry: &mut Entry, now: f64) -> crate::error::Result<()> {
     let now_secs = now.floor() as i64;
     let Some(latest) = entry.definition.latest_slot(now_secs) else {
         return Ok(());
@@ -131,7 +131,7 @@ const HOST_ANSWER_LIMIT: std::time::Duration = std::time::Duration::from_secs(5)
 /// Hands `job` to the host language's client middleware and waits for its
 /// answer: the job to push, or `None` to push nothing. No answer in time,
 /// or one that is not a job: pushed as it was, with a warning.
-async fn host_client_middleware(shared: &Shared, job: crate::Job) -> Option<crate::Job> {
+async fn host_client_middleware(shared: &Shared, job: crate::job::Job) -> Option<crate::job::Job> {
     let (answer, answered) = tokio::sync::oneshot::channel();
     *shared.host_answer.lock().unwrap() = Some((job.jid_str().to_string(), answer));
     shared.events.emit(crate::events::WorkerEvent::ClientMiddleware {
@@ -144,7 +144,7 @@ async fn host_client_middleware(shared: &Shared, job: crate::Job) -> Option<crat
             Some(job)
         }
         Ok(Ok(MiddlewareAnswer::Push(value))) => {
-            match crate::Job::from_value(value).map(|mut changed| (changed.validate(), changed)) {
+            match crate::job::Job::from_value(value).map(|mut changed| (changed.validate(), changed)) {
                 Ok((Ok(()), changed)) => Some(changed),
                 _ => {
                     tracing::warn!(
@@ -162,7 +162,7 @@ async fn host_client_middleware(shared: &Shared, job: crate::Job) -> Option<crat
 }
 
 /// Claims `slot` and pushes its job in one script.
-async fn claim(shared: &Shared, entry: &Entry, slot: i64, now: f64) -> crate::Result<()> {
+async fn claim(shared: &Shared, entry: &Entry, slot: i64, now: f64) -> crate::error::Result<()> {
     let definition = &entry.definition;
     let job = definition.job_for(&entry.pjid, slot, now);
     let job = if shared.host_client_middleware {

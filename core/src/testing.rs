@@ -20,8 +20,8 @@ pub struct RedisServer {
     extra: Vec<String>,
 }
 
-fn failed(what: String) -> crate::Error {
-    crate::Error::Redis(redis::RedisError::from(std::io::Error::other(what)))
+fn failed(what: String) -> crate::error::Error {
+    crate::error::Error::Redis(redis::RedisError::from(std::io::Error::other(what)))
 }
 
 /// A pseudo-random number from the clock's nanoseconds and the pid.

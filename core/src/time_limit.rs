@@ -9,7 +9,7 @@
 //! by the host's timekeeper thread ([`crate::host::HostWorker::run_timekeeper`]).
 //! A handler that cannot be interrupted (a blocking call in C) runs on;
 //! its job is filed when it ends, so it never runs twice at once. If it is
-//! still running [`crate::Config::timeout_grace`] after its limit, a child
+//! still running [`crate::config::Config::timeout_grace`] after its limit, a child
 //! of `cogworker -p N` files it as timed out and ends itself (its other
 //! running jobs go back to their queues) for its parent to replace; any
 //! other process says so in its log, once.

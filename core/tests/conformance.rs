@@ -75,6 +75,38 @@ impl cogworker::Middleware for TrailMiddleware {
     }
 }
 
+/// Skips a job whose args are `["skip"]`, makes `["change", x]` into
+/// `[x + "!"]`, and swallows a `ConformanceError`.
+struct GateMiddleware;
+
+impl cogworker::Middleware for GateMiddleware {
+    fn call(
+        &self,
+        job: Job,
+        next: cogworker::Next,
+    ) -> futures_util::future::BoxFuture<'static, cogworker::HandlerResult> {
+        Box::pin(async move {
+            let args = job.args_slice().to_vec();
+            if args == [json!("skip")] {
+                return Ok(None);
+            }
+            let job = match args.as_slice() {
+                [first, changed] if first == "change" => {
+                    let changed = format!("{}!", changed.as_str().unwrap_or(""));
+                    let mut fields = job.into_value();
+                    fields["args"] = json!([changed]);
+                    Job::from_value(fields).unwrap()
+                }
+                _ => job,
+            };
+            match next.run(job).await {
+                Err(failure) if failure.class == "ConformanceError" => Ok(None),
+                outcome => outcome,
+            }
+        })
+    }
+}
+
 impl Run {
     /// With `own` hooks, the worker's builder gets those (a registry of its
     /// own); otherwise the scenario's ("process").
@@ -101,10 +133,13 @@ impl Run {
                 async { Ok(()) }
             });
         for name in self.scenario["server_middleware"].as_array().into_iter().flatten() {
-            builder = builder.middleware(Arc::new(TrailMiddleware {
-                name: name.as_str().unwrap().to_string(),
-                trail: self.trail.clone(),
-            }));
+            builder = match name.as_str().unwrap() {
+                "gate" => builder.middleware(Arc::new(GateMiddleware)),
+                name => builder.middleware(Arc::new(TrailMiddleware {
+                    name: name.to_string(),
+                    trail: self.trail.clone(),
+                })),
+            };
         }
         let scenario_hooks = || {
             let names = self.scenario["hooks"].as_array().into_iter().flatten();
@@ -404,6 +439,67 @@ impl Run {
                 })
                 .await;
             }
+        } else if step.get("cancel").is_some() {
+            assert_eq!(
+                self.api.cancel(&jid("cancel")).await.unwrap(),
+                step["answers"].as_str().unwrap()
+            );
+        } else if step["api_call"] == "stats" && step.get("has").is_some() {
+            let stats = serde_json::to_value(self.api.stats().await.unwrap()).unwrap();
+            for (field, wanted) in step["has"].as_object().unwrap() {
+                assert_eq!(&stats[field], wanted, "{field} of {stats}");
+            }
+        } else if let Some(class) = step["push_later"].as_str() {
+            let job = Job::new(class).args(step["args"].as_array().cloned().unwrap_or_default());
+            let job = match step["in"].as_f64() {
+                Some(seconds) => job.delay(seconds),
+                None => job.at(cogworker::now() + step["at_from_now"].as_f64().unwrap()),
+            };
+            let jid = self.client.push(job).await.unwrap().expect("pushed");
+            self.jids.insert(step["as"].as_str().unwrap().into(), jid);
+        } else if step.get("await_scheduled").is_some() {
+            let (api, jid) = (self.api.clone(), jid("await_scheduled"));
+            let (low, high) = (
+                step["in_seconds"][0].as_f64().unwrap(),
+                step["in_seconds"][1].as_f64().unwrap(),
+            );
+            wait_until(&format!("{jid} scheduled"), Duration::from_secs(15), || {
+                let (api, jid) = (api.clone(), jid.clone());
+                async move {
+                    let Some(entry) = api.find_in_set(cogworker::JobSet::Scheduled, &jid).await.unwrap() else {
+                        return false;
+                    };
+                    let due_in = entry.score - cogworker::now();
+                    assert!((low..=high).contains(&due_in), "{jid} due in {due_in}s");
+                    true
+                }
+            })
+            .await;
+        } else if let Some(queue) = step["await_queued"].as_str() {
+            let (api, queue) = (self.api.clone(), queue.to_string());
+            let (class, args, has) = (step["class"].clone(), step["args"].clone(), step["has"].clone());
+            wait_until(&format!("a {class} job on {queue}"), Duration::from_secs(15), || {
+                let (api, queue, class, args, has) =
+                    (api.clone(), queue.clone(), class.clone(), args.clone(), has.clone());
+                async move {
+                    let raw = api.queue_jobs(&queue, 0, 1000).await.unwrap();
+                    let jobs: Vec<Value> = raw.iter().map(|r| serde_json::from_slice(r).unwrap()).collect();
+                    let found: Vec<&Value> = jobs
+                        .iter()
+                        .filter(|j| j["class"] == class && j["args"] == args)
+                        .collect();
+                    let stamped = |job: &&Value| has.as_object().into_iter().flatten().all(|(k, v)| &job[k] == v);
+                    !found.is_empty() && found.iter().all(stamped)
+                }
+            })
+            .await;
+        } else if let Some(queue) = step["await_queue_size"].as_str() {
+            let (api, queue, wanted) = (self.api.clone(), queue.to_string(), step["is"].as_u64().unwrap());
+            wait_until(&format!("{wanted} jobs on {queue}"), Duration::from_secs(15), || {
+                let (api, queue) = (api.clone(), queue.clone());
+                async move { api.queue(&queue).await.unwrap().size == wanted }
+            })
+            .await;
         } else if let Some(expected) = step.get("expect_trail") {
             assert_eq!(&json!(*self.trail.lock().unwrap()), expected);
         } else if let Some(spec) = step.get("expect_connections") {
@@ -482,7 +578,18 @@ async fn every_scenario_for_rust_behaves_as_written() {
         }
         let redis = TestRedis::start();
         let config = redis.config();
-        let client = Client::new(&config).unwrap();
+        let mut client = Client::new(&config).unwrap();
+        if scenario["client_middleware"]
+            .as_array()
+            .is_some_and(|m| m.contains(&json!("tenant")))
+        {
+            client = client.with_middleware(|job: Job| {
+                if job.args_slice() == [json!("stop")] {
+                    return None;
+                }
+                Some(job.field("tenant", json!("acme")))
+            });
+        }
         let mut run = Run {
             api: Api::new(client.clone()),
             client,

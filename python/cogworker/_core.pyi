@@ -12,6 +12,7 @@ EXIT_USAGE: int
 TRACE_CONTEXT_FIELDS: list[str]
 TRACER_NAME: str
 WAIT_SLICE: float
+LOGGING_FLAGS: list[tuple[str, str | None, str]]
 TIME_LIMIT_PASSED: str
 THREAD_NAMES: dict[str, str]
 CHILD_FAILED: int
@@ -64,6 +65,8 @@ __all__ = [
     "TRACE_CONTEXT_FIELDS",
     "TRACER_NAME",
     "WAIT_SLICE",
+    "LOGGING_FLAGS",
+    "init_cli_logging",
     "TIME_LIMIT_PASSED",
     "THREAD_NAMES",
     "slot_thread_name",
@@ -284,6 +287,7 @@ def periodic_entry(
 def settings() -> list[tuple[str, str]]: ...
 def producer_span(class_name: str, queue: Any, count: int) -> tuple[str, dict[str, Any]]: ...
 def slot_thread_name(index: int) -> str: ...
+def init_cli_logging(json: bool, verbose: bool) -> None: ...
 def payloads_span(first: dict[str, Any] | None, count: int) -> tuple[str, dict[str, Any]]: ...
 def message_attributes(jids: Sequence[str | None]) -> dict[str, Any]: ...
 def span_failure(class_name: str | None, message: str | None) -> tuple[str, dict[str, Any]]: ...

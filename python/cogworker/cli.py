@@ -95,9 +95,10 @@ def add_worker_arguments(parser: argparse.ArgumentParser, modules_required: bool
             parser.add_argument(*names, dest=setting, nargs="?", const="true", metavar="BOOL", help=help_text)
         else:
             parser.add_argument(*names, dest=setting, metavar=kind.upper(), help=help_text)
-    parser.add_argument("--json-logs", action="store_true", help="log JSON lines")
-    if modules_required:
-        parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    # The logging flags are the engine's (Django's own -v is its verbosity).
+    for long, short, help_text in _core.LOGGING_FLAGS:
+        if long != "--verbose" or modules_required:
+            parser.add_argument(*[n for n in (short, long) if n], action="store_true", help=help_text)
 
 
 def setup_logging(json_logs: bool, verbose: bool) -> None:
@@ -105,9 +106,7 @@ def setup_logging(json_logs: bool, verbose: bool) -> None:
     (through ``CoreHandler``), as text or, with ``json_logs``, JSON."""
     from ._logging import CoreHandler
 
-    if verbose:
-        os.environ.setdefault("COGWORKER_LOG", "debug")
-    _core.init_logging(json_logs)
+    _core.init_cli_logging(json_logs, verbose)
     root = logging.getLogger()
     root.addHandler(CoreHandler())
     root.setLevel(logging.DEBUG if verbose else logging.INFO)

@@ -73,6 +73,8 @@ def conformance_declared(*args: Any) -> None:
 
 # The handler objects a scenario may give instead of a name ("object": true).
 OBJECTS = {"ConformanceElsewhere": conformance_elsewhere, "ConformanceDeclared": conformance_declared}
+# The handlers a scenario pushes for later through their own methods.
+SCHEDULABLE = {"ConformanceEcho": conformance_echo}
 
 
 @cogworker.job(name="ConformanceTrail")
@@ -88,3 +90,29 @@ def trail_middleware(name: str) -> Any:
         return value
 
     return middleware
+
+
+def gate_middleware(job: cogworker.RunningJob, call_next: Any) -> Any:
+    """Skips a job whose args are ["skip"], makes ["change", x] into
+    [x + "!"], and swallows a ConformanceError."""
+    if job.args == ["skip"]:
+        return None
+    if job.args and job.args[0] == "change":
+        job.args = [f"{job.args[1]}!"]
+    try:
+        return call_next()
+    except ConformanceError:
+        return None
+
+
+def server_middleware(name: str) -> Any:
+    """The middleware a scenario names: the gate, or a trail entry."""
+    return gate_middleware if name == "gate" else trail_middleware(name)
+
+
+def tenant_middleware(job: dict[str, Any]) -> dict[str, Any] | None:
+    """Client middleware: stops a push whose args are ["stop"], stamps
+    every other with tenant "acme"."""
+    if job["args"] == ["stop"]:
+        return None
+    return {**job, "tenant": "acme"}

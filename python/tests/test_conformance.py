@@ -4,6 +4,8 @@ against the Python host: the same scenarios run in Ruby
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import json
 import os
 import re
@@ -17,7 +19,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conformance_jobs import OBJECTS, TRAIL, ConformanceError, trail_middleware
+from conformance_jobs import (
+    OBJECTS,
+    SCHEDULABLE,
+    TRAIL,
+    ConformanceError,
+    server_middleware,
+    tenant_middleware,
+)
 from conftest import FAST, HERE, RedisServer, wait_for, worker_env
 
 import cogworker
@@ -84,6 +93,8 @@ class Run:
         self.client = cogworker.Client()
         self.api = cogworker.Api()
         self.worker: cogworker.Worker | None = None
+        self.limiters: dict[str, cogworker.Limiter] = {}
+        self.leases: dict[str, Any] = {}
 
     def step(self, step: dict[str, Any]) -> None:
         kind = next(k for k in step if k in STEPS)
@@ -148,16 +159,67 @@ class Run:
         [job] = wait_for(f"{jid} buried", buried)
         assert f"`{step['naming']}`" in job["error_message"], job
 
+    def limiter(self, step: dict[str, Any]) -> None:
+        kinds = {"concurrent": cogworker.Limiter.concurrent}
+        self.limiters[step["limiter"]] = kinds[step["kind"]](step["limiter"], step["limit"])
+
+    def acquire(self, step: dict[str, Any]) -> None:
+        self.leases[step["as"]] = self.limiters[step["acquire"]].acquire()
+
+    def release(self, step: dict[str, Any]) -> None:
+        self.leases.pop(step["release"]).release()
+
+    def within_limit(self, step: dict[str, Any]) -> None:
+        """A block within the limiter: it runs, raises (``block_raises``:
+        the error goes through), or the limiter refuses it (``raises``)."""
+        limiter = self.limiters[step["within_limit"]]
+        ran: list[bool] = []
+        if "raises" in step:
+            with pytest.raises(Exception) as raised, limiter.within_limit(wait=step["wait"]):
+                ran.append(True)
+            self._expect_raised(raised.value, step)
+            assert not ran, "the block ran over the limit"
+            return
+        with pytest.raises(ConformanceError) if step.get("block_raises") else contextlib.nullcontext():
+            with limiter.within_limit(wait=step["wait"]):
+                ran.append(True)
+                if step.get("block_raises"):
+                    raise ConformanceError("in the block")
+        assert ran
+
+    def cancel(self, step: dict[str, Any]) -> None:
+        assert self.client.cancel(self.jids[step["cancel"]]) == step["answers"]
+
+    def push_later(self, step: dict[str, Any]) -> None:
+        """A push for later in Python's own way: a timedelta or a datetime."""
+        handle = SCHEDULABLE[step["push_later"]]
+        if "in" in step:
+            jid = handle.enqueue_in(datetime.timedelta(seconds=step["in"]), *step["args"])
+        else:
+            now = datetime.datetime.now(datetime.timezone.utc)
+            jid = handle.enqueue_at(now + datetime.timedelta(seconds=step["at_from_now"]), *step["args"])
+        assert jid is not None
+        self.jids[step["as"]] = jid
+
+    def await_scheduled(self, step: dict[str, Any]) -> None:
+        """The job in the schedule, due within ``in_seconds`` of now."""
+        self._await_due("scheduled", step["await_scheduled"], step["in_seconds"])
+
     def await_retry(self, step: dict[str, Any]) -> None:
-        """The job filed to retry, due within ``in_seconds`` of now."""
-        jid = self.jids[step["await_retry"]]
-        entry = wait_for(f"{jid} in retry", lambda: self.api.find("retry", jid))
-        low, high = step["in_seconds"]
-        assert low <= entry["score"] - time.time() <= high, entry
+        """The job filed to retry, due within ``in_seconds`` of now; its backtrace."""
+        entry = self._await_due("retry", step["await_retry"], step["in_seconds"])
         backtrace = "\n".join(entry["job"].get("error_backtrace", []))
         assert step.get("backtrace_has", "") in backtrace, backtrace
         if "backtrace_lacks" in step:
             assert step["backtrace_lacks"] not in backtrace, backtrace
+
+    def _await_due(self, set_name: str, name: str, in_seconds: list[float]) -> dict[str, Any]:
+        """The entry of the job ``name`` in ``set_name``, once there, due
+        within ``in_seconds`` (``[low, high]``) of now."""
+        jid = self.jids[name]
+        entry = wait_for(f"{jid} in {set_name}", lambda: self.api.find(set_name, jid))
+        assert in_seconds[0] <= entry["score"] - time.time() <= in_seconds[1], entry
+        return dict(entry)
 
     def batch(self, step: dict[str, Any]) -> None:
         batch = cogworker.Batch(step["batch"])
@@ -165,9 +227,11 @@ class Run:
             handler = OBJECTS[callback["class"]] if callback.get("object") else callback["class"]
             batch.on(callback["event"], handler, *callback["args"], **callback.get("options", {}))
             self.jids[callback["as"]] = batch.callback_jids(callback["event"])[-1]
-        with batch:
+        with pytest.raises(ConformanceError) if step.get("block_raises") else contextlib.nullcontext(), batch:
             for inner in step["jobs"]:
                 self.push(inner)
+            if step.get("block_raises"):
+                raise ConformanceError("in the batch's block")
             if "reentered_jobs" in step:
                 with batch:
                     for inner in step["reentered_jobs"]:
@@ -259,7 +323,9 @@ class Run:
             ]
 
         for job in wait_for(f"a {step['class']} job on {step['await_queued']}", queued):
-            assert step["lacks"] not in job, job
+            if "lacks" in step:
+                assert step["lacks"] not in job, job
+            assert {k: job.get(k) for k in step.get("has", {})} == step.get("has", {}), job
 
     def await_queue_size(self, step: dict[str, Any]) -> None:
         queue = step["await_queue_size"]
@@ -287,7 +353,9 @@ class Run:
                 getattr(api, step["api_call"])()
             self._expect_raised(raised.value, step)
             return
-        assert getattr(api, step["api_call"])() is not None
+        answer = getattr(api, step["api_call"])()
+        assert answer is not None
+        assert {k: answer[k] for k in step.get("has", {})} == step.get("has", {}), answer
 
     @staticmethod
     def _expect_raised(error: BaseException, step: dict[str, Any]) -> None:
@@ -423,7 +491,7 @@ class Run:
 
     def cli_worker_fails(self, step: dict[str, Any]) -> None:
         ran = subprocess.run(
-            [sys.executable, "-m", "cogworker", "worker", step["cli_worker_fails"]],
+            [sys.executable, "-m", "cogworker", "worker", step["cli_worker_fails"], *step.get("flags", [])],
             capture_output=True,
             text=True,
             env=worker_env(self.server),
@@ -558,6 +626,13 @@ STEPS = {
     "callback_result": Run.callback_result,
     "workflow": Run.workflow,
     "await_retry": Run.await_retry,
+    "push_later": Run.push_later,
+    "cancel": Run.cancel,
+    "limiter": Run.limiter,
+    "acquire": Run.acquire,
+    "release": Run.release,
+    "within_limit": Run.within_limit,
+    "await_scheduled": Run.await_scheduled,
     "workflow_refused": Run.workflow_refused,
     "batch_on_refused": Run.batch_on_refused,
 }
@@ -583,7 +658,9 @@ def test_scenario(scenario: dict[str, Any], redis_server: RedisServer, clean: No
     url = "redis://127.0.0.1:1/0" if scenario.get("redis") == "unreachable" else redis_server.url
     cogworker.configure(redis_url=url, **FAST)
     for name in scenario.get("server_middleware", []):
-        cogworker.server_middleware.add(trail_middleware(name))
+        cogworker.server_middleware.add(server_middleware(name))
+    if "tenant" in scenario.get("client_middleware", []):
+        cogworker.client_middleware.add(tenant_middleware)
     _install_hooks(scenario.get("hooks", []), cogworker.hooks, "process")
     run = Run(redis_server)
     try:

@@ -20,6 +20,30 @@ module Conformance
     end
   end
 
+  # Client middleware: stops a push whose args are ['stop'], stamps every
+  # other with tenant 'acme'.
+  class TenantStamp
+    def call(_class_name, job, _queue, _redis_pool)
+      return false if job['args'] == ['stop']
+
+      job['tenant'] = 'acme'
+      yield
+    end
+  end
+
+  # Skips a job whose args are ['skip'], makes ['change', x] into
+  # [x + '!'], and swallows a ConformanceError.
+  class GateMiddleware
+    def call(_instance, job, _queue)
+      return nil if job['args'] == ['skip']
+
+      job['args'] = ["#{job['args'][1]}!"] if job['args'].first == 'change'
+      yield
+    rescue ConformanceError
+      nil
+    end
+  end
+
   # Appends '<name>:before' and '<name>:after' around the rest of the chain.
   class TrailMiddleware
     def initialize(name)

@@ -26,9 +26,12 @@ class TestConformance < Minitest::Test
     Cogworker.configure { |c| c.redis_url = url }
     config = Cogworker.config
     scenario.fetch('server_middleware', []).each do |name|
+      next config.server_middleware.add(Conformance::GateMiddleware) if name == 'gate'
+
       # One entry per name (a chain keeps one entry per class).
       config.server_middleware.add(Class.new(Conformance::TrailMiddleware), name)
     end
+    config.client_middleware.add(Conformance::TenantStamp) if scenario.fetch('client_middleware', []).include?('tenant')
     install_hooks(config, scenario.fetch('hooks', []), 'process')
     @jids = {}
     @client = Cogworker::Client.new(config)
@@ -43,7 +46,8 @@ class TestConformance < Minitest::Test
              expect_connections configure periodic testing expect_recorded cli_help cli_worker cli_signals cli_admin
              api_call expect_no_hooks await_queued await_worker_stopped on_event cli_worker_fails cli_serve
              await_queue_size batch batch_status callback_result workflow workflow_refused
-             batch_on_refused await_retry].freeze
+             batch_on_refused await_retry push_later await_scheduled cancel limiter acquire release
+             within_limit].freeze
   EXE = File.expand_path('../exe/cogworker', __dir__)
   LIB = File.expand_path('../lib', __dir__)
   JOBS = File.expand_path('conformance_jobs.rb', __dir__)
@@ -139,13 +143,18 @@ class TestConformance < Minitest::Test
                **callback.fetch('options', {}).transform_keys(&:to_sym))
       @jids[callback['as']] = batch.callback_jids(callback['event']).last
     end
-    batch.jobs do
-      step['jobs'].each { |inner| step_push(inner) }
-      if step['reentered_jobs']
-        batch.jobs { step['reentered_jobs'].each { |inner| step_push(inner) } }
-        assert @api.batch(batch.bid)['open'], 'the inner block closed it'
+    pushing = lambda do
+      batch.jobs do
+        step['jobs'].each { |inner| step_push(inner) }
+        raise ConformanceError, "in the batch's block" if step['block_raises']
+
+        if step['reentered_jobs']
+          batch.jobs { step['reentered_jobs'].each { |inner| step_push(inner) } }
+          assert @api.batch(batch.bid)['open'], 'the inner block closed it'
+        end
       end
     end
+    step['block_raises'] ? assert_raises(ConformanceError, &pushing) : pushing.call
     @jids[step['as']] = batch.bid
   end
 
@@ -184,15 +193,73 @@ class TestConformance < Minitest::Test
     expect_raised(error, step)
   end
 
-  # The job filed to retry, due within `in_seconds` of now.
+  def step_limiter(step)
+    kinds = { 'concurrent' => ->(name, limit) { Cogworker::Limiter.concurrent(name, limit) } }
+    (@limiters ||= {})[step['limiter']] = kinds.fetch(step['kind']).call(step['limiter'], step['limit'])
+  end
+
+  def step_acquire(step)
+    (@leases ||= {})[step['as']] = @limiters.fetch(step['acquire']).acquire
+  end
+
+  def step_release(step)
+    @leases.delete(step['release']).release
+  end
+
+  # A block within the limiter: it runs, raises (`block_raises`: the error
+  # goes through), or the limiter refuses it (`raises`).
+  def step_within_limit(step)
+    limiter = @limiters.fetch(step['within_limit'])
+    ran = false
+    if step['raises']
+      error = assert_raises(StandardError) { limiter.within_limit(wait: step['wait']) { ran = true } }
+      expect_raised(error, step)
+      return refute(ran, 'the block ran over the limit')
+    end
+    block = lambda do
+      limiter.within_limit(wait: step['wait']) do
+        ran = true
+        raise ConformanceError, 'in the block' if step['block_raises']
+      end
+    end
+    step['block_raises'] ? assert_raises(ConformanceError, &block) : block.call
+    assert ran
+  end
+
+  def step_cancel(step)
+    assert_equal step['answers'], @client.cancel(@jids.fetch(step['cancel']))
+  end
+
+  # A push for later in Ruby's own way: seconds, or a Time.
+  def step_push_later(step)
+    klass = Object.const_get(step['push_later'])
+    jid = if step['in']
+            klass.perform_in(step['in'], *step['args'])
+          else
+            klass.perform_at(Time.now + step['at_from_now'], *step['args'])
+          end
+    refute_nil jid
+    @jids[step['as']] = jid
+  end
+
+  # The job in the schedule, due within `in_seconds` of now.
+  def step_await_scheduled(step) = await_due('scheduled', step['await_scheduled'], step['in_seconds'])
+
+  # The job filed to retry, due within `in_seconds` of now; its backtrace.
   def step_await_retry(step)
-    jid = @jids.fetch(step['await_retry'])
-    entry = wait_for("#{jid} in retry") { @api.find('retry', jid) }
-    low, high = step['in_seconds']
-    assert_includes (low..high), entry['score'] - Time.now.to_f, entry.inspect
+    entry = await_due('retry', step['await_retry'], step['in_seconds'])
     backtrace = entry['job'].fetch('error_backtrace', []).join("\n")
     assert_includes backtrace, step.fetch('backtrace_has', '')
     refute_includes backtrace, step['backtrace_lacks'] if step['backtrace_lacks']
+  end
+
+  # The entry of the job named `name` in `set`, once there, due within
+  # `in_seconds` ([low, high]) of now.
+  def await_due(set, name, in_seconds)
+    jid = @jids.fetch(name)
+    entry = wait_for("#{jid} in #{set}") { @api.find(set, jid) }
+    assert_includes (in_seconds[0]..in_seconds[1]), entry['score'] - Time.now.to_f, entry.inspect
+    entry
   end
 
   def step_batch_status(step)
@@ -240,7 +307,10 @@ class TestConformance < Minitest::Test
       @api.queue_jobs(step['await_queued']).select { |j| j['class'] == step['class'] && j['args'] == step['args'] }
           .then { |found| found.empty? ? nil : found }
     end
-    queued.each { |job| refute job.key?(step['lacks']), job.inspect }
+    queued.each do |job|
+      refute job.key?(step['lacks']), job.inspect if step['lacks']
+      assert_equal step.fetch('has', {}), job.slice(*step.fetch('has', {}).keys), job.inspect
+    end
   end
 
   def step_await_queue_size(step)
@@ -267,7 +337,9 @@ class TestConformance < Minitest::Test
     api = step['new_api'] ? Cogworker::Api.new : @api
     return expect_raised(assert_raises(StandardError) { api.public_send(step['api_call']) }, step) if step['raises']
 
-    refute_nil api.public_send(step['api_call'])
+    answer = api.public_send(step['api_call'])
+    refute_nil answer
+    assert_equal step.fetch('has', {}), answer.slice(*step.fetch('has', {}).keys) if step['has']
   end
 
   def expect_raised(error, step)
@@ -377,8 +449,9 @@ class TestConformance < Minitest::Test
   end
 
   def step_cli_worker_fails(step)
+    app = step['cli_worker_fails'] == 'conformance_jobs' ? JOBS : step['cli_worker_fails']
     _, err, status = Open3.capture3({ 'COGWORKER_REDIS_URL' => @redis.url }, RbConfig.ruby, '-I', LIB, EXE,
-                                    '-r', step['cli_worker_fails'])
+                                    '-r', app, *step.fetch('flags', []))
     assert_equal step['exit'], status.exitstatus, err
     assert_includes err, step['stderr_has']
     step.fetch('stderr_lacks', []).each { |text| refute_includes err, text }

@@ -2,6 +2,7 @@
 
 require_relative 'test_helper'
 require 'timeout'
+require_relative 'conformance_jobs'
 
 class HooksRecordJob
   include Cogworker::Job
@@ -49,15 +50,6 @@ class GateMiddleware
     rescue ArgumentError
       Jobs.record([:swallowed, job['jid']])
     end
-  end
-end
-
-class TenantStamp
-  def call(_class_name, job, _queue, _redis_pool)
-    return false if job['args'] == ['stop']
-
-    job['tenant'] = 'acme'
-    yield
   end
 end
 
@@ -159,7 +151,7 @@ class TestHooks < Minitest::Test
 
   def test_client_middleware_adds_fields_that_survive_a_retry_or_stops_a_push
     Cogworker.configure do |c|
-      c.client_middleware { |chain| chain.add TenantStamp }
+      c.client_middleware { |chain| chain.add Conformance::TenantStamp }
       c.server_middleware { |chain| chain.add TenantSeen }
     end
     assert_nil HooksFlakyJob.perform_async('stop')
@@ -176,7 +168,7 @@ class TestHooks < Minitest::Test
 
   def test_client_middleware_also_stamps_the_periodic_jobs_a_worker_pushes
     Cogworker.configure do |c|
-      c.client_middleware { |chain| chain.add TenantStamp }
+      c.client_middleware { |chain| chain.add Conformance::TenantStamp }
       c.periodic { |mgr| mgr.register('* * * * * *', 'HooksTick', queue: 'ticks') } # a queue it does not take
     end
     start_runner
@@ -192,7 +184,7 @@ class TestHooks < Minitest::Test
     entered = Queue.new
     release = Queue.new
     Cogworker.configure do |c|
-      c.client_middleware { |chain| chain.add TenantStamp }
+      c.client_middleware { |chain| chain.add Conformance::TenantStamp }
       c.periodic { |mgr| mgr.register('* * * * * *', 'HooksTick', queue: 'ticks') }
       c.death_handlers << lambda { |_job, _ex|
         entered << true

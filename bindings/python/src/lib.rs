@@ -55,6 +55,13 @@ fn log_record(
     cogworker::logging::host_record(level, thread, is_main, message, logger, job, exception);
 }
 
+/// A command line's log lines: JSON or text; `verbose`: the engine's
+/// debug lines too (COGWORKER_LOG=debug unless set).
+#[pyfunction]
+fn init_cli_logging(json: bool, verbose: bool) {
+    cogworker::host::init_cli_logging(json, verbose);
+}
+
 /// The line the worker command prints when its app cannot be loaded.
 #[pyfunction]
 fn app_not_loaded(app: &str, why: &str) -> String {
@@ -207,6 +214,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(supervisor::child_failed, m)?)?;
     m.add_function(wrap_pyfunction!(after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(init_logging, m)?)?;
+    m.add_function(wrap_pyfunction!(init_cli_logging, m)?)?;
     m.add_function(wrap_pyfunction!(log_record, m)?)?;
     m.add_function(wrap_pyfunction!(logs::init_log_forwarding, m)?)?;
     m.add_function(wrap_pyfunction!(logs::run_log_forwarding, m)?)?;
@@ -257,6 +265,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TRACE_CONTEXT_FIELDS", cogworker::host::TRACE_CONTEXT_FIELDS.to_vec())?;
     m.add("TRACER_NAME", cogworker::host::TRACER_NAME)?;
     m.add("WAIT_SLICE", cogworker::host::WAIT_SLICE.as_secs_f64())?;
+    m.add("LOGGING_FLAGS", cogworker::host::LOGGING_FLAGS.to_vec())?;
     m.add("TIME_LIMIT_PASSED", cogworker::host::TIME_LIMIT_PASSED)?;
     let threads: std::collections::HashMap<&str, &str> = cogworker::host::HOST_THREADS.into_iter().collect();
     m.add("THREAD_NAMES", threads)?;

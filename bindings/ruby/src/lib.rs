@@ -120,6 +120,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
         function!(cogworker::runtime::after_fork_in_child, 0),
     )?;
     native.define_module_function("init_logging", function!(cogworker::logging::init, 1))?;
+    native.define_module_function("init_cli_logging", function!(cogworker::host::init_cli_logging, 2))?;
     native.define_module_function("check_version", function!(check_version, 2))?;
     native.define_module_function("log_line", function!(log_line, 4))?;
     native.define_module_function("log_record", function!(log_record, 8))?;
@@ -233,6 +234,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.const_set("TRACE_CONTEXT_FIELDS", cogworker::host::TRACE_CONTEXT_FIELDS.to_vec())?;
     native.const_set("TRACER_NAME", cogworker::host::TRACER_NAME)?;
     native.const_set("WAIT_SLICE", cogworker::host::WAIT_SLICE.as_secs_f64())?;
+    native.const_set("LOGGING_FLAGS", cogworker::host::LOGGING_FLAGS.to_vec())?;
     native.const_set("TIME_LIMIT_PASSED", cogworker::host::TIME_LIMIT_PASSED)?;
     let threads = ruby.hash_new();
     for (role, name) in cogworker::host::HOST_THREADS {

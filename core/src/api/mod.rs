@@ -47,14 +47,14 @@ pub enum JobSet {
 }
 
 impl std::str::FromStr for JobSet {
-    type Err = crate::Error;
+    type Err = crate::error::Error;
     /// `scheduled` (or `schedule`), `retry`, `dead`.
     fn from_str(name: &str) -> Result<Self> {
         match name {
             "scheduled" | "schedule" => Ok(JobSet::Scheduled),
             "retry" => Ok(JobSet::Retry),
             "dead" => Ok(JobSet::Dead),
-            other => Err(crate::Error::invalid_argument(
+            other => Err(crate::error::Error::invalid_argument(
                 "set",
                 format!("{other:?}"),
                 "must be \"scheduled\", \"retry\" or \"dead\"",

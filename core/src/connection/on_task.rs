@@ -169,9 +169,11 @@ impl ConnectionLike for OnTask {
 
 #[cfg(test)]
 mod tests {
+    use crate::client::Client;
+    use crate::config::Config;
     use crate::connection::{Conn, Redis};
+    use crate::job::Job;
     use crate::testing::RedisServer;
-    use crate::{Client, Config, Job};
     use redis::Value;
     use std::time::Duration;
 

@@ -6,6 +6,28 @@
 /// such as an unreachable Redis, is 1).
 pub const EXIT_USAGE: i32 = 2;
 
+/// The worker command's logging flags, the same in both CLIs: `(long,
+/// short, help)`.
+pub const LOGGING_FLAGS: [(&str, Option<&str>, &str); 2] = [
+    ("--json-logs", None, "log JSON lines (the engine's and the app's)"),
+    (
+        "--verbose",
+        Some("-v"),
+        "debug logging (COGWORKER_LOG=debug unless it is set)",
+    ),
+];
+
+/// Sets up a command line's log lines: JSON or text, and with `verbose`
+/// the engine's debug lines: `COGWORKER_LOG=debug` unless it is set, in
+/// the environment, so the children of `-p N` log alike.
+pub fn init_cli_logging(json: bool, verbose: bool) {
+    if verbose && std::env::var_os("COGWORKER_LOG").is_none() {
+        // Set at the command's start, before the engine starts a thread.
+        std::env::set_var("COGWORKER_LOG", "debug");
+    }
+    crate::logging::init(json);
+}
+
 /// The one line a worker command prints (then exits [`EXIT_USAGE`]) when
 /// the app it was told to load cannot be found: `app` as given, `why` as
 /// the host's error says it. Python printed a line of its own and exited

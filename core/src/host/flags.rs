@@ -179,7 +179,7 @@ mod tests {
     fn every_setting_has_one_flag_and_every_flag_text_becomes_a_valid_setting() {
         let flags = worker_flags();
         assert_eq!(flags.len(), SETTINGS.len());
-        let mut config = crate::Config::default();
+        let mut config = crate::config::Config::default();
         for flag in &flags {
             let text: &[&str] = match flag.value {
                 FlagValue::Text => match flag.setting {

@@ -168,8 +168,8 @@ impl<T> LaneCall<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
     use crate::testing::RedisServer;
-    use crate::Config;
     use std::thread::{self, ThreadId};
 
     fn on_lane<T: Send + 'static>(
@@ -202,7 +202,11 @@ mod tests {
         assert_eq!(ran_on.ok().unwrap().unwrap(), thread::current().id());
         // The lane went back, and the next call takes it: one lane in all.
         let push = |client: Client| -> Call<Option<String>> {
-            Box::pin(async move { client.push(crate::Job::new("Lane").args([serde_json::json!(1)])).await })
+            Box::pin(async move {
+                client
+                    .push(crate::job::Job::new("Lane").args([serde_json::json!(1)]))
+                    .await
+            })
         };
         for _ in 0..3 {
             let pushed = lanes.start(&client, push, Duration::from_secs(5)).ok().unwrap();

@@ -63,8 +63,8 @@ pub use crate::value::HostValue;
 #[cfg(feature = "web")]
 pub use cli::web_args;
 pub use cli::{
-    app_not_loaded, command_connection, command_flags, secret_on_command_line, warn_secret_on_command_line,
-    CommandFlag, GivenFlags, EXIT_USAGE,
+    app_not_loaded, command_connection, command_flags, init_cli_logging, secret_on_command_line,
+    warn_secret_on_command_line, CommandFlag, GivenFlags, EXIT_USAGE, LOGGING_FLAGS,
 };
 pub use delivery::HostDelivery;
 pub use failure::{HostFailure, RetryHint};

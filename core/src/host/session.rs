@@ -108,8 +108,8 @@ pub fn in_runtime<T>(build: impl FnOnce() -> T) -> T {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::job::Job;
     use crate::testing::RedisServer;
-    use crate::Job;
     use std::time::Duration;
 
     /// Connections the server holds, besides the one asking.

@@ -34,12 +34,12 @@ pub enum TestingMode {
 
 impl TestingMode {
     /// `fake` or `inline`, as hosts name them; `None` for real pushes.
-    pub fn parse(name: Option<&str>) -> crate::Result<Option<Self>> {
+    pub fn parse(name: Option<&str>) -> crate::error::Result<Option<Self>> {
         match name {
             None => Ok(None),
             Some("fake") => Ok(Some(TestingMode::Fake)),
             Some("inline") => Ok(Some(TestingMode::Inline)),
-            Some(other) => Err(crate::Error::invalid_argument(
+            Some(other) => Err(crate::error::Error::invalid_argument(
                 "mode",
                 other,
                 "one of fake, inline or none",

@@ -111,7 +111,7 @@ impl HostWorker {
     /// global runtime; returns at once. An error if it was started before.
     pub fn start(&self) -> Result<()> {
         let Some(worker) = self.pending.lock().unwrap().take() else {
-            return Err(crate::Error::invalid_argument(
+            return Err(crate::error::Error::invalid_argument(
                 "worker",
                 self.identity(),
                 "was already started",

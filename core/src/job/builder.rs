@@ -97,7 +97,7 @@ impl Job {
         self.fields.insert("keep_expired".into(), Value::Bool(true));
         self
     }
-    /// Runs only within the rate limiters `names` (see [`crate::Limit`]):
+    /// Runs only within the rate limiters `names` (see [`crate::limiter::Limit`]):
     /// each is taken before a slot runs the job; over one, the job is
     /// rescheduled (not failed, not a retry) until it gets its turn, at most
     /// `over_limit_max` times.

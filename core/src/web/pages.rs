@@ -20,10 +20,10 @@ pub(crate) type PageResult = Result<Html<String>, WebError>;
 
 pub(crate) struct WebError(pub StatusCode, pub String);
 
-impl From<crate::Error> for WebError {
-    fn from(e: crate::Error) -> Self {
+impl From<crate::error::Error> for WebError {
+    fn from(e: crate::error::Error) -> Self {
         let status = match e {
-            crate::Error::InvalidArgument { .. } => StatusCode::BAD_REQUEST,
+            crate::error::Error::InvalidArgument { .. } => StatusCode::BAD_REQUEST,
             _ => StatusCode::SERVICE_UNAVAILABLE,
         };
         WebError(status, e.to_string())

@@ -33,7 +33,7 @@ pub struct WorkerBuilder {
 
 impl WorkerBuilder {
     /// Every job of `class` runs within the rate limiters `names` (see
-    /// [`crate::Limit`]), besides any its push declared ([`Job::limits`]):
+    /// [`crate::limiter::Limit`]), besides any its push declared ([`Job::limits`]):
     /// taken before a slot runs it, as for those.
     pub fn limits<S: Into<String>, I: IntoIterator<Item = S>>(mut self, class: &str, names: I) -> Self {
         let entry = self.class_limits.entry(class.to_string()).or_default();
@@ -200,7 +200,11 @@ impl WorkerBuilder {
         for (class, names) in &self.class_limits {
             for name in names {
                 crate::job::check_limiter_name(name).map_err(|reason| {
-                    crate::Error::invalid_argument(format!("limits of {class}"), crate::printable::shown(name), reason)
+                    crate::error::Error::invalid_argument(
+                        format!("limits of {class}"),
+                        crate::printable::shown(name),
+                        reason,
+                    )
                 })?;
             }
         }

@@ -218,6 +218,6 @@ impl WorkerHandle {
 }
 
 #[cfg(unix)]
-fn signal_error(e: std::io::Error) -> crate::Error {
-    crate::Error::config("signals", "TERM/INT/TSTP/TTIN", e)
+fn signal_error(e: std::io::Error) -> crate::error::Error {
+    crate::error::Error::config("signals", "TERM/INT/TSTP/TTIN", e)
 }

@@ -34,8 +34,9 @@ module Cogworker
         o.on('-r', '--require FILE', 'file (or Rails app directory) to require') { |v| options[:require] = v }
         o.on('-C', '--config FILE', 'YAML config file (ERB allowed)') { |v| options[:config] = v }
         o.on('-L', '--logfile FILE', 'append logs to FILE') { |v| options[:logfile] = v }
-        o.on('--json-logs', 'log JSON lines (the engine\'s and the app\'s)') { options[:json_logs] = true }
-        o.on('-v', '--verbose', 'debug logging') { options[:verbose] = true }
+        Native::LOGGING_FLAGS.each do |long, short, help|
+          o.on(*[short, long].compact, help) { options[long.delete_prefix('--').tr('-', '_').to_sym] = true }
+        end
         o.on('-V', '--version', 'print the version') do
           puts "cogworker #{Cogworker::VERSION}"
           exit 0
@@ -91,8 +92,7 @@ module Cogworker
       $stdout.sync = true
       ENV_VARS.each { |k| ENV[k] = options[:environment] }
       redirect_logfile(options[:logfile]) if options[:logfile]
-      ENV['COGWORKER_LOG'] ||= 'debug' if options[:verbose]
-      Native.init_logging(options[:json_logs] ? true : false)
+      Native.init_cli_logging(options[:json_logs] ? true : false, options[:verbose] ? true : false)
       Cogworker.logger.level = ::Logger::DEBUG if options[:verbose]
       redis_url = options[:settings][:redis_url]
       Native.warn_secret_on_command_line('--redis-url', redis_url.to_s) if redis_url
