@@ -21,7 +21,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .and_then(|n| n.parse().ok())
         .unwrap_or(5_000);
 
-    let redis = cogworker::testing::RedisServer::start(&[])?;
+    let redis = cogworker::redis_server::RedisServer::start(&[])?;
     println!("demo: private redis-server on {}", redis.url());
     let mut config = Config::default();
     config.set_redis_url(&redis.url())?;

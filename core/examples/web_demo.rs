@@ -21,7 +21,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .nth(1)
         .and_then(|p| p.parse().ok())
         .unwrap_or(7890);
-    let redis = cogworker::testing::RedisServer::start(&[])?;
+    let redis = cogworker::redis_server::RedisServer::start(&[])?;
     let mut config = Config::default();
     config.set_redis_url(&redis.url())?;
     config.set_queues(&["critical,3", "default", "mail"])?;

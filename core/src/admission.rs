@@ -9,10 +9,10 @@
 
 use crate::delivery::Delivery;
 use crate::handler::Failure;
-use crate::handover::Handover;
 use crate::limiter::{Lease, Pause, Taken};
 use crate::retry::UNKNOWN_LIMITER;
 use crate::shared::{Lifecycle, Shared};
+use crate::slot_feed::SlotFeed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -43,7 +43,7 @@ pub(crate) fn limits_of(shared: &Shared, job: &crate::job::Job) -> Vec<String> {
 }
 
 /// Takes the limiters `names`, then hands `delivery` to a slot holding them.
-pub(crate) fn admit(shared: Arc<Shared>, slots: Handover, mut delivery: Delivery, names: Vec<String>) {
+pub(crate) fn admit(shared: Arc<Shared>, slots: SlotFeed, mut delivery: Delivery, names: Vec<String>) {
     tokio::spawn(async move {
         // A short wait (a holder about to finish, a window about to
         // slide) costs less than a reschedule.

@@ -1,7 +1,7 @@
 //! Batches: jobs pushed as one unit (from any language, to any queue),
 //! with callbacks pushed exactly once when the unit is done.
 //!
-//! A batch is a hash in Redis (scripts/batch.lua lists its fields). Its
+//! A batch is a hash in Redis (scripts/batch/ lists its fields). Its
 //! jobs carry its id as `bid`; a push that carries one counts the jobs into
 //! the batch in the same script (`push.lua`), and the script that settles
 //! a job (`ack.lua`, `fail.lua`, `kill.lua`, `drop_from_set.lua`) counts its
@@ -77,7 +77,7 @@ impl BatchEvent {
     }
 }
 
-/// What a callback gets before its own args (batch.lua splices it in when
+/// What a callback gets before its own args (batch/ splices it in when
 /// its event fires).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Splice {
@@ -92,7 +92,7 @@ pub(crate) enum Splice {
 }
 
 impl Splice {
-    /// Its name in a callback's template (batch.lua); none for the status.
+    /// Its name in a callback's template (batch/); none for the status.
     fn as_str(self) -> Option<&'static str> {
         match self {
             Splice::Status => None,
@@ -237,7 +237,7 @@ impl Batch {
         Ok(())
     }
 
-    /// Each event's callbacks as `batch.lua` stores them: a JSON list of
+    /// Each event's callbacks as `scripts/batch/` stores them: a JSON list of
     /// `[queue, payload before the status, payload after it, jid, what
     /// goes between]` (the last left out for the status).
     fn callback_templates(&self, at: f64) -> Result<CallbackTemplates> {
@@ -260,7 +260,7 @@ impl Batch {
                     "a callback is pushed when its event happens: no at, delay or unique_for",
                 ));
             }
-            // Stamped when it is handed over (batch.lua), not now.
+            // Stamped when it is handed over (batch/), not now.
             job.remove("enqueued_at");
             if let Some(ttl) = job.result_ttl_secs() {
                 let (record, ttl) = crate::results::waiting(&job, at, ttl, self.ttl);

@@ -7,14 +7,14 @@
 
 use crate::delivery::Completion;
 use crate::fetch::{is_unsupported, BasicFetch, Fetched, Fetcher, ReliableFetch};
-use crate::handover::{Handover, Intake};
 use crate::job::Job;
 use crate::read_ahead;
 use crate::shared::{sleep_unless, Lifecycle, Shared};
+use crate::slot_feed::{Intake, SlotFeed};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub(crate) async fn run(shared: Arc<Shared>, slots: Handover, waiting: Intake) {
+pub(crate) async fn run(shared: Arc<Shared>, slots: SlotFeed, waiting: Intake) {
     let mut fetcher = if shared.is_reliable() {
         Fetcher::Reliable(ReliableFetch::default())
     } else {
@@ -134,7 +134,7 @@ async fn reconcile_in_progress(shared: &Shared) -> bool {
     }
 }
 
-fn hand_over(shared: &Arc<Shared>, slots: &Handover, batch: Vec<Fetched>) {
+fn hand_over(shared: &Arc<Shared>, slots: &SlotFeed, batch: Vec<Fetched>) {
     for Fetched { queue, raw, token } in batch {
         match Job::parse(&raw) {
             Ok(mut job) => {

@@ -148,12 +148,12 @@ impl Keys {
         self.key("batches")
     }
     /// The prefix of every batch's keys: `<prefix><id>` is its hash,
-    /// `<prefix><id>:failures` its failed units (scripts/batch.lua names
+    /// `<prefix><id>:failures` its failed units (scripts/batch/ names
     /// them from it, a parent's too).
     pub fn batch_prefix(&self) -> String {
         self.key("batch:")
     }
-    /// Hash: one batch's counts, callbacks and times (scripts/batch.lua).
+    /// Hash: one batch's counts, callbacks and times (scripts/batch/).
     pub fn batch(&self, bid: &str) -> String {
         format!("{}{bid}", self.batch_prefix())
     }

@@ -62,8 +62,31 @@ impl ScriptSource {
 }
 
 const FETCH_RELIABLE: ScriptSource = script!("fetch_reliable.lua");
-const ACK: ScriptSource = script!("ack.lua", "take_fields.lua", "metrics.lua", "batch.lua");
-const FAIL: ScriptSource = script!("fail.lua", "in_progress.lua", "batch.lua");
+const ACK: ScriptSource = script!(
+    "ack.lua",
+    "take_fields.lua",
+    "metrics.lua",
+    "batch/keys.lua",
+    "batch/status.lua",
+    "batch/expire.lua",
+    "batch/results.lua",
+    "batch/fire.lua",
+    "batch/check.lua",
+    "batch/succeeded.lua",
+    "batch/failed.lua"
+);
+const FAIL: ScriptSource = script!(
+    "fail.lua",
+    "in_progress.lua",
+    "batch/keys.lua",
+    "batch/status.lua",
+    "batch/expire.lua",
+    "batch/results.lua",
+    "batch/fire.lua",
+    "batch/check.lua",
+    "batch/succeeded.lua",
+    "batch/failed.lua"
+);
 const REQUEUE_IN_PROGRESS: ScriptSource =
     script!("requeue_in_progress.lua", "clock.lua", "wake.lua", "in_progress.lua");
 const REQUEUE_DUE: ScriptSource = script!("requeue_due.lua", "wake.lua");
@@ -74,7 +97,17 @@ const OWNED_LOCK: ScriptSource = script!("owned_lock.lua");
 const PERIODIC_CLAIM: ScriptSource = script!("periodic_claim.lua", "wake.lua");
 const PUSH: ScriptSource = script!("push.lua", "wake.lua");
 const PUSH_UNIQUE: ScriptSource = script!("push_unique.lua", "wake.lua");
-const KILL: ScriptSource = script!("kill.lua", "batch.lua");
+const KILL: ScriptSource = script!(
+    "kill.lua",
+    "batch/keys.lua",
+    "batch/status.lua",
+    "batch/expire.lua",
+    "batch/results.lua",
+    "batch/fire.lua",
+    "batch/check.lua",
+    "batch/succeeded.lua",
+    "batch/failed.lua"
+);
 const SIGNAL: ScriptSource = script!("signal.lua");
 const CLAIM_TO_OUTBOX: ScriptSource = script!("claim_to_outbox.lua");
 const PUSH_ONCE: ScriptSource = script!("push_once.lua", "wake.lua");
@@ -84,8 +117,28 @@ const LIMIT_DEFINE: ScriptSource = script!("limit_define.lua");
 const LIMIT_ACQUIRE: ScriptSource = script!("limit_acquire.lua", "clock.lua");
 const CANCEL: ScriptSource = script!("cancel.lua");
 const BATCH_OPEN: ScriptSource = script!("batch_open.lua");
-const BATCH_CLOSE: ScriptSource = script!("batch_close.lua", "batch.lua");
-const DROP_FROM_SET: ScriptSource = script!("drop_from_set.lua", "batch.lua");
+const BATCH_CLOSE: ScriptSource = script!(
+    "batch_close.lua",
+    "batch/keys.lua",
+    "batch/status.lua",
+    "batch/expire.lua",
+    "batch/results.lua",
+    "batch/fire.lua",
+    "batch/check.lua",
+    "batch/succeeded.lua",
+    "batch/failed.lua"
+);
+const DROP_FROM_SET: ScriptSource = script!(
+    "drop_from_set.lua",
+    "batch/keys.lua",
+    "batch/status.lua",
+    "batch/expire.lua",
+    "batch/results.lua",
+    "batch/fire.lua",
+    "batch/check.lua",
+    "batch/succeeded.lua",
+    "batch/failed.lua"
+);
 
 /// Every script, for the header check.
 #[cfg(test)]
@@ -174,8 +227,21 @@ mod tests {
         }
         // Every other .lua file is a fragment some script includes.
         let scripts: std::collections::BTreeSet<_> = ALL.iter().map(|s| s.file).collect();
+        // A directory holds the fragments of one part (batch/: one per
+        // function), named by their path from scripts/.
+        let mut names = Vec::new();
         for entry in std::fs::read_dir(&dir).unwrap() {
-            let name = entry.unwrap().file_name().into_string().unwrap();
+            let entry = entry.unwrap();
+            let name = entry.file_name().into_string().unwrap();
+            if entry.path().is_dir() {
+                for inner in std::fs::read_dir(entry.path()).unwrap() {
+                    names.push(format!("{name}/{}", inner.unwrap().file_name().into_string().unwrap()));
+                }
+            } else {
+                names.push(name);
+            }
+        }
+        for name in names {
             assert!(
                 scripts.contains(name.as_str()) || fragments_used.contains(name.as_str()),
                 "{name} is neither a script nor a fragment of one"

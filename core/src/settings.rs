@@ -5,7 +5,7 @@
 
 use crate::config::{CatchUp, Config, FetchMode};
 use crate::error::{Error, Result};
-use crate::value::HostValue;
+use crate::host_value::HostValue;
 
 /// One row of the table.
 pub struct Setting {

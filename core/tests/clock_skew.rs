@@ -28,7 +28,7 @@ async fn due_times_follow_the_fleet_clock_whatever_the_host_clock_says() {
     let mut conn = redis.conn().await;
 
     // A pusher an hour ahead: `delay(3)` is due 3 s from now.
-    cogworker::testing::skew_host_clock(3600.0);
+    cogworker::redis_server::skew_host_clock(3600.0);
     let client = Client::new(&redis.config()).unwrap();
     client.push(Job::new("Later").delay(3.0)).await.unwrap();
     let due = only_score(&mut conn, "cogworker:schedule").await;
@@ -36,7 +36,7 @@ async fn due_times_follow_the_fleet_clock_whatever_the_host_clock_says() {
     assert!((due - now - 3.0).abs() < 1.0, "due {:.1} s from now", due - now);
 
     // A worker an hour behind: a failure's retry waits its backoff.
-    cogworker::testing::skew_host_clock(-3600.0);
+    cogworker::redis_server::skew_host_clock(-3600.0);
     let worker = Worker::builder(redis.config())
         .register("Fails", |_job| async { Err(Failure::new("E", "no")) })
         .retry_in("Fails", |_count, _job| Some(60.0))
@@ -56,5 +56,5 @@ async fn due_times_follow_the_fleet_clock_whatever_the_host_clock_says() {
     assert!((due - now - 60.0).abs() < 5.0, "retry due {:.1} s from now", due - now);
     handle.stop();
     running.await.unwrap().unwrap();
-    cogworker::testing::skew_host_clock(0.0);
+    cogworker::redis_server::skew_host_clock(0.0);
 }

@@ -41,7 +41,7 @@ async fn jobs_held_through_a_stall_are_not_started_unless_still_held() {
     // The stall: no heartbeat for longer than the threshold, meanwhile
     // another worker recovered one of the two (off this process's
     // in-progress hash, back on the queue).
-    cogworker::testing::skew_host_clock(5.0);
+    cogworker::redis_server::skew_host_clock(5.0);
     let held: HashMap<String, String> = conn.hgetall(&held_key).await.unwrap();
     let (field, recovered) = held.iter().next().unwrap();
     let _: () = conn.hdel(&held_key, field).await.unwrap();
@@ -68,7 +68,7 @@ async fn jobs_held_through_a_stall_are_not_started_unless_still_held() {
     })
     .await
     .unwrap();
-    cogworker::testing::skew_host_clock(0.0);
+    cogworker::redis_server::skew_host_clock(0.0);
     let mut distinct = started.clone();
     distinct.sort();
     distinct.dedup();

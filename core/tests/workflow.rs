@@ -263,7 +263,7 @@ async fn what_a_workflow_cannot_be_is_refused_before_anything_is_written() {
     // Through the ops API's JSON: a group's member taking a result was
     // taken, and its takes_result ignored.
     let steps = json!([{"group": [{"class": "Add", "args": [], "takes_result": true}]}]);
-    match cogworker::host::api::call(&api, "push_workflow", vec![steps]).await {
+    match cogworker::host::api_calls::call(&api, "push_workflow", vec![steps]).await {
         Err(cogworker::Error::InvalidArgument { field, .. }) => assert_eq!(field, "steps[0].group[0].takes_result"),
         other => panic!("{other:?}"),
     }

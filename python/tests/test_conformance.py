@@ -456,6 +456,17 @@ class Run:
             for inner in step["steps"]:
                 self.step(inner)
 
+    def perform_one(self, step: dict[str, Any]) -> None:
+        if "raises" in step:
+            with pytest.raises(Exception) as raised:
+                testing.perform_one(step["perform_one"])
+            self._expect_raised(raised.value, step)
+            return
+        testing.perform_one(step["perform_one"])
+
+    def drain(self, step: dict[str, Any]) -> None:
+        assert testing.drain(step["drain"]) == step["ran"]
+
     def expect_recorded(self, step: dict[str, Any]) -> None:
         for class_name, count in step["expect_recorded"].items():
             jobs = testing.jobs_for(class_name)
@@ -629,6 +640,8 @@ STEPS = {
     "push_later": Run.push_later,
     "cancel": Run.cancel,
     "limiter": Run.limiter,
+    "perform_one": Run.perform_one,
+    "drain": Run.drain,
     "acquire": Run.acquire,
     "release": Run.release,
     "within_limit": Run.within_limit,

@@ -47,7 +47,7 @@ class TestConformance < Minitest::Test
              api_call expect_no_hooks await_queued await_worker_stopped on_event cli_worker_fails cli_serve
              await_queue_size batch batch_status callback_result workflow workflow_refused
              batch_on_refused await_retry push_later await_scheduled cancel limiter acquire release
-             within_limit].freeze
+             within_limit perform_one drain].freeze
   EXE = File.expand_path('../exe/cogworker', __dir__)
   LIB = File.expand_path('../lib', __dir__)
   JOBS = File.expand_path('conformance_jobs.rb', __dir__)
@@ -224,6 +224,17 @@ class TestConformance < Minitest::Test
     end
     step['block_raises'] ? assert_raises(ConformanceError, &block) : block.call
     assert ran
+  end
+
+  def step_perform_one(step)
+    class_name = step['perform_one']
+    return Cogworker::Testing.perform_one(class_name) unless step['raises']
+
+    expect_raised(assert_raises(StandardError) { Cogworker::Testing.perform_one(class_name) }, step)
+  end
+
+  def step_drain(step)
+    assert_equal step['ran'], Cogworker::Testing.drain(step['drain'])
   end
 
   def step_cancel(step)

@@ -7,7 +7,7 @@ use crate::client::PyClient;
 use crate::config::PyConfig;
 use crate::convert;
 use crate::errors::to_py;
-use cogworker::host::{admin, api, Session};
+use cogworker::host::{admin, api_calls as calls, Session};
 use pyo3::prelude::*;
 use std::sync::Arc;
 
@@ -33,7 +33,7 @@ impl PyApi {
         let args = cogworker::host::HostValue::json_list(&convert::values(args)?, &name).map_err(to_py)?;
         let result = finish(py, |first| {
             self.0
-                .start_api(|api| async move { api::call(&api, &name, args).await }, first)
+                .start_api(|api| async move { calls::call(&api, &name, args).await }, first)
         })?;
         convert::to_py(py, &result)
     }
@@ -53,7 +53,10 @@ impl PyApi {
 /// `(name, params, help)` of every API call.
 #[pyfunction]
 pub fn api_calls() -> Vec<(&'static str, Vec<&'static str>, &'static str)> {
-    api::CALLS.iter().map(|c| (c.name, c.params.to_vec(), c.help)).collect()
+    calls::CALLS
+        .iter()
+        .map(|c| (c.name, c.params.to_vec(), c.help))
+        .collect()
 }
 
 /// `(name, argument or None, help)` of every admin command.

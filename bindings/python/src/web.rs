@@ -5,7 +5,7 @@ use crate::blocking;
 use crate::config::PyConfig;
 use crate::errors::to_py;
 use cogworker::host::web_args;
-use cogworker::testing::RedisServer;
+use cogworker::redis_server::RedisServer;
 use cogworker::web::{BackgroundWeb, WebOptions};
 use pyo3::prelude::*;
 

@@ -6,7 +6,7 @@ use crate::blocking::{finish, run};
 use crate::config::RbConfig;
 use crate::convert;
 use crate::errors::to_ruby;
-use cogworker::host::{admin, api, Session};
+use cogworker::host::{admin, api_calls as calls, Session};
 use cogworker::Api;
 use magnus::{Error, RArray, Ruby};
 use std::sync::Arc;
@@ -36,7 +36,7 @@ impl RbApi {
         let result = finish(ruby, |first| {
             rb_self
                 .0
-                .start_api(|api| async move { api::call(&api, &name, args).await }, first)
+                .start_api(|api| async move { calls::call(&api, &name, args).await }, first)
         })?;
         Ok(convert::from_json(ruby, &result))
     }
@@ -55,7 +55,10 @@ impl RbApi {
 
 /// `[name, params, help]` of every API call.
 pub fn api_calls() -> Vec<(&'static str, Vec<&'static str>, &'static str)> {
-    api::CALLS.iter().map(|c| (c.name, c.params.to_vec(), c.help)).collect()
+    calls::CALLS
+        .iter()
+        .map(|c| (c.name, c.params.to_vec(), c.help))
+        .collect()
 }
 
 /// `[name, argument or nil, help]` of every admin command.

@@ -5,7 +5,7 @@ use crate::blocking::{self, nogvl};
 use crate::config::RbConfig;
 use crate::errors::to_ruby;
 use cogworker::host::web_args;
-use cogworker::testing::RedisServer;
+use cogworker::redis_server::RedisServer;
 use cogworker::web::{BackgroundWeb, WebOptions};
 use magnus::{Error, Ruby};
 

@@ -17,11 +17,11 @@ const NAMESPACE: &str = "{cogworker}";
 pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let jobs: usize = arg("--jobs").and_then(|n| n.parse().ok()).unwrap_or(60_000);
     let workers: usize = arg("--workers").and_then(|n| n.parse().ok()).unwrap_or(2);
-    let nodes: Vec<cogworker::testing::RedisServer> = (0..3)
-        .map(|_| cogworker::testing::RedisServer::cluster_node())
+    let nodes: Vec<cogworker::redis_server::RedisServer> = (0..3)
+        .map(|_| cogworker::redis_server::RedisServer::cluster_node())
         .collect::<Result<_, _>>()?;
     let ports: Vec<u16> = nodes.iter().map(|n| n.port()).collect();
-    cogworker::testing::join_cluster(&ports)?;
+    cogworker::redis_server::join_cluster(&ports)?;
     let url = format!(
         "redis+cluster://{}",
         nodes
@@ -38,7 +38,7 @@ pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
                 .await?,
         );
     }
-    let queues = cogworker::testing::queue_per_node(&ports, NAMESPACE)?;
+    let queues = cogworker::redis_server::queue_per_node(&ports, NAMESPACE)?;
     println!(
         "cogworker {} on a 3-master Redis Cluster (release build, loopback, {} worker process(es) x concurrency {CONCURRENCY}, reliable fetch, {jobs} no-op jobs over queues {})",
         env!("CARGO_PKG_VERSION"),

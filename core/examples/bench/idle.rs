@@ -39,7 +39,7 @@ struct Row {
 }
 
 pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let redis = cogworker::testing::RedisServer::start(&[])?;
+    let redis = cogworker::redis_server::RedisServer::start(&[])?;
     let mut rows = Vec::new();
     for queues in QUEUE_COUNTS {
         rows.push(measure(&redis.url(), redis.port(), queues).await?);

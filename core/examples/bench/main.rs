@@ -220,13 +220,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// A private redis-server, a client of it, and a plain connection.
 pub(crate) async fn private_redis() -> Result<
     (
-        cogworker::testing::RedisServer,
+        cogworker::redis_server::RedisServer,
         Client,
         redis::aio::MultiplexedConnection,
     ),
     Box<dyn std::error::Error>,
 > {
-    let redis = cogworker::testing::RedisServer::start(&[])?;
+    let redis = cogworker::redis_server::RedisServer::start(&[])?;
     let mut config = Config::default();
     config.set_redis_url(&redis.url())?;
     let client = Client::new(&config)?;

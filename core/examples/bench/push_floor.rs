@@ -26,7 +26,7 @@ const PAYLOAD: &str = r#"{"class":"Noop","args":[1],"queue":"default","jid":"012
 /// Runs on a thread of its own: it builds runtimes, which an async caller
 /// cannot.
 pub(crate) fn run() -> BenchResult<()> {
-    let redis = cogworker::testing::RedisServer::start(&[])?;
+    let redis = cogworker::redis_server::RedisServer::start(&[])?;
     let url = redis.url();
     println!(
         "| round | Client::push, current-thread | Client::push, multi-thread | managed LPUSH | multiplexed LPUSH | blocking LPUSH |"

@@ -173,7 +173,7 @@ mod tests {
     use crate::config::Config;
     use crate::connection::{Conn, Redis};
     use crate::job::Job;
-    use crate::testing::RedisServer;
+    use crate::redis_server::RedisServer;
     use redis::Value;
     use std::time::Duration;
 

@@ -313,7 +313,7 @@ impl Write for Stream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::RedisServer;
+    use crate::redis_server::RedisServer;
     use redis::aio::ConnectionLike as _;
     use std::task::Waker;
 

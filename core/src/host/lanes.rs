@@ -169,7 +169,7 @@ impl<T> LaneCall<T> {
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::testing::RedisServer;
+    use crate::redis_server::RedisServer;
     use std::thread::{self, ThreadId};
 
     fn on_lane<T: Send + 'static>(

@@ -8,8 +8,8 @@
 use super::session::Session;
 use crate::client::Client;
 use crate::error::{Error, Result};
+use crate::host_value::HostValue;
 use crate::limiter::{Lease, Limit, Limiter};
-use crate::value::HostValue;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::OnceCell;

@@ -19,7 +19,8 @@
 //! - [`periodic_entry`]: a periodic entry built and checked from host values;
 //! - [`PushRequest`]: the job payload built and validated once for every
 //!   language (pushes and the testing modes alike);
-//! - [`api`]: every ops-API call by name, with JSON results;
+//! - [`api_calls`]: every ops-API call by name, with JSON results (the
+//!   Rust API itself is [`crate::Api`]);
 //! - [`admin`]: the admin commands both CLIs run;
 //! - [`HostDelivery`]: a delivery held by a host object, settled once;
 //! - [`Session`]: a configuration's lazily built, fork-safe client and API;
@@ -36,7 +37,7 @@
 //!   [`spawn`] to run a core operation it can wait for.
 
 pub mod admin;
-pub mod api;
+pub mod api_calls;
 mod cli;
 mod delivery;
 mod failure;
@@ -48,7 +49,7 @@ mod logs;
 mod periodic;
 mod push;
 mod session;
-mod slot;
+mod slot_loop;
 mod spans;
 pub mod supervisor;
 pub mod testing;
@@ -57,9 +58,9 @@ mod wait;
 mod worker;
 pub mod workflow;
 
+pub use crate::host_value::HostValue;
 pub use crate::job::MAX_NESTING;
 pub use crate::trace::{host_job_span, host_push_span, HostSpan};
-pub use crate::value::HostValue;
 #[cfg(feature = "web")]
 pub use cli::web_args;
 pub use cli::{
@@ -74,7 +75,7 @@ pub use logs::{init_log_forwarding, run_log_forwarding, stop_log_forwarding, For
 pub use periodic::periodic_entry;
 pub use push::{payload_job, prepared, push_through, PushRequest, PUSH_OPTIONS};
 pub use session::{in_runtime, Session};
-pub use slot::{Described, Ended, HostWait, SettledBy, WAIT_SLICE};
+pub use slot_loop::{Described, Ended, HostWait, SettledBy, WAIT_SLICE};
 pub use spans::{
     carry_trace_context, host_message_attributes, host_payloads_span, host_span_failure, TRACER_NAME,
     TRACE_CONTEXT_FIELDS,

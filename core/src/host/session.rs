@@ -109,7 +109,7 @@ pub fn in_runtime<T>(build: impl FnOnce() -> T) -> T {
 mod tests {
     use super::*;
     use crate::job::Job;
-    use crate::testing::RedisServer;
+    use crate::redis_server::RedisServer;
     use std::time::Duration;
 
     /// Connections the server holds, besides the one asking.

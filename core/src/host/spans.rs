@@ -4,9 +4,9 @@
 //! message, and how a failed job's span describes it. (The spans' names
 //! and attributes are [`crate::trace`]'s, the Rust worker's own.)
 
+use crate::host_value::HostValue;
 use crate::job::Job;
 use crate::trace::{host_push_span, TRACEPARENT, TRACESTATE};
-use crate::value::HostValue;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 

@@ -52,8 +52,8 @@ pub struct HostWorker {
     /// Host threads in [`HostWorker::run_slot`] and in
     /// [`HostWorker::run_hooks`] or [`HostWorker::run_client_middleware`],
     /// for [`HostWorker::join`].
-    pub(super) slots: super::slot::Running,
-    pub(super) event_threads: super::slot::Running,
+    pub(super) slots: super::slot_loop::Running,
+    pub(super) event_threads: super::slot_loop::Running,
 }
 
 /// What [`HostWorker::next_event`] found.

@@ -8,8 +8,8 @@
 
 use crate::batch::BatchEvent;
 use crate::error::{Error, Result};
+use crate::host_value::HostValue;
 use crate::job::Job;
-use crate::value::HostValue;
 use crate::workflow::{group_member, CHAIN_DESCRIPTION, CHORD_DESCRIPTION, DEFAULT_DESCRIPTION};
 use serde_json::{Map, Value};
 

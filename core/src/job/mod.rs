@@ -256,7 +256,7 @@ pub fn now() -> f64 {
 }
 
 /// Seconds added to the host's clock: 0, except where a test plays a host
-/// whose clock is off (`cogworker::testing::skew_host_clock`).
+/// whose clock is off (`cogworker::redis_server::skew_host_clock`).
 pub(crate) static HOST_CLOCK_SKEW: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// A float timestamp with millisecond precision (no `1e9`-style output).

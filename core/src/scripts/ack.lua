@@ -1,4 +1,4 @@
--- Fragments (prepended, in this order): take_fields.lua, metrics.lua, batch.lua
+-- Fragments (prepended, in this order): take_fields.lua, metrics.lua, batch/keys.lua, batch/status.lua, batch/expire.lua, batch/results.lua, batch/fire.lua, batch/check.lua, batch/succeeded.lua, batch/failed.lua
 -- Acknowledge a batch of jobs that ran successfully: take each off the
 -- in-progress hash, count them, and record them in the capped history.
 -- Two commands for the whole batch's in-progress entries (HMGET to see
@@ -31,7 +31,7 @@
 --                     JSON}, aligned with KEYS[6+m ..] pairs
 --                     {NS:result:<jid>, NS:result_ready:<jid>}: kept only for a
 --                     job acknowledged here, with one token on the ready list
--- then, from d = c+1+3r, the jobs of a batch (batch.lua, prepended):
+-- then, from d = c+1+3r, the jobs of a batch (batch/, prepended):
 -- KEYS[6+m+2r]        NS:outbox (hash), where their callbacks are handed over
 -- ARGV[d]             t, the number of jobs that belong to a batch
 -- ARGV[d+1], [d+2]    (only when t > 0) the batch keys' prefix NS:batch:, now

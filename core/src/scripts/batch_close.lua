@@ -1,4 +1,4 @@
--- Fragments (prepended, in this order): batch.lua
+-- Fragments (prepended, in this order): batch/keys.lua, batch/status.lua, batch/expire.lua, batch/results.lua, batch/fire.lua, batch/check.lua, batch/succeeded.lua, batch/failed.lua
 -- Close a batch its creator has finished adding jobs to: from now on its
 -- counts fire its callbacks, and those already due fire here.
 --

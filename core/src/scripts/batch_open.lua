@@ -5,7 +5,7 @@
 --
 -- KEYS[1]  NS:batches (zset: batch id -> created at)
 -- ARGV[1]  the batch keys' prefix NS:batch: (the batch's hash is
---          <prefix><id>, its parent's <prefix><parent id>; see batch.lua)
+--          <prefix><id>, its parent's <prefix><parent id>; see batch/)
 -- ARGV[2]  the batch id
 -- ARGV[3]  now (epoch seconds)
 -- ARGV[4]  ttl: seconds its keys live from now (and again from its close)
@@ -17,7 +17,7 @@
 --          it will hand over, see workflow.rs)
 -- ARGV[10] "1": open until closed; "0": closed already (a workflow step)
 -- ARGV[11] members: JSON list of the jids whose results its callbacks
---          take, "" for none (see batch.lua)
+--          take, "" for none (see batch/)
 -- ARGV[12] the result keys' prefix NS:result: (a record is <prefix><jid>)
 -- ARGV[13] JSON [[jid, record, ttl], ...]: the `waiting` result record of
 --          each callback kept with result_ttl (results.rs), "" for none.
@@ -26,7 +26,7 @@
 -- ARGV[14] kind: "workflow", "step" (a workflow's), or "" for a batch
 -- ARGV[15] a workflow's steps: JSON list of their batch ids in order, ""
 --          for none
--- ARGV[16..] pairs {event, callbacks JSON} (see batch.lua)
+-- ARGV[16..] pairs {event, callbacks JSON} (see batch/)
 --
 -- Returns 1, or an error (nothing written): BATCHEXISTS <id> when the id
 -- is taken, NOBATCH <parent id> when the parent does not exist, BATCHDEPTH

@@ -1,7 +1,7 @@
--- Fragments (prepended, in this order): batch.lua
+-- Fragments (prepended, in this order): batch/keys.lua, batch/status.lua, batch/expire.lua, batch/results.lua, batch/fire.lua, batch/check.lua, batch/succeeded.lua, batch/failed.lua
 -- Take one entry of the schedule, retry or dead set off for good (a job
 -- cancelled while it waits, or deleted), only if it is still there; a job
--- of a batch counts there in the same step (batch.lua): a cancelled one as
+-- of a batch counts there in the same step (batch/): a cancelled one as
 -- dead (it will never run: its batch, or workflow, ends with `death`), a
 -- deleted one as failed (a dead one was counted when it died, and stays
 -- so).

@@ -1,4 +1,4 @@
--- Fragments (prepended, in this order): in_progress.lua, batch.lua
+-- Fragments (prepended, in this order): in_progress.lua, batch/keys.lua, batch/status.lua, batch/expire.lua, batch/results.lua, batch/fire.lua, batch/check.lua, batch/succeeded.lua, batch/failed.lua
 -- File a failed (or unparseable) job under retry or dead, or discard it, or
 -- put a job that was over a rate limiter it declared back on the schedule
 -- (not a failure: no stats, no attempt, no history), and take it off its
@@ -53,7 +53,7 @@
 -- A job of a batch counts there as failed (retry, discard) or dead (dead,
 -- and cancelled: it will never run, so its batch, and a workflow it is a
 -- step of, ends with `death` instead of waiting for it); a reschedule
--- counts nothing (batch.lua).
+-- counts nothing (batch/).
 --
 -- Locks: a retried or rescheduled job keeps them, each extended over the delay, so no
 -- duplicate gets in while it waits; a dead or discarded job releases them.

@@ -1,8 +1,8 @@
--- Fragments (prepended, in this order): batch.lua
+-- Fragments (prepended, in this order): batch/keys.lua, batch/status.lua, batch/expire.lua, batch/results.lua, batch/fire.lua, batch/check.lua, batch/succeeded.lua, batch/failed.lua
 -- Move one entry of the schedule or retry set to dead, only if it is still
 -- there: claim (ZREM) and bury (ZADD) in one step, so a vanished entry
 -- changes nothing (an identical payload already in dead is left alone).
--- A job of a batch dies there in the same step (batch.lua).
+-- A job of a batch dies there in the same step (batch/).
 --
 -- KEYS[1]  NS:schedule or NS:retry (zset)
 -- KEYS[2]  NS:dead (zset)

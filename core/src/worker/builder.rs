@@ -8,10 +8,10 @@ use crate::connection::Redis;
 use crate::error::Result;
 use crate::events::{EventHook, Events, WorkerEvent, EVENT_BACKLOG};
 use crate::handler::{AsyncFn, BlockingFn, Failure, Handler, Middleware, Registry, WithRetryIn};
-use crate::handover;
 use crate::job::Job;
 use crate::periodic::Periodic;
 use crate::shared::Shared;
+use crate::slot_feed;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -231,12 +231,12 @@ impl WorkerBuilder {
         shared.quiet = self.quiet;
         shared.class_limits = self.class_limits;
         let shared = Arc::new(shared);
-        let (handover, intake) = handover::pair(self.host_slots);
+        let (feed, intake) = slot_feed::pair(self.host_slots);
         Ok(Worker {
             shared,
             registry: Arc::new(self.registry),
             host_classes: self.host_classes,
-            handover,
+            feed,
             intake,
             completions_rx,
             events_rx,

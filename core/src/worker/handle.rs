@@ -5,8 +5,8 @@ use crate::delivery::Delivery;
 use crate::error::Result;
 use crate::events::MiddlewareAnswer;
 use crate::handler::Outcome;
-use crate::handover::{Intake, Taken};
 use crate::shared::{BusyEntry, Lifecycle, Shared};
+use crate::slot_feed::{Intake, Taken};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

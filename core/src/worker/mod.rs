@@ -28,8 +28,8 @@ use crate::delivery::Completion;
 use crate::error::Result;
 use crate::events::{self, EventHook, WorkerEvent};
 use crate::handler::Registry;
-use crate::handover::{Handover, Intake};
 use crate::shared::{Lifecycle, Shared};
+use crate::slot_feed::{Intake, SlotFeed};
 use crate::{completion, dispatcher, heartbeat, logging, periodic_ticker, processor, recovery, scheduler};
 use std::future::Future;
 use std::sync::Arc;
@@ -44,7 +44,7 @@ pub struct Worker {
     host_classes: Vec<String>,
     /// The fetch loop's end and the slots' end: to Rust processor tasks,
     /// or to host threads (with [`WorkerBuilder::host_slots`]).
-    handover: Handover,
+    feed: SlotFeed,
     intake: Intake,
     completions_rx: flume::Receiver<Completion>,
     events_rx: Option<flume::Receiver<WorkerEvent>>,
@@ -147,9 +147,9 @@ impl Worker {
         });
         // The fetch loop holds the only sender: when it ends, processors
         // waiting on the channel see it closed.
-        let (handover, waiting) = (self.handover, self.intake.clone());
+        let (feed, waiting) = (self.feed, self.intake.clone());
         let dispatcher = supervise("fetch", &shared, move |s| {
-            dispatcher::run(s, handover.clone(), waiting.clone())
+            dispatcher::run(s, feed.clone(), waiting.clone())
         });
         let mut processors = Vec::new();
         if let Intake::Tasks(slots) = &self.intake {

@@ -2,10 +2,10 @@
 
 use crate::delivery::{Completion, Delivery};
 use crate::error::Result;
-use crate::handover::Intake;
 use crate::in_progress::NOT_HELD;
 use crate::job::Job;
 use crate::shared::Shared;
+use crate::slot_feed::Intake;
 use crate::{completion, recovery};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

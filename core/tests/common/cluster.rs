@@ -27,7 +27,7 @@ impl Cluster {
     /// `scheme`; their plain ports serve the setup.
     pub fn join(nodes: Vec<TestRedis>, scheme: &str) -> Cluster {
         let ports: Vec<u16> = nodes.iter().map(|node| node.port).collect();
-        cogworker::testing::join_cluster(&ports).expect("the cluster forms");
+        cogworker::redis_server::join_cluster(&ports).expect("the cluster forms");
         Cluster {
             nodes,
             scheme: scheme.to_string(),
@@ -67,6 +67,6 @@ impl Cluster {
     /// Sharded by queue: one queue name per master, `names[i]` on node `i`.
     pub fn queue_per_master(&self) -> Vec<String> {
         let ports: Vec<u16> = self.nodes.iter().map(|node| node.port).collect();
-        cogworker::testing::queue_per_node(&ports, NS).expect("a queue name per master")
+        cogworker::redis_server::queue_per_node(&ports, NS).expect("a queue name per master")
     }
 }

@@ -7,7 +7,7 @@ pub mod cluster;
 pub mod sentinel;
 pub mod tls;
 
-use cogworker::testing::RedisServer;
+use cogworker::redis_server::RedisServer;
 use cogworker::{Config, Worker};
 use redis::AsyncCommands;
 use std::future::Future;

@@ -4,13 +4,13 @@
 //! pair or the other, made together by [`pair`].
 
 use crate::delivery::Delivery;
-use crate::slots::HostSlots;
+use crate::host_slots::HostSlots;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// Where the fetch loop leaves deliveries.
 #[derive(Clone)]
-pub(crate) enum Handover {
+pub(crate) enum SlotFeed {
     Tasks(flume::Sender<Delivery>),
     Host(Arc<HostSlots>),
 }
@@ -32,23 +32,23 @@ pub(crate) enum Taken {
 }
 
 /// Both ends: for host threads (`host`), or for Rust processor tasks.
-pub(crate) fn pair(host: bool) -> (Handover, Intake) {
+pub(crate) fn pair(host: bool) -> (SlotFeed, Intake) {
     if host {
         let slots = HostSlots::new();
-        (Handover::Host(slots.clone()), Intake::Host(slots))
+        (SlotFeed::Host(slots.clone()), Intake::Host(slots))
     } else {
         let (tx, rx) = flume::unbounded();
-        (Handover::Tasks(tx), Intake::Tasks(rx))
+        (SlotFeed::Tasks(tx), Intake::Tasks(rx))
     }
 }
 
-impl Handover {
+impl SlotFeed {
     /// Hands `delivery` over. With every slot gone (shutdown) it is
     /// dropped unstarted, which puts it back on its queue.
     pub(crate) fn send(&self, delivery: Delivery) {
         let unsent = match self {
-            Handover::Tasks(tasks) => tasks.send(delivery).err().map(|e| e.into_inner()),
-            Handover::Host(host) => host.push(delivery).err(),
+            SlotFeed::Tasks(tasks) => tasks.send(delivery).err().map(|e| e.into_inner()),
+            SlotFeed::Host(host) => host.push(delivery).err(),
         };
         drop(unsent);
     }

@@ -219,17 +219,33 @@ impl Drop for RedisServer {
 /// Joins started cluster nodes ([`RedisServer::cluster_node`], listening on
 /// `ports`) into one Redis Cluster with `redis-cli --cluster create`, no
 /// replicas, and waits up to 30 s until every node reports
-/// `cluster_state:ok`.
+/// `cluster_state:ok`. `redis-cli` is given 60 s: it waits for the nodes
+/// to meet without end, so a node that died meanwhile made a test (and the
+/// suite) hang instead of fail.
 pub fn join_cluster(ports: &[u16]) -> Result<()> {
     let mut create = Command::new("redis-cli");
     create.args(["--cluster", "create"]);
     create.args(ports.iter().map(|port| format!("127.0.0.1:{port}")));
-    let status = create
+    let mut running = create
         .args(["--cluster-replicas", "0", "--cluster-yes"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .status()
+        .spawn()
         .map_err(|e| failed(format!("cannot run redis-cli: {e}")))?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = running.try_wait().map_err(|e| failed(format!("redis-cli: {e}")))? {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = running.kill();
+            let _ = running.wait();
+            return Err(failed(format!(
+                "redis-cli --cluster create did not finish within 60 s (a node of {ports:?} gone?)"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     if !status.success() {
         return Err(failed(format!("redis-cli --cluster create failed ({status})")));
     }

@@ -1,0 +1,37 @@
+-- A batch's accounting, prepended (these fragments, in the order of
+-- scripts.rs's BATCH) to every script that settles a job (ack, fail, kill,
+-- drop) and to the batch scripts (see batch.rs): done in the same atomic
+-- step that settles its job, so a job is counted once and a callback
+-- handed over once, whatever dies when. One function per fragment; this
+-- one says where a batch's keys are and declares the three functions that
+-- call each other (a batch tells its parent).
+--
+-- A batch's keys are named from the prefix P (NS:batch:) and its id here,
+-- inside the script, because a parent's id is only known once its child's
+-- hash is read; they all live on the namespace's slot:
+--   P<bid>           hash: total, pending, dead, open ("1" while its creator
+--                    adds jobs), parent, description, created_at, ttl,
+--                    keep_for, completed_at, succeeded_at, died_at,
+--                    fired:<event> ("1" once its callbacks are handed over),
+--                    callbacks:<event> (JSON list of {queue, head, tail,
+--                    jid, what}: what goes between head and tail, see
+--                    batch_fire), members (JSON list of the jids whose
+--                    results a callback gets, in order; workflows only)
+--   P<bid>:failures  hash: unit (a jid, or "batch:<child id>") -> "failed"
+--                    or "dead", for units that failed and have not since
+--                    succeeded
+--   P<bid>:results   hash: jid -> the value it returned (JSON), for jobs
+--                    pushed with batch_result (a workflow step's jobs
+--                    whose results the next step takes)
+-- A unit is pending until it succeeds. The batch is complete when every
+-- pending unit has failed at least once (pending == failures), succeeded
+-- when none is pending; it dies with its first dead unit. A callback is
+-- written to the outbox (NS:outbox, hand-over id "<callback jid>-batch")
+-- with the batch's status spliced in as its first argument; outbox.rs
+-- pushes it (push_once.lua), so a crash before the push repeats only the
+-- push, which its marker makes happen once.
+--
+-- Each event is also counted in NS:stat:batches_<event> (named from P).
+-- A batch whose hash is gone (expired, deleted) counts nothing.
+
+local batch_succeeded, batch_failed, batch_check
