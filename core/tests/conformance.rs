@@ -108,6 +108,24 @@ impl cogworker::Middleware for GateMiddleware {
 }
 
 impl Run {
+    /// `batch` with the scenario's `callbacks` (`[{event, class, args,
+    /// options, as}]`), each callback's jid bound to its `as`.
+    fn with_callbacks(&mut self, mut batch: cogworker::Batch, callbacks: &Value) -> cogworker::Batch {
+        for callback in callbacks.as_array().into_iter().flatten() {
+            let jid = cogworker::new_jid();
+            let mut job = Job::new(callback["class"].as_str().unwrap())
+                .args(callback["args"].as_array().cloned().unwrap_or_default())
+                .jid(jid.as_str());
+            if let Some(ttl) = callback["options"]["result_ttl"].as_f64() {
+                job = job.result_ttl(ttl);
+            }
+            let event = cogworker::BatchEvent::parse(callback["event"].as_str().unwrap()).unwrap();
+            batch = batch.on(event, job);
+            self.jids.insert(callback["as"].as_str().unwrap().into(), jid);
+        }
+        batch
+    }
+
     /// With `own` hooks, the worker's builder gets those (a registry of its
     /// own); otherwise the scenario's ("process").
     fn start_worker(&mut self, own: Option<Vec<String>>) {
@@ -280,19 +298,7 @@ impl Run {
                 self.jids.insert(name.into(), pushed.expect("pushed"));
             }
         } else if let Some(description) = step.get("batch") {
-            let mut batch = cogworker::Batch::new(description.as_str().unwrap());
-            for callback in step["on"].as_array().unwrap() {
-                let jid = cogworker::new_jid();
-                let mut job = Job::new(callback["class"].as_str().unwrap())
-                    .args(callback["args"].as_array().cloned().unwrap_or_default())
-                    .jid(jid.as_str());
-                if let Some(ttl) = callback["options"]["result_ttl"].as_f64() {
-                    job = job.result_ttl(ttl);
-                }
-                let event = cogworker::BatchEvent::parse(callback["event"].as_str().unwrap()).unwrap();
-                batch = batch.on(event, job);
-                self.jids.insert(callback["as"].as_str().unwrap().into(), jid);
-            }
+            let batch = self.with_callbacks(cogworker::Batch::new(description.as_str().unwrap()), &step["on"]);
             let open = self.client.open_batch(batch).await.unwrap();
             for inner in step["jobs"].as_array().unwrap() {
                 let jid = open.push(Self::push_job(inner)).await.unwrap().expect("pushed");
@@ -304,12 +310,15 @@ impl Run {
         } else if let Some(description) = step.get("workflow") {
             let built = |spec: &Value| {
                 let job = |spec: &Value| {
-                    let job = Job::new(spec["step"].as_str().unwrap())
+                    let mut job = Job::new(spec["step"].as_str().unwrap())
                         .args(spec["args"].as_array().cloned().unwrap_or_default());
-                    match spec["options"]["result_ttl"].as_f64() {
-                        Some(ttl) => job.result_ttl(ttl),
-                        None => job,
+                    if let Some(ttl) = spec["options"]["result_ttl"].as_f64() {
+                        job = job.result_ttl(ttl);
                     }
+                    if let Some(retry) = spec["options"].get("retry") {
+                        job = job.field("retry", retry.clone());
+                    }
+                    job
                 };
                 let step = match spec["group"].as_array() {
                     Some(members) => cogworker::Step::group(members.iter().map(job)),
@@ -335,10 +344,14 @@ impl Run {
                     }
                 }),
                 _ => {
-                    let empty = match description.as_str() {
+                    let mut empty = match description.as_str() {
                         Some(description) => cogworker::Workflow::new(description),
                         None => cogworker::Workflow::default(),
                     };
+                    if step.get("on").is_some() {
+                        let whole = cogworker::Batch::new(description.as_str().unwrap_or("workflow"));
+                        empty = empty.batch(self.with_callbacks(whole, &step["on"]));
+                    }
                     specs.iter().fold(empty, |w, spec| w.then(built(spec)))
                 }
             };

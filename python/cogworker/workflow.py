@@ -61,6 +61,11 @@ class Workflow:
         self._callbacks.append(_core.batch_callback(event, name, list(args), False, **options))
         return self
 
+    def callback_jids(self, event: str) -> list[str]:
+        """The jids the callbacks for ``event`` will run as (to wait for a
+        result they keep, say), as ``Batch.callback_jids``."""
+        return _core.callback_jids(self._callbacks, event)
+
     def push(self) -> PushedWorkflow:
         """Pushes its first step now and the others in turn; what was pushed."""
         api = self._api if self._api is not None else Api()

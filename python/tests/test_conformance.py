@@ -257,6 +257,10 @@ class Run:
             workflow = cogworker.chord(steps, built(step["callback"]))
         else:
             workflow = cogworker.Workflow(*steps, description=step["workflow"])
+        for callback in step.get("on", []):
+            options = callback.get("options", {})
+            workflow.on(callback["event"], callback["class"], *callback["args"], **options)
+            self.jids[callback["as"]] = workflow.callback_jids(callback["event"])[-1]
         pushed = workflow.push()
         if "callback" in step and "as" in step["callback"]:
             self.jids[step["callback"]["as"]] = pushed.last_jids[0]

@@ -173,6 +173,11 @@ class TestConformance < Minitest::Test
                when 'chord' then Cogworker::Workflow.chord(steps, built.call(step['callback']))
                else Cogworker::Workflow.new(*steps, description: step['workflow'], api: @api)
                end
+    step.fetch('on', []).each do |callback|
+      workflow.on(callback['event'], callback['class'], *callback['args'],
+                  **callback.fetch('options', {}).transform_keys(&:to_sym))
+      @jids[callback['as']] = workflow.callback_jids(callback['event']).last
+    end
     pushed = workflow.push
     @jids[step['callback']['as']] = pushed.last_jids.first if step.dig('callback', 'as')
     step['steps'].each_with_index { |spec, index| @jids[spec['as']] = pushed.steps[index][1].first if spec['as'] }

@@ -69,6 +69,10 @@ module Cogworker
       self
     end
 
+    # The jids the callbacks for `event` will run as (to wait for a result
+    # they keep, say), as Batch#callback_jids.
+    def callback_jids(event) = Native.callback_jids(@callbacks, event.to_s)
+
     # Pushes its first step now and the others in turn; what was pushed.
     def push
       pushed = (@api || Api.new).push_workflow(@steps, @description, @callbacks, Batch.current_bid)
