@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 SCRATCH_MAIN = """
-use cogworker::testing::RedisServer;
+use cogworker::redis_server::RedisServer;
 use cogworker::{Client, Config, Job, Worker};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
