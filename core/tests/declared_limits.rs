@@ -69,11 +69,7 @@ async fn a_declared_concurrent_limit_holds_and_every_job_runs_once() {
     );
     // The handlers have run; their acknowledgements count them a moment
     // later (a clean-clone run once read 6 of 8 here).
-    wait_until("all 8 counted as processed", Duration::from_secs(10), || {
-        let api = api.clone();
-        async move { api.stats().await.unwrap().processed == 8 }
-    })
-    .await;
+    wait_processed("all 8 counted as processed", &api, 8, Duration::from_secs(10)).await;
     let stats = api.stats().await.unwrap();
     assert_eq!((stats.processed, stats.failed), (8, 0), "a reschedule is no failure");
     let mut conn = redis.conn().await;

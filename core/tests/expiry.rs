@@ -62,17 +62,7 @@ async fn an_expired_job_is_dropped_unrun_counted_and_kept_only_when_asked() {
     .await;
     wait_for_count("the fresh job ran", &ran, 1, Duration::from_secs(10)).await;
     assert_eq!(*ran_jids.lock().unwrap(), vec![fresh], "only the fresh job ran");
-    // Its acknowledgement counts it a moment after the handler ran.
-    let a = api.clone();
-    wait_until(
-        "the fresh job counted as processed",
-        Duration::from_secs(10),
-        move || {
-            let a = a.clone();
-            async move { a.stats().await.unwrap().processed == 1 }
-        },
-    )
-    .await;
+    wait_processed("the fresh job counted as processed", &api, 1, Duration::from_secs(10)).await;
     let stats = api.stats().await.unwrap();
     assert_eq!((stats.processed, stats.failed, stats.expired), (1, 0, 3));
     assert_eq!(

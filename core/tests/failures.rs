@@ -84,12 +84,7 @@ async fn failure_lands_in_retry_with_its_error_then_runs_again() {
 
     // Retry it now (as the Web UI would): it runs and succeeds.
     assert!(api.retry_now(JobSet::Retry, &entry).await.unwrap());
-    let api2 = api.clone();
-    wait_until("retried job processed", Duration::from_secs(10), move || {
-        let api = api2.clone();
-        async move { api.stats().await.unwrap().processed == 1 }
-    })
-    .await;
+    wait_processed("retried job processed", &api, 1, Duration::from_secs(10)).await;
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     assert_eq!(api.set_size(JobSet::Retry).await.unwrap(), 0);
     handle.stop();

@@ -222,12 +222,7 @@ async fn script_flush_mid_run_is_survived() {
     all_ran(&runs, &jids, Duration::from_secs(60)).await;
     flusher.await.unwrap();
     let api = Api::new(client.clone());
-    let api2 = api.clone();
-    wait_until("all acknowledged", Duration::from_secs(10), move || {
-        let api = api2.clone();
-        async move { api.stats().await.unwrap().processed == 2000 }
-    })
-    .await;
+    wait_processed("all acknowledged", &api, 2000, Duration::from_secs(10)).await;
     assert!(runs.lock().unwrap().values().all(|n| *n == 1), "no duplicates");
     handle.stop();
     running.await.unwrap().unwrap();

@@ -76,12 +76,7 @@ async fn start(prefetch: bool, quick: usize, slow: usize, lead: usize) -> Run {
             .push_bulk((0..count).map(|i| Job::new(class).args([json!(i)])).collect())
             .await
             .unwrap();
-        let api2 = api.clone();
-        wait_until("the jobs before processed", Duration::from_secs(10), move || {
-            let api = api2.clone();
-            async move { api.stats().await.unwrap().processed == done as u64 }
-        })
-        .await;
+        wait_processed("the jobs before processed", &api, done as u64, Duration::from_secs(10)).await;
     }
     let leading = (0..lead).map(|i| Job::new("Quick").args([json!(i)]));
     let gated = (0..GATED).map(|i| Job::new("Gate").args([json!(i)]));

@@ -82,12 +82,7 @@ async fn a_raw_job_without_a_queue_is_retried() {
         .unwrap();
     let handle = worker.handle();
     let running = tokio::spawn(worker.run());
-    let api2 = api.clone();
-    wait_until("ran again after its retry", Duration::from_secs(20), move || {
-        let api = api2.clone();
-        async move { api.stats().await.unwrap().processed == 1 }
-    })
-    .await;
+    wait_processed("ran again after its retry", &api, 1, Duration::from_secs(20)).await;
     handle.stop();
     running.await.unwrap().unwrap();
     assert_eq!(api.set_size(JobSet::Retry).await.unwrap(), 0);

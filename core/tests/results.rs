@@ -100,13 +100,8 @@ async fn results_from_push_to_settle() {
         Some(handle.identity()),
         "attempts say where they ran"
     );
-    let a = api.clone();
     let plain_jid = plain.clone();
-    wait_until("the plain job ran", Duration::from_secs(10), move || {
-        let a = a.clone();
-        async move { a.stats().await.unwrap().processed == 4 }
-    })
-    .await;
+    wait_processed("the plain job ran", &api, 4, Duration::from_secs(10)).await;
     assert_eq!(
         api.status(&plain_jid).await.unwrap(),
         "unknown",

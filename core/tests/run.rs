@@ -77,11 +77,7 @@ async fn push_and_run(fetch: FetchMode) {
     assert!(first.get("enqueued_at").is_some());
 
     let api = Api::new(client.clone());
-    wait_until("processed counted", Duration::from_secs(5), || {
-        let api = api.clone();
-        async move { api.stats().await.unwrap().processed == 201 }
-    })
-    .await;
+    wait_processed("processed counted", &api, 201, Duration::from_secs(5)).await;
     assert_eq!(api.stats_today().await.unwrap().processed, 201);
     assert!(!api.history(10).await.unwrap().is_empty());
 

@@ -90,15 +90,11 @@ async fn a_rust_handler_past_its_limit_is_dropped_and_retried_as_timed_out() {
     )
     .await;
     assert_eq!(started.load(Ordering::SeqCst), 2);
-    // Its acknowledgement counts it a moment after the handler finished.
-    let a = api.clone();
-    wait_until(
+    wait_processed(
         "the finished job counted as processed",
+        &api,
+        1,
         Duration::from_secs(10),
-        move || {
-            let a = a.clone();
-            async move { a.stats().await.unwrap().processed == 1 }
-        },
     )
     .await;
     let stats = api.stats().await.unwrap();

@@ -109,6 +109,17 @@ pub async fn wait_registered(api: &cogworker::Api) {
     .await;
 }
 
+/// Waits until `api`'s namespace counts exactly `n` jobs processed: a
+/// handler's own counter reaches its number before the job's
+/// acknowledgement counts it, so a test reads the counts after this.
+pub async fn wait_processed(what: &str, api: &cogworker::Api, n: u64, limit: Duration) {
+    wait_until(what, limit, || {
+        let api = api.clone();
+        async move { api.stats().await.unwrap().processed == n }
+    })
+    .await;
+}
+
 /// Polls `check` until it returns true, failing the test after `limit`.
 pub async fn wait_until<F, Fut>(what: &str, limit: Duration, mut check: F)
 where
