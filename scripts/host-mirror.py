@@ -44,10 +44,10 @@ DECISIONS: dict[str, tuple[list[str], list[str]]] = {}
 IDIOMS: dict[str, tuple[list[str], list[str]]] = {
     "worker: threads, slots, signals, the job run in its language": (
         [
-            "worker.py:qualified_name",
-            "worker.py:_safe",
-            "worker.py:_text",
-            "worker.py:describe_error",
+            "_failures.py:qualified_name",
+            "_failures.py:safe",
+            "_failures.py:valid_text",
+            "_failures.py:describe_error",
             "worker.py:Worker.__init__",
             "worker.py:Worker.identity",
             "worker.py:Worker.lifecycle",
@@ -68,7 +68,7 @@ IDIOMS: dict[str, tuple[list[str], list[str]]] = {
             "worker.py:Worker._retry_in_past_time_limit",
             "worker.py:Worker._call",
             "worker.py:Worker._retry_hook",
-            "worker.py:app_traceback",
+            "_failures.py:app_traceback",
             "worker.py:Worker._describe",
             "worker.py:Worker._log_stacks",
             "worker.py:Worker._slot",

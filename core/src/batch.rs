@@ -440,6 +440,10 @@ pub(crate) async fn open_from_host(
     Ok(client.open_batch(batch).await?.bid)
 }
 
+/// The field of a host's callback that names its event (`host::workflow`
+/// writes it, [`callbacks_from_host`] reads it).
+pub(crate) const EVENT: &str = "event";
+
 /// A host's list of callbacks, `[{event, class, queue, args, ...}]` (a
 /// job's fields, and the event that pushes it); `None`: none.
 pub(crate) fn callbacks_from_host(callbacks: Option<&Value>) -> Result<Vec<(BatchEvent, Job)>> {
@@ -459,7 +463,7 @@ pub(crate) fn callbacks_from_host(callbacks: Option<&Value>) -> Result<Vec<(Batc
             ));
         };
         let mut fields = fields.clone();
-        let named = fields.remove("event").unwrap_or(Value::Null);
+        let named = fields.remove(EVENT).unwrap_or(Value::Null);
         let event = named
             .as_str()
             .and_then(|name| BatchEvent::parse(name).ok())

@@ -46,6 +46,10 @@ pub fn name_host_thread(name: &str) {
     HOST_THREAD_NAME.with(|current| *current.borrow_mut() = Some(name.to_string()));
 }
 
+/// What every line calls the process's main thread, whatever its host
+/// calls it (Python's `MainThread`).
+pub const MAIN_THREAD: &str = "main";
+
 /// The name a line shows for a thread Rust knows no name for: the host's
 /// ([`name_host_thread`]), `main` for the process's main thread, else `-`.
 fn unnamed_thread() -> String {
@@ -53,7 +57,7 @@ fn unnamed_thread() -> String {
         return name;
     }
     if is_main_thread() {
-        "main".to_string()
+        MAIN_THREAD.to_string()
     } else {
         "-".to_string()
     }
@@ -290,7 +294,6 @@ pub fn host_line(level: &str, thread: &str, message: &str, fields: &[(String, St
 /// `exception` the host's traceback text. `thread` is the host's name for
 /// the writing thread; the main thread is `main` in every host, a thread
 /// with no name `-`.
-#[allow(clippy::too_many_arguments)] // one per part of a record, as hosts pass them
 pub fn host_record(
     level: &str,
     thread: Option<&str>,
@@ -308,7 +311,7 @@ pub fn host_record(
     if let Some(exception) = exception {
         fields.push(("exception".into(), exception.into()));
     }
-    let thread = if is_main { "main" } else { thread.unwrap_or("-") };
+    let thread = if is_main { MAIN_THREAD } else { thread.unwrap_or("-") };
     host_line(level, thread, message, &fields);
 }
 

@@ -47,6 +47,25 @@ macro_rules! script {
     };
 }
 
+/// [`script!`] with the batch accounting's fragments last (scripts/batch/,
+/// one per function, in the order each uses the ones before): the scripts
+/// that settle a job and the batch scripts.
+macro_rules! script_with_batch {
+    ($file:literal $(, $fragment:literal)*) => {
+        script!(
+            $file $(, $fragment)*,
+            "batch/keys.lua",
+            "batch/status.lua",
+            "batch/expire.lua",
+            "batch/results.lua",
+            "batch/fire.lua",
+            "batch/check.lua",
+            "batch/succeeded.lua",
+            "batch/failed.lua"
+        )
+    };
+}
+
 // `file` and `fragments` are read by the header test only.
 #[cfg_attr(not(test), allow(dead_code))]
 pub(crate) struct ScriptSource {
@@ -62,31 +81,8 @@ impl ScriptSource {
 }
 
 const FETCH_RELIABLE: ScriptSource = script!("fetch_reliable.lua");
-const ACK: ScriptSource = script!(
-    "ack.lua",
-    "take_fields.lua",
-    "metrics.lua",
-    "batch/keys.lua",
-    "batch/status.lua",
-    "batch/expire.lua",
-    "batch/results.lua",
-    "batch/fire.lua",
-    "batch/check.lua",
-    "batch/succeeded.lua",
-    "batch/failed.lua"
-);
-const FAIL: ScriptSource = script!(
-    "fail.lua",
-    "in_progress.lua",
-    "batch/keys.lua",
-    "batch/status.lua",
-    "batch/expire.lua",
-    "batch/results.lua",
-    "batch/fire.lua",
-    "batch/check.lua",
-    "batch/succeeded.lua",
-    "batch/failed.lua"
-);
+const ACK: ScriptSource = script_with_batch!("ack.lua", "take_fields.lua", "metrics.lua");
+const FAIL: ScriptSource = script_with_batch!("fail.lua", "in_progress.lua");
 const REQUEUE_IN_PROGRESS: ScriptSource =
     script!("requeue_in_progress.lua", "clock.lua", "wake.lua", "in_progress.lua");
 const REQUEUE_DUE: ScriptSource = script!("requeue_due.lua", "wake.lua");
@@ -97,17 +93,7 @@ const OWNED_LOCK: ScriptSource = script!("owned_lock.lua");
 const PERIODIC_CLAIM: ScriptSource = script!("periodic_claim.lua", "wake.lua");
 const PUSH: ScriptSource = script!("push.lua", "wake.lua");
 const PUSH_UNIQUE: ScriptSource = script!("push_unique.lua", "wake.lua");
-const KILL: ScriptSource = script!(
-    "kill.lua",
-    "batch/keys.lua",
-    "batch/status.lua",
-    "batch/expire.lua",
-    "batch/results.lua",
-    "batch/fire.lua",
-    "batch/check.lua",
-    "batch/succeeded.lua",
-    "batch/failed.lua"
-);
+const KILL: ScriptSource = script_with_batch!("kill.lua");
 const SIGNAL: ScriptSource = script!("signal.lua");
 const CLAIM_TO_OUTBOX: ScriptSource = script!("claim_to_outbox.lua");
 const PUSH_ONCE: ScriptSource = script!("push_once.lua", "wake.lua");
@@ -117,28 +103,8 @@ const LIMIT_DEFINE: ScriptSource = script!("limit_define.lua");
 const LIMIT_ACQUIRE: ScriptSource = script!("limit_acquire.lua", "clock.lua");
 const CANCEL: ScriptSource = script!("cancel.lua");
 const BATCH_OPEN: ScriptSource = script!("batch_open.lua");
-const BATCH_CLOSE: ScriptSource = script!(
-    "batch_close.lua",
-    "batch/keys.lua",
-    "batch/status.lua",
-    "batch/expire.lua",
-    "batch/results.lua",
-    "batch/fire.lua",
-    "batch/check.lua",
-    "batch/succeeded.lua",
-    "batch/failed.lua"
-);
-const DROP_FROM_SET: ScriptSource = script!(
-    "drop_from_set.lua",
-    "batch/keys.lua",
-    "batch/status.lua",
-    "batch/expire.lua",
-    "batch/results.lua",
-    "batch/fire.lua",
-    "batch/check.lua",
-    "batch/succeeded.lua",
-    "batch/failed.lua"
-);
+const BATCH_CLOSE: ScriptSource = script_with_batch!("batch_close.lua");
+const DROP_FROM_SET: ScriptSource = script_with_batch!("drop_from_set.lua");
 
 /// Every script, for the header check.
 #[cfg(test)]

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any, Callable, Generic, TypeVar
 
 from . import _core
+from ._failures import describe_error
 
 logger = logging.getLogger("cogworker")
 
@@ -399,8 +400,6 @@ def _call_safely(role: str, hook: Callable[..., Any], *args: Any) -> None:
     try:
         hook(*args)
     except BaseException as error:  # noqa: BLE001 - a hook never changes what happens to a job
-        from .worker import describe_error  # the worker imports this module
-
         name = getattr(hook, "__qualname__", None) or repr(hook)
         error_class, message = describe_error(error)
         _core.hook_raised(role, name, error_class or "", message or "", traceback_lines(error))

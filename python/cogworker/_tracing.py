@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from . import _core
+from ._failures import describe_error
 
 try:
     from opentelemetry import trace
@@ -112,8 +113,6 @@ def _record_failure(span: Any, error: BaseException) -> None:
     """The span's error status and exception event, as the engine words
     them (an exception whose ``__str__`` raises is named by its class
     alone: the span never changes what the job's failure says)."""
-    from .worker import describe_error  # the worker imports this module
-
     description, attributes = _core.span_failure(*describe_error(error))
     span.set_status(Status(StatusCode.ERROR, description))
     try:

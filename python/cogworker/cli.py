@@ -52,7 +52,7 @@ def add_command_flags(parser: argparse.ArgumentParser, command: str) -> None:
     """The flags of ``command`` (web, metrics or an admin command), from the
     engine's table: each value is kept as given (a list, one per use), for
     the engine to read (``given_flags``)."""
-    for long, metavar, _repeated, help_text in _core.command_flags(command):
+    for long, metavar, help_text in _core.command_flags(command):
         if metavar is None:
             parser.add_argument(long, dest=long, action="store_const", const=["true"], help=help_text)
         else:

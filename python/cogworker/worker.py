@@ -13,60 +13,19 @@ which files the job as ``cogworker::HandlerAborted``.
 from __future__ import annotations
 
 import inspect
-import os
 import sys
 import threading
 import traceback
-from typing import Any, Callable, TypeVar
+from typing import Any
 
 from . import _core, _hooks, _tracing
 from ._coroutines import EventLoop
+from ._failures import app_traceback, describe_error, safe, valid_text
 from ._hooks import RunningJob
 from ._logging import forward_engine_logs
 from ._periodic import native_entries as periodic_entries
 from ._settings import make_config
 from .job import JobHandle, registry
-
-T = TypeVar("T")
-
-
-def qualified_name(cls: type) -> str:
-    module = cls.__module__
-    return cls.__qualname__ if module in ("builtins", "__main__") else f"{module}.{cls.__qualname__}"
-
-
-def _safe(compute: Callable[[], T]) -> T | None:
-    """``compute()``, or None if it raises (an exception's ``__str__`` may)."""
-    try:
-        return compute()
-    except BaseException:  # noqa: BLE001 - reading the failure must not fail
-        return None
-
-
-def _text(text: str) -> str:
-    """``text`` as valid Unicode (a lone surrogate becomes "?")."""
-    return text.encode("utf-8", "replace").decode("utf-8")
-
-
-_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
-
-
-def app_traceback(error: BaseException) -> list[str]:
-    """The traceback of ``error`` as ``traceback.format_exception`` writes
-    it, without the worker's own frames (this package's: the slot loop,
-    middleware chain, handle), which say nothing about the failure. All of
-    them are kept when nothing else is left."""
-    summary = traceback.TracebackException.from_exception(error)
-    frames = [frame for frame in summary.stack if not frame.filename.startswith(_PACKAGE)]
-    if frames:
-        summary.stack = traceback.StackSummary.from_list(frames)
-    return list(summary.format())
-
-
-def describe_error(error: BaseException) -> tuple[str | None, str | None]:
-    """``(error_class, error_message)`` as a failure records them (None:
-    reading it raised; the core says so)."""
-    return _safe(lambda: qualified_name(type(error))), _safe(lambda: _text(str(error)))
 
 
 class Worker:
@@ -309,8 +268,8 @@ class Worker:
             self.hooks.report_error(error, RunningJob.of(delivery, args, self._identity))
         retry_in = self._retry_hook(class_name, retry_count, error)
         error_class, message = describe_error(error)
-        lines = _safe(lambda: app_traceback(error)) or []
-        backtrace = [_text(part) for chunk in lines for part in chunk.rstrip("\n").split("\n")]
+        lines = safe(lambda: app_traceback(error)) or []
+        backtrace = [valid_text(part) for chunk in lines for part in chunk.rstrip("\n").split("\n")]
         # Logged once, by the engine (class, message, jid, what happens next).
         return error_class, message, backtrace, retry_in, isinstance(error, (SystemExit, KeyboardInterrupt))
 

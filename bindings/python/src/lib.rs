@@ -111,13 +111,13 @@ fn worker_flags() -> Vec<(String, Option<&'static str>, &'static str, &'static s
         .collect()
 }
 
-/// `(long, metavar or None (a switch), repeated, help)` of each flag of
-/// `command` (web, metrics or an admin command).
+/// `(long, metavar or None (a switch), help)` of each flag of `command`
+/// (web, metrics or an admin command).
 #[pyfunction]
-fn command_flags(command: &str) -> Vec<(&'static str, Option<&'static str>, bool, String)> {
+fn command_flags(command: &str) -> Vec<(&'static str, Option<&'static str>, String)> {
     cogworker::host::command_flags(command)
         .into_iter()
-        .map(|f| (f.long, f.metavar, f.repeated, f.help))
+        .map(|f| (f.long, f.metavar, f.help))
         .collect()
 }
 

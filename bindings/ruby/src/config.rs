@@ -67,12 +67,12 @@ pub fn settings_from_flags(ruby: &Ruby, given: Vec<(String, Vec<String>)>) -> Re
     Ok(hash)
 }
 
-/// `[long, metavar or nil (a switch), repeated, help]` of each flag of
-/// `command` (web, metrics or an admin command).
-pub fn command_flags(command: String) -> Vec<(&'static str, Option<&'static str>, bool, String)> {
+/// `[long, metavar or nil (a switch), help]` of each flag of `command`
+/// (web, metrics or an admin command).
+pub fn command_flags(command: String) -> Vec<(&'static str, Option<&'static str>, String)> {
     cogworker::host::command_flags(&command)
         .into_iter()
-        .map(|f| (f.long, f.metavar, f.repeated, f.help))
+        .map(|f| (f.long, f.metavar, f.help))
         .collect()
 }
 

@@ -65,8 +65,8 @@ pub fn warn_secret_on_command_line(flag: &str, value: &str) {
 
 /// A flag of `cogworker web`, `cogworker metrics` or an admin command
 /// (the worker's are [`super::flags`]'s): each CLI builds its parser from
-/// these, and hands what was given back to the core, which reads it
-/// ([`command_connection`], `WebArgs::from_flags`).
+/// these, keeping every use of a flag, and hands what was given back to
+/// the core, which reads it ([`command_connection`], `web_args`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CommandFlag {
     /// `--host`, `--port`, ...
@@ -74,8 +74,6 @@ pub struct CommandFlag {
     /// What its value is called in `--help` (`HOST`); `None`: a switch,
     /// given or not.
     pub metavar: Option<&'static str>,
-    /// Each use adds one value (`--allowed-host`).
-    pub repeated: bool,
     /// One line for `--help`.
     pub help: String,
 }
@@ -83,28 +81,21 @@ pub struct CommandFlag {
 /// The flags of `command`: the connection's for every command, and the
 /// server's for `web` and `metrics`.
 pub fn command_flags(command: &str) -> Vec<CommandFlag> {
-    let mut flags =
-        vec![
+    let mut flags = vec![
         flag(
             "--redis-url",
             Some("URL"),
-            false,
             "Redis (default: COGWORKER_REDIS_URL_FILE, COGWORKER_REDIS_URL, REDIS_URL, then redis://127.0.0.1:6379/0)"
                 .into(),
         ),
-        flag("--namespace", Some("NS"), false, "key prefix (default cogworker)".into()),
+        flag("--namespace", Some("NS"), "key prefix (default cogworker)".into()),
     ];
     flags.extend(server_flags(command));
     flags
 }
 
-fn flag(long: &'static str, metavar: Option<&'static str>, repeated: bool, help: String) -> CommandFlag {
-    CommandFlag {
-        long,
-        metavar,
-        repeated,
-        help,
-    }
+fn flag(long: &'static str, metavar: Option<&'static str>, help: String) -> CommandFlag {
+    CommandFlag { long, metavar, help }
 }
 
 /// Without the dashboard, `web` and `metrics` have no server to serve.
@@ -123,32 +114,28 @@ fn server_flags(command: &str) -> Vec<CommandFlag> {
         _ => return Vec::new(),
     };
     vec![
-        flag("--host", Some("HOST"), false, format!("address to bind (default {WEB_HOST})")),
-        flag("--port", Some("PORT"), false, format!("port (default {port})")),
+        flag("--host", Some("HOST"), format!("address to bind (default {WEB_HOST})")),
+        flag("--port", Some("PORT"), format!("port (default {port})")),
         flag(
             "--auth",
             Some("USER:PASSWORD"),
-            false,
             "require basic auth (or COGWORKER_WEB_AUTH_FILE, COGWORKER_WEB_AUTH)".into(),
         ),
         flag(
             "--allowed-host",
             Some("HOST[:PORT]"),
-            true,
             "a Host name to serve besides localhost (a proxy's, a DNS name); repeatable (or COGWORKER_WEB_ALLOWED_HOSTS, comma-separated)".into(),
         ),
         flag(
             "--insecure-no-auth",
             None,
-            false,
             "serve on a non-loopback --host without --auth (refused otherwise)".into(),
         ),
     ]
 }
 
 /// The flags given to `command`, each with its texts (one per use; a
-/// switch given: `["true"]`), checked against [`command_flags`]: the flag
-/// and its last text, for each one given once.
+/// switch given: `["true"]`), checked against [`command_flags`].
 pub struct GivenFlags<'a> {
     given: &'a [(String, Vec<String>)],
 }

@@ -297,7 +297,11 @@ impl HostWorker {
     /// the main thread (named `main` in every host) and its stack.
     pub fn log_thread_stacks(threads: &[(String, bool, String)]) {
         for (name, is_main, stack) in threads {
-            let name = if *is_main { "main" } else { name.as_str() };
+            let name = if *is_main {
+                crate::logging::MAIN_THREAD
+            } else {
+                name.as_str()
+            };
             tracing::warn!("thread {name}:\n{}", stack.trim_end());
         }
     }

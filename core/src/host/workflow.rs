@@ -6,15 +6,12 @@
 //! shape), so a host never writes a key of it, and a part that cannot be
 //! is refused as it is made, naming its field, not at the push.
 
-use crate::batch::BatchEvent;
+use crate::batch::{BatchEvent, EVENT};
 use crate::error::{Error, Result};
 use crate::host_value::HostValue;
 use crate::job::Job;
-use crate::workflow::{group_member, CHAIN_DESCRIPTION, CHORD_DESCRIPTION, DEFAULT_DESCRIPTION};
+use crate::workflow::{group_member, CHAIN_DESCRIPTION, CHORD_DESCRIPTION, DEFAULT_DESCRIPTION, GROUP, TAKES_RESULT};
 use serde_json::{Map, Value};
-
-use crate::workflow::{GROUP, TAKES_RESULT};
-const EVENT: &str = "event";
 
 /// A callback of a batch: `job` (prepared as a push prepares it) pushed
 /// when `event` (`complete`, `success` or `death`) happens. Refused once

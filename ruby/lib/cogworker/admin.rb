@@ -38,7 +38,7 @@ module Cogworker
       OptionParser.new do |o|
         o.banner = "usage: cogworker #{command} [options]#{" #{ARGS[command]}" if ARGS[command]}"
         o.separator(HELP[command]) if HELP[command]
-        Native.command_flags(command).each do |long, metavar, _repeated, help|
+        Native.command_flags(command).each do |long, metavar, help|
           o.on(metavar ? "#{long} #{metavar}" : long, help) { |v| given[long] << (metavar ? v : 'true') }
         end
       end.parse!(argv)
