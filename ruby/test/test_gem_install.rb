@@ -8,8 +8,9 @@ require 'etc'
 
 # scripts/build-gem makes two gems, and each installs where users have it:
 # the source gem offline (it carries the Rust sources; empty cargo cache, no
-# network: build-gem installs it so, and packs the extension that install
-# built into the platform gem), the platform gem with no Rust toolchain at all.
+# network: build-gem installs it so, in the second Ruby's root, and packs
+# the extension that install built into the platform gem), the platform gem
+# with no Rust toolchain at all.
 class TestGemInstall < Minitest::Test
   include CogworkerTest
 
@@ -49,21 +50,23 @@ class TestGemInstall < Minitest::Test
   def source_gem = self.class.gems.find { |g| File.basename(g) == "cogworker-#{Cogworker::VERSION}.gem" }
   def platform_gem = self.class.gems.find { |g| File.basename(g).start_with?("cogworker-#{Cogworker::VERSION}-") }
 
-  # scripts/build-gem installed the source gem offline with an empty cargo
-  # home (ruby/pkg/source-install/): its extension is the platform gem's.
+  # scripts/build-gem installed the source gem as a user would, offline
+  # with an empty cargo home: in the second Ruby's root where it could make
+  # one (that install built the platform gem's extension for Ruby 3.3),
+  # else here, in ruby/pkg/source-install/. The installed gem pushes a job.
   def test_the_source_gem_is_small_and_installs_offline_and_works
     assert source_gem, self.class.gems.inspect
     assert_operator File.size(source_gem), :<=, SOURCE_GEM_LIMIT, "source gem is #{File.size(source_gem)} bytes"
-    installed = File.join(ROOT, 'ruby/pkg/source-install')
-    assert Dir.exist?(File.join(installed, 'gems', "cogworker-#{Cogworker::VERSION}")), 'the offline install'
-    Dir.mktmpdir('cogworker-gem-') do |tmp|
-      env = { 'GEM_HOME' => installed, 'GEM_PATH' => installed, 'COGWORKER_REDIS_URL' => @redis.url }
-      script = 'require "cogworker"; puts Cogworker::Client.push("GemCheck", [2**70])'
-      out, status = Open3.capture2e(env, 'ruby', '-e', script, chdir: tmp)
-      assert status.success?, out
-      assert_match(/\A\h{24}\n\z/, out)
-      assert_includes @redis.cli('LRANGE', 'cogworker:queue:default', '0', '-1'), '1180591620717411303424'
-    end
+    script = 'require "cogworker"; puts Cogworker::Client.push("GemCheck", [2**70])'
+    here = File.join(ROOT, 'ruby/pkg/source-install')
+    out, status = if Dir.exist?(here)
+                    push_from_gems_installed_here(here, script)
+                  else
+                    push_from_gems_installed_in_root(second_ruby_root, script)
+                  end
+    assert status.success?, out
+    assert_match(/\A\h{24}\n\z/, out)
+    assert_includes @redis.cli('LRANGE', 'cogworker:queue:default', '0', '-1'), '1180591620717411303424'
   end
 
   def test_the_platform_gem_installs_and_runs_a_worker_without_rust
@@ -186,6 +189,21 @@ class TestGemInstall < Minitest::Test
   end
 
   def host_abi = RUBY_VERSION[/\A\d+\.\d+/]
+
+  def push_from_gems_installed_here(installed, script)
+    assert Dir.exist?(File.join(installed, 'gems', "cogworker-#{Cogworker::VERSION}")), 'the offline install'
+    Dir.mktmpdir('cogworker-gem-') do |tmp|
+      env = { 'GEM_HOME' => installed, 'GEM_PATH' => installed, 'COGWORKER_REDIS_URL' => @redis.url }
+      Open3.capture2e(env, 'ruby', '-e', script, chdir: tmp)
+    end
+  end
+
+  def push_from_gems_installed_in_root(root, script)
+    assert Dir.exist?(File.join(root, 'build/gems/gems', "cogworker-#{Cogworker::VERSION}")), 'the offline install'
+    Open3.capture2e('chroot', root, '/usr/bin/env', '-i', 'PATH=/usr/bin:/bin', 'HOME=/root', 'LANG=C.UTF-8',
+                    'GEM_HOME=/build/gems', 'GEM_PATH=/build/gems', "COGWORKER_REDIS_URL=#{@redis.url}",
+                    'ruby', '-e', script)
+  end
 
   # The Ruby minor versions the platform gem has an extension for.
   def carried_abis(gem)
