@@ -129,7 +129,7 @@ impl Run {
     /// With `own` hooks, the worker's builder gets those (a registry of its
     /// own); otherwise the scenario's ("process").
     fn start_worker(&mut self, own: Option<Vec<String>>) {
-        let trail = self.trail.clone();
+        let (trail, grower) = (self.trail.clone(), self.client.clone());
         let mut builder = Worker::builder(self.config.clone())
             .register_returning("ConformanceEcho", |job| {
                 let args = job.args_slice().to_vec();
@@ -143,6 +143,20 @@ impl Run {
                 let seconds = job.args_slice()[0].as_f64().unwrap_or(0.0);
                 async move {
                     tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+                    Ok(())
+                }
+            })
+            .register("ConformanceGrow", move |job| {
+                // Adds a ConformanceEcho of its args to its own batch.
+                let (client, args) = (grower.clone(), job.args_slice().to_vec());
+                let bid = job.batch_id().expect("a job of a batch").to_string();
+                async move {
+                    let echo = Job::new("ConformanceEcho").args(args);
+                    client
+                        .batch(&bid)
+                        .push(echo)
+                        .await
+                        .map_err(|e| Failure::new("Error", e.to_string()))?;
                     Ok(())
                 }
             })

@@ -66,6 +66,15 @@ def conformance_who_am_i() -> list[Any]:
     return [job.bid, bool(job.jid)]
 
 
+@cogworker.job(name="ConformanceGrow")
+def conformance_grow(*args: Any) -> None:
+    """Adds a ConformanceEcho of its args to its own batch."""
+    job = cogworker.current_job()
+    assert job is not None
+    with cogworker.Batch(bid=job.bid):
+        conformance_echo.enqueue(*args)
+
+
 @cogworker.job(name="ConformanceDeclared", queue="declared", retry=False)
 def conformance_declared(*args: Any) -> None:
     pass

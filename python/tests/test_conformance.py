@@ -222,7 +222,8 @@ class Run:
         return dict(entry)
 
     def batch(self, step: dict[str, Any]) -> None:
-        batch = cogworker.Batch(step["batch"])
+        parent = self.jids[step["parent"]] if "parent" in step else None
+        batch = cogworker.Batch(step["batch"], parent=parent)
         for callback in step["on"]:
             handler = OBJECTS[callback["class"]] if callback.get("object") else callback["class"]
             batch.on(callback["event"], handler, *callback["args"], **callback.get("options", {}))
@@ -230,6 +231,8 @@ class Run:
         with pytest.raises(ConformanceError) if step.get("block_raises") else contextlib.nullcontext(), batch:
             for inner in step["jobs"]:
                 self.push(inner)
+            for inner_batch in step.get("inner_batches", []):
+                self.batch(inner_batch)
             if step.get("block_raises"):
                 raise ConformanceError("in the batch's block")
             if "reentered_jobs" in step:
@@ -284,6 +287,13 @@ class Run:
     def batch_status(self, step: dict[str, Any]) -> None:
         status = self.api.batch(self.jids[step["batch_status"]])
         assert {k: status[k] for k in step["has"]} == step["has"], status
+        if "parent" in step:
+            assert status["parent"] == self.jids[step["parent"]], status
+
+    def await_batch(self, step: dict[str, Any]) -> None:
+        bid = self.jids[step["await_batch"]]
+        reached = lambda: self.api.batch(bid)["state"] == step["state"]  # noqa: E731
+        wait_for(f"batch {step['await_batch']} {step['state']}", reached)
 
     def callback_result(self, step: dict[str, Any]) -> None:
         status, *args = self.client.result(self.jids[step["callback_result"]])
@@ -548,16 +558,63 @@ class Run:
     def cli_signals(self, step: dict[str, Any]) -> None:
         """A worker CLI sent each signal in turn: what it shows (as a
         process), logs and exits with after each."""
+        with self._worker_cli("conformance_jobs", []) as (proc, log_path):
+            self._signal_in_turn(proc, step["cli_signals"], log_path)
+
+    def cli_run(self, step: dict[str, Any]) -> None:
+        """The worker CLI run on an app, then each of `then` in turn."""
+        with self._worker_cli(step["cli_run"], step["flags"]) as (proc, log_path):
+            self._run_in_turn(proc, step["then"], log_path)
+
+    @contextlib.contextmanager
+    def _worker_cli(self, app: str, flags: list[str]) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+        """The worker CLI running `app`, and the file its stderr goes to;
+        killed at the end if it still runs."""
         with tempfile.TemporaryDirectory() as tmp:
             log_path = os.path.join(tmp, "worker.log")
-            command = [sys.executable, "-m", "cogworker", "worker", "conformance_jobs"]
+            command = [sys.executable, "-m", "cogworker", "worker", app, *flags]
             with open(log_path, "w") as log:
                 proc = subprocess.Popen(command, env=worker_env(self.server), cwd=HERE, stderr=log)
             try:
-                self._signal_in_turn(proc, step["cli_signals"], log_path)
+                yield proc, log_path
             finally:
                 proc.kill()
                 proc.wait()
+
+    def _run_in_turn(self, proc: subprocess.Popen[bytes], steps: list[dict[str, Any]], log_path: str) -> None:
+        def logged() -> str:
+            with open(log_path) as f:
+                return f.read()
+
+        bound: dict[str, str] = {}
+        try:
+            self._each_in_turn(proc, steps, logged, bound)
+        except AssertionError as failed:
+            raise AssertionError(f"{failed}\nthe log:\n{logged()}") from None
+
+    def _each_in_turn(
+        self, proc: subprocess.Popen[bytes], steps: list[dict[str, Any]], logged: Any, bound: dict[str, str]
+    ) -> None:
+        for then in steps:
+            if "log_has" in then:
+                for text in then["log_has"]:
+                    text = re.sub(r"\{(\w+)\}", lambda m: bound.get(m[1]) or self.jids[m[1]], text)
+                    wait_for(f"{text!r} in the log", lambda text=text: text in logged())
+            elif "log_times" in then:
+                for text, times in then["log_times"].items():
+                    counted = lambda t=text, n=times: logged().count(t) == n  # noqa: E731
+                    wait_for(f"{text!r} {times} times in the log", counted)
+            elif "kill_child" in then:
+                child = then["kill_child"]
+                started = re.search(rf"started worker process {child} of \d+ \(pid (\d+)\)", logged())
+                assert started, logged()
+                bound["pid"] = started[1]
+                os.kill(int(started[1]), signal.SIGKILL)
+            elif "send" in then:
+                proc.send_signal(getattr(signal, f"SIG{then['send']}"))
+                assert proc.wait(30) == then["exit"], logged()
+            else:
+                self.step(then)
 
     @staticmethod
     def _signal_in_turn(proc: subprocess.Popen[bytes], signals: list[dict[str, Any]], log_path: str) -> None:
@@ -634,10 +691,12 @@ STEPS = {
     "on_event": Run.on_event,
     "cli_worker_fails": Run.cli_worker_fails,
     "cli_serve": Run.cli_serve,
+    "cli_run": Run.cli_run,
     "await_queue_size": Run.await_queue_size,
     "expect_no_hooks": Run.expect_no_hooks,
     "batch": Run.batch,
     "batch_status": Run.batch_status,
+    "await_batch": Run.await_batch,
     "callback_result": Run.callback_result,
     "workflow": Run.workflow,
     "await_retry": Run.await_retry,

@@ -96,6 +96,12 @@ class ConformanceInterrupt
   def perform = raise(Interrupt) # what Ctrl-C raises
 end
 
+# Adds a ConformanceEcho of its args to its own batch.
+class ConformanceGrow
+  include Cogworker::Job
+  def perform(*args) = Cogworker::Batch.new(bid: bid).jobs { ConformanceEcho.perform_async(*args) }
+end
+
 class ConformanceWhoAmI
   include Cogworker::Job
   def perform = [bid, !jid.to_s.empty?]

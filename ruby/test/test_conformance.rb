@@ -47,7 +47,7 @@ class TestConformance < Minitest::Test
              api_call expect_no_hooks await_queued await_worker_stopped on_event cli_worker_fails cli_serve
              await_queue_size batch batch_status callback_result workflow workflow_refused
              batch_on_refused await_retry push_later await_scheduled cancel limiter acquire release
-             within_limit perform_one drain].freeze
+             within_limit perform_one drain await_batch cli_run].freeze
   EXE = File.expand_path('../exe/cogworker', __dir__)
   LIB = File.expand_path('../lib', __dir__)
   JOBS = File.expand_path('conformance_jobs.rb', __dir__)
@@ -136,7 +136,8 @@ class TestConformance < Minitest::Test
   end
 
   def step_batch(step)
-    batch = Cogworker::Batch.new(step['batch'], api: @api)
+    parent = step['parent'] && @jids.fetch(step['parent'])
+    batch = Cogworker::Batch.new(step['batch'], parent: parent, api: @api)
     step['on'].each do |callback|
       handler = callback['object'] ? Object.const_get(callback['class']) : callback['class']
       batch.on(callback['event'], handler, *callback['args'],
@@ -146,6 +147,7 @@ class TestConformance < Minitest::Test
     pushing = lambda do
       batch.jobs do
         step['jobs'].each { |inner| step_push(inner) }
+        step.fetch('inner_batches', []).each { |inner| step_batch(inner) }
         raise ConformanceError, "in the batch's block" if step['block_raises']
 
         if step['reentered_jobs']
@@ -281,6 +283,12 @@ class TestConformance < Minitest::Test
   def step_batch_status(step)
     status = @api.batch(@jids.fetch(step['batch_status']))
     assert_equal step['has'], status.slice(*step['has'].keys), status.inspect
+    assert_equal @jids.fetch(step['parent']), status['parent'], status.inspect if step['parent']
+  end
+
+  def step_await_batch(step)
+    bid = @jids.fetch(step['await_batch'])
+    wait_for("batch #{step['await_batch']} #{step['state']}") { @api.batch(bid)['state'] == step['state'] }
   end
 
   def step_callback_result(step)
@@ -505,6 +513,43 @@ class TestConformance < Minitest::Test
         end
         signalled.fetch('log_has', []).each { |text| wait_for("#{text.inspect} in the log") { File.read(log).include?(text) } }
         assert_equal signalled['exit'], exit_status(pid).exitstatus, File.read(log) if signalled.key?('exit')
+      end
+    end
+  end
+
+  # The worker CLI run on an app, then each of `then` in turn.
+  def step_cli_run(step)
+    Dir.mktmpdir('cogworker-run-') do |dir|
+      log = File.join(dir, 'worker.log')
+      app = File.expand_path("#{step['cli_run']}.rb", __dir__)
+      pid = spawn_child({ 'COGWORKER_REDIS_URL' => @redis.url }, RbConfig.ruby, '-I', LIB, EXE, '-r', app,
+                        *step['flags'], err: log, out: File::NULL)
+      run_in_turn(pid, step['then'], log)
+    end
+  end
+
+  def run_in_turn(pid, steps, log)
+    bound = {}
+    steps.each do |step|
+      if step['log_has']
+        step['log_has'].each do |text|
+          text = text.gsub(/\{(\w+)\}/) { bound[Regexp.last_match(1)] || @jids.fetch(Regexp.last_match(1)) }
+          wait_for("#{text.inspect} in the log") { File.read(log).include?(text) }
+        end
+      elsif step['log_times']
+        step['log_times'].each do |text, times|
+          wait_for("#{text.inspect} #{times} times in the log") { File.read(log).scan(text).size == times }
+        end
+      elsif step['kill_child']
+        started = File.read(log)[/started worker process #{step['kill_child']} of \d+ \(pid (\d+)\)/, 1]
+        assert started, File.read(log)
+        bound['pid'] = started
+        Process.kill('KILL', Integer(started))
+      elsif step['send']
+        Process.kill(step['send'], pid)
+        assert_equal step['exit'], exit_status(pid).exitstatus, File.read(log)
+      else
+        run_step(step)
       end
     end
   end
