@@ -555,6 +555,53 @@ class Run:
                 assert proc.stdout is not None
                 proc.stdout.close()
 
+    def traced(self, step: dict[str, Any]) -> None:
+        from opentelemetry import trace
+
+        with trace.get_tracer("conformance").start_as_current_span(step["traced"]):
+            for inner in step["steps"]:
+                self.step(inner)
+
+    def _job_span(self, alias: str, kind: str) -> dict[str, Any] | None:
+        jid = self.jids[alias]
+        found = [
+            s
+            for s in RecordedSpans.all()
+            if s["kind"] == kind and s["attributes"].get("messaging.message.id") == jid
+        ]
+        return found[0] if found else None
+
+    def expect_span(self, step: dict[str, Any]) -> None:
+        alias, kind = step["expect_span"], step["kind"]
+        span = wait_for(f"the {kind} span of {alias}", lambda: self._job_span(alias, kind))
+        assert span["name"] == step["name"], span
+        wanted = {k: self._bound(v) for k, v in step.get("attributes", {}).items()}
+        assert {k: span["attributes"].get(k) for k in wanted} == wanted, span
+        if step.get("parent") == "producer":
+            parent = self._job_span(alias, "producer")
+            assert parent is not None and span["trace_id"] == parent["trace_id"], (span, parent)
+        else:
+            [parent] = [s for s in RecordedSpans.all() if s["name"] == step["parent"]]
+        assert span["parent_span_id"] == parent["span_id"], (span, parent)
+        if "status" in step:
+            assert span["status"] == step["status"], span
+        assert step.get("description_has", "") in span["description"], span
+        if "events" in step:
+            assert span["events"] == step["events"], span
+
+    def _bound(self, text: str) -> str:
+        """`text` with each `{as}` replaced by that job's jid."""
+        return re.sub(r"\{(\w+)\}", lambda m: self.jids[m[1]], text)
+
+    def carries_its_span(self, step: dict[str, Any]) -> None:
+        jid = self.jids[step["carries_its_span"]]
+        producer = self._job_span(step["carries_its_span"], "producer")
+        assert producer is not None
+        [job] = [job for job in self.api.queue_jobs("default") if job["jid"] == jid]
+        # Version, trace id, span id; the flags are the SDK's.
+        context = f"00-{producer['trace_id']}-{producer['span_id']}-"
+        assert job["traceparent"].startswith(context), (job, producer)
+
     def cli_signals(self, step: dict[str, Any]) -> None:
         """A worker CLI sent each signal in turn: what it shows (as a
         process), logs and exits with after each."""
@@ -660,6 +707,48 @@ class Run:
             self.worker.join()
 
 
+class RecordedSpans:
+    """The spans recorded in this process, for the scenarios with
+    "tracing": the OpenTelemetry SDK's provider (one another test module
+    set first is used as it is: OpenTelemetry takes the first set) gets an
+    in-memory exporter of ours."""
+
+    exporter: Any = None
+
+    @classmethod
+    def cleared(cls) -> Any:
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+        if cls.exporter is None:
+            if not isinstance(trace.get_tracer_provider(), TracerProvider):
+                trace.set_tracer_provider(TracerProvider())
+            cls.exporter = InMemorySpanExporter()
+            trace.get_tracer_provider().add_span_processor(SimpleSpanProcessor(cls.exporter))  # type: ignore[attr-defined]
+        cls.exporter.clear()
+        return cls.exporter
+
+    @classmethod
+    def all(cls) -> list[dict[str, Any]]:
+        """Each finished span as the scenarios describe one."""
+        return [
+            {
+                "name": span.name,
+                "kind": span.kind.name.lower(),
+                "attributes": dict(span.attributes or {}),
+                "trace_id": f"{span.context.trace_id:032x}",
+                "span_id": f"{span.context.span_id:016x}",
+                "parent_span_id": f"{span.parent.span_id:016x}" if span.parent else None,
+                "status": span.status.status_code.name,
+                "description": span.status.description or "",
+                "events": [event.name for event in span.events],
+            }
+            for span in cls.exporter.get_finished_spans()
+        ]
+
+
 def _listed(texts: str | list[str]) -> list[str]:
     """One text or a list of them."""
     return [texts] if isinstance(texts, str) else texts
@@ -692,6 +781,9 @@ STEPS = {
     "cli_worker_fails": Run.cli_worker_fails,
     "cli_serve": Run.cli_serve,
     "cli_run": Run.cli_run,
+    "traced": Run.traced,
+    "expect_span": Run.expect_span,
+    "carries_its_span": Run.carries_its_span,
     "await_queue_size": Run.await_queue_size,
     "expect_no_hooks": Run.expect_no_hooks,
     "batch": Run.batch,
@@ -738,6 +830,8 @@ def test_scenario(scenario: dict[str, Any], redis_server: RedisServer, clean: No
     if "tenant" in scenario.get("client_middleware", []):
         cogworker.client_middleware.add(tenant_middleware)
     _install_hooks(scenario.get("hooks", []), cogworker.hooks, "process")
+    if scenario.get("tracing"):
+        RecordedSpans.cleared()
     run = Run(redis_server)
     try:
         for step in scenario["steps"]:

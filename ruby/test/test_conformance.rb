@@ -11,8 +11,12 @@ require 'securerandom'
 class TestConformance < Minitest::Test
   include CogworkerTest
 
+  # The scenarios with "tracing" run where spans are recorded: in the
+  # tracing process (ruby/test/tracing/test_tracing.rb loads the
+  # opentelemetry-api stand-in, then this file), and only there.
+  TRACING = defined?(OpenTelemetry::StandIn) ? true : false
   SCENARIOS = JSON.parse(File.read(File.expand_path('../../tests/conformance/scenarios.json', __dir__)))['scenarios']
-                  .select { |s| s.fetch('hosts', ['ruby']).include?('ruby') }
+                  .select { |s| s.fetch('hosts', ['ruby']).include?('ruby') && s.fetch('tracing', false) == TRACING }
 
   SCENARIOS.each do |scenario|
     define_method(:"test_#{scenario['name']}") { run_scenario(scenario) }
@@ -33,6 +37,7 @@ class TestConformance < Minitest::Test
     end
     config.client_middleware.add(Conformance::TenantStamp) if scenario.fetch('client_middleware', []).include?('tenant')
     install_hooks(config, scenario.fetch('hooks', []), 'process')
+    OpenTelemetry::StandIn.clear if TRACING
     @jids = {}
     @client = Cogworker::Client.new(config)
     @api = Cogworker::Api.new(config)
@@ -47,7 +52,7 @@ class TestConformance < Minitest::Test
              api_call expect_no_hooks await_queued await_worker_stopped on_event cli_worker_fails cli_serve
              await_queue_size batch batch_status callback_result workflow workflow_refused
              batch_on_refused await_retry push_later await_scheduled cancel limiter acquire release
-             within_limit perform_one drain await_batch cli_run].freeze
+             within_limit perform_one drain await_batch cli_run traced expect_span carries_its_span].freeze
   EXE = File.expand_path('../exe/cogworker', __dir__)
   LIB = File.expand_path('../lib', __dir__)
   JOBS = File.expand_path('conformance_jobs.rb', __dir__)
@@ -515,6 +520,54 @@ class TestConformance < Minitest::Test
         assert_equal signalled['exit'], exit_status(pid).exitstatus, File.read(log) if signalled.key?('exit')
       end
     end
+  end
+
+  def step_traced(step)
+    OpenTelemetry.tracer_provider.tracer('conformance').in_span(step['traced']) do
+      step['steps'].each { |inner| run_step(inner) }
+    end
+  end
+
+  # Each finished span as the scenarios describe one.
+  def recorded_spans
+    OpenTelemetry::StandIn.spans.map do |span|
+      { 'name' => span.name, 'kind' => span.kind.to_s, 'attributes' => span.attributes,
+        'trace_id' => span.context.hex_trace_id, 'span_id' => span.context.hex_span_id,
+        'parent_span_id' => span.parent_span_id, 'status' => span.status.code,
+        'description' => span.status.description.to_s, 'events' => span.events.map(&:first) }
+    end
+  end
+
+  def job_span(name, kind)
+    jid = @jids.fetch(name)
+    recorded_spans.find { |s| s['kind'] == kind && s['attributes']['messaging.message.id'] == jid }
+  end
+
+  def bound(text) = text.gsub(/\{(\w+)\}/) { @jids.fetch(Regexp.last_match(1)) }
+
+  def step_expect_span(step)
+    name, kind = step.values_at('expect_span', 'kind')
+    span = wait_for("the #{kind} span of #{name}") { job_span(name, kind) }
+    assert_equal step['name'], span['name'], span.inspect
+    wanted = step.fetch('attributes', {}).transform_values { |v| bound(v) }
+    assert_equal wanted, span['attributes'].slice(*wanted.keys), span.inspect
+    parent = if step['parent'] == 'producer'
+               job_span(name, 'producer').tap { |p| assert_equal p['trace_id'], span['trace_id'] }
+             else
+               recorded_spans.find { |s| s['name'] == step['parent'] }
+             end
+    assert_equal parent['span_id'], span['parent_span_id'], [span, parent].inspect
+    assert_equal step['status'], span['status'], span.inspect if step['status']
+    assert_includes span['description'], step.fetch('description_has', ''), span.inspect
+    assert_equal step['events'], span['events'], span.inspect if step['events']
+  end
+
+  def step_carries_its_span(step)
+    jid = @jids.fetch(step['carries_its_span'])
+    producer = job_span(step['carries_its_span'], 'producer')
+    job = @api.queue_jobs('default').find { |j| j['jid'] == jid }
+    # Version, trace id, span id; the flags are the SDK's.
+    assert job['traceparent'].start_with?("00-#{producer['trace_id']}-#{producer['span_id']}-"), [job, producer].inspect
   end
 
   # The worker CLI run on an app, then each of `then` in turn.
