@@ -125,7 +125,7 @@ pub(crate) async fn beat(shared: &Shared) -> Result<()> {
         "labels": config.labels(),
         "version": env!("CARGO_PKG_VERSION"),
         "started_at": shared.started_at,
-        "periodic": shared.periodic.iter().map(|p| p.summary()).collect::<Vec<_>>(),
+        "periodic": shared.periodic.entries.iter().map(|p| p.summary()).collect::<Vec<_>>(),
         // Lines lost to a closed log pipe: the one place they still show.
         "log_lines_dropped": crate::logging::dropped_lines(),
     });

@@ -35,7 +35,7 @@ struct Entry {
 }
 
 pub(crate) async fn run(shared: Arc<Shared>) {
-    if shared.periodic.is_empty() {
+    if shared.periodic.entries.is_empty() {
         return;
     }
     while !shared.recovered_once.load(Ordering::SeqCst) {
@@ -45,6 +45,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
     }
     let mut entries: Vec<Entry> = shared
         .periodic
+        .entries
         .iter()
         .map(|definition| Entry {
             pjid: definition.pjid(),
@@ -133,7 +134,7 @@ const HOST_ANSWER_LIMIT: std::time::Duration = std::time::Duration::from_secs(5)
 /// or one that is not a job: pushed as it was, with a warning.
 async fn host_client_middleware(shared: &Shared, job: crate::job::Job) -> Option<crate::job::Job> {
     let (answer, answered) = tokio::sync::oneshot::channel();
-    *shared.host_answer.lock().unwrap() = Some((job.jid_str().to_string(), answer));
+    *shared.periodic.host_answer.lock().unwrap() = Some((job.jid_str().to_string(), answer));
     shared.events.emit(crate::events::WorkerEvent::ClientMiddleware {
         job: job.clone().into_value(),
     });
@@ -165,7 +166,8 @@ async fn host_client_middleware(shared: &Shared, job: crate::job::Job) -> Option
 async fn claim(shared: &Shared, entry: &Entry, slot: i64, now: f64) -> crate::error::Result<()> {
     let definition = &entry.definition;
     let job = definition.job_for(&entry.pjid, slot, now);
-    let job = if shared.host_client_middleware {
+    let pushes = &shared.periodic;
+    let job = if pushes.host_client_middleware {
         match host_client_middleware(shared, job).await {
             Some(job) => job,
             None => {
@@ -180,11 +182,11 @@ async fn claim(shared: &Shared, entry: &Entry, slot: i64, now: f64) -> crate::er
     } else {
         job
     };
-    let job = if shared.client_middleware.is_empty() {
+    let job = if pushes.client_middleware.is_empty() {
         job
     } else {
         let unchanged = job.clone();
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| shared.client_middleware.apply(job))) {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pushes.client_middleware.apply(job))) {
             Ok(Some(job)) => job,
             Ok(None) => {
                 tracing::info!(

@@ -4,7 +4,6 @@
 //! bounds how many more to fetch. Deliveries are begun, settled and
 //! abandoned here.
 
-use crate::client::ClientChain;
 use crate::config::{Config, FetchMode};
 use crate::connection::Redis;
 use crate::delivery::Completion;
@@ -13,7 +12,7 @@ use crate::events::{Events, WorkerEvent};
 use crate::handler::{Failure, Outcome};
 use crate::job::{self, Job};
 use crate::keys::Keys;
-use crate::periodic::Periodic;
+use crate::periodic::PeriodicPushes;
 use crate::read_ahead::ReadAhead;
 use crate::wakeups::Wakeups;
 use serde_json::Value;
@@ -96,21 +95,14 @@ pub(crate) struct Shared {
     given_back: std::sync::OnceLock<usize>,
     /// Whether this process stalled while it held jobs (see [`crate::stall`]).
     pub stall: crate::stall::StallWatch,
-    /// The periodic entries this process ticks for.
-    pub periodic: Vec<Periodic>,
+    /// The periodic entries this process ticks for and what their pushes
+    /// go through (the ticker's; see [`PeriodicPushes`]).
+    pub periodic: PeriodicPushes,
     /// The handler names this process runs (the allow-list): a job of any
     /// other class is failed as [`crate::handler::UNKNOWN_HANDLER`], never run.
     handlers: HashSet<String>,
     /// For the application's hooks.
     pub events: Events,
-    /// Client middleware for the pushes the engine makes (periodic jobs).
-    pub client_middleware: ClientChain,
-    /// The host language has client middleware: periodic jobs are handed
-    /// to it (a `ClientMiddleware` event) before they are pushed.
-    pub host_client_middleware: bool,
-    /// The one periodic job waiting for the host's answer: its jid and
-    /// where the answer goes.
-    pub host_answer: Mutex<Option<(String, tokio::sync::oneshot::Sender<crate::events::MiddlewareAnswer>)>>,
     /// The engine's own worker (`cogworker bench`): no `done` line per
     /// success and its lifecycle lines at DEBUG, so that its thousands of
     /// no-op jobs and its start and stop do not bury the table it prints.
@@ -126,7 +118,7 @@ impl Shared {
         config: Config,
         redis: Redis,
         completions: flume::Sender<Completion>,
-        periodic: Vec<Periodic>,
+        periodic: PeriodicPushes,
         handlers: HashSet<String>,
         events: Events,
     ) -> Self {
@@ -158,9 +150,6 @@ impl Shared {
             periodic,
             handlers,
             events,
-            client_middleware: ClientChain::default(),
-            host_client_middleware: false,
-            host_answer: Mutex::new(None),
             quiet: false,
             class_limits: HashMap::new(),
         }

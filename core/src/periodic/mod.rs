@@ -2,6 +2,10 @@
 //! as values (schedule, job template, options). The ticker every worker
 //! process runs is `periodic_ticker.rs`.
 
+mod pushes;
+
+pub(crate) use pushes::PeriodicPushes;
+
 use crate::error::{Error, Result};
 use crate::job::{float, new_jid, Job, Retry};
 use chrono::{TimeZone, Utc};

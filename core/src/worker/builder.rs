@@ -10,6 +10,7 @@ use crate::events::{EventHook, Events, WorkerEvent, EVENT_BACKLOG};
 use crate::handler::{AsyncFn, BlockingFn, Failure, Handler, Middleware, Registry, WithRetryIn};
 use crate::job::Job;
 use crate::periodic::Periodic;
+use crate::periodic::PeriodicPushes;
 use crate::shared::Shared;
 use crate::slot_feed;
 use std::future::Future;
@@ -225,9 +226,13 @@ impl WorkerBuilder {
             events = events.with_requests(tx);
             requests_rx = Some(rx);
         }
-        let mut shared = Shared::new(self.config, redis, completions_tx, self.periodic, handlers, events);
-        shared.client_middleware = self.client_middleware;
-        shared.host_client_middleware = host_client_middleware;
+        let periodic = PeriodicPushes {
+            entries: self.periodic,
+            client_middleware: self.client_middleware,
+            host_client_middleware,
+            host_answer: Default::default(),
+        };
+        let mut shared = Shared::new(self.config, redis, completions_tx, periodic, handlers, events);
         shared.quiet = self.quiet;
         shared.class_limits = self.class_limits;
         let shared = Arc::new(shared);

@@ -94,7 +94,7 @@ impl WorkerHandle {
     }
 
     fn answer_client_middleware(&self, jid: &str, answer: MiddlewareAnswer) {
-        let mut waiting = self.shared.host_answer.lock().unwrap();
+        let mut waiting = self.shared.periodic.host_answer.lock().unwrap();
         if waiting.as_ref().is_some_and(|(waiting_for, _)| waiting_for == jid) {
             if let Some((_, waiter)) = waiting.take() {
                 let _ = waiter.send(answer);

@@ -189,7 +189,7 @@ impl Worker {
     /// at boot: an entry whose class this process cannot run is reported
     /// and still ticks (a worker in another language may run it).
     fn report_periodic(&self) {
-        for entry in &self.shared.periodic {
+        for entry in &self.shared.periodic.entries {
             let runnable = if self.intake.is_host() {
                 self.host_classes.iter().any(|c| c == entry.class())
             } else {
