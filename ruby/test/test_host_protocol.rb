@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative 'test_helper'
+require 'tempfile'
 require 'escapes'
 require 'open3'
 require 'socket'
@@ -105,17 +106,20 @@ class TestHostProtocol < Minitest::Test
       end
       puts Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
     RUBY
-    Open3.popen2({ 'RUBYLIB' => File.expand_path('../lib', __dir__) }, 'ruby', '-e', script) do |_in, out, thread|
+    err = Tempfile.new('interrupted-push')
+    Open3.popen2({ 'RUBYLIB' => File.expand_path('../lib', __dir__) }, 'ruby', '-e', script, err: err.path) do |_in, out, thread|
       assert_equal "pushing\n", out.gets
       sleep 0.5
       started = Time.now
       Process.kill('INT', thread.pid)
-      assert_equal "interrupted\n", out.gets
+      # What the child said, and when, if it was not interrupted.
+      assert_equal "interrupted\n", out.gets, -> { "after #{Time.now - started} s:\n#{File.read(err.path)}" }
       assert_operator Time.now - started, :<, 2, 'the interrupt ended the wait'
       assert_operator Float(out.gets), :<, 1.5, 'no CPU spent spinning'
       assert thread.value.success?
     end
   ensure
     silent&.close
+    err&.close!
   end
 end

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::io::unix::AsyncFd;
 
-use super::on_thread::{after_offset, connect, Stream};
+use super::on_thread::{after_offset, connect, no_reply_within, Stream};
 use super::spin::Spin;
 use super::COMMAND_TIMEOUT;
 
@@ -73,7 +73,7 @@ impl TaskConn {
             None => self.open().await?,
         };
         let exchanged = tokio::time::timeout(COMMAND_TIMEOUT, open.exchange(bytes, replies)).await;
-        let replies = exchanged.unwrap_or_else(|_| Err(io::Error::from(io::ErrorKind::TimedOut).into()))?;
+        let replies = exchanged.unwrap_or_else(|_| Err(no_reply_within(COMMAND_TIMEOUT)))?;
         // Only a connection in step goes back: after a failure the socket
         // closes here, with whatever it still had to say.
         *self.idle.lock().unwrap_or_else(|p| p.into_inner()) = Some(open);

@@ -49,6 +49,8 @@ struct State {
     deadline: Option<Instant>,
     /// Whether replies lately came while polled for (`spin.rs`).
     spin: Spin,
+    /// How long a call waits for its replies in all ([`COMMAND_TIMEOUT`]).
+    command_timeout: Duration,
 }
 
 pub(super) enum Stream {
@@ -72,6 +74,7 @@ impl ThreadConn {
             unread: 0,
             deadline: None,
             spin: Spin::default(),
+            command_timeout: COMMAND_TIMEOUT,
         })))
     }
 
@@ -131,7 +134,13 @@ impl State {
                     read.push(value);
                     self.unread -= 1;
                 }
-                Err(e) if e.is_timeout() && sent.elapsed() < COMMAND_TIMEOUT => {
+                // The last read's own error (EAGAIN, "Resource temporarily
+                // unavailable") would not say what happened.
+                Err(e) if e.is_timeout() && sent.elapsed() >= self.command_timeout => {
+                    self.close();
+                    return Poll::Ready(Err(no_reply_within(self.command_timeout)));
+                }
+                Err(e) if e.is_timeout() => {
                     if self.deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                         cx.waker().wake_by_ref();
                         return Poll::Pending;
@@ -216,12 +225,24 @@ pub(super) fn connect(info: &ConnectionInfo) -> RedisResult<Stream> {
         loop {
             match parser.parse_value(&mut stream) {
                 Ok(reply) => break reply.extract_error().map(drop)?,
-                Err(e) if e.is_timeout() && started.elapsed() < CONNECT_TIMEOUT => continue,
+                Err(e) if e.is_timeout() && started.elapsed() >= CONNECT_TIMEOUT => {
+                    return Err(no_reply_within(CONNECT_TIMEOUT));
+                }
+                Err(e) if e.is_timeout() => continue,
                 Err(e) => return Err(e),
             }
         }
     }
     Ok(stream)
+}
+
+/// A server that sent no reply within `limit`: a timeout, said as one.
+pub(super) fn no_reply_within(limit: Duration) -> redis::RedisError {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        format!("no reply from Redis within {} s", limit.as_secs_f64()),
+    )
+    .into()
 }
 
 fn dial(host: &str, port: u16) -> io::Result<TcpStream> {
@@ -362,6 +383,22 @@ mod tests {
         assert_eq!(
             ask(&mut conn, &redis::cmd("PING")).unwrap(),
             Value::SimpleString("PONG".into())
+        );
+    }
+
+    #[test]
+    fn a_server_that_never_replies_is_a_timeout_that_says_so() {
+        // Accepts (the kernel does, into its backlog) and never answers.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut conn = conn_to(&format!("redis://{}/0", silent.local_addr().unwrap()));
+        conn.state().command_timeout = Duration::from_millis(50);
+        let started = Instant::now();
+        let error = ask(&mut conn, &redis::cmd("PING")).unwrap_err();
+        assert!(started.elapsed() >= Duration::from_millis(50));
+        assert!(error.is_timeout(), "{error}");
+        assert!(
+            error.to_string().contains("no reply from Redis within 0.05 s"),
+            "{error}"
         );
     }
 
