@@ -1,13 +1,22 @@
 //! The one way this extension blocks: a core wait run without the GVL
-//! (`rb_thread_call_without_gvl2`), with an unblock function that raises a
-//! flag the wait looks at between short slices. Woken (Ctrl-C, `Thread#kill`,
-//! a signal trap, process exit), it lets Ruby run the pending interrupts,
-//! raising if they raise, and otherwise waits on: never a busy loop. The
-//! wait never touches a Ruby object.
+//! (`rb_nogvl`), with an unblock function that raises a flag the wait looks
+//! at between short slices. Woken (Ctrl-C, `Thread#kill`, a signal trap,
+//! process exit), it lets Ruby run the pending interrupts, raising if they
+//! raise, and otherwise waits on: never a busy loop. The wait never touches
+//! a Ruby object.
+//!
+//! Both regions fail rather than run when an interrupt is pending
+//! (`RB_NOGVL_INTR_FAIL`) and never run interrupts themselves on the way
+//! out: an exception raised there would unwind through Rust frames. The
+//! interruptible one declares its unblock function async-signal-safe (an
+//! atomic store): in a process with one Ruby thread, Ruby then calls it
+//! from the signal handler itself, instead of starting a helper thread for
+//! every wait to watch for signals (a Ctrl-C a loaded machine's helper
+//! thread missed left a push waiting out its 10 s timeout).
 
 use cogworker::host::{self, Waited};
 use magnus::{prelude::*, Error, Ruby};
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -47,13 +56,15 @@ fn run_without_gvl<F: FnOnce(&AtomicBool) -> R, R>(work: F) -> Result<R, F> {
         interrupted: &interrupted,
         result: None,
     };
-    // SAFETY: both pointers outlive the call; `run` and `unblock` only touch them.
+    // SAFETY: both pointers outlive the call; `run` and `unblock` only
+    // touch them, and `unblock` only stores to an atomic (signal-safe).
     unsafe {
-        rb_sys::rb_thread_call_without_gvl2(
+        rb_sys::rb_nogvl(
             Some(call_work::<F, R>),
             &mut call as *mut Call<'_, F, R> as *mut c_void,
             Some(unblock),
             &interrupted as *const AtomicBool as *mut c_void,
+            (rb_sys::RB_NOGVL_INTR_FAIL | rb_sys::RB_NOGVL_UBF_ASYNC_SAFE) as c_int,
         );
     }
     match (call.result, call.work) {
@@ -145,16 +156,17 @@ where
 /// [`run`] for an operation `start` begins (given how long it may run on
 /// this thread): `host::start`, or `Session::start` on a lane.
 pub fn finish<T>(ruby: &Ruby, start: impl FnOnce(Duration) -> host::Started<T>) -> Result<T, Error> {
-    let result = match uninterruptible(|| start(host::ON_CALLING_THREAD)) {
+    let result = match uninterruptible(ruby, || start(host::ON_CALLING_THREAD))? {
         Ok(result) => result,
         Err(mut pending) => wait(ruby, None, |slice| pending.poll(slice))?.expect("a wait without deadline yields"),
     };
     result.map_err(|e| crate::errors::to_ruby(ruby, e))
 }
 
-/// `work` with the GVL released and no unblock function: it always runs,
-/// and nothing can cut it short (keep it brief).
-fn uninterruptible<W: FnOnce() -> R, R>(work: W) -> R {
+/// `work` with the GVL released and no unblock function: once begun,
+/// nothing can cut it short (keep it brief). An interrupt pending before it
+/// begins is run first (raising if it raises: then `work` never runs).
+fn uninterruptible<W: FnOnce() -> R, R>(ruby: &Ruby, work: W) -> Result<R, Error> {
     struct Plain<W, R> {
         work: Option<W>,
         result: Option<std::thread::Result<R>>,
@@ -174,17 +186,21 @@ fn uninterruptible<W: FnOnce() -> R, R>(work: W) -> R {
         work: Some(work),
         result: None,
     };
-    // SAFETY: `plain` outlives the call; `call_plain` only touches it.
-    unsafe {
-        rb_sys::rb_thread_call_without_gvl(
-            Some(call_plain::<W, R>),
-            &mut plain as *mut Plain<W, R> as *mut c_void,
-            None,
-            std::ptr::null_mut(),
-        );
-    }
-    match plain.result.expect("without an unblock function the work always runs") {
-        Ok(result) => result,
-        Err(panic) => std::panic::resume_unwind(panic),
+    loop {
+        // SAFETY: `plain` outlives the call; `call_plain` only touches it.
+        unsafe {
+            rb_sys::rb_nogvl(
+                Some(call_plain::<W, R>),
+                &mut plain as *mut Plain<W, R> as *mut c_void,
+                None,
+                std::ptr::null_mut(),
+                rb_sys::RB_NOGVL_INTR_FAIL as c_int,
+            );
+        }
+        match plain.result.take() {
+            Some(Ok(result)) => return Ok(result),
+            Some(Err(panic)) => std::panic::resume_unwind(panic),
+            None => ruby.thread_check_ints()?,
+        }
     }
 }
