@@ -15,7 +15,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -589,9 +589,10 @@ class Run:
         if "events" in step:
             assert span["events"] == step["events"], span
 
-    def _bound(self, text: str) -> str:
-        """`text` with each `{as}` replaced by that job's jid."""
-        return re.sub(r"\{(\w+)\}", lambda m: self.jids[m[1]], text)
+    def _bound(self, text: str, also: dict[str, str] | None = None) -> str:
+        """`text` with each `{name}` replaced by `also`'s value of that name
+        or, failing that, by the jid of the job bound by that `as`."""
+        return re.sub(r"\{(\w+)\}", lambda m: (also or {}).get(m[1]) or self.jids[m[1]], text)
 
     def carries_its_span(self, step: dict[str, Any]) -> None:
         jid = self.jids[step["carries_its_span"]]
@@ -605,47 +606,56 @@ class Run:
     def cli_signals(self, step: dict[str, Any]) -> None:
         """A worker CLI sent each signal in turn: what it shows (as a
         process), logs and exits with after each."""
-        with self._worker_cli("conformance_jobs", []) as (proc, log_path):
-            self._signal_in_turn(proc, step["cli_signals"], log_path)
+        with self._worker_cli("conformance_jobs", []) as (proc, logged):
+            self._signal_in_turn(proc, step["cli_signals"], logged)
 
     def cli_run(self, step: dict[str, Any]) -> None:
         """The worker CLI run on an app, then each of `then` in turn."""
-        with self._worker_cli(step["cli_run"], step["flags"]) as (proc, log_path):
-            self._run_in_turn(proc, step["then"], log_path)
+        with self._worker_cli(step["cli_run"], step["flags"]) as (proc, logged):
+            self._run_in_turn(proc, step["then"], logged)
 
     @contextlib.contextmanager
-    def _worker_cli(self, app: str, flags: list[str]) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-        """The worker CLI running `app`, and the file its stderr goes to;
-        killed at the end if it still runs."""
+    def _worker_cli(
+        self, app: str, flags: list[str]
+    ) -> Iterator[tuple[subprocess.Popen[bytes], Callable[[], str]]]:
+        """The worker CLI running `app`, and what its stderr has said so
+        far (read anew at each call); killed at the end if it still runs."""
         with tempfile.TemporaryDirectory() as tmp:
             log_path = os.path.join(tmp, "worker.log")
             command = [sys.executable, "-m", "cogworker", "worker", app, *flags]
             with open(log_path, "w") as log:
                 proc = subprocess.Popen(command, env=worker_env(self.server), cwd=HERE, stderr=log)
+
+            def logged() -> str:
+                with open(log_path) as f:
+                    return f.read()
+
             try:
-                yield proc, log_path
+                yield proc, logged
             finally:
                 proc.kill()
                 proc.wait()
 
-    def _run_in_turn(self, proc: subprocess.Popen[bytes], steps: list[dict[str, Any]], log_path: str) -> None:
-        def logged() -> str:
-            with open(log_path) as f:
-                return f.read()
-
-        bound: dict[str, str] = {}
+    def _run_in_turn(
+        self, proc: subprocess.Popen[bytes], steps: list[dict[str, Any]], logged: Callable[[], str]
+    ) -> None:
+        killed: dict[str, str] = {}  # "pid": the child kill_child killed
         try:
-            self._each_in_turn(proc, steps, logged, bound)
+            self._each_in_turn(proc, steps, logged, killed)
         except AssertionError as failed:
             raise AssertionError(f"{failed}\nthe log:\n{logged()}") from None
 
     def _each_in_turn(
-        self, proc: subprocess.Popen[bytes], steps: list[dict[str, Any]], logged: Any, bound: dict[str, str]
+        self,
+        proc: subprocess.Popen[bytes],
+        steps: list[dict[str, Any]],
+        logged: Callable[[], str],
+        killed: dict[str, str],
     ) -> None:
         for then in steps:
             if "log_has" in then:
                 for text in then["log_has"]:
-                    text = re.sub(r"\{(\w+)\}", lambda m: bound.get(m[1]) or self.jids[m[1]], text)
+                    text = self._bound(text, killed)
                     wait_for(f"{text!r} in the log", lambda text=text: text in logged())
             elif "log_times" in then:
                 for text, times in then["log_times"].items():
@@ -655,7 +665,7 @@ class Run:
                 child = then["kill_child"]
                 started = re.search(rf"started worker process {child} of \d+ \(pid (\d+)\)", logged())
                 assert started, logged()
-                bound["pid"] = started[1]
+                killed["pid"] = started[1]
                 os.kill(int(started[1]), signal.SIGKILL)
             elif "send" in then:
                 proc.send_signal(getattr(signal, f"SIG{then['send']}"))
@@ -664,11 +674,9 @@ class Run:
                 self.step(then)
 
     @staticmethod
-    def _signal_in_turn(proc: subprocess.Popen[bytes], signals: list[dict[str, Any]], log_path: str) -> None:
-        def logged() -> str:
-            with open(log_path) as f:
-                return f.read()
-
+    def _signal_in_turn(
+        proc: subprocess.Popen[bytes], signals: list[dict[str, Any]], logged: Callable[[], str]
+    ) -> None:
         api = cogworker.Api()
         wait_for("the worker registered", api.processes)
         for signalled in signals:

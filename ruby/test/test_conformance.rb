@@ -543,7 +543,11 @@ class TestConformance < Minitest::Test
     recorded_spans.find { |s| s['kind'] == kind && s['attributes']['messaging.message.id'] == jid }
   end
 
-  def bound(text) = text.gsub(/\{(\w+)\}/) { @jids.fetch(Regexp.last_match(1)) }
+  # `text` with each `{name}` replaced by `also`'s value of that name or,
+  # failing that, by the jid of the job bound by that `as`.
+  def bound(text, also = {})
+    text.gsub(/\{(\w+)\}/) { also[Regexp.last_match(1)] || @jids.fetch(Regexp.last_match(1)) }
+  end
 
   def step_expect_span(step)
     name, kind = step.values_at('expect_span', 'kind')
@@ -582,11 +586,11 @@ class TestConformance < Minitest::Test
   end
 
   def run_in_turn(pid, steps, log)
-    bound = {}
+    killed = {} # 'pid': the child kill_child killed
     steps.each do |step|
       if step['log_has']
         step['log_has'].each do |text|
-          text = text.gsub(/\{(\w+)\}/) { bound[Regexp.last_match(1)] || @jids.fetch(Regexp.last_match(1)) }
+          text = bound(text, killed)
           wait_for("#{text.inspect} in the log") { File.read(log).include?(text) }
         end
       elsif step['log_times']
@@ -596,7 +600,7 @@ class TestConformance < Minitest::Test
       elsif step['kill_child']
         started = File.read(log)[/started worker process #{step['kill_child']} of \d+ \(pid (\d+)\)/, 1]
         assert started, File.read(log)
-        bound['pid'] = started
+        killed['pid'] = started
         Process.kill('KILL', Integer(started))
       elsif step['send']
         Process.kill(step['send'], pid)

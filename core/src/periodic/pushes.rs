@@ -12,7 +12,6 @@ use std::sync::Mutex;
 /// language has its own, the host's (the one job waiting for its answer is
 /// kept here). The ticker's alone, but for the handle that brings the
 /// host's answer and the listings that show the entries.
-#[derive(Default)]
 pub(crate) struct PeriodicPushes {
     pub entries: Vec<Periodic>,
     /// Client middleware for the pushes the engine makes.
