@@ -5,6 +5,7 @@
 use crate::config::Config;
 use crate::connection::{Conn, Redis};
 use crate::error::{Error, Result};
+use crate::groups::Destination;
 use crate::job::{float, now, Job};
 use crate::keys::Keys;
 use crate::scripts::SCRIPTS;
@@ -158,8 +159,8 @@ impl Client {
         let offset = crate::clock::offset(&self.redis).await;
         let at = now() + offset;
         let mut jids = Vec::with_capacity(jobs.len());
-        // By queue and priority level: each is a list of its own.
-        let mut immediate: BTreeMap<(String, u8), Vec<String>> = BTreeMap::new();
+        // By queue, priority level and group: each is a list of its own.
+        let mut immediate: BTreeMap<(String, u8, Option<String>), Vec<String>> = BTreeMap::new();
         // The priority levels the jobs use (other than the default), to
         // list where workers find them.
         let mut levels: BTreeSet<String> = BTreeSet::new();
@@ -191,6 +192,12 @@ impl Client {
             if let Some(run_at) = job.run_at() {
                 job.set("at", float(run_at + offset));
             }
+            if job.group_key().is_some() && self.keys.is_sharded_by_queue() {
+                return Err(in_bulk(crate::error::Error::invalid_job(
+                    "group",
+                    "groups need queues on the namespace's slot (shard_by_queue is on)",
+                )));
+            }
             if let Some(bid) = job.batch_id() {
                 self.check_joins_batch(&job).map_err(in_bulk)?;
                 if !precounted {
@@ -215,8 +222,9 @@ impl Client {
                 _ => {
                     job.remove("at");
                     job.set("enqueued_at", float(at));
+                    let group = job.group_key().map(str::to_string);
                     immediate
-                        .entry((job.queue_name().to_string(), job.priority_level()))
+                        .entry((job.queue_name().to_string(), job.priority_level(), group))
                         .or_default()
                         .push(job.to_json());
                 }
@@ -233,7 +241,7 @@ impl Client {
         let sharded = self.keys.is_sharded_by_queue();
         if sharded && !immediate.is_empty() {
             // Named first, so a queued job is always in a listed queue.
-            let names: BTreeSet<&String> = immediate.keys().map(|(queue, _)| queue).collect();
+            let names: BTreeSet<&String> = immediate.keys().map(|(queue, _, _)| queue).collect();
             let _: i64 = self
                 .retry_once_on_drop(|mut conn| {
                     let (key, names) = (self.keys.queues(), &names);
@@ -252,8 +260,12 @@ impl Client {
             .key(self.keys.queues())
             .key(self.keys.schedule())
             .key(self.keys.priorities());
-        for (queue, level) in on_this_slot.keys() {
-            invocation.key(self.keys.queue_at(queue, *level));
+        let destinations: Vec<Destination> = on_this_slot
+            .keys()
+            .map(|(queue, level, group)| Destination::of(&self.keys, queue, *level, group.as_deref()))
+            .collect();
+        for destination in &destinations {
+            invocation.key(&destination.list);
         }
         for (key, _, _) in &statuses {
             invocation.key(key);
@@ -274,8 +286,13 @@ impl Client {
         for member in &levels {
             invocation.arg(member);
         }
-        for ((queue, _), payloads) in &on_this_slot {
-            invocation.arg(queue).arg(payloads.len()).arg(payloads);
+        for (((queue, _, _), payloads), destination) in on_this_slot.iter().zip(&destinations) {
+            invocation
+                .arg(queue)
+                .arg(&destination.ring)
+                .arg(&destination.group)
+                .arg(payloads.len())
+                .arg(payloads);
         }
         for (score, payload) in &scheduled {
             invocation.arg(*score).arg(payload);
@@ -297,7 +314,7 @@ impl Client {
                 .map_err(crate::error::Error::from_batch_script)?;
         }
         if sharded {
-            for ((queue, level), payloads) in &immediate_sharded {
+            for ((queue, level, _), payloads) in &immediate_sharded {
                 self.push_onto_own_slot(queue, *level, payloads).await?;
             }
         }
@@ -362,7 +379,7 @@ impl Client {
                 if self.keys.is_sharded_by_queue() {
                     (self.keys.outbox(), "outbox")
                 } else {
-                    (self.keys.queue_at(&queue, job.priority_level()), "queue")
+                    (Destination::of_job(&self.keys, &job).list, "queue")
                 }
             }
         };
@@ -388,6 +405,8 @@ impl Client {
             .arg(&handover)
             .key(self.keys.priorities())
             .arg(crate::priority::listed_member(&queue, job.priority_level()));
+        let destination = Destination::of_job(&self.keys, &job);
+        invocation.arg(&destination.ring).arg(&destination.group);
         // A retry of a push that did land finds the lock held by this jid
         // and pushes nothing more.
         let pushed: i64 = self

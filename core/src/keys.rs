@@ -86,6 +86,29 @@ impl Keys {
             None => format!("{}:queue@{level}:{name}", self.ns),
         }
     }
+    /// Sorted set: the groups of queue `name` that have jobs, scored by
+    /// the turns each has had; member `""` stands for the queue's
+    /// ungrouped jobs (see [`crate::groups`]).
+    pub fn group_ring(&self, name: &str) -> String {
+        match self.queue_slot(name) {
+            Some(slot) => format!("{slot}:groups"),
+            None => format!("{}:groups:{name}", self.ns),
+        }
+    }
+    /// The prefix of queue `name`'s group lists at priority `level`: the
+    /// list of group `g` is the prefix followed by `g`. Queue names hold
+    /// no spaces, so the space before the group keeps two queues' groups
+    /// apart whatever the groups hold.
+    pub fn group_list_prefix(&self, name: &str, level: u8) -> String {
+        let at = match level {
+            crate::job::DEFAULT_PRIORITY => String::new(),
+            level => format!("@{level}"),
+        };
+        match self.queue_slot(name) {
+            Some(slot) => format!("{slot}:group{at} "),
+            None => format!("{}:group{at}:{name} ", self.ns),
+        }
+    }
     /// Sorted set of cancelled jids, scored by when each may be forgotten
     /// (see `cancel.rs`).
     pub fn cancelled(&self) -> String {

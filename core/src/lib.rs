@@ -21,6 +21,7 @@ mod dispatcher;
 mod error;
 mod events;
 mod fetch;
+pub mod groups;
 mod handler;
 mod heartbeat;
 pub mod host;

@@ -14,7 +14,7 @@
 //! for a priority is read as before: one key, not one command more.
 
 use crate::keys::Keys;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::RwLock;
 
@@ -72,10 +72,13 @@ pub(crate) fn lists(keys: &Keys, queue: &str, used: &HashMap<String, u16>) -> Ve
         .collect()
 }
 
-/// The levels this process knows to be in use, by queue.
+/// The levels this process knows to be in use, by queue, and the queues
+/// it knows to be grouped (the same registry lists both: see
+/// [`crate::groups`]).
 #[derive(Default)]
 pub(crate) struct Levels {
     used: RwLock<HashMap<String, u16>>,
+    grouped: RwLock<HashSet<String>>,
     /// The last read of the registry failed.
     unread: AtomicBool,
 }
@@ -87,6 +90,8 @@ impl Levels {
         for (queue, bits) in from_members(members) {
             *known.entry(queue).or_default() |= bits;
         }
+        let grouped = members.iter().filter_map(|m| crate::groups::parse_member(m.as_ref()));
+        self.grouped.write().unwrap().extend(grouped.map(str::to_string));
         self.unread.store(false, Ordering::Relaxed);
     }
 
@@ -103,9 +108,24 @@ impl Levels {
     /// A wake-channel message: when it says a level came into use, adds it
     /// and returns its queue.
     pub fn learn_message<'a>(&self, message: &'a str) -> Option<&'a str> {
-        let (queue, level) = parse_member(message.strip_prefix(WAKE_PREFIX)?)?;
+        let member = message.strip_prefix(WAKE_PREFIX)?;
+        if let Some(queue) = crate::groups::parse_member(member) {
+            self.grouped.write().unwrap().insert(queue.to_string());
+            return Some(queue);
+        }
+        let (queue, level) = parse_member(member)?;
         *self.used.write().unwrap().entry(queue.to_string()).or_default() |= 1 << level;
         Some(queue)
+    }
+
+    /// The levels in use of `queue`, a bit per level.
+    pub fn used(&self, queue: &str) -> u16 {
+        self.used.read().unwrap().get(queue).copied().unwrap_or(0)
+    }
+
+    /// Is `queue` grouped (read through its ring)?
+    pub fn is_grouped(&self, queue: &str) -> bool {
+        self.grouped.read().unwrap().contains(queue)
     }
 
     /// The keys of `queue`'s lists, in the order a fetch reads them.
@@ -120,6 +140,7 @@ impl Levels {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ops::Not;
 
     #[test]
     fn a_queue_is_read_highest_level_first_and_only_its_used_levels() {
@@ -133,6 +154,11 @@ mod tests {
             levels.lists(&keys, "mail"),
             vec!["ns:queue@9:mail", "ns:queue@7:mail", "ns:queue:mail", "ns:queue@0:mail"]
         );
+        assert_eq!(levels.lists(&keys, "sms"), vec!["ns:queue@7:sms", "ns:queue:sms"]);
+        assert!(levels.is_grouped("mail").not());
+        levels.learn_members(&["group mail"]);
+        assert_eq!(levels.learn_message("priority group sms"), Some("sms"));
+        assert!(levels.is_grouped("mail") && levels.is_grouped("sms"));
         assert_eq!(levels.lists(&keys, "sms"), vec!["ns:queue@7:sms", "ns:queue:sms"]);
         assert_eq!(parse_member(&member("a:b", 3)), Some(("a:b", 3)));
     }

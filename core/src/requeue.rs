@@ -31,7 +31,8 @@ pub(crate) async fn requeue_one(
         return requeue_on_its_slot(shared, identity, raw, job, entry, from).await;
     }
     let queue = job.queue_name();
-    let queue_key = shared.keys.queue_at(queue, job.priority_level());
+    let destination = crate::groups::Destination::of_job(&shared.keys, job);
+    let queue_key = destination.list;
     let run_lock = JobLocks::of(job, &shared.keys).run_lock;
     let result: i64 = SCRIPTS
         .requeue_in_progress
@@ -53,6 +54,8 @@ pub(crate) async fn requeue_one(
         .arg(shared.keys.wake())
         .arg("1")
         .arg(crate::priority::listed_member(queue, job.priority_level()))
+        .arg(&destination.ring)
+        .arg(&destination.group)
         .invoke_async(&mut shared.redis.conn())
         .await?;
     Ok(result)

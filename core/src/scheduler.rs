@@ -94,6 +94,8 @@ pub(crate) struct Due {
     pub queue: String,
     /// Its priority level (which of the queue's lists it goes on).
     pub level: u8,
+    /// Its group (see groups.rs), if any.
+    pub group: Option<String>,
     /// What to push (`enqueued_at` re-stamped).
     pub payload: String,
     pub jid: String,
@@ -106,6 +108,7 @@ impl Due {
             raw,
             queue: job.queue_name().to_string(),
             level: job.priority_level(),
+            group: job.group_key().map(str::to_string),
             payload: job.to_json(),
             jid: job.jid_str().to_string(),
         }
@@ -141,12 +144,15 @@ pub(crate) async fn move_to_queues(redis: &Redis, keys: &Keys, set: &str, due: &
         .key(keys.priorities())
         .arg(keys.wake());
     for entry in due {
+        let destination = crate::groups::Destination::of(keys, &entry.queue, entry.level, entry.group.as_deref());
         invocation
-            .key(keys.queue_at(&entry.queue, entry.level))
+            .key(&destination.list)
             .arg(&entry.raw[..])
             .arg(&entry.queue)
             .arg(&entry.payload)
-            .arg(crate::priority::listed_member(&entry.queue, entry.level));
+            .arg(crate::priority::listed_member(&entry.queue, entry.level))
+            .arg(&destination.ring)
+            .arg(&destination.group);
     }
     Ok(invocation.invoke_async(&mut redis.conn()).await?)
 }

@@ -83,20 +83,25 @@ impl ScriptSource {
 const FETCH_RELIABLE: ScriptSource = script!("fetch_reliable.lua");
 const ACK: ScriptSource = script_with_batch!("ack.lua", "take_fields.lua", "metrics.lua");
 const FAIL: ScriptSource = script_with_batch!("fail.lua", "in_progress.lua");
-const REQUEUE_IN_PROGRESS: ScriptSource =
-    script!("requeue_in_progress.lua", "clock.lua", "wake.lua", "in_progress.lua");
-const REQUEUE_DUE: ScriptSource = script!("requeue_due.lua", "wake.lua");
+const REQUEUE_IN_PROGRESS: ScriptSource = script!(
+    "requeue_in_progress.lua",
+    "clock.lua",
+    "wake.lua",
+    "group.lua",
+    "in_progress.lua"
+);
+const REQUEUE_DUE: ScriptSource = script!("requeue_due.lua", "wake.lua", "group.lua");
 const HEARTBEAT: ScriptSource = script!("heartbeat.lua", "clock.lua");
 const UNREGISTER: ScriptSource = script!("unregister.lua");
 const FORGET_IDENTITY: ScriptSource = script!("forget_identity.lua", "clock.lua");
 const OWNED_LOCK: ScriptSource = script!("owned_lock.lua");
 const PERIODIC_CLAIM: ScriptSource = script!("periodic_claim.lua", "wake.lua");
-const PUSH: ScriptSource = script!("push.lua", "wake.lua");
-const PUSH_UNIQUE: ScriptSource = script!("push_unique.lua", "wake.lua");
+const PUSH: ScriptSource = script!("push.lua", "wake.lua", "group.lua");
+const PUSH_UNIQUE: ScriptSource = script!("push_unique.lua", "wake.lua", "group.lua");
 const KILL: ScriptSource = script_with_batch!("kill.lua");
 const SIGNAL: ScriptSource = script!("signal.lua");
 const CLAIM_TO_OUTBOX: ScriptSource = script!("claim_to_outbox.lua");
-const PUSH_ONCE: ScriptSource = script!("push_once.lua", "wake.lua");
+const PUSH_ONCE: ScriptSource = script!("push_once.lua", "wake.lua", "group.lua");
 const LIST_QUEUES: ScriptSource = script!("list_queues.lua", "wake.lua");
 const TAKE_HELD: ScriptSource = script!("take_held.lua", "take_fields.lua");
 const LIMIT_DEFINE: ScriptSource = script!("limit_define.lua");

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn push_run_retry_schedule_unique_and_periodic_on_a_cluster() {
+async fn push_run_retry_schedule_unique_groups_and_periodic_on_a_cluster() {
     let cluster = Cluster::start();
     let config = cluster.config();
     let client = Client::new(&config).unwrap();
@@ -31,6 +31,17 @@ async fn push_run_retry_schedule_unique_and_periodic_on_a_cluster() {
         .await
         .unwrap();
     assert_eq!(bulk.len(), 200);
+    // Grouped jobs: their lists and the queue's ring share the namespace's
+    // slot, built inside the scripts from the hash-tagged namespace.
+    let grouped = client
+        .push_bulk(
+            (0..20)
+                .map(|i| Job::new("Count").args([json!(i)]).group(format!("g{}", i % 4)))
+                .collect(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(grouped.len(), 20);
     client.push(Job::new("Count").delay(1.0)).await.unwrap().unwrap();
     client.push(Job::new("Flaky")).await.unwrap().unwrap();
     client
@@ -51,7 +62,7 @@ async fn push_run_retry_schedule_unique_and_periodic_on_a_cluster() {
         None
     );
 
-    scenario_outcomes(&api, &ran, &flaky, 203).await;
+    scenario_outcomes(&api, &ran, &flaky, 223).await;
 
     // A rate limiter's keys live on the namespace's slot.
     let limiter = client
@@ -79,7 +90,7 @@ async fn push_run_retry_schedule_unique_and_periodic_on_a_cluster() {
     let r = ran.clone();
     wait_until("the orphan was recovered and ran", Duration::from_secs(20), move || {
         let r = r.clone();
-        async move { r.load(Ordering::SeqCst) == 204 }
+        async move { r.load(Ordering::SeqCst) == 224 }
     })
     .await;
 
@@ -89,8 +100,8 @@ async fn push_run_retry_schedule_unique_and_periodic_on_a_cluster() {
         .unwrap()
         .unwrap()
         .unwrap();
-    // 204 Count runs and Flaky's successful retry.
-    assert_eq!(api.stats().await.unwrap().processed, 205);
+    // 224 Count runs and Flaky's successful retry.
+    assert_eq!(api.stats().await.unwrap().processed, 225);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -222,8 +222,11 @@ impl Run {
         if let Some(seconds) = options["timeout"].as_f64() {
             job = job.timeout(seconds);
         }
+        if let Some(group) = options["group"].as_str() {
+            job = job.group(group);
+        }
         for name in options.as_object().into_iter().flat_map(|o| o.keys()) {
-            let known = ["result_ttl", "unique_for", "retry", "timeout"];
+            let known = ["result_ttl", "unique_for", "retry", "timeout", "group"];
             assert!(
                 known.contains(&name.as_str()),
                 "the Rust runner takes no push option {name}"

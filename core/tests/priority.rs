@@ -23,27 +23,6 @@ async fn push_steps(client: &Client, numbers: std::ops::Range<i64>, level: Optio
     client.push_bulk(jobs).await.unwrap();
 }
 
-/// `payload` held in progress (entry `field`) by the process `ghost`,
-/// whose last beat was long ago: recovery's to give back.
-async fn leave_orphan(conn: &mut redis::aio::MultiplexedConnection, field: &str, payload: &str) {
-    let _: () = redis::pipe()
-        .hset("cogworker:in_progress:ghost", field, payload)
-        .sadd("cogworker:in_progress_identities", "ghost")
-        .hset("cogworker:last_beat", "ghost", 1)
-        .query_async(conn)
-        .await
-        .unwrap();
-}
-
-async fn wait_ran(ran: &Arc<Mutex<Vec<i64>>>, n: usize) {
-    let ran = ran.clone();
-    wait_until(&format!("{n} jobs ran"), Duration::from_secs(15), move || {
-        let ran = ran.clone();
-        async move { ran.lock().unwrap().len() == n }
-    })
-    .await;
-}
-
 /// Jobs pushed before the worker starts run highest level first, each
 /// level in push order; the queue's size and pages count every level.
 async fn levels_run_strictly_in_order(fetch: FetchMode) {

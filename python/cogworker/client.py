@@ -8,7 +8,7 @@ import datetime as _dt
 import functools
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Callable, TypedDict, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypedDict, TypeVar, Union
 
 from . import _core, _hooks, _settings, _tracing, testing
 
@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 When = Union[float, int, _dt.datetime]
 Delay = Union[float, int, _dt.timedelta]
 RetryOption = Union[bool, int]
+# A group key, or a function of the job's arguments that returns one (or
+# None: no group), called once per job at its push.
+GroupOption = Union[str, Callable[..., Optional[str]]]
 T = TypeVar("T")
 
 
@@ -37,6 +40,7 @@ class PushOptions(TypedDict, total=False):
     keep_expired: bool
     limits: Sequence[str]
     priority: int
+    group: GroupOption
     timeout: Delay
     bid: str
 

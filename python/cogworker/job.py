@@ -55,7 +55,9 @@ class JobHandle(Generic[F]):
         # Every push's options unless it gives its own; checked now, so a
         # misspelt name fails where it is written.
         self.push_options = given(options)
-        _core.prepare_job(self.name, [], **self.push_options)
+        # A group computed from the args is called at each push, with them.
+        checked = {k: v for k, v in self.push_options.items() if not (k == "group" and callable(v))}
+        _core.prepare_job(self.name, [], **checked)
         self._signature = _signature_of(func)
 
     def check_args(self, args: Sequence[Any]) -> None:

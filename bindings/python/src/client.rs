@@ -14,7 +14,31 @@ use std::sync::Arc;
 
 /// `class_name(*args)` with keyword options (the core's push options).
 pub(crate) fn request(class_name: &str, args: &Bound<'_, PyAny>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Job> {
-    PushRequest::job(class_name, &convert::values(args)?, &convert::named(options)?).map_err(to_py)
+    let mut named = convert::named(options)?;
+    if let Some(key) = computed_group(args, options)? {
+        named.retain(|(name, _)| name != "group");
+        named.push(("group".into(), key));
+    }
+    PushRequest::job(class_name, &convert::values(args)?, &named).map_err(to_py)
+}
+
+/// A group given as a function of the job's arguments (`group=lambda
+/// account_id, *_: f"acct:{account_id}"`): its key for these `args`,
+/// called here, once per job; what it returns the core checks as any
+/// group (`cogworker::groups`). What it raises, the push raises.
+fn computed_group(
+    args: &Bound<'_, PyAny>,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Option<cogworker::host::HostValue>> {
+    let Some(group) = options.map(|o| o.get_item("group")).transpose()?.flatten() else {
+        return Ok(None);
+    };
+    if !group.is_callable() {
+        return Ok(None);
+    }
+    let args = args.try_iter()?.collect::<PyResult<Vec<_>>>()?;
+    let key = group.call1(pyo3::types::PyTuple::new(group.py(), args)?)?;
+    Ok(Some(convert::value(&key)))
 }
 
 /// The job `class_name(*args)` would be (a dict), validated and filled as a

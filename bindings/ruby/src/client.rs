@@ -19,7 +19,26 @@ pub(crate) fn request(ruby: &Ruby, class_name: String, args: RArray, options: RH
         named.push((name.to_string(), value));
         Ok(())
     })?;
+    if let Some(key) = computed_group(ruby, args, options)? {
+        named.retain(|(name, _)| name != "group");
+        named.push(("group".into(), key));
+    }
     PushRequest::job(&class_name, &convert::values(ruby, args), &named).map_err(|e| to_ruby(ruby, e))
+}
+
+/// A group given as a Proc or lambda of the job's arguments (`group:
+/// ->(account_id, *) { "acct:#{account_id}" }`): its key for these `args`,
+/// called here, once per job; what it returns the core checks as any group
+/// (`cogworker::groups`). What it raises, the push raises.
+fn computed_group(ruby: &Ruby, args: RArray, options: RHash) -> Result<Option<cogworker::host::HostValue>, Error> {
+    let group = options
+        .get("group")
+        .or_else(|| options.get(ruby.to_symbol("group")))
+        .filter(|group| group.is_kind_of(ruby.class_proc()));
+    let Some(group) = group else { return Ok(None) };
+    let args: Vec<Value> = args.into_iter().collect();
+    let key: Value = group.funcall("call", args.as_slice())?;
+    Ok(Some(convert::value(ruby, key)))
 }
 
 /// The job `class_name(*args)` would be (a Hash), validated and filled as

@@ -21,6 +21,10 @@
 //! `--mixed`: short jobs among bursts of long ones, two workers, prefetch
 //! on and off: the short jobs' pickup latency (see mixed.rs).
 //!
+//! `--fair`: fair groups: a second tenant's pickup behind a first one's
+//! backlog, with and without groups, and the drain rate over 1,000
+//! groups against a plain queue (see fair.rs).
+//!
 //! `--push-floor`: where a one-by-one push's time goes (see push_floor.rs).
 //!
 //! `--batch`: the bulk-pushed jobs are pushed into one batch (with a
@@ -41,6 +45,7 @@ use std::time::{Duration, Instant};
 const CONCURRENCY: i64 = 10;
 
 mod cluster;
+mod fair;
 mod hosts;
 mod idle;
 mod mixed;
@@ -102,6 +107,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if std::env::args().any(|a| a == "--mixed") {
         return mixed::run().await;
+    }
+    if std::env::args().any(|a| a == "--fair") {
+        let jobs = arg("--jobs").and_then(|n| n.parse().ok()).unwrap_or(100_000);
+        return fair::run(jobs).await;
     }
     if std::env::args().any(|a| a == "--hosts") {
         return hosts::run().await;

@@ -1,5 +1,5 @@
-//! Queues: their sizes and latencies (every priority level counted), pause,
-//! clear, and a page of a queue's jobs.
+//! Queues: their sizes and latencies (every priority level and group
+//! counted), pause, clear, and a page of a queue's jobs.
 
 use super::Api;
 use crate::error::Result;
@@ -7,7 +7,13 @@ use crate::job::{now, Job};
 use redis::AsyncCommands;
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+
+/// What the registry of a namespace's lists says (see [`Api::listing`]).
+struct Listing {
+    levels: HashMap<String, u16>,
+    grouped: HashSet<String>,
+}
 
 /// A queue's state.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -30,10 +36,10 @@ impl Api {
         let mut names: Vec<String> = conn.smembers(keys.queues()).await?;
         names.sort();
         let paused: Vec<String> = conn.smembers(keys.paused_queues()).await?;
-        let levels = self.levels_in_use().await?;
+        let listing = self.listing().await?;
         let mut out = Vec::with_capacity(names.len());
         for name in names {
-            out.push(self.queue_with(&name, &paused, &levels).await?);
+            out.push(self.queue_with(&name, &paused, &listing).await?);
         }
         Ok(out)
     }
@@ -41,27 +47,48 @@ impl Api {
     /// One queue.
     pub async fn queue(&self, name: &str) -> Result<QueueInfo> {
         let paused: Vec<String> = self.conn().smembers(self.client.keys().paused_queues()).await?;
-        self.queue_with(name, &paused, &self.levels_in_use().await?).await
+        self.queue_with(name, &paused, &self.listing().await?).await
     }
 
-    /// The priority levels in use, by queue (see `priority.rs`).
-    async fn levels_in_use(&self) -> Result<HashMap<String, u16>> {
+    /// The priority levels in use, by queue, and the grouped queues (one
+    /// registry lists both: see `priority.rs`, `groups.rs`).
+    async fn listing(&self) -> Result<Listing> {
         let members: Vec<String> = self.conn().smembers(self.client.keys().priorities()).await?;
-        Ok(crate::priority::from_members(&members))
+        Ok(Listing {
+            levels: crate::priority::from_members(&members),
+            grouped: members
+                .iter()
+                .filter_map(|m| crate::groups::parse_member(m))
+                .map(str::to_string)
+                .collect(),
+        })
     }
 
-    /// The lists of queue `name`, in the order workers take from them.
-    async fn lists_of(&self, name: &str) -> Result<Vec<String>> {
-        let levels = self.levels_in_use().await?;
-        let lists = crate::priority::lists(self.client.keys(), name, &levels);
-        Ok(lists.into_iter().map(|(key, _)| key).collect())
+    /// The lists of queue `name`: its own, in the order workers take from
+    /// them, then each group's that has jobs (in turn order), and its ring
+    /// when it is grouped.
+    async fn lists_with(&self, name: &str, listing: &Listing) -> Result<(Vec<String>, Option<String>)> {
+        let keys = self.client.keys();
+        let levels = crate::priority::lists(keys, name, &listing.levels);
+        let mut lists: Vec<String> = levels.iter().map(|(key, _)| key.clone()).collect();
+        if !listing.grouped.contains(name) || keys.is_sharded_by_queue() {
+            return Ok((lists, None));
+        }
+        let ring = keys.group_ring(name);
+        let groups: Vec<String> = self.conn().zrange(&ring, 0, -1).await?;
+        for group in groups.iter().filter(|group| !group.is_empty()) {
+            for (_, level) in &levels {
+                lists.push(format!("{}{group}", keys.group_list_prefix(name, *level)));
+            }
+        }
+        Ok((lists, Some(ring)))
     }
 
     /// A queue's size is that of all its lists (one per priority level in
-    /// use), its latency that of its oldest job.
-    async fn queue_with(&self, name: &str, paused: &[String], levels: &HashMap<String, u16>) -> Result<QueueInfo> {
+    /// use, and per group), its latency that of its oldest job.
+    async fn queue_with(&self, name: &str, paused: &[String], listing: &Listing) -> Result<QueueInfo> {
         let mut pipe = redis::pipe();
-        for (key, _) in crate::priority::lists(self.client.keys(), name, levels) {
+        for key in self.lists_with(name, listing).await?.0 {
             pipe.llen(&key).lindex(&key, -1);
         }
         let lists: Vec<(u64, Option<Vec<u8>>)> = pipe.query_async(&mut self.conn()).await?;
@@ -103,21 +130,24 @@ impl Api {
     /// Deletes every job on the queue (at every priority level); returns
     /// how many.
     pub async fn clear_queue(&self, name: &str) -> Result<u64> {
-        let lists = self.lists_of(name).await?;
+        let (lists, ring) = self.lists_with(name, &self.listing().await?).await?;
         let mut pipe = redis::pipe();
         pipe.atomic();
         for key in &lists {
             pipe.llen(key);
         }
         pipe.unlink(&lists).ignore();
+        if let Some(ring) = ring {
+            pipe.unlink(ring).ignore();
+        }
         let sizes: Vec<u64> = pipe.query_async(&mut self.conn()).await?;
         Ok(sizes.iter().sum())
     }
-    /// Jobs on a queue in the order workers take them: highest priority
-    /// level first, and within a level newest first (`start`, `count` page
-    /// through).
+    /// Jobs on a queue: its own in the order workers take them, highest
+    /// priority level first and within a level newest first, then each
+    /// group's the same way (`start`, `count` page through).
     pub async fn queue_jobs(&self, name: &str, start: isize, count: isize) -> Result<Vec<Vec<u8>>> {
-        let lists = self.lists_of(name).await?;
+        let (lists, _) = self.lists_with(name, &self.listing().await?).await?;
         let mut conn = self.conn();
         if let [only] = lists.as_slice() {
             return Ok(conn.lrange(only, start, start + count - 1).await?);

@@ -26,12 +26,23 @@ pub(crate) struct BasicFetch {
 
 impl BasicFetch {
     pub async fn fetch(&mut self, shared: &Shared, max: usize) -> Result<Vec<Fetched>> {
+        let order = queue_order(shared.config.queues(), shared.config.strict_order());
+        // A grouped queue's turns are decided by a script, which no
+        // blocking pop can run: it is taken from first, without blocking
+        // (its jobs pushed during the wait below are seen when it ends).
+        if order.iter().any(|queue| shared.levels.is_grouped(queue)) {
+            let flat = super::reliable::take(shared, &order, max.max(1), None).await?;
+            let taken = super::reliable::pairs(flat, 0)?;
+            if !taken.is_empty() {
+                return Ok(taken.into_iter().map(|f| Fetched { token: None, ..f }).collect());
+            }
+        }
         let paused: Vec<String> = shared.redis.conn().smembers(shared.keys.paused_queues()).await?;
         // Each queue's lists (highest priority level first), and which
         // queue each list is of.
         let mut queue_of: HashMap<String, String> = HashMap::new();
         let mut keys: Vec<String> = Vec::new();
-        for queue in queue_order(shared.config.queues(), shared.config.strict_order()) {
+        for queue in order {
             if paused.iter().any(|p| p == queue) {
                 continue;
             }

@@ -48,18 +48,7 @@ impl ReliableFetch {
             };
         }
         let first_token = shared.reserve_tokens(max);
-        let mut invocation = SCRIPTS.fetch_reliable.prepare_invoke();
-        invocation
-            .key(shared.keys.paused_queues())
-            .key(shared.keys.in_progress(&shared.identity))
-            .arg(max)
-            .arg(first_token);
-        for name in &order {
-            for list in shared.levels.lists(&shared.keys, name) {
-                invocation.key(list).arg(*name);
-            }
-        }
-        let flat: Vec<Vec<u8>> = invocation.invoke_async(&mut shared.redis.conn()).await?;
+        let flat = take(shared, &order, max, Some(first_token)).await?;
         pairs(flat, first_token)
     }
 
@@ -73,6 +62,36 @@ impl ReliableFetch {
             _ = shared.reached(Lifecycle::Quiet) => false,
         };
     }
+}
+
+/// Runs `fetch_reliable.lua` over the queues in `order`: up to `max`
+/// jobs, recorded in progress from `first_token` on, or not recorded at all
+/// (`None`: basic fetch's turn of the grouped queues).
+pub(super) async fn take(
+    shared: &Shared,
+    order: &[&str],
+    max: usize,
+    first_token: Option<u64>,
+) -> Result<Vec<Vec<u8>>> {
+    let mut invocation = SCRIPTS.fetch_reliable.prepare_invoke();
+    invocation
+        .key(shared.keys.paused_queues())
+        .key(shared.keys.in_progress(&shared.identity))
+        .arg(max);
+    match first_token {
+        Some(token) => invocation.arg(token),
+        None => invocation.arg("-"),
+    };
+    for name in order {
+        for list in shared.levels.lists(&shared.keys, name) {
+            invocation.key(list).arg(*name);
+        }
+    }
+    // A grouped queue is read through its ring (see groups.rs).
+    for name in order.iter().filter(|name| shared.levels.is_grouped(name)) {
+        invocation.arg(crate::groups::fetch_args(&shared.keys, name, shared.levels.used(name)));
+    }
+    Ok(invocation.invoke_async(&mut shared.redis.conn()).await?)
 }
 
 /// The script's `{queue, payload, ...}`, the i-th job under token

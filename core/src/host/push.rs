@@ -47,6 +47,8 @@ pub struct PushRequest {
     pub timeout: Option<f64>,
     /// The batch it joins (see [`crate::Batch`]).
     pub bid: Option<String>,
+    /// Its group within its queue (see [`crate::groups`]).
+    pub group: Option<String>,
 }
 
 /// The options of a push, the same in every language (Python keywords,
@@ -82,6 +84,10 @@ pub const PUSH_OPTIONS: &[(&str, &str)] = &[
     (
         "priority",
         "0 (taken last) to 9 (taken first) within its queue; 5 when not given",
+    ),
+    (
+        "group",
+        "its group within its queue (a tenant, an account): the queue is worked round-robin across groups",
     ),
     (
         "bid",
@@ -170,6 +176,10 @@ impl PushRequest {
                 };
                 self.limits = Some(names);
             }
+            "group" => match value {
+                HostValue::Text(group) => self.group = Some(group.clone()),
+                other => return Err(Error::invalid_value(name, other, crate::job::GROUP_RULE)),
+            },
             "bid" => match value {
                 HostValue::Text(bid) => self.bid = Some(bid.clone()),
                 other => return Err(Error::invalid_value(name, other, "must be a batch id")),
@@ -260,6 +270,9 @@ impl PushRequest {
         }
         if let Some(bid) = self.bid {
             job = job.field("bid", Value::String(bid));
+        }
+        if let Some(group) = self.group {
+            job = job.group(group);
         }
         job.validate()?;
         Ok(job)

@@ -71,6 +71,13 @@ impl Job {
         self.fields.insert("priority".into(), Value::from(level));
         self
     }
+    /// Its group within its queue (a tenant, an account): a queue whose
+    /// jobs carry groups is worked round-robin across the groups that
+    /// have jobs (see [`crate::groups`]).
+    pub fn group(mut self, group: impl Into<String>) -> Self {
+        self.fields.insert("group".into(), Value::String(group.into()));
+        self
+    }
     /// Dropped, never run, if it has not started `seconds` after it is
     /// pushed: counted as `expired`, logged, and kept in `dead` only with
     /// [`Job::keep_expired`].

@@ -145,6 +145,11 @@ impl Job {
             _ => DEFAULT_PRIORITY,
         }
     }
+    /// Its group within its queue (see [`crate::groups`]), if it carries
+    /// a valid one.
+    pub fn group_key(&self) -> Option<&str> {
+        self.str_field("group").filter(|group| valid_group(group))
+    }
     /// The job id (empty before a push gives one).
     pub fn jid_str(&self) -> &str {
         self.str_field("jid").unwrap_or("")
@@ -219,6 +224,17 @@ pub fn unique_digest(class: &str, queue: &str, args: &[Value]) -> String {
     use sha1::Digest as _;
     let text = serde_json::to_string(&(class, queue, args)).expect("JSON values always serialize");
     hex::encode(sha1::Sha1::digest(text.as_bytes()))
+}
+
+/// Longest group key (see [`crate::groups`]), in characters.
+pub const GROUP_MAX_LEN: usize = 256;
+
+/// What a group key may be, as a push's error says it.
+pub(crate) const GROUP_RULE: &str = "must be a string of 1 to 256 characters, without control characters";
+
+/// Is `group` a key a job may carry ([`GROUP_RULE`])?
+pub(crate) fn valid_group(group: &str) -> bool {
+    !group.is_empty() && group.chars().count() <= GROUP_MAX_LEN && !group.chars().any(char::is_control)
 }
 
 /// The most rate limiters one job may run within.

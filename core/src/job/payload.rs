@@ -48,6 +48,13 @@ impl Job {
             None => {}
         }
         numbers::check_on_delivery(&fields)?;
+        // Where a retry or a give-back puts the job: a group no fetch can
+        // read it back from would strand it.
+        match fields.get("group") {
+            Some(Value::String(group)) if crate::job::valid_group(group) => {}
+            Some(group) => return Err(format!("`group` is {group}, but {}", crate::job::GROUP_RULE)),
+            None => {}
+        }
         Ok(Job { fields })
     }
 

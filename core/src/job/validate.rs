@@ -54,6 +54,11 @@ impl Job {
             Some(Value::String(b)) if valid_jid(b) => {}
             Some(v) => return Err(bad("bid", v, JID_RULE)),
         }
+        match self.fields.get("group") {
+            None => {}
+            Some(Value::String(group)) if crate::job::valid_group(group) => {}
+            Some(v) => return Err(bad("group", v, crate::job::GROUP_RULE)),
+        }
         match self.fields.get("keep_expired") {
             None | Some(Value::Bool(_)) => {}
             Some(v) => return Err(bad("keep_expired", v, "must be true or false")),

@@ -8,6 +8,18 @@
 -- commands, and a full batch of jobs about three. On a server without LMPOP
 -- (Redis 6.2) each job is taken with RPOP.
 --
+-- A grouped queue (see groups.rs) is taken from round-robin across its
+-- groups: its ring (a sorted set of the groups that have jobs, scored by
+-- the turns each has had) gives the groups with the fewest turns, one job
+-- is taken from each (more from each when there are fewer groups than
+-- jobs wanted, so a lone group gets every slot), and one ZADD adds what
+-- each gave to its score. A group found empty leaves the ring (ZREM); its
+-- lists are gone already. The ring's member "" is the queue's ungrouped
+-- jobs, which take turns as one group; it leaves only with the last group.
+-- A grouped queue whose ring is gone is read as an ungrouped one. So a
+-- fetch from a grouped queue costs a ZRANGE and a ZADD per round and one
+-- pop per group it takes from, however many groups have jobs.
+--
 -- KEYS[1]   NS:paused_queues (set)
 -- KEYS[2]   NS:in_progress:<identity> (hash: delivery token -> payload)
 -- KEYS[3..] the lists to read, in the order to try them: each queue's lists
@@ -15,8 +27,18 @@
 --           in use, highest level first: see priority.rs)
 -- ARGV[1]   the most jobs to move (integer >= 1)
 -- ARGV[2]   the first delivery token: the i-th job taken (from 0) is
---           recorded under field ARGV[2] + i, tokens the caller reserved
--- ARGV[3..] the queue name of each list, aligned with KEYS[3..]
+--           recorded under field ARGV[2] + i, tokens the caller reserved;
+--           "-" to record nothing (basic fetch's turn of grouped queues)
+-- ARGV[3..2+#KEYS-2] the queue name of each list, aligned with KEYS[3..]
+-- ARGV[..]  then, per grouped queue (those the registry lists as grouped,
+--           see groups.rs), 13 values: its name, its ring (NS:groups:<q>),
+--           the levels in use (a bit per level, as the caller knows them),
+--           and the prefix of its groups' lists at each priority level,
+--           9 first (NS:group@9:<q> , ..., NS:group:<q> , ...: a group's
+--           list is the prefix followed by the group). A group's lists at
+--           the levels in use are read; one that seems empty is checked at
+--           every level before it leaves the ring, so a level the caller
+--           has not heard of yet strands nothing.
 --
 -- Returns a flat array {queue_name, payload, queue_name, payload, ...}, in
 -- token order (empty when every unpaused queue is empty).
@@ -26,70 +48,228 @@ local paused = {}
 for _, name in ipairs(redis.call("SMEMBERS", KEYS[1])) do
   paused[name] = true
 end
-local keys, name_of = {}, {}
+
+local grouped = {}
+for at = #KEYS + 1, #ARGV, 13 do
+  local used = tonumber(ARGV[at + 2])
+  local prefixes, in_use = {}, {}
+  for i = 0, 9 do
+    local prefix = ARGV[at + 3 + i]
+    prefixes[#prefixes + 1] = prefix
+    -- The i-th prefix is of level 9 - i; the default level (5) is always read.
+    local level = 9 - i
+    if level == 5 or math.floor(used / 2 ^ level) % 2 == 1 then
+      in_use[#in_use + 1] = prefix
+    end
+  end
+  grouped[ARGV[at]] = { ring = ARGV[at + 1], prefixes = prefixes, in_use = in_use, lists = {} }
+end
+
+-- The queues in order, as runs of ungrouped lists (read by one LMPOP each)
+-- and grouped queues (read through their rings).
+local runs, name_of = {}, {}
 for i = 3, #KEYS do
-  if not paused[ARGV[i]] then
-    keys[#keys + 1] = KEYS[i]
-    name_of[KEYS[i]] = ARGV[i]
+  local name = ARGV[i]
+  name_of[KEYS[i]] = name
+  if not paused[name] then
+    local group = grouped[name]
+    if group then
+      if #group.lists == 0 then
+        runs[#runs + 1] = { grouped = name }
+      end
+      group.lists[#group.lists + 1] = KEYS[i]
+    else
+      local last = runs[#runs]
+      if not last or last.grouped then
+        last = { lists = {} }
+        runs[#runs + 1] = last
+      end
+      last.lists[#last.lists + 1] = KEYS[i]
+    end
   end
 end
 
 local taken = {}
 local count = 0
 
--- One HSET per batch of jobs (bounded: Lua's unpack has a stack limit).
-local function record(jobs)
-  for first = 1, #jobs, 500 do
+-- Jobs popped from list `key` (of queue `name`, or a queue's list).
+local function took(key, name, jobs)
+  for _, job in ipairs(jobs) do
+    taken[#taken + 1] = name_of[key] or name
+    taken[#taken + 1] = job
+  end
+  count = count + #jobs
+end
+
+-- What was taken, recorded in progress with one HSET per 500 jobs
+-- (bounded: Lua's unpack has a stack limit), the i-th under token
+-- first_token + i.
+local function record()
+  if not first_token then
+    return
+  end
+  for first = 1, count, 500 do
     local fields = {}
-    for i = first, math.min(first + 499, #jobs) do
-      fields[#fields + 1] = string.format("%d", first_token + count + i - 1)
-      fields[#fields + 1] = jobs[i]
+    for i = first, math.min(first + 499, count) do
+      fields[#fields + 1] = string.format("%d", first_token + i - 1)
+      fields[#fields + 1] = taken[2 * i]
     end
     redis.call("HSET", KEYS[2], unpack(fields))
   end
 end
 
--- Redis 6.2: one RPOP per job, queue by queue.
-local function one_by_one()
-  for _, key in ipairs(keys) do
-    while count < wanted do
-      local job = redis.call("RPOP", key)
-      if not job then
+-- Up to `most` jobs from `lists`, tried in order (a group's lists are of
+-- queue `name`); returns how many. Redis 6.2 has no LMPOP: one RPOP per
+-- job there.
+local has_lmpop = true
+local function take_from(lists, most, name)
+  local before = count
+  local limit = count + most
+  if #lists == 1 and has_lmpop then
+    -- One list (a group's at the default level): RPOP with a count is
+    -- LMPOP's cheaper twin (Redis >= 6.2, as LMPOP needs 7).
+    local jobs = redis.call("RPOP", lists[1], most)
+    if jobs then
+      took(lists[1], name, jobs)
+    end
+    return count - before
+  end
+  while count < limit and #lists > 0 do
+    if has_lmpop then
+      local command = { "LMPOP", #lists }
+      for _, key in ipairs(lists) do
+        command[#command + 1] = key
+      end
+      command[#command + 1] = "RIGHT"
+      command[#command + 1] = "COUNT"
+      command[#command + 1] = limit - count
+      local popped = redis.pcall(unpack(command))
+      if type(popped) == "table" and popped.err then
+        if count > 0 then
+          -- What was taken is recorded: recovery gives it back.
+          record()
+          error(popped)
+        end
+        has_lmpop = false
+      elseif not popped then
+        break
+      else
+        took(popped[1], name, popped[2])
+      end
+    else
+      local any = false
+      for _, key in ipairs(lists) do
+        while count < limit do
+          local job = redis.call("RPOP", key)
+          if not job then
+            break
+          end
+          took(key, name, { job })
+          any = true
+        end
+      end
+      if not any or count >= limit then
         break
       end
-      record({ job })
-      taken[#taken + 1] = name_of[key]
-      taken[#taken + 1] = job
-      count = count + 1
     end
   end
-  return taken
+  return count - before
 end
 
-while count < wanted and #keys > 0 do
-  local command = { "LMPOP", #keys }
-  for _, key in ipairs(keys) do
-    command[#command + 1] = key
+-- The lists of `group` under each of `prefixes`.
+local function group_lists(prefixes, group)
+  local lists = {}
+  for _, prefix in ipairs(prefixes) do
+    lists[#lists + 1] = prefix .. group
   end
-  command[#command + 1] = "RIGHT"
-  command[#command + 1] = "COUNT"
-  command[#command + 1] = wanted - count
-  local popped = redis.pcall(unpack(command))
-  if type(popped) == "table" and popped.err then
-    if count == 0 then
-      return one_by_one()
+  return lists
+end
+
+-- A grouped queue: rounds of one job (or an even share) from each of the
+-- groups with the fewest turns, at most a few rounds per fetch.
+local function take_grouped(name)
+  local queue = grouped[name]
+  for _ = 1, 4 do
+    local need = wanted - count
+    if need <= 0 then
+      return
     end
-    return redis.error_reply(popped.err)
+    local ring = redis.call("ZRANGE", queue.ring, 0, need - 1, "WITHSCORES")
+    local members = #ring / 2
+    if members == 0 then
+      take_from(queue.lists, need, name)
+      return
+    end
+    local turns, gone = {}, {}
+    local gave, passed = false, false
+    for m = 1, members do
+      if count >= wanted then
+        break
+      end
+      -- An even share of what is still wanted among the members left, so
+      -- one that has fewer jobs leaves the rest to those after it.
+      local share = math.ceil((wanted - count) / (members - m + 1))
+      local group, score = ring[2 * m - 1], tonumber(ring[2 * m])
+      local got
+      if group == "" then
+        got = take_from(queue.lists, share, name)
+      elseif #queue.in_use == 1 then
+        -- The usual case, one level in use: one RPOP, no list of lists.
+        local key = queue.in_use[1] .. group
+        local jobs = redis.call("RPOP", key, share)
+        got = jobs and #jobs or 0
+        if got > 0 then
+          took(key, name, jobs)
+        end
+      else
+        got = take_from(group_lists(queue.in_use, group), share, name)
+      end
+      if got == 0 and group ~= "" and #queue.in_use < 10 then
+        local all = group_lists(queue.prefixes, group)
+        if redis.call("EXISTS", unpack(all)) > 0 then
+          got = take_from(all, share, name)
+        end
+      end
+      if got > 0 then
+        gave = true
+        turns[#turns + 1] = score + got
+        turns[#turns + 1] = group
+      elseif group ~= "" then
+        -- Every list of the group is empty (and so gone).
+        gone[#gone + 1] = group
+      elseif members > 1 or (need == 1 and redis.call("ZCARD", queue.ring) > 1) then
+        -- No ungrouped jobs: "" stays while a group is in the ring, its
+        -- turn passed (counted as taken, so it is not asked every fetch).
+        turns[#turns + 1] = score + share
+        turns[#turns + 1] = group
+        passed = true
+      else
+        gone[#gone + 1] = group
+      end
+    end
+    if #gone > 0 then
+      redis.call("ZREM", queue.ring, unpack(gone))
+    end
+    if #turns > 0 then
+      redis.call("ZADD", queue.ring, unpack(turns))
+    end
+    -- Another round when this one took jobs, or passed over members that
+    -- had none (the next round reads the members after them).
+    if not gave and not passed and #gone == 0 then
+      return
+    end
   end
-  if not popped then
+end
+
+for _, run in ipairs(runs) do
+  if count >= wanted then
     break
   end
-  local key, jobs = popped[1], popped[2]
-  record(jobs)
-  for _, job in ipairs(jobs) do
-    taken[#taken + 1] = name_of[key]
-    taken[#taken + 1] = job
+  if run.grouped then
+    take_grouped(run.grouped)
+  else
+    take_from(run.lists, wanted - count, nil)
   end
-  count = count + #jobs
 end
+record()
 return taken

@@ -1,4 +1,4 @@
--- Fragments (prepended, in this order): wake.lua
+-- Fragments (prepended, in this order): wake.lua, group.lua
 -- Push jobs, in one atomic step: the immediate ones onto their queues (and
 -- each queue's name into NS:queues), the future ones into the schedule, and
 -- the `queued`/`scheduled` result records of those that keep their result.
@@ -8,12 +8,15 @@
 --
 -- The priority levels the jobs use (other than the default) are listed
 -- first, for workers to find their lists (list_priority_level, wake.lua).
+-- A list of a group that was empty enters the group in its queue's ring
+-- (enter_group_if_was_empty, group.lua).
 --
 -- KEYS[1]         NS:queues (set)
 -- KEYS[2]         NS:schedule (zset)
 -- KEYS[3]         NS:priorities (set)
 -- KEYS[4..3+Q]    the lists pushed to: NS:queue:<q>, or NS:queue@<level>:<q>
---                 for a priority level other than the default
+--                 for a priority level other than the default, or a
+--                 group's list (NS:group:<q> <group>, see groups.rs)
 -- KEYS[4+Q..]     NS:result:<jid>, one per result record
 -- ARGV[1]         the wake channel
 -- ARGV[2]         Q, the number of lists
@@ -27,8 +30,9 @@
 --                 fails the push before anything is written (error
 --                 NOBATCH <id>).
 -- ARGV[..]        P levels ("<level> <queue>"); then per list (aligned with
---                 its key): its queue's name, its job count n, then the n
---                 payloads (pushed in that order); then per scheduled job:
+--                 its key): its queue's name, its queue's ring (NS:groups:<q>,
+--                 or "" for ungrouped jobs), its group (or ""), its job
+--                 count n, then the n payloads (pushed in that order); then per scheduled job:
 --                 run-at score, payload; then per record: TTL (whole
 --                 seconds), record
 --
@@ -56,8 +60,9 @@ for _ = 1, tonumber(ARGV[5]) do
 end
 local written = 0
 for q = 1, queues do
-  local key, name, n = KEYS[3 + q], ARGV[at], tonumber(ARGV[at + 1])
-  at = at + 2
+  local key, name, ring, group = KEYS[3 + q], ARGV[at], ARGV[at + 1], ARGV[at + 2]
+  local n = tonumber(ARGV[at + 3])
+  at = at + 4
   redis.call("SADD", KEYS[1], name)
   local length = 0
   -- Bounded pushes: Lua's unpack has a stack limit.
@@ -65,6 +70,7 @@ for q = 1, queues do
     length = redis.call("LPUSH", key, unpack(ARGV, first, math.min(first + 999, at + n - 1)))
   end
   wake_if_was_empty(ARGV[1], name, length, n)
+  enter_group_if_was_empty(ring, group, length, n, KEYS[3], ARGV[1], name)
   at = at + n
   written = written + n
 end

@@ -1,4 +1,4 @@
--- Fragments (prepended, in this order): wake.lua
+-- Fragments (prepended, in this order): wake.lua, group.lua
 -- Sharded by queue: push jobs handed over from the namespace's slot (the
 -- outbox, see outbox.rs) onto their queue, each at most once. A hand-over
 -- is repeated until its outbox entry is gone (by the process that made it,
@@ -6,12 +6,16 @@
 -- sets its marker: a repeat finds the marker and pushes nothing.
 --
 -- KEYS[1]   {NS:<q>}:queue, or {NS:<q>}:queue@<level> for a priority level
---           other than the default (list)
+--           other than the default, or a group's list (see groups.rs)
 -- KEYS[2..] {NS:<q>}:landed:<hand-over id>, one per payload
 -- ARGV[1]   the wake channel (NS:wake; see wake.lua, prepended)
 -- ARGV[2]   queue name
 -- ARGV[3]   marker TTL (whole seconds)
--- ARGV[4..] the payloads, aligned with KEYS[2..]
+-- ARGV[4]   the queue's ring (NS:groups:<q>) for a group's list, else ""
+-- ARGV[5]   the group, or ""
+-- ARGV[6]   NS:priorities, where a queue's first group lists it (group.lua;
+--           never sharded by queue: groups are on the namespace's slot)
+-- ARGV[7..] the payloads, aligned with KEYS[2..]
 --
 -- Returns the number of jobs pushed (repeats are not counted).
 -- Fail before writing anything (a marker without its job would lose it).
@@ -23,7 +27,9 @@ local pushed = 0
 for i = 2, #KEYS do
   if redis.call("SET", KEYS[i], "1", "NX", "EX", ARGV[3]) then
     pushed = pushed + 1
-    wake_if_was_empty(ARGV[1], ARGV[2], redis.call("LPUSH", KEYS[1], ARGV[2 + i]), 1)
+    local length = redis.call("LPUSH", KEYS[1], ARGV[5 + i])
+    wake_if_was_empty(ARGV[1], ARGV[2], length, 1)
+    enter_group_if_was_empty(ARGV[4], ARGV[5], length, 1, ARGV[6], ARGV[1], ARGV[2])
   end
 end
 return pushed

@@ -1,10 +1,11 @@
--- Fragments (prepended, in this order): wake.lua
+-- Fragments (prepended, in this order): wake.lua, group.lua
 -- Push a unique job: take its lock (`SET NX EX`, value = jid) and push it,
 -- in one atomic step. A duplicate (lock held) writes nothing.
 --
 -- KEYS[1] NS:unique:<digest> (string)
 -- KEYS[2] NS:queues (set)
--- KEYS[3] NS:queue:<q> (list) for an immediate job, NS:schedule (zset) for a
+-- KEYS[3] the job's list (NS:queue:<q>, a level's or its group's, see
+--         groups.rs) for an immediate job, NS:schedule (zset) for a
 --         future one, NS:outbox (hash) for an immediate job sharded by queue
 --         (its queue is on another slot: see outbox.rs)
 -- ARGV[1] jid
@@ -21,6 +22,9 @@
 -- KEYS[5] NS:priorities (set)
 -- ARGV[11] the job's priority level, "<level> <queue>", or "" for the
 --          default (see list_priority_level in wake.lua, prepended)
+-- ARGV[12] the queue's ring (NS:groups:<q>), or "" for a job without a
+--          group (see group.lua, prepended)
+-- ARGV[13] the job's group, or ""
 --
 -- Returns 1 if pushed (or already pushed under this jid), 0 if another job
 -- with the same digest holds the lock.
@@ -46,7 +50,9 @@ elseif ARGV[3] == "outbox" then
   redis.call("HSET", KEYS[3], ARGV[10], ARGV[4] .. "\n" .. ARGV[5])
 else
   redis.call("SADD", KEYS[2], ARGV[4])
-  wake_if_was_empty(ARGV[9], ARGV[4], redis.call("LPUSH", KEYS[3], ARGV[5]), 1)
+  local length = redis.call("LPUSH", KEYS[3], ARGV[5])
+  wake_if_was_empty(ARGV[9], ARGV[4], length, 1)
+  enter_group_if_was_empty(ARGV[12], ARGV[13], length, 1, KEYS[5], ARGV[9], ARGV[4])
 end
 if (ARGV[7] or "0") ~= "0" then
   redis.call("SET", KEYS[4], ARGV[8], "EX", ARGV[7])

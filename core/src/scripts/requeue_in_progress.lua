@@ -1,4 +1,4 @@
--- Fragments (prepended, in this order): clock.lua, wake.lua, in_progress.lua
+-- Fragments (prepended, in this order): clock.lua, wake.lua, group.lua, in_progress.lua
 -- Put one job in progress back on its queue, on the end that is popped
 -- next, in one atomic step (take off the in-progress key + push + re-take its
 -- periodic run lock). Used by shutdown (own list, no staleness check) and
@@ -15,7 +15,7 @@
 -- KEYS[1] NS:in_progress:<identity> (hash, or a list of an earlier release)
 -- KEYS[2] NS:queues (set)
 -- KEYS[3] the job's list: NS:queue:<q>, or NS:queue@<level>:<q> at a priority
---         level other than the default
+--         level other than the default, or its group's list (groups.rs)
 -- KEYS[4] NS:last_beat (hash)
 -- ARGV[1] the payload exactly as it stands in progress
 -- ARGV[2] queue name
@@ -35,10 +35,13 @@
 --          slot and the caller lists them first, see list_queues.lua)
 -- KEYS[6] NS:priorities (set; see list_priority_level in wake.lua)
 -- ARGV[12] "<level> <queue>", or "" at the default level
+-- ARGV[13] the queue's ring (NS:groups:<q>), or "" for a job without a group
+-- ARGV[14] the job's group, or ""
 --
 -- The level is listed in the same step as the push, as every path that
 -- puts a job on a level's list does: a job given back onto a level whose
--- listing was lost once sat on a list no worker read.
+-- listing was lost once sat on a list no worker read. So is a grouped
+-- job's group entered in its ring (group.lua).
 --
 -- Returns 1 if requeued, 0 if the job was no longer in progress, -1 if
 -- the owner has beaten within the threshold (nothing changed).
@@ -57,7 +60,9 @@ if ARGV[11] ~= "0" then
   redis.call("SADD", KEYS[2], ARGV[2])
   list_priority_level(KEYS[6], ARGV[10], ARGV[12])
 end
-wake_if_was_empty(ARGV[10], ARGV[2], redis.call("RPUSH", KEYS[3], ARGV[1]), 1)
+local length = redis.call("RPUSH", KEYS[3], ARGV[1])
+wake_if_was_empty(ARGV[10], ARGV[2], length, 1)
+enter_group_if_was_empty(ARGV[13], ARGV[14], length, 1, KEYS[6], ARGV[10], ARGV[2])
 if ARGV[5] == "1" then
   local owner = redis.call("GET", KEYS[5])
   if not owner then

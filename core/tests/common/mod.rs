@@ -287,6 +287,28 @@ pub async fn limiter_refusals(redis: &TestRedis, name: &str) -> i64 {
         .unwrap_or(0)
 }
 
+/// Waits until a [`recording_worker`] has run `n` jobs.
+pub async fn wait_ran(ran: &Arc<Mutex<Vec<i64>>>, n: usize) {
+    let ran = ran.clone();
+    wait_until(&format!("{n} jobs ran"), Duration::from_secs(15), move || {
+        let ran = ran.clone();
+        async move { ran.lock().unwrap().len() >= n }
+    })
+    .await;
+}
+
+/// `payload` held in progress (entry `field`) by the process `ghost`,
+/// whose last beat was long ago: recovery's to give back.
+pub async fn leave_orphan(conn: &mut redis::aio::MultiplexedConnection, field: &str, payload: &str) {
+    let _: () = redis::pipe()
+        .hset("cogworker:in_progress:ghost", field, payload)
+        .sadd("cogworker:in_progress_identities", "ghost")
+        .hset("cogworker:last_beat", "ghost", 1)
+        .query_async(conn)
+        .await
+        .unwrap();
+}
+
 /// A worker with one slot that records the first arg of each `Step` it
 /// runs, each taking `pause`.
 pub fn recording_worker(config: Config, pause: Duration) -> (Worker, Arc<Mutex<Vec<i64>>>) {

@@ -44,10 +44,13 @@ module Cogworker
       # is pending, at most that long, pushing another returns nil),
       # `result_ttl:` seconds (keep what `perform` returns, JSON data, or
       # the error that long; read it with `Cogworker::Client.result(jid)`),
-      # `expires_in:`, `limits:`, ... (see `Client.options`).
+      # `expires_in:`, `limits:`, `group:` (its tenant within its queue, or a
+      # Proc of its args that returns one: see docs/fairness.md), ... (see
+      # `Client.options`).
       def cogworker_options(**options)
         options = cogworker_push_options.merge(Client.options(options))
-        Native.prepare_job(name || 'AnonymousJob', [], options)
+        # A group computed from the args (a Proc) is called at each push, with them.
+        Native.prepare_job(name || 'AnonymousJob', [], options.reject { |k, v| k == 'group' && v.is_a?(Proc) })
         @cogworker_push_options = options
       end
 

@@ -1,0 +1,146 @@
+//! `bench --fair`: fair groups (issue #46). One worker process at
+//! concurrency 10, reliable fetch, on a private Redis each row:
+//!
+//! 1. Tenant A's backlog of `--jobs` no-op jobs (100,000) is queued, the
+//!    worker starts draining it, then tenant B pushes 10 `Probe` jobs one
+//!    at a time: B's pickup latency (push to handler start) p50 / p99 /
+//!    max, with A and B as groups of the queue, and with no groups (B then
+//!    waits behind A's backlog).
+//! 2. The drain rate of the same number of jobs on a plain queue and
+//!    spread over 1,000 groups, with Redis commands per job (INFO
+//!    commandstats, scripts' inner commands included).
+
+use cogworker::{Client, Job};
+use redis::AsyncCommands;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+use super::{
+    command_counts, percentile_ms, private_redis, redis_cpu_secs, reset_stats, start_workers, stop_and_read_latencies,
+};
+
+const B_JOBS: usize = 10;
+
+pub async fn run(jobs: usize) -> Result<(), Box<dyn std::error::Error>> {
+    println!(
+        "cogworker {} fair groups (release build, private redis, 1 worker process x concurrency 10, reliable fetch)",
+        env!("CARGO_PKG_VERSION")
+    );
+    println!("| run | B's pickup p50 / p99 / max |");
+    println!("|---|---|");
+    for grouped in [true, false] {
+        let latencies = tenant_b_behind_a(jobs, grouped).await?;
+        println!(
+            "| {} | {:.1} / {:.1} / {:.1} ms |",
+            if grouped { "A and B are groups" } else { "no groups" },
+            percentile_ms(&latencies, 0.5),
+            percentile_ms(&latencies, 0.99),
+            latencies.iter().copied().fold(0.0, f64::max) * 1000.0,
+        );
+    }
+    println!();
+    println!(
+        "| drain of {jobs} no-op jobs | jobs/s | redis CPU per job | redis commands per job | top commands per job |"
+    );
+    println!("|---|---|---|---|---|");
+    for groups in [0usize, 1, 1000] {
+        let (rate, cpu, per_job, top) = drain(jobs, groups).await?;
+        let label = match groups {
+            0 => "plain queue".to_string(),
+            1 => "one group".to_string(),
+            n => format!("over {n} groups"),
+        };
+        println!("| {label} | {rate:.0} | {cpu:.1} µs | {per_job:.2} | {top} |");
+    }
+    Ok(())
+}
+
+async fn push_backlog(client: &Client, jobs: usize, groups: usize) -> Result<(), Box<dyn std::error::Error>> {
+    for chunk in 0..jobs.div_ceil(1000) {
+        let bulk = (chunk * 1000..((chunk + 1) * 1000).min(jobs))
+            .map(|n| match groups {
+                0 => Job::new("Noop"),
+                groups => Job::new("Noop").group(format!("tenant-{}", n % groups)),
+            })
+            .collect();
+        client.push_bulk(bulk).await?;
+    }
+    Ok(())
+}
+
+async fn wait_processed(
+    client: &Client,
+    conn: &mut redis::aio::MultiplexedConnection,
+    n: usize,
+    limit: Duration,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let processed = client.keys().stat("processed", None);
+    let started = Instant::now();
+    while conn.get::<_, Option<usize>>(&processed).await?.unwrap_or(0) < n {
+        if started.elapsed() > limit {
+            return Err(format!("{n} jobs were not processed within {limit:?}").into());
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    Ok(())
+}
+
+/// B's pickup latencies (seconds).
+async fn tenant_b_behind_a(jobs: usize, grouped: bool) -> Result<Vec<f64>, Box<dyn std::error::Error>> {
+    let (redis, client, mut conn) = private_redis().await?;
+    let group = |name: &str, job: Job| if grouped { job.group(name) } else { job };
+    for chunk in 0..jobs.div_ceil(1000) {
+        let bulk = (chunk * 1000..((chunk + 1) * 1000).min(jobs))
+            .map(|_| group("a", Job::new("Noop")))
+            .collect();
+        client.push_bulk(bulk).await?;
+    }
+    let mut children = start_workers(&redis.url(), 1, &[], &[], &client, &mut conn).await?;
+    wait_processed(&client, &mut conn, 1000, Duration::from_secs(30)).await?;
+    for _ in 0..B_JOBS {
+        client
+            .push(group("b", Job::new("Probe").args([json!(cogworker::now())])))
+            .await?;
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    // B's probes are the only jobs whose pickup the worker notes.
+    wait_processed(&client, &mut conn, jobs + B_JOBS, Duration::from_secs(120)).await?;
+    let latencies = stop_and_read_latencies(&mut children[0])?;
+    drop(redis);
+    Ok(latencies)
+}
+
+/// Drains `jobs` no-op jobs over `groups` groups (0: none): jobs per second,
+/// Redis's CPU per job (µs), Redis commands per job and the top commands.
+async fn drain(jobs: usize, groups: usize) -> Result<(f64, f64, f64, String), Box<dyn std::error::Error>> {
+    let (redis, client, mut conn) = private_redis().await?;
+    push_backlog(&client, jobs, groups).await?;
+    reset_stats(&mut conn).await?;
+    let cpu_before = redis_cpu_secs(&mut conn).await?;
+    let started = Instant::now();
+    let mut children = start_workers(&redis.url(), 1, &[], &[], &client, &mut conn).await?;
+    wait_processed(&client, &mut conn, jobs, Duration::from_secs(120)).await?;
+    let secs = started.elapsed().as_secs_f64();
+    let cpu = redis_cpu_secs(&mut conn).await? - cpu_before;
+    let counts = command_counts(&mut conn).await?;
+    let polls: u64 = counts
+        .iter()
+        .filter(|(name, _)| name == "get" || name == "scard")
+        .map(|(_, n)| n)
+        .sum();
+    let total: u64 = counts.iter().map(|(_, n)| n).sum::<u64>() - polls;
+    let top: Vec<String> = counts
+        .iter()
+        .filter(|(name, _)| name != "get" && name != "scard")
+        .take(6)
+        .map(|(name, n)| format!("{name} {:.2}", *n as f64 / jobs as f64))
+        .collect();
+    stop_and_read_latencies(&mut children[0])?;
+    drop(redis);
+    Ok((
+        jobs as f64 / secs,
+        1e6 * cpu / jobs as f64,
+        total as f64 / jobs as f64,
+        top.join(", "),
+    ))
+}

@@ -1,0 +1,129 @@
+//! Fair groups inside a queue: a job may carry a group key (`group`, a
+//! tenant, an account), and a queue whose jobs do is worked round-robin
+//! across the groups that have jobs, so one group's flood never makes
+//! another's jobs wait behind it. A lone group gets every worker.
+//!
+//! Layout (docs/internals.md, "Fair groups"): a grouped job waits on its
+//! group's list, `NS:group:<queue> <group>` (or `NS:group@<level>:...` at a
+//! priority level other than the default, so priorities still order jobs
+//! within a group); the queue's ring, `NS:groups:<queue>`, is a sorted set
+//! of the groups that have jobs, scored by the turns each has had. A fetch
+//! (`fetch_reliable.lua`) reads the ring's lowest scores, takes a job from
+//! each of those groups, and adds what it took to their scores, in the
+//! same atomic step that records the jobs in progress: crash-safe as an
+//! ungrouped fetch, and O(1) in the number of groups. The ring's member
+//! `""` stands for the queue's ungrouped jobs (its own lists), which so
+//! take turns as one group.
+//!
+//! Every path that puts a grouped job on its list enters the group in the
+//! ring when its list was empty (`group.lua`), and the first group of a
+//! queue lists the queue as grouped in the registry priority levels use
+//! (`NS:priorities`, member `"group <queue>"`), said on the wake channel:
+//! that is how workers learn to read the ring. A queue none of whose jobs
+//! carries a group is read as before: not one command or key more.
+
+use crate::keys::Keys;
+
+pub use crate::job::GROUP_MAX_LEN;
+
+/// What a registry member (in `NS:priorities`) that says a queue is
+/// grouped starts with, the queue's name following (`group.lua` writes it).
+const MEMBER_PREFIX: &str = "group ";
+
+/// The queue a registry member says is grouped; `None` for any other member.
+pub(crate) fn parse_member(member: &str) -> Option<&str> {
+    member.strip_prefix(MEMBER_PREFIX).filter(|queue| !queue.is_empty())
+}
+
+/// Where a job waits once it is queued, and what a script needs to enter
+/// its group in the ring: `ring` and `group` are empty for a job without
+/// a group.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Destination {
+    /// The list the job is pushed onto.
+    pub list: String,
+    /// Its queue's ring (`""`: not grouped).
+    pub ring: String,
+    /// Its group (`""`: none).
+    pub group: String,
+}
+
+impl Destination {
+    /// The list of `queue`'s jobs of `group` (if any) at priority `level`.
+    /// Sharded by queue, groups are not read (a push of one is refused):
+    /// a job that carries one anyway waits on its queue's list.
+    pub fn of(keys: &Keys, queue: &str, level: u8, group: Option<&str>) -> Self {
+        match group.filter(|_| !keys.is_sharded_by_queue()) {
+            Some(group) => Destination {
+                list: format!("{}{group}", keys.group_list_prefix(queue, level)),
+                ring: keys.group_ring(queue),
+                group: group.to_string(),
+            },
+            None => Destination {
+                list: keys.queue_at(queue, level),
+                ring: String::new(),
+                group: String::new(),
+            },
+        }
+    }
+
+    /// Where `job` waits.
+    pub fn of_job(keys: &Keys, job: &crate::job::Job) -> Self {
+        Destination::of(keys, job.queue_name(), job.priority_level(), job.group_key())
+    }
+}
+
+/// What a fetch is told of grouped `queue`: its name, its ring, the
+/// levels in use (`used`, a bit per level), and the prefix of its groups'
+/// lists at each level, highest first (a group that seems empty at the
+/// levels in use is checked at all of them before it leaves the ring).
+pub(crate) fn fetch_args(keys: &Keys, queue: &str, used: u16) -> Vec<String> {
+    let mut args = vec![queue.to_string(), keys.group_ring(queue), used.to_string()];
+    args.extend(
+        (0..=crate::job::HIGHEST_PRIORITY)
+            .rev()
+            .map(|level| keys.group_list_prefix(queue, level)),
+    );
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::valid_group;
+
+    #[test]
+    fn a_group_key_is_any_short_text_without_control_characters() {
+        assert!(valid_group("tenant-42"));
+        assert!(valid_group("acct:7 {eu}"));
+        assert!(valid_group(&"é".repeat(GROUP_MAX_LEN)));
+        assert!(!valid_group(""));
+        assert!(!valid_group(&"a".repeat(GROUP_MAX_LEN + 1)));
+        assert!(!valid_group("a\nb"));
+        assert_eq!(parse_member("group mail"), Some("mail"));
+        assert_eq!(parse_member("7 mail"), None);
+    }
+
+    #[test]
+    fn a_grouped_job_waits_on_its_groups_list_at_its_level() {
+        let keys = Keys::new("ns");
+        let plain = Destination::of(&keys, "mail", 5, None);
+        assert_eq!((plain.list.as_str(), plain.ring.as_str()), ("ns:queue:mail", ""));
+        let grouped = Destination::of(&keys, "mail", 5, Some("t 1"));
+        assert_eq!(grouped.list, "ns:group:mail t 1");
+        assert_eq!(grouped.ring, "ns:groups:mail");
+        assert_eq!(Destination::of(&keys, "mail", 9, Some("t")).list, "ns:group@9:mail t");
+        let args = fetch_args(&keys, "mail", 1 << 9);
+        assert_eq!(args.len(), 13);
+        assert_eq!(args[2], "512");
+        assert_eq!(args[3], "ns:group@9:mail ");
+        assert_eq!(args[7], "ns:group:mail ");
+        let sharded = Keys::sharded_by_queue("{ns}");
+        assert_eq!(sharded.group_list_prefix("mail", 0), "{ns:mail}:group@0 ");
+        assert_eq!(sharded.group_ring("mail"), "{ns:mail}:groups");
+        assert_eq!(
+            Destination::of(&sharded, "mail", 0, Some("t")).list,
+            "{ns:mail}:queue@0"
+        );
+    }
+}

@@ -1,0 +1,266 @@
+//! Fair groups inside a queue (issue #46, part 1): a queue whose jobs
+//! carry groups is worked round-robin across the groups that have jobs,
+//! decided in the fetch; every path that queues a grouped job enters its
+//! group in the ring; an empty group leaves no key behind.
+
+mod common;
+
+use cogworker::{Api, Client, FetchMode, Job};
+use common::*;
+use serde_json::json;
+use std::time::Duration;
+
+async fn push_steps(client: &Client, numbers: std::ops::Range<i64>, group: Option<&str>, level: Option<u8>) {
+    let jobs = numbers
+        .map(|n| {
+            let mut job = Job::new("Step").args([json!(n)]);
+            if let Some(group) = group {
+                job = job.group(group);
+            }
+            if let Some(level) = level {
+                job = job.priority(level);
+            }
+            job
+        })
+        .collect();
+    client.push_bulk(jobs).await.unwrap();
+}
+
+/// The keys that hold anything of a group (lists and rings).
+async fn group_keys(conn: &mut redis::aio::MultiplexedConnection) -> Vec<String> {
+    let mut keys: Vec<String> = redis::cmd("KEYS")
+        .arg("cogworker:group*")
+        .query_async(conn)
+        .await
+        .unwrap();
+    keys.sort();
+    keys
+}
+
+/// Tenant A's backlog does not hold back tenant B's jobs nor the queue's
+/// ungrouped ones: each takes its turn; priorities order a group's own
+/// jobs; the queue's size counts every group; and once drained, no group
+/// key is left.
+async fn groups_take_turns(fetch: FetchMode) {
+    let redis = TestRedis::start();
+    let mut config = redis.config();
+    config.set_fetch(fetch);
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    push_steps(&client, 0..30, Some("tenant-a"), None).await;
+    push_steps(&client, 30..32, Some("tenant-a"), Some(9)).await;
+    push_steps(&client, 100..103, Some("tenant b"), None).await;
+    push_steps(&client, 200..202, None, None).await;
+    let mut conn = redis.conn().await;
+    assert_eq!(
+        group_keys(&mut conn).await,
+        [
+            "cogworker:group:default tenant b",
+            "cogworker:group:default tenant-a",
+            "cogworker:group@9:default tenant-a",
+            "cogworker:groups:default",
+        ]
+    );
+    assert_eq!(api.queue("default").await.unwrap().size, 37, "every group counts");
+
+    let (worker, ran) = recording_worker(config, Duration::ZERO);
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    wait_ran(&ran, 37).await;
+    let order = ran.lock().unwrap().clone();
+    let position = |n: i64| order.iter().position(|&m| m == n).unwrap();
+    // Three members take turns (the ungrouped jobs are one): B's three
+    // jobs and the two ungrouped run within the first 3 rounds.
+    for n in [100, 101, 102, 200, 201] {
+        assert!(position(n) < 9, "{n} waited behind A's backlog: {order:?}");
+    }
+    let a: Vec<i64> = order.iter().copied().filter(|n| *n < 100).collect();
+    assert_eq!(
+        a[..3],
+        [30, 31, 0],
+        "A's own jobs by priority, then in push order: {order:?}"
+    );
+    assert_eq!(order.len(), 37, "each ran once: {order:?}");
+    let c = conn.clone();
+    wait_until("no group key left", Duration::from_secs(5), move || {
+        let mut c = c.clone();
+        async move { group_keys(&mut c).await.is_empty() }
+    })
+    .await;
+    handle.stop();
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn groups_take_turns_with_reliable_fetch() {
+    groups_take_turns(FetchMode::Reliable).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn groups_take_turns_with_basic_fetch() {
+    groups_take_turns(FetchMode::Basic).await;
+}
+
+/// A running worker hears of a queue's first group (the push says so on
+/// the wake channel) and gives the new tenant its turn at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_worker_learns_a_queue_is_grouped() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let (worker, ran) = recording_worker(config, Duration::from_millis(10));
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    push_steps(&client, 0..1, None, None).await;
+    wait_ran(&ran, 1).await;
+    push_steps(&client, 1..80, Some("a"), None).await;
+    wait_ran(&ran, 4).await;
+    push_steps(&client, 100..101, Some("b"), None).await;
+    wait_ran(&ran, 81).await;
+    let order = ran.lock().unwrap().clone();
+    let position = order.iter().position(|&m| m == 100).unwrap();
+    assert!(position < 20, "b's job waited behind a's: {order:?}");
+    handle.stop();
+    task.await.unwrap().unwrap();
+}
+
+/// A grouped job that fails goes back to its group when its retry is due,
+/// and one taken by a process that died goes back to its group's list, on
+/// the end taken next; both enter the group in the ring again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_and_given_back_jobs_return_to_their_group() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let mut conn = redis.conn().await;
+    // A dead process held a grouped job.
+    client
+        .push(Job::new("Step").args([json!(-1)]).group("g"))
+        .await
+        .unwrap();
+    let orphan = Job::new("Step")
+        .args([json!(7)])
+        .group("g")
+        .jid("a".repeat(24))
+        .to_json();
+    leave_orphan(&mut conn, "3", &orphan).await;
+    // A due retry of a grouped job, as the retry set holds it.
+    let due = json!({"class": "Step", "args": [8], "queue": "default", "group": "h",
+                     "jid": "b".repeat(24), "retry_count": 1});
+    let _: () = redis::cmd("ZADD")
+        .arg("cogworker:retry")
+        .arg(cogworker::now() - 1.0)
+        .arg(due.to_string())
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let api = Api::new(client.clone());
+    api.pause_queue("default").await.unwrap();
+    let (worker, ran) = recording_worker(config, Duration::ZERO);
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    let c = conn.clone();
+    wait_until(
+        "the orphan and the retry are queued",
+        Duration::from_secs(10),
+        move || {
+            let mut c = c.clone();
+            async move {
+                held(&mut c, "cogworker:in_progress:ghost").await == 0 && zcard(&mut c, "cogworker:retry").await == 0
+            }
+        },
+    )
+    .await;
+    assert_eq!(llen(&mut conn, "cogworker:group:default g").await, 2);
+    assert_eq!(llen(&mut conn, "cogworker:group:default h").await, 1);
+    let mut ring: Vec<String> = redis::cmd("ZRANGE")
+        .arg("cogworker:groups:default")
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    ring.sort();
+    assert_eq!(ring, ["", "g", "h"]);
+    api.unpause_queue("default").await.unwrap();
+    wait_ran(&ran, 3).await;
+    let order = ran.lock().unwrap().clone();
+    let g: Vec<i64> = order.iter().copied().filter(|n| *n != 8).collect();
+    assert_eq!(g, [7, -1], "given back on the end taken next: {order:?}");
+    handle.stop();
+    task.await.unwrap().unwrap();
+    assert!(group_keys(&mut conn).await.is_empty());
+}
+
+/// A group key is checked at push (the error names the field), and a raw
+/// payload with one no fetch could read back is buried, bytes kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_group_is_refused_at_push_and_buried_when_raw() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    for bad in [
+        json!(""),
+        json!("x".repeat(257)),
+        json!("a\nb"),
+        json!(42),
+        json!(-1),
+        json!(1e300),
+        json!(null),
+    ] {
+        let err = client
+            .push(Job::new("Step").field("group", bad.clone()))
+            .await
+            .unwrap_err();
+        assert_eq!(err.field(), Some("group"), "{bad}: {err}");
+    }
+    let mut conn = redis.conn().await;
+    let raw = r#"{"class":"Step","args":[1],"queue":"default","jid":"cccccccccccccccccccccccc","group":42}"#;
+    let _: () = redis::cmd("LPUSH")
+        .arg("cogworker:queue:default")
+        .arg(raw)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let (worker, ran) = recording_worker(config, Duration::ZERO);
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    let c = conn.clone();
+    wait_until("the payload is buried", Duration::from_secs(10), move || {
+        let mut c = c.clone();
+        async move { zcard(&mut c, "cogworker:dead").await == 1 }
+    })
+    .await;
+    let dead = zmembers(&mut conn, "cogworker:dead").await;
+    let dead: serde_json::Value = serde_json::from_slice(&dead[0]).unwrap();
+    assert!(
+        dead["error_message"].as_str().unwrap().contains("`group` is 42"),
+        "{dead}"
+    );
+    assert!(ran.lock().unwrap().is_empty());
+    handle.stop();
+    task.await.unwrap().unwrap();
+}
+
+/// A job without a group costs nothing: the queue is one list and nothing
+/// is listed; sharded by queue, a grouped push is refused by name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_group_touches_no_group_key_and_sharding_refuses_one() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    push_steps(&client, 0..3, None, None).await;
+    let mut conn = redis.conn().await;
+    assert!(group_keys(&mut conn).await.is_empty());
+    let listed: bool = redis::cmd("EXISTS")
+        .arg("cogworker:priorities")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(!listed);
+    let mut sharded = redis.config();
+    sharded.set_shard_by_queue(true);
+    let client = Client::new(&sharded).unwrap();
+    let err = client.push(Job::new("Step").group("g")).await.unwrap_err();
+    assert_eq!(err.field(), Some("group"), "{err}");
+}

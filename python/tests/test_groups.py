@@ -1,0 +1,68 @@
+"""Fair groups inside a queue (issue #46): a job's group, given at its push
+or computed from its args by its declaration, and the turns groups take."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import wait_for
+
+import cogworker
+from cogworker import testing
+
+RAN: list[tuple[Any, ...]] = []
+
+
+@cogworker.job(name="Groups.ByAccount", group=lambda account_id, *_: f"acct:{account_id}")
+def by_account(account_id: int, n: int) -> None:
+    RAN.append((account_id, n))
+
+
+@cogworker.job(name="Groups.Plain")
+def plain(n: int) -> None:
+    RAN.append(("plain", n))
+
+
+def setup_function() -> None:
+    RAN.clear()
+
+
+def test_a_declared_group_is_computed_from_each_pushs_args_and_checked_by_the_core() -> None:
+    with testing.fake():
+        by_account.enqueue(42, 1)
+        by_account.options(group="fixed").enqueue(7, 2)
+        by_account.options(group=lambda *_: None).enqueue(7, 3)
+        cogworker.Client().enqueue("Groups.Plain", 1, group="tenant-1")
+        cogworker.Client().enqueue_many("Groups.ByAccount", [(1, 0), (2, 0)], group=lambda a, _: f"t{a}")
+        jobs = testing.jobs_for("Groups.ByAccount")
+        assert [job.get("group") for job in jobs] == ["acct:42", "fixed", None, "t1", "t2"]
+        assert testing.jobs_for("Groups.Plain")[0]["group"] == "tenant-1"
+        # What the function returns is checked as any group; what it
+        # raises, the push raises.
+        for bad in ["", 42, "x" * 257, "a\nb"]:
+            with pytest.raises(cogworker.InvalidJob, match="group"):
+                by_account.options(group=lambda *_, bad=bad: bad).enqueue(1, 1)
+        with pytest.raises(ZeroDivisionError):
+            by_account.options(group=lambda *_: 1 / 0).enqueue(1, 1)
+        for bad in ["", 42, -1, float("nan"), float("inf"), ["a"], {"a": 1}]:
+            with pytest.raises(cogworker.InvalidJob, match="group"):
+                plain.options(group=bad).enqueue(1)  # type: ignore[arg-type]
+    with pytest.raises(cogworker.InvalidJob, match="group"):
+        cogworker.job(name="Groups.Bad", group=7)(plain.func)  # type: ignore[arg-type]
+
+
+def test_a_tenants_backlog_does_not_hold_back_anothers_jobs(configured, worker_factory) -> None:
+    for n in range(30):
+        by_account.enqueue(1, n)
+    by_account.enqueue(2, 0)
+    by_account.enqueue(2, 1)
+    plain.enqueue(0)
+    assert configured.cli_raw("LLEN", "cogworker:group:default acct:1") == "30"
+    assert cogworker.Api().queue("default")["size"] == 33
+    worker_factory(concurrency=1)
+    wait_for("every job ran", lambda: len(RAN) == 33)
+    assert RAN.index((2, 0)) < 4 and RAN.index((2, 1)) < 7, RAN
+    assert RAN.index(("plain", 0)) < 4, RAN
+    assert [n for account, n in RAN if account == 1] == list(range(30))
+    assert configured.cli_raw("KEYS", "cogworker:group*") == ""

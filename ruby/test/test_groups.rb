@@ -1,0 +1,61 @@
+# frozen_string_literal: true
+
+require_relative 'test_helper'
+
+# A job class whose group is computed from its args.
+class ByAccountJob
+  include Cogworker::Job
+  cogworker_options group: ->(account_id, *) { "acct:#{account_id}" }
+  def perform(account_id, n) = Jobs.record([account_id, n])
+end
+
+# Fair groups inside a queue (issue #46): a job's group, given at its push
+# or computed from its args by its declaration, and the turns groups take.
+class TestGroups < Minitest::Test
+  include CogworkerTest
+
+  def test_a_declared_group_is_computed_from_each_pushs_args_and_checked_by_the_core
+    Cogworker::Testing.fake! do
+      ByAccountJob.perform_async(42, 1)
+      ByAccountJob.set(group: 'fixed').perform_async(7, 2)
+      ByAccountJob.set(group: proc { nil }).perform_async(7, 3)
+      Cogworker::Client.push('EchoJob', [1], group: 'tenant-1')
+      Cogworker::Client.push_bulk('ByAccountJob', [[1, 0], [2, 0]], group: ->(a, _) { "t#{a}" })
+      groups = Cogworker::Testing.jobs_for('ByAccountJob').map { |job| job['group'] }
+      assert_equal ['acct:42', 'fixed', nil, 't1', 't2'], groups
+      assert_equal 'tenant-1', EchoJob.jobs.first['group']
+      # What the Proc returns is checked as any group; what it raises, the
+      # push raises.
+      ['', 42, 'x' * 257, "a\nb"].each do |bad|
+        error = assert_raises(Cogworker::InvalidJob) { ByAccountJob.set(group: proc { bad }).perform_async(1, 1) }
+        assert_includes error.message, 'group'
+      end
+      assert_raises(ZeroDivisionError) { ByAccountJob.set(group: proc { 1 / 0 }).perform_async(1, 1) }
+      ['', 42, -1, Float::NAN, Float::INFINITY, ['a'], { 'a' => 1 }].each do |bad|
+        error = assert_raises(Cogworker::InvalidJob) { EchoJob.set(group: bad).perform_async(1) }
+        assert_includes error.message, 'group'
+      end
+    end
+    error = assert_raises(Cogworker::InvalidJob) do
+      Class.new { include Cogworker::Job }.class_eval { cogworker_options(group: 7) }
+    end
+    assert_includes error.message, 'group'
+  end
+
+  def test_a_tenants_backlog_does_not_hold_back_anothers_jobs
+    30.times { |n| ByAccountJob.perform_async(1, n) }
+    ByAccountJob.perform_async(2, 0)
+    ByAccountJob.perform_async(2, 1)
+    EchoJob.perform_async('plain')
+    assert_equal '30', @redis.cli('LLEN', 'cogworker:group:default acct:1')
+    assert_equal 33, Cogworker::Api.new.queue('default')['size']
+    start_runner(concurrency: 1)
+    wait_for('every job ran') { Jobs.seen.size == 33 }
+    seen = Jobs.seen
+    assert_operator seen.index([2, 0]), :<, 4, seen.inspect
+    assert_operator seen.index([2, 1]), :<, 7, seen.inspect
+    assert_operator seen.index(['plain']), :<, 4, seen.inspect
+    assert_equal (0...30).to_a, seen.select { |account, _| account == 1 }.map(&:last)
+    assert_equal '', @redis.cli('KEYS', 'cogworker:group*')
+  end
+end
