@@ -30,9 +30,27 @@ pub use crate::job::GROUP_MAX_LEN;
 /// grouped starts with, the queue's name following (`group.lua` writes it).
 const MEMBER_PREFIX: &str = "group ";
 
-/// The queue a registry member says is grouped; `None` for any other member.
-pub(crate) fn parse_member(member: &str) -> Option<&str> {
-    member.strip_prefix(MEMBER_PREFIX).filter(|queue| !queue.is_empty())
+/// What the registry member that says some group of a queue has a weight
+/// starts with (`group_control.lua` writes it).
+const WEIGHTS_PREFIX: &str = "group-weights ";
+
+/// What a registry member says of a queue's groups.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Listed<'a> {
+    /// The queue is grouped.
+    Grouped(&'a str),
+    /// Some group of the queue has a weight.
+    Weighted(&'a str),
+}
+
+/// What a registry member says of a queue's groups; `None` for a member
+/// that is not about groups.
+pub(crate) fn parse_member(member: &str) -> Option<Listed<'_>> {
+    if let Some(queue) = member.strip_prefix(MEMBER_PREFIX) {
+        return (!queue.is_empty()).then_some(Listed::Grouped(queue));
+    }
+    let queue = member.strip_prefix(WEIGHTS_PREFIX)?;
+    (!queue.is_empty()).then_some(Listed::Weighted(queue))
 }
 
 /// Where a job waits once it is queued, and what a script needs to enter
@@ -74,11 +92,18 @@ impl Destination {
 }
 
 /// What a fetch is told of grouped `queue`: its name, its ring, the
-/// levels in use (`used`, a bit per level), and the prefix of its groups'
-/// lists at each level, highest first (a group that seems empty at the
-/// levels in use is checked at all of them before it leaves the ring).
-pub(crate) fn fetch_args(keys: &Keys, queue: &str, used: u16) -> Vec<String> {
-    let mut args = vec![queue.to_string(), keys.group_ring(queue), used.to_string()];
+/// levels in use (`used`, a bit per level), its weights hash when some
+/// group of it has a weight (else `""`: nothing to read), and the prefix of
+/// its groups' lists at each level, highest first (a group that seems
+/// empty at the levels in use is checked at all of them before it leaves
+/// the ring).
+pub(crate) fn fetch_args(keys: &Keys, queue: &str, used: u16, weighted: bool) -> Vec<String> {
+    let weights = if weighted {
+        keys.group_weights(queue)
+    } else {
+        String::new()
+    };
+    let mut args = vec![queue.to_string(), keys.group_ring(queue), used.to_string(), weights];
     args.extend(
         (0..=crate::job::HIGHEST_PRIORITY)
             .rev()
@@ -100,7 +125,9 @@ mod tests {
         assert!(!valid_group(""));
         assert!(!valid_group(&"a".repeat(GROUP_MAX_LEN + 1)));
         assert!(!valid_group("a\nb"));
-        assert_eq!(parse_member("group mail"), Some("mail"));
+        assert_eq!(parse_member("group mail"), Some(Listed::Grouped("mail")));
+        assert_eq!(parse_member("group-weights mail"), Some(Listed::Weighted("mail")));
+        assert_eq!(parse_member("group "), None);
         assert_eq!(parse_member("7 mail"), None);
     }
 
@@ -113,11 +140,13 @@ mod tests {
         assert_eq!(grouped.list, "ns:group:mail t 1");
         assert_eq!(grouped.ring, "ns:groups:mail");
         assert_eq!(Destination::of(&keys, "mail", 9, Some("t")).list, "ns:group@9:mail t");
-        let args = fetch_args(&keys, "mail", 1 << 9);
-        assert_eq!(args.len(), 13);
+        let args = fetch_args(&keys, "mail", 1 << 9, false);
+        assert_eq!(args.len(), 14);
         assert_eq!(args[2], "512");
-        assert_eq!(args[3], "ns:group@9:mail ");
-        assert_eq!(args[7], "ns:group:mail ");
+        assert_eq!(args[3], "");
+        assert_eq!(args[4], "ns:group@9:mail ");
+        assert_eq!(args[8], "ns:group:mail ");
+        assert_eq!(fetch_args(&keys, "mail", 0, true)[3], "ns:group_weights:mail");
         let sharded = Keys::sharded_by_queue("{ns}");
         assert_eq!(sharded.group_list_prefix("mail", 0), "{ns:mail}:group@0 ");
         assert_eq!(sharded.group_ring("mail"), "{ns:mail}:groups");

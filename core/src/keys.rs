@@ -95,6 +95,14 @@ impl Keys {
             None => format!("{}:groups:{name}", self.ns),
         }
     }
+    /// Hash: the weights of queue `name`'s groups that have one (group ->
+    /// weight; see [`crate::groups`]).
+    pub fn group_weights(&self, name: &str) -> String {
+        match self.queue_slot(name) {
+            Some(slot) => format!("{slot}:group_weights"),
+            None => format!("{}:group_weights:{name}", self.ns),
+        }
+    }
     /// The prefix of queue `name`'s group lists at priority `level`: the
     /// list of group `g` is the prefix followed by `g`. Queue names hold
     /// no spaces, so the space before the group keeps two queues' groups

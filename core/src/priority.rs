@@ -79,6 +79,8 @@ pub(crate) fn lists(keys: &Keys, queue: &str, used: &HashMap<String, u16>) -> Ve
 pub(crate) struct Levels {
     used: RwLock<HashMap<String, u16>>,
     grouped: RwLock<HashSet<String>>,
+    /// Grouped queues some group of which has a weight.
+    weighted: RwLock<HashSet<String>>,
     /// The last read of the registry failed.
     unread: AtomicBool,
 }
@@ -90,8 +92,11 @@ impl Levels {
         for (queue, bits) in from_members(members) {
             *known.entry(queue).or_default() |= bits;
         }
-        let grouped = members.iter().filter_map(|m| crate::groups::parse_member(m.as_ref()));
-        self.grouped.write().unwrap().extend(grouped.map(str::to_string));
+        for member in members {
+            if let Some(listed) = crate::groups::parse_member(member.as_ref()) {
+                self.learn_groups(listed);
+            }
+        }
         self.unread.store(false, Ordering::Relaxed);
     }
 
@@ -109,13 +114,27 @@ impl Levels {
     /// and returns its queue.
     pub fn learn_message<'a>(&self, message: &'a str) -> Option<&'a str> {
         let member = message.strip_prefix(WAKE_PREFIX)?;
-        if let Some(queue) = crate::groups::parse_member(member) {
-            self.grouped.write().unwrap().insert(queue.to_string());
-            return Some(queue);
+        if let Some(listed) = crate::groups::parse_member(member) {
+            return Some(self.learn_groups(listed));
         }
         let (queue, level) = parse_member(member)?;
         *self.used.write().unwrap().entry(queue.to_string()).or_default() |= 1 << level;
         Some(queue)
+    }
+
+    /// Notes what a registry member says of a queue's groups; returns the queue.
+    fn learn_groups<'a>(&self, listed: crate::groups::Listed<'a>) -> &'a str {
+        let (set, queue) = match listed {
+            crate::groups::Listed::Grouped(queue) => (&self.grouped, queue),
+            crate::groups::Listed::Weighted(queue) => (&self.weighted, queue),
+        };
+        set.write().unwrap().insert(queue.to_string());
+        queue
+    }
+
+    /// Does some group of `queue` have a weight?
+    pub fn is_weighted(&self, queue: &str) -> bool {
+        self.weighted.read().unwrap().contains(queue)
     }
 
     /// The levels in use of `queue`, a bit per level.
@@ -159,6 +178,8 @@ mod tests {
         levels.learn_members(&["group mail"]);
         assert_eq!(levels.learn_message("priority group sms"), Some("sms"));
         assert!(levels.is_grouped("mail") && levels.is_grouped("sms"));
+        assert_eq!(levels.learn_message("priority group-weights sms"), Some("sms"));
+        assert!(levels.is_weighted("sms") && !levels.is_weighted("mail"));
         assert_eq!(levels.lists(&keys, "sms"), vec!["ns:queue@7:sms", "ns:queue:sms"]);
         assert_eq!(parse_member(&member("a:b", 3)), Some(("a:b", 3)));
     }

@@ -32,6 +32,7 @@ pub(crate) struct Scripts {
     pub batch_open: Script,
     pub batch_close: Script,
     pub drop_from_set: Script,
+    pub group_control: Script,
 }
 
 /// One script's source: the fragments it declares in its header line
@@ -110,10 +111,11 @@ const CANCEL: ScriptSource = script!("cancel.lua");
 const BATCH_OPEN: ScriptSource = script!("batch_open.lua");
 const BATCH_CLOSE: ScriptSource = script_with_batch!("batch_close.lua");
 const DROP_FROM_SET: ScriptSource = script_with_batch!("drop_from_set.lua");
+const GROUP_CONTROL: ScriptSource = script!("group_control.lua", "wake.lua");
 
 /// Every script, for the header check.
 #[cfg(test)]
-const ALL: [&ScriptSource; 24] = [
+const ALL: [&ScriptSource; 25] = [
     &FETCH_RELIABLE,
     &ACK,
     &FAIL,
@@ -138,6 +140,7 @@ const ALL: [&ScriptSource; 24] = [
     &BATCH_OPEN,
     &BATCH_CLOSE,
     &DROP_FROM_SET,
+    &GROUP_CONTROL,
 ];
 
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
@@ -165,6 +168,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     batch_open: BATCH_OPEN.load(),
     batch_close: BATCH_CLOSE.load(),
     drop_from_set: DROP_FROM_SET.load(),
+    group_control: GROUP_CONTROL.load(),
 });
 
 #[cfg(test)]

@@ -264,3 +264,75 @@ async fn no_group_touches_no_group_key_and_sharding_refuses_one() {
     let err = client.push(Job::new("Step").group("g")).await.unwrap_err();
     assert_eq!(err.field(), Some("group"), "{err}");
 }
+
+/// A group's weight gives it that many turns for another's one; a paused
+/// group's jobs wait, counted, while the others run (also those pushed
+/// after the pause), and run once it is resumed, its turn next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_weight_gives_turns_and_a_paused_group_waits_until_resumed() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    push_steps(&client, 0..60, Some("heavy"), None).await;
+    push_steps(&client, 100..160, Some("light"), None).await;
+    push_steps(&client, 200..202, Some("held"), None).await;
+    api.set_group_weight("default", "heavy", Some(3.0)).await.unwrap();
+    assert!(api.pause_group("default", "held").await.unwrap());
+    assert!(!api.pause_group("default", "held").await.unwrap(), "paused already");
+    assert!(
+        api.pause_group("default", "later").await.unwrap(),
+        "a group without jobs yet"
+    );
+    push_steps(&client, 300..301, Some("later"), None).await;
+    let groups = api.groups("default", 0, 10).await.unwrap();
+    let named: Vec<(&str, u64, f64, bool)> = groups
+        .iter()
+        .map(|g| (g.name.as_str(), g.size, g.weight, g.paused))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("heavy", 60, 3.0, false),
+            ("light", 60, 1.0, false),
+            ("held", 2, 1.0, true),
+            ("later", 1, 1.0, true)
+        ]
+    );
+    assert_eq!(groups[2].turns, None);
+    assert_eq!(api.groups("default", 1, 1).await.unwrap()[0].name, "light");
+    for (group, weight, field) in [
+        ("heavy", Some(0.0), "weight"),
+        ("heavy", Some(f64::NAN), "weight"),
+        ("heavy", Some(2e6), "weight"),
+        ("", Some(2.0), "group"),
+    ] {
+        let err = api.set_group_weight("default", group, weight).await.unwrap_err();
+        assert_eq!(err.field(), Some(field), "{err}");
+    }
+
+    let (worker, ran) = recording_worker(config, Duration::ZERO);
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    wait_ran(&ran, 120).await;
+    let order = ran.lock().unwrap().clone();
+    let heavy = order[..40].iter().filter(|n| **n < 100).count();
+    assert!(
+        (28..=32).contains(&heavy),
+        "3 turns of heavy's for 1 of light's: {order:?}"
+    );
+    assert!(order.iter().all(|n| *n < 200), "a paused group ran: {order:?}");
+    assert_eq!(
+        api.queue("default").await.unwrap().size,
+        3,
+        "the paused groups' jobs wait, counted"
+    );
+    assert!(api.resume_group("default", "held").await.unwrap());
+    assert!(api.resume_group("default", "later").await.unwrap());
+    assert!(!api.resume_group("default", "later").await.unwrap(), "not paused");
+    wait_ran(&ran, 123).await;
+    handle.stop();
+    task.await.unwrap().unwrap();
+    let mut conn = redis.conn().await;
+    assert_eq!(group_keys(&mut conn).await, ["cogworker:group_weights:default"]);
+}

@@ -279,6 +279,21 @@ async fn queue_process_and_lock_actions() {
     assert!(get(&app, "/queues").await.body.contains("paused"));
     session.post("/queues/mail/unpause", &[]).await;
     assert!(!api.queue("mail").await.unwrap().paused);
+    // A grouped queue's groups, paused and resumed from their rows.
+    client
+        .push(cogworker::Job::new("Nothing").queue("mail").group("acct:<7>"))
+        .await
+        .unwrap();
+    let page = get(&app, "/queues/mail").await.body;
+    assert!(page.contains("Groups") && page.contains("acct:&lt;7&gt;"), "{page}");
+    let paused = session.post("/queues/mail/pause_group", &[("group", "acct:<7>")]).await;
+    assert_eq!(paused.headers[header::LOCATION], "/queues/mail");
+    assert!(api.groups("mail", 0, 10).await.unwrap()[0].paused);
+    assert!(get(&app, "/queues/mail").await.body.contains("Resume"));
+    session
+        .post("/queues/mail/resume_group", &[("group", "acct:<7>")])
+        .await;
+    assert!(!api.groups("mail", 0, 10).await.unwrap()[0].paused);
     session.post("/queues/mail/clear", &[]).await;
     assert_eq!(api.queue("mail").await.unwrap().size, 0);
 

@@ -66,3 +66,21 @@ def test_a_tenants_backlog_does_not_hold_back_anothers_jobs(configured, worker_f
     assert RAN.index(("plain", 0)) < 4, RAN
     assert [n for account, n in RAN if account == 1] == list(range(30))
     assert configured.cli_raw("KEYS", "cogworker:group*") == ""
+
+
+def test_groups_are_listed_weighed_paused_and_resumed_through_the_api(configured) -> None:
+    for n in range(3):
+        by_account.enqueue(1, n)
+    api = cogworker.Api()
+    api.set_group_weight("default", "acct:1", 2.5)
+    assert api.pause_group("default", "acct:1") is True
+    [group] = api.groups("default")
+    assert (group["name"], group["size"], group["weight"], group["paused"]) == ("acct:1", 3, 2.5, True)
+    assert group["turns"] is None
+    assert api.resume_group("default", "acct:1") is True
+    assert api.groups("default")[0]["paused"] is False
+    for bad in [0, -1, float("nan"), 2e6]:
+        with pytest.raises(cogworker.InvalidArgument, match="weight"):
+            api.set_group_weight("default", "acct:1", bad)
+    with pytest.raises(cogworker.InvalidArgument, match="group"):
+        api.pause_group("default", "")

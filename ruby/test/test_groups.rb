@@ -59,3 +59,24 @@ class TestGroups < Minitest::Test
     assert_equal '', @redis.cli('KEYS', 'cogworker:group*')
   end
 end
+
+# Groups through the ops API, as in every language.
+class TestGroupsApi < Minitest::Test
+  include CogworkerTest
+
+  def test_groups_are_listed_weighed_paused_and_resumed_through_the_api
+    3.times { |n| ByAccountJob.perform_async(1, n) }
+    api = Cogworker::Api.new
+    api.set_group_weight('default', 'acct:1', 2.5)
+    assert api.pause_group('default', 'acct:1')
+    group = api.groups('default').first
+    assert_equal ['acct:1', 3, 2.5, true, nil], group.values_at('name', 'size', 'weight', 'paused', 'turns')
+    assert api.resume_group('default', 'acct:1')
+    refute api.groups('default').first['paused']
+    [0, -1, Float::NAN, 2e6].each do |bad|
+      error = assert_raises(Cogworker::InvalidArgument) { api.set_group_weight('default', 'acct:1', bad) }
+      assert_includes error.message, 'weight'
+    end
+    assert_raises(Cogworker::InvalidArgument) { api.pause_group('default', '') }
+  end
+end

@@ -6,11 +6,13 @@
 //!
 //! One file per concept, as Sidekiq's api.rb is split by class: `queues`,
 //! `sets` (and their bounded search), `processes`, `results`, `locks` (and
-//! periodic entries), `batches`, `limiters`, `metrics`, `cancel`; this one
+//! periodic entries), `batches`, `limiters`, `metrics`, `cancel`, `groups`
+//! (a grouped queue's groups); this one
 //! holds the [`Api`] itself, the sets' names and the stats.
 
 mod batches;
 mod cancel;
+mod groups;
 mod limiters;
 mod locks;
 mod metrics;
@@ -20,6 +22,7 @@ mod results;
 mod sets;
 
 pub use batches::{BatchStatus, CallbackJob};
+pub use groups::{GroupInfo, GROUP_WEIGHT_MAX};
 pub use limiters::LimiterInfo;
 pub use locks::{LockInfo, PeriodicInfo};
 pub use processes::{BusyJob, ProcessInfo};

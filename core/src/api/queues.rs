@@ -10,9 +10,9 @@ use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
 /// What the registry of a namespace's lists says (see [`Api::listing`]).
-struct Listing {
-    levels: HashMap<String, u16>,
-    grouped: HashSet<String>,
+pub(super) struct Listing {
+    pub levels: HashMap<String, u16>,
+    pub grouped: HashSet<String>,
 }
 
 /// A queue's state.
@@ -52,14 +52,16 @@ impl Api {
 
     /// The priority levels in use, by queue, and the grouped queues (one
     /// registry lists both: see `priority.rs`, `groups.rs`).
-    async fn listing(&self) -> Result<Listing> {
+    pub(super) async fn listing(&self) -> Result<Listing> {
         let members: Vec<String> = self.conn().smembers(self.client.keys().priorities()).await?;
         Ok(Listing {
             levels: crate::priority::from_members(&members),
             grouped: members
                 .iter()
-                .filter_map(|m| crate::groups::parse_member(m))
-                .map(str::to_string)
+                .filter_map(|m| match crate::groups::parse_member(m)? {
+                    crate::groups::Listed::Grouped(queue) => Some(queue.to_string()),
+                    crate::groups::Listed::Weighted(_) => None,
+                })
                 .collect(),
         })
     }

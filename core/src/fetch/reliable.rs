@@ -89,7 +89,8 @@ pub(super) async fn take(
     }
     // A grouped queue is read through its ring (see groups.rs).
     for name in order.iter().filter(|name| shared.levels.is_grouped(name)) {
-        invocation.arg(crate::groups::fetch_args(&shared.keys, name, shared.levels.used(name)));
+        let (used, weighted) = (shared.levels.used(name), shared.levels.is_weighted(name));
+        invocation.arg(crate::groups::fetch_args(&shared.keys, name, used, weighted));
     }
     Ok(invocation.invoke_async(&mut shared.redis.conn()).await?)
 }

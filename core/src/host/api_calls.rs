@@ -68,6 +68,36 @@ pub const CALLS: &[ApiCall] = &[
         }
     ),
     call!(
+        "groups",
+        ["name", "start=0", "count=50"],
+        "a grouped queue's groups that have jobs or are paused, in turn order: [{name, size, turns, weight, paused}]",
+        |api, a| { api.groups(a.text(0)?, a.int(1, 0)?, a.int(2, 50)?).await? }
+    ),
+    call!(
+        "pause_group",
+        ["name", "group"],
+        "stop workers taking one group's jobs from a queue (true: it was not paused)",
+        |api, a| { api.pause_group(a.text(0)?, a.text(1)?).await? }
+    ),
+    call!(
+        "resume_group",
+        ["name", "group"],
+        "let workers take a paused group's jobs again, its turn next (true: it was paused)",
+        |api, a| { api.resume_group(a.text(0)?, a.text(1)?).await? }
+    ),
+    call!(
+        "set_group_weight",
+        ["name", "group", "weight=null"],
+        "give a group that many turns for another's one (null or 1: the default)",
+        |api, a| {
+            let weight = match a.given(2) {
+                None => None,
+                Some(v) => Some(v.as_f64().ok_or_else(|| a.bad(2, "must be a number"))?),
+            };
+            api.set_group_weight(a.text(0)?, a.text(1)?, weight).await?
+        }
+    ),
+    call!(
         "pause_queue",
         ["name"],
         "stop every worker taking from a queue",

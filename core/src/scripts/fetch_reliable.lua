@@ -31,9 +31,11 @@
 --           "-" to record nothing (basic fetch's turn of grouped queues)
 -- ARGV[3..2+#KEYS-2] the queue name of each list, aligned with KEYS[3..]
 -- ARGV[..]  then, per grouped queue (those the registry lists as grouped,
---           see groups.rs), 13 values: its name, its ring (NS:groups:<q>),
+--           see groups.rs), 14 values: its name, its ring (NS:groups:<q>),
 --           the levels in use (a bit per level, as the caller knows them),
---           and the prefix of its groups' lists at each priority level,
+--           its weights hash (NS:group_weights:<q>) or "" when the registry
+--           lists none for it, and the prefix of its groups' lists at each
+--           priority level,
 --           9 first (NS:group@9:<q> , ..., NS:group:<q> , ...: a group's
 --           list is the prefix followed by the group). A group's lists at
 --           the levels in use are read; one that seems empty is checked at
@@ -50,11 +52,11 @@ for _, name in ipairs(redis.call("SMEMBERS", KEYS[1])) do
 end
 
 local grouped = {}
-for at = #KEYS + 1, #ARGV, 13 do
+for at = #KEYS + 1, #ARGV, 14 do
   local used = tonumber(ARGV[at + 2])
   local prefixes, in_use = {}, {}
   for i = 0, 9 do
-    local prefix = ARGV[at + 3 + i]
+    local prefix = ARGV[at + 4 + i]
     prefixes[#prefixes + 1] = prefix
     -- The i-th prefix is of level 9 - i; the default level (5) is always read.
     local level = 9 - i
@@ -62,7 +64,7 @@ for at = #KEYS + 1, #ARGV, 13 do
       in_use[#in_use + 1] = prefix
     end
   end
-  grouped[ARGV[at]] = { ring = ARGV[at + 1], prefixes = prefixes, in_use = in_use, lists = {} }
+  grouped[ARGV[at]] = { ring = ARGV[at + 1], weights = ARGV[at + 3], prefixes = prefixes, in_use = in_use, lists = {} }
 end
 
 -- The queues in order, as runs of ungrouped lists (read by one LMPOP each)
@@ -185,8 +187,35 @@ local function group_lists(prefixes, group)
   return lists
 end
 
+-- The weights of the groups among `ring`'s members (a flat {member,
+-- score, ...} array), where the queue has any: group -> weight.
+local function weights_of(queue, ring)
+  local weight = {}
+  if queue.weights == "" then
+    return weight
+  end
+  local groups = {}
+  for m = 1, #ring, 2 do
+    if ring[m] ~= "" then
+      groups[#groups + 1] = ring[m]
+    end
+  end
+  if #groups > 0 then
+    local values = redis.call("HMGET", queue.weights, unpack(groups))
+    for i, group in ipairs(groups) do
+      local w = tonumber(values[i])
+      if w and w > 0 then
+        weight[group] = w
+      end
+    end
+  end
+  return weight
+end
+
 -- A grouped queue: rounds of one job (or an even share) from each of the
--- groups with the fewest turns, at most a few rounds per fetch.
+-- groups with the fewest turns, at most a few rounds per fetch. A group
+-- adds 1/weight to its score per job taken; a paused one sits at +inf
+-- (group_control.lua), past every group with a turn to take.
 local function take_grouped(name)
   local queue = grouped[name]
   for _ = 1, 4 do
@@ -200,15 +229,25 @@ local function take_grouped(name)
       take_from(queue.lists, need, name)
       return
     end
+    -- The members with a turn to take (a paused group's score is +inf,
+    -- so they come first).
+    local live = 0
+    while live < members and ring[2 * live + 2] ~= "inf" do
+      live = live + 1
+    end
+    if live == 0 then
+      return
+    end
+    local weight = weights_of(queue, ring)
     local turns, gone = {}, {}
     local gave, passed = false, false
-    for m = 1, members do
+    for m = 1, live do
       if count >= wanted then
         break
       end
       -- An even share of what is still wanted among the members left, so
       -- one that has fewer jobs leaves the rest to those after it.
-      local share = math.ceil((wanted - count) / (members - m + 1))
+      local share = math.ceil((wanted - count) / (live - m + 1))
       local group, score = ring[2 * m - 1], tonumber(ring[2 * m])
       local got
       if group == "" then
@@ -232,7 +271,7 @@ local function take_grouped(name)
       end
       if got > 0 then
         gave = true
-        turns[#turns + 1] = score + got
+        turns[#turns + 1] = score + got / (weight[group] or 1)
         turns[#turns + 1] = group
       elseif group ~= "" then
         -- Every list of the group is empty (and so gone).

@@ -43,10 +43,19 @@ pub(crate) async fn queue(
     Path((name, action)): Path<(String, String)>,
     body: Bytes,
 ) -> Result<Response, WebError> {
-    Form::parse(&body, &csrf)?;
+    let form = Form::parse(&body, &csrf)?;
     match action.as_str() {
         "pause" => state.api.pause_queue(&name).await?,
         "unpause" => state.api.unpause_queue(&name).await?,
+        "pause_group" | "resume_group" => {
+            let group = form.get("group").unwrap_or_default();
+            if action == "pause_group" {
+                state.api.pause_group(&name, group).await?;
+            } else {
+                state.api.resume_group(&name, group).await?;
+            }
+            return Ok(back(&format!("/queues/{}", super::pages::urlencode(&name))));
+        }
         "clear" => {
             state.api.clear_queue(&name).await?;
         }

@@ -227,8 +227,39 @@ pub(crate) async fn queue(
     let info = state.api.queue(&name).await?;
     let page = page_number(&params);
     let raws = state.api.queue_jobs(&name, (page - 1) * PAGE_SIZE, PAGE_SIZE).await?;
+    // A grouped queue's groups, in turn order (sharded by queue there are
+    // none: a grouped push is refused).
+    let groups = match state.api.groups(&name, 0, PAGE_SIZE).await {
+        Err(crate::error::Error::InvalidArgument { .. }) => Vec::new(),
+        groups => groups?,
+    };
+    let here = format!("/queues/{}", urlencode(&name));
     let body = html! {
         p { (info.size) " jobs, latency " (format!("{:.1}s", info.latency)) @if info.paused { " · " span.badge.warn { "paused" } } }
+        @if !groups.is_empty() {
+            h2 { "Groups" }
+            table {
+                thead { tr { th { "Group" } th.num { "Jobs" } th.num { "Weight" } th.num { "Turns" } th {} } }
+                tbody {
+                    @for group in &groups {
+                        tr {
+                            td { code { (crate::printable::shown(&group.name)) } @if group.paused { " " span.badge.warn { "paused" } } }
+                            td.num { (group.size) }
+                            td.num { (group.weight) }
+                            td.num { (group.turns.map(|t| format!("{t:.1}")).unwrap_or_default()) }
+                            td.actions {
+                                @if group.paused {
+                                    (button(&format!("{here}/resume_group"), "Resume", &csrf, &[("group", &group.name)], false))
+                                } @else {
+                                    (button(&format!("{here}/pause_group"), "Pause", &csrf, &[("group", &group.name)], false))
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            h2 { "Jobs" }
+        }
         table {
             thead { tr { th { "Class" } th { "Args" } th { "Jid" } th.num { "Priority" } th { "Enqueued" } th {} } }
             tbody {

@@ -1,0 +1,69 @@
+-- Fragments (prepended, in this order): wake.lua
+-- Pause, resume or weigh one group of a queue (see groups.rs), in one
+-- atomic step.
+--
+-- A paused group stays in its queue's ring at score +inf: a fetch, which
+-- reads the lowest scores, never reaches it while another group has a
+-- turn to take, and a push that finds its list empty does not move it
+-- (its entry exists). Resumed, it takes the ring's lowest score if it has
+-- jobs (its turn comes next, as a group that gets jobs again) and the
+-- queue's idle workers are woken; without jobs it leaves the ring. The
+-- ring always holds "" (the queue's ungrouped jobs) when it exists.
+--
+-- A group's weight is a field of the queue's weights hash: a fetch adds
+-- 1/weight per job taken to its score, so a group of weight 3 has three
+-- turns for another's one. The first weight of a queue lists it in the
+-- registry ("group-weights <queue>", said on the wake channel), which is
+-- how workers learn to read the hash; a queue without weights costs a
+-- fetch nothing more.
+--
+-- KEYS[1]   NS:groups:<q> (zset, the ring)
+-- KEYS[2]   NS:priorities (set, the registry; see list_priority_level in
+--           wake.lua, prepended)
+-- KEYS[3]   NS:group_weights:<q> (hash: group -> weight)
+-- ARGV[1]   "pause", "resume" or "weight"
+-- ARGV[2]   the group
+-- ARGV[3]   the wake channel (NS:wake)
+-- ARGV[4]   the queue's name
+-- ARGV[5]   "weight": the weight (a number > 0), or "" for the default (1)
+-- ARGV[5..] "resume": the group's list at each priority level
+--
+-- Returns 1 when the group's state changed, 0 when it already was so.
+local ring, mode, group, channel, queue = KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+
+local function lowest_turn()
+  local lowest = redis.call("ZRANGE", ring, 0, 0, "WITHSCORES")
+  if lowest[2] == nil or lowest[2] == "inf" then
+    return "0"
+  end
+  return lowest[2]
+end
+
+if mode == "pause" then
+  if redis.call("ZSCORE", ring, group) == "inf" then
+    return 0
+  end
+  redis.call("ZADD", ring, "NX", lowest_turn(), "")
+  redis.call("ZADD", ring, "inf", group)
+  list_priority_level(KEYS[2], channel, "group " .. queue)
+  return 1
+elseif mode == "resume" then
+  if redis.call("ZSCORE", ring, group) ~= "inf" then
+    return 0
+  end
+  if redis.call("EXISTS", unpack(ARGV, 5)) > 0 then
+    redis.call("ZADD", ring, "XX", lowest_turn(), group)
+    redis.call("PUBLISH", channel, queue)
+  else
+    redis.call("ZREM", ring, group)
+  end
+  return 1
+elseif mode == "weight" then
+  if ARGV[5] == "" then
+    return redis.call("HDEL", KEYS[3], group)
+  end
+  redis.call("HSET", KEYS[3], group, ARGV[5])
+  list_priority_level(KEYS[2], channel, "group-weights " .. queue)
+  return 1
+end
+return redis.error_reply("ERR unknown mode " .. tostring(mode))
