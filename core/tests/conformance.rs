@@ -474,6 +474,21 @@ impl Run {
                 self.api.cancel(&jid("cancel")).await.unwrap(),
                 step["answers"].as_str().unwrap()
             );
+        } else if let (Some(name), Some(args)) = (step["api_call"].as_str(), step["args"].as_array()) {
+            // A call by name with JSON arguments, as both hosts' Api make it.
+            let answer = cogworker::host::api_calls::call(&self.api, name, args.clone()).await;
+            match step.get("raises") {
+                Some(raises) => {
+                    let error = answer.expect_err(&format!("{name} refused"));
+                    assert_eq!(raises, "InvalidArgument", "the Rust runner checks InvalidArgument only");
+                    assert!(matches!(error, cogworker::Error::InvalidArgument { .. }), "{error:?}");
+                    assert!(
+                        error.to_string().contains(step["message_has"].as_str().unwrap_or("")),
+                        "{error}"
+                    );
+                }
+                None => assert_eq!(answer.unwrap(), step["is"], "{name}"),
+            }
         } else if step["api_call"] == "stats" && step.get("has").is_some() {
             let stats = serde_json::to_value(self.api.stats().await.unwrap()).unwrap();
             for (field, wanted) in step["has"].as_object().unwrap() {

@@ -362,12 +362,16 @@ class Run:
 
     def api_call(self, step: dict[str, Any]) -> None:
         api = cogworker.Api() if step.get("new_api") else self.api
+        args = step.get("args", [])
         if "raises" in step:
             with pytest.raises(Exception) as raised:
-                getattr(api, step["api_call"])()
+                getattr(api, step["api_call"])(*args)
             self._expect_raised(raised.value, step)
             return
-        answer = getattr(api, step["api_call"])()
+        answer = getattr(api, step["api_call"])(*args)
+        if "is" in step:
+            assert answer == step["is"], answer
+            return
         assert answer is not None
         assert {k: answer[k] for k in step.get("has", {})} == step.get("has", {}), answer
 

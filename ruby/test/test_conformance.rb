@@ -364,9 +364,12 @@ class TestConformance < Minitest::Test
 
   def step_api_call(step)
     api = step['new_api'] ? Cogworker::Api.new : @api
-    return expect_raised(assert_raises(StandardError) { api.public_send(step['api_call']) }, step) if step['raises']
+    args = step.fetch('args', [])
+    return expect_raised(assert_raises(StandardError) { api.public_send(step['api_call'], *args) }, step) if step['raises']
 
-    answer = api.public_send(step['api_call'])
+    answer = api.public_send(step['api_call'], *args)
+    return assert_equal(step['is'], answer) if step.key?('is')
+
     refute_nil answer
     assert_equal step.fetch('has', {}), answer.slice(*step.fetch('has', {}).keys) if step['has']
   end
