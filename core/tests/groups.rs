@@ -336,3 +336,80 @@ async fn a_weight_gives_turns_and_a_paused_group_waits_until_resumed() {
     let mut conn = redis.conn().await;
     assert_eq!(group_keys(&mut conn).await, ["cogworker:group_weights:default"]);
 }
+
+/// A worker killed with signal 9 while it runs grouped jobs: another
+/// process recovers them onto their groups' lists and runs them, with the
+/// jobs still waiting in those groups, each once; no group key is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_workers_grouped_jobs_go_back_to_their_groups_and_run_once() {
+    let redis = TestRedis::start();
+    let url = redis.url();
+    let mut conn = redis.conn().await;
+    let client = Client::new(&redis.config()).unwrap();
+    let mut a = spawn_worker(&url, "cogworker", &[("TEST_CONCURRENCY", "3")]);
+    let sleeping = (0..3)
+        .map(|i| Job::new("Sleep").args([json!(30)]).group(format!("tenant-{i}")))
+        .collect();
+    let mut jids: Vec<String> = client
+        .push_bulk(sleeping)
+        .await
+        .unwrap()
+        .into_iter()
+        .flatten()
+        .collect();
+    let c = conn.clone();
+    wait_until("A runs one job of each group", Duration::from_secs(20), move || {
+        let mut c = c.clone();
+        async move {
+            let identities: Vec<String> = redis::AsyncCommands::smembers(&mut c, "cogworker:processes")
+                .await
+                .unwrap();
+            let mut running = 0;
+            for identity in identities {
+                running += redis::AsyncCommands::hlen::<_, usize>(&mut c, format!("cogworker:workers:{identity}"))
+                    .await
+                    .unwrap();
+            }
+            running == 3
+        }
+    })
+    .await;
+    let waiting = (0..15)
+        .map(|i| Job::new("Record").group(format!("tenant-{}", i % 3)))
+        .collect();
+    jids.extend(client.push_bulk(waiting).await.unwrap().into_iter().flatten());
+    kill9(&mut a);
+    let mut b = spawn_worker(
+        &url,
+        "cogworker",
+        &[
+            ("TEST_ORPHAN_THRESHOLD", "2"),
+            ("TEST_SLEEP_SCALE", "0"),
+            ("TEST_CONCURRENCY", "3"),
+        ],
+    );
+    let c = conn.clone();
+    let expected = jids.clone();
+    wait_until("B ran every job", Duration::from_secs(30), move || {
+        let (mut c, expected) = (c.clone(), expected.clone());
+        async move {
+            let ran: Vec<String> = redis::AsyncCommands::lrange(&mut c, "cogworker:test:ran", 0, -1)
+                .await
+                .unwrap();
+            expected.iter().all(|j| ran.contains(j))
+        }
+    })
+    .await;
+    let ran: Vec<String> = redis::AsyncCommands::lrange(&mut conn, "cogworker:test:ran", 0, -1)
+        .await
+        .unwrap();
+    assert_eq!(ran.len(), 18, "each ran exactly once: {ran:?}");
+    let c = conn.clone();
+    wait_until("no group key left", Duration::from_secs(5), move || {
+        let mut c = c.clone();
+        async move { group_keys(&mut c).await.is_empty() }
+    })
+    .await;
+    send_signal(&b, 15);
+    assert!(wait_exit(&mut b, Duration::from_secs(15)).success());
+}
