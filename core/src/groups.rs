@@ -34,6 +34,10 @@ const MEMBER_PREFIX: &str = "group ";
 /// starts with (`group_control.lua` writes it).
 const WEIGHTS_PREFIX: &str = "group-weights ";
 
+/// What the registry member that says some group of a queue has a
+/// concurrency cap starts with (`group_control.lua` writes it).
+const CAPS_PREFIX: &str = "group-caps ";
+
 /// What a registry member says of a queue's groups.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Listed<'a> {
@@ -41,6 +45,8 @@ pub(crate) enum Listed<'a> {
     Grouped(&'a str),
     /// Some group of the queue has a weight.
     Weighted(&'a str),
+    /// Some group of the queue has a concurrency cap.
+    Capped(&'a str),
 }
 
 /// What a registry member says of a queue's groups; `None` for a member
@@ -48,6 +54,9 @@ pub(crate) enum Listed<'a> {
 pub(crate) fn parse_member(member: &str) -> Option<Listed<'_>> {
     if let Some(queue) = member.strip_prefix(MEMBER_PREFIX) {
         return (!queue.is_empty()).then_some(Listed::Grouped(queue));
+    }
+    if let Some(queue) = member.strip_prefix(CAPS_PREFIX) {
+        return (!queue.is_empty()).then_some(Listed::Capped(queue));
     }
     let queue = member.strip_prefix(WEIGHTS_PREFIX)?;
     (!queue.is_empty()).then_some(Listed::Weighted(queue))
@@ -91,19 +100,44 @@ impl Destination {
     }
 }
 
+/// How a fetch reads a grouped queue, beside its ring: the levels in use
+/// (a bit per level), whether some group has a weight, and, when some
+/// group has a concurrency cap, the identity its leases are recorded for.
+pub(crate) struct Reading<'a> {
+    pub used: u16,
+    pub weighted: bool,
+    pub capped_for: Option<&'a str>,
+}
+
 /// What a fetch is told of grouped `queue`: its name, its ring, the
-/// levels in use (`used`, a bit per level), its weights hash when some
-/// group of it has a weight (else `""`: nothing to read), and the prefix of
-/// its groups' lists at each level, highest first (a group that seems
-/// empty at the levels in use is checked at all of them before it leaves
-/// the ring).
-pub(crate) fn fetch_args(keys: &Keys, queue: &str, used: u16, weighted: bool) -> Vec<String> {
-    let weights = if weighted {
+/// levels in use, its weights hash when some group of it has a weight
+/// (else `""`: nothing to read), its caps, running counts, leases and
+/// parked set and the identity the leases are for when some group has a
+/// cap (else five `""`), and the prefix of its groups' lists at each level,
+/// highest first (a group that seems empty at the levels in use is checked
+/// at all of them before it leaves the ring).
+pub(crate) fn fetch_args(keys: &Keys, queue: &str, reading: &Reading) -> Vec<String> {
+    let weights = if reading.weighted {
         keys.group_weights(queue)
     } else {
         String::new()
     };
-    let mut args = vec![queue.to_string(), keys.group_ring(queue), used.to_string(), weights];
+    let mut args = vec![
+        queue.to_string(),
+        keys.group_ring(queue),
+        reading.used.to_string(),
+        weights,
+    ];
+    match reading.capped_for {
+        Some(identity) => args.extend([
+            keys.group_caps(queue),
+            keys.group_running(queue),
+            keys.group_leases(queue),
+            keys.group_parked(queue),
+            identity.to_string(),
+        ]),
+        None => args.extend(std::iter::repeat_n(String::new(), 5)),
+    }
     args.extend(
         (0..=crate::job::HIGHEST_PRIORITY)
             .rev()
@@ -127,6 +161,7 @@ mod tests {
         assert!(!valid_group("a\nb"));
         assert_eq!(parse_member("group mail"), Some(Listed::Grouped("mail")));
         assert_eq!(parse_member("group-weights mail"), Some(Listed::Weighted("mail")));
+        assert_eq!(parse_member("group-caps mail"), Some(Listed::Capped("mail")));
         assert_eq!(parse_member("group "), None);
         assert_eq!(parse_member("7 mail"), None);
     }
@@ -140,13 +175,34 @@ mod tests {
         assert_eq!(grouped.list, "ns:group:mail t 1");
         assert_eq!(grouped.ring, "ns:groups:mail");
         assert_eq!(Destination::of(&keys, "mail", 9, Some("t")).list, "ns:group@9:mail t");
-        let args = fetch_args(&keys, "mail", 1 << 9, false);
-        assert_eq!(args.len(), 14);
+        let plain = Reading {
+            used: 1 << 9,
+            weighted: false,
+            capped_for: None,
+        };
+        let args = fetch_args(&keys, "mail", &plain);
+        assert_eq!(args.len(), 19);
         assert_eq!(args[2], "512");
-        assert_eq!(args[3], "");
-        assert_eq!(args[4], "ns:group@9:mail ");
-        assert_eq!(args[8], "ns:group:mail ");
-        assert_eq!(fetch_args(&keys, "mail", 0, true)[3], "ns:group_weights:mail");
+        assert_eq!(args[3..9], ["", "", "", "", "", ""]);
+        assert_eq!(args[9], "ns:group@9:mail ");
+        assert_eq!(args[13], "ns:group:mail ");
+        let full = Reading {
+            used: 0,
+            weighted: true,
+            capped_for: Some("h:1"),
+        };
+        let args = fetch_args(&keys, "mail", &full);
+        assert_eq!(args[3], "ns:group_weights:mail");
+        assert_eq!(
+            args[4..9],
+            [
+                "ns:group_caps:mail",
+                "ns:group_running:mail",
+                "ns:group_leases:mail",
+                "ns:group_parked:mail",
+                "h:1"
+            ]
+        );
         let sharded = Keys::sharded_by_queue("{ns}");
         assert_eq!(sharded.group_list_prefix("mail", 0), "{ns:mail}:group@0 ");
         assert_eq!(sharded.group_ring("mail"), "{ns:mail}:groups");

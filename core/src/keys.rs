@@ -90,17 +90,38 @@ impl Keys {
     /// the turns each has had; member `""` stands for the queue's
     /// ungrouped jobs (see [`crate::groups`]).
     pub fn group_ring(&self, name: &str) -> String {
-        match self.queue_slot(name) {
-            Some(slot) => format!("{slot}:groups"),
-            None => format!("{}:groups:{name}", self.ns),
-        }
+        self.queue_key(name, "groups")
     }
     /// Hash: the weights of queue `name`'s groups that have one (group ->
     /// weight; see [`crate::groups`]).
     pub fn group_weights(&self, name: &str) -> String {
+        self.queue_key(name, "group_weights")
+    }
+    /// Hash: the concurrency caps of queue `name`'s groups that have one
+    /// (group -> cap; field `""`: every group's default).
+    pub fn group_caps(&self, name: &str) -> String {
+        self.queue_key(name, "group_caps")
+    }
+    /// Hash: how many jobs of each capped group of queue `name` run now.
+    pub fn group_running(&self, name: &str) -> String {
+        self.queue_key(name, "group_running")
+    }
+    /// Hash: the leases of capped groups' running jobs (`"<identity>
+    /// <token>"` -> group; see `scripts/group_lease.lua`).
+    pub fn group_leases(&self, name: &str) -> String {
+        self.queue_key(name, "group_leases")
+    }
+    /// Set: queue `name`'s groups at their cap with jobs waiting, out of
+    /// the ring until a lease of theirs ends.
+    pub fn group_parked(&self, name: &str) -> String {
+        self.queue_key(name, "group_parked")
+    }
+    /// A key of queue `name`'s own, `NS:<what>:<name>` (`{ns:<name>}:<what>`
+    /// sharded by queue).
+    fn queue_key(&self, name: &str, what: &str) -> String {
         match self.queue_slot(name) {
-            Some(slot) => format!("{slot}:group_weights"),
-            None => format!("{}:group_weights:{name}", self.ns),
+            Some(slot) => format!("{slot}:{what}"),
+            None => format!("{}:{what}:{name}", self.ns),
         }
     }
     /// The prefix of queue `name`'s group lists at priority `level`: the

@@ -21,6 +21,7 @@ mod dispatcher;
 mod error;
 mod events;
 mod fetch;
+mod group_leases;
 pub mod groups;
 mod handler;
 mod heartbeat;
@@ -65,7 +66,8 @@ mod workflow;
 
 pub use api::{
     Api, BatchStatus, BusyJob, CallbackJob, GroupInfo, JobSet, LimiterInfo, LockInfo, PeriodicInfo, ProcessInfo,
-    QueueInfo, SetEntry, SetSearch, Stats, GROUP_WEIGHT_MAX, SEARCH_SCAN_MAX, SEARCH_TEXT_MAX, SEARCH_TIME_MAX,
+    QueueInfo, SetEntry, SetSearch, Stats, GROUP_CAP_MAX, GROUP_WEIGHT_MAX, SEARCH_SCAN_MAX, SEARCH_TEXT_MAX,
+    SEARCH_TIME_MAX,
 };
 pub use batch::{
     Batch, BatchEvent, BatchKind, OpenBatch, DEFAULT_BATCH_TTL_SECS, DEFAULT_KEEP_FOR_SECS, MAX_BATCH_DEPTH,

@@ -81,6 +81,8 @@ pub(crate) struct Levels {
     grouped: RwLock<HashSet<String>>,
     /// Grouped queues some group of which has a weight.
     weighted: RwLock<HashSet<String>>,
+    /// Grouped queues some group of which has a concurrency cap.
+    capped: RwLock<HashSet<String>>,
     /// The last read of the registry failed.
     unread: AtomicBool,
 }
@@ -127,9 +129,15 @@ impl Levels {
         let (set, queue) = match listed {
             crate::groups::Listed::Grouped(queue) => (&self.grouped, queue),
             crate::groups::Listed::Weighted(queue) => (&self.weighted, queue),
+            crate::groups::Listed::Capped(queue) => (&self.capped, queue),
         };
         set.write().unwrap().insert(queue.to_string());
         queue
+    }
+
+    /// Does some group of `queue` have a concurrency cap?
+    pub fn is_capped(&self, queue: &str) -> bool {
+        self.capped.read().unwrap().contains(queue)
     }
 
     /// Does some group of `queue` have a weight?

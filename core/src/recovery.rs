@@ -33,6 +33,11 @@ pub(crate) async fn run(shared: Arc<Shared>) {
             }
             Err(e) => tracing::error!("orphan recovery failed (will retry): {e}"),
         }
+        match crate::group_leases::sweep(&shared).await {
+            Ok(0) => {}
+            Ok(ended) => tracing::info!("ended {ended} lease(s) of capped groups whose jobs were settled or recovered"),
+            Err(e) => tracing::warn!("sweeping capped groups' leases failed (will retry): {e}"),
+        }
         let pause = jittered(shared.config.orphan_check_interval(), 0.2);
         if sleep_unless(&shared, pause, Lifecycle::Stopping).await {
             return;

@@ -33,6 +33,8 @@ pub(crate) struct Scripts {
     pub batch_close: Script,
     pub drop_from_set: Script,
     pub group_control: Script,
+    pub group_release: Script,
+    pub group_sweep: Script,
 }
 
 /// One script's source: the fragments it declares in its header line
@@ -112,10 +114,12 @@ const BATCH_OPEN: ScriptSource = script!("batch_open.lua");
 const BATCH_CLOSE: ScriptSource = script_with_batch!("batch_close.lua");
 const DROP_FROM_SET: ScriptSource = script_with_batch!("drop_from_set.lua");
 const GROUP_CONTROL: ScriptSource = script!("group_control.lua", "wake.lua");
+const GROUP_RELEASE: ScriptSource = script!("group_release.lua", "group_lease.lua");
+const GROUP_SWEEP: ScriptSource = script!("group_sweep.lua", "group_lease.lua");
 
 /// Every script, for the header check.
 #[cfg(test)]
-const ALL: [&ScriptSource; 25] = [
+const ALL: [&ScriptSource; 27] = [
     &FETCH_RELIABLE,
     &ACK,
     &FAIL,
@@ -141,6 +145,8 @@ const ALL: [&ScriptSource; 25] = [
     &BATCH_CLOSE,
     &DROP_FROM_SET,
     &GROUP_CONTROL,
+    &GROUP_RELEASE,
+    &GROUP_SWEEP,
 ];
 
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
@@ -169,6 +175,8 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     batch_close: BATCH_CLOSE.load(),
     drop_from_set: DROP_FROM_SET.load(),
     group_control: GROUP_CONTROL.load(),
+    group_release: GROUP_RELEASE.load(),
+    group_sweep: GROUP_SWEEP.load(),
 });
 
 #[cfg(test)]

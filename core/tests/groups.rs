@@ -8,6 +8,9 @@ mod common;
 use cogworker::{Api, Client, FetchMode, Job};
 use common::*;
 use serde_json::json;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 async fn push_steps(client: &Client, numbers: std::ops::Range<i64>, group: Option<&str>, level: Option<u8>) {
@@ -412,4 +415,110 @@ async fn a_killed_workers_grouped_jobs_go_back_to_their_groups_and_run_once() {
     .await;
     send_signal(&b, 15);
     assert!(wait_exit(&mut b, Duration::from_secs(15)).success());
+}
+
+/// Per group: how many of its jobs run now, and the most that ran at once.
+type Concurrency = Arc<Mutex<HashMap<String, (usize, usize)>>>;
+
+/// A worker whose `Slow` jobs sleep 30 ms and note, per group, the most
+/// of that group's jobs that ran at once; and how many ran.
+fn concurrency_worker(config: cogworker::Config) -> (cogworker::Worker, Concurrency, Arc<AtomicUsize>) {
+    let seen: Concurrency = Arc::default();
+    let done = Arc::new(AtomicUsize::new(0));
+    let (s, d) = (seen.clone(), done.clone());
+    let worker = cogworker::Worker::builder(config)
+        .register("Slow", move |job| {
+            let (seen, done) = (s.clone(), d.clone());
+            async move {
+                let group = job.group_key().unwrap_or("").to_string();
+                {
+                    let mut seen = seen.lock().unwrap();
+                    let (now, most) = seen.entry(group.clone()).or_default();
+                    *now += 1;
+                    *most = (*most).max(*now);
+                }
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                seen.lock().unwrap().get_mut(&group).unwrap().0 -= 1;
+                done.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap();
+    (worker, seen, done)
+}
+
+/// Runs a [`concurrency_worker`] until `n` jobs ran, stops it, and
+/// returns what it noted.
+async fn run_slow_jobs(config: cogworker::Config, n: usize) -> HashMap<String, (usize, usize)> {
+    let (worker, seen, done) = concurrency_worker(config);
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    wait_until(&format!("{n} jobs ran"), Duration::from_secs(30), move || {
+        let done = done.clone();
+        async move { done.load(Ordering::SeqCst) == n }
+    })
+    .await;
+    handle.stop();
+    task.await.unwrap().unwrap();
+    let most = seen.lock().unwrap().clone();
+    most
+}
+
+async fn push_slow(client: &Client, n: usize, group: &str) {
+    let jobs = (0..n).map(|_| Job::new("Slow").group(group)).collect();
+    client.push_bulk(jobs).await.unwrap();
+}
+
+/// A group's concurrency cap: never more of its jobs run at once than its
+/// cap, while the other groups' jobs fill the other slots (a group at its
+/// cap is parked: it holds no slot and is not polled); when its jobs end,
+/// its parked successors run; no lease is left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capped_group_runs_at_most_its_cap_and_holds_no_slot() {
+    let redis = TestRedis::start();
+    let mut config = redis.config();
+    config.set_concurrency(10).unwrap();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    api.set_group_cap("default", Some("capped"), Some(2)).await.unwrap();
+    api.set_group_cap("default", None, Some(8)).await.unwrap();
+    for (cap, field) in [(Some(0), "cap"), (Some(2_000_000), "cap")] {
+        let err = api.set_group_cap("default", Some("capped"), cap).await.unwrap_err();
+        assert_eq!(err.field(), Some(field), "{err}");
+    }
+    push_slow(&client, 20, "capped").await;
+    push_slow(&client, 60, "free").await;
+    let most = run_slow_jobs(config, 80).await;
+    assert_eq!(most["capped"].1, 2, "at most its cap, and its cap used: {most:?}");
+    assert_eq!(most["free"].1, 8, "the default cap, the other slots busy: {most:?}");
+    let mut conn = redis.conn().await;
+    assert_eq!(
+        group_keys(&mut conn).await,
+        ["cogworker:group_caps:default"],
+        "no lease, count or parked group left"
+    );
+}
+
+/// A lease whose job is no longer in progress (its process died after
+/// settling it, or was recovered) is ended by the orphan check's sweep,
+/// and the group it parked runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_left_by_a_dead_process_is_swept_and_its_group_runs() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    api.set_group_cap("default", Some("g"), Some(1)).await.unwrap();
+    let mut conn = redis.conn().await;
+    let _: () = redis::pipe()
+        .hset("cogworker:group_leases:default", "ghost 7", "g")
+        .hset("cogworker:group_running:default", "g", 1)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    push_slow(&client, 3, "g").await;
+    let most = run_slow_jobs(config, 3).await;
+    assert_eq!(most["g"].1, 1, "one at a time");
+    assert_eq!(group_keys(&mut conn).await, ["cogworker:group_caps:default"]);
 }

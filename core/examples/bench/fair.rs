@@ -6,8 +6,9 @@
 //!    at a time: B's pickup latency (push to handler start) p50 / p99 /
 //!    max, with A and B as groups of the queue, and with no groups (B then
 //!    waits behind A's backlog).
-//! 2. The drain rate of the same number of jobs on a plain queue and
-//!    spread over 1,000 groups, with Redis commands per job (INFO
+//! 2. The drain rate of the same number of jobs on a plain queue, in one
+//!    group, spread over 1,000 groups, and over 1,000 groups each capped
+//!    at 2 running, with Redis CPU and commands per job (INFO
 //!    commandstats, scripts' inner commands included).
 
 use cogworker::{Client, Job};
@@ -43,12 +44,13 @@ pub async fn run(jobs: usize) -> Result<(), Box<dyn std::error::Error>> {
         "| drain of {jobs} no-op jobs | jobs/s | redis CPU per job | redis commands per job | top commands per job |"
     );
     println!("|---|---|---|---|---|");
-    for groups in [0usize, 1, 1000] {
-        let (rate, cpu, per_job, top) = drain(jobs, groups).await?;
-        let label = match groups {
-            0 => "plain queue".to_string(),
-            1 => "one group".to_string(),
-            n => format!("over {n} groups"),
+    for (groups, cap) in [(0usize, None), (1, None), (1000, None), (1000, Some(2))] {
+        let (rate, cpu, per_job, top) = drain(jobs, groups, cap).await?;
+        let label = match (groups, cap) {
+            (0, _) => "plain queue".to_string(),
+            (1, _) => "one group".to_string(),
+            (n, None) => format!("over {n} groups"),
+            (n, Some(cap)) => format!("over {n} groups, each capped at {cap}"),
         };
         println!("| {label} | {rate:.0} | {cpu:.1} µs | {per_job:.2} | {top} |");
     }
@@ -110,10 +112,20 @@ async fn tenant_b_behind_a(jobs: usize, grouped: bool) -> Result<Vec<f64>, Box<d
     Ok(latencies)
 }
 
-/// Drains `jobs` no-op jobs over `groups` groups (0: none): jobs per second,
-/// Redis's CPU per job (µs), Redis commands per job and the top commands.
-async fn drain(jobs: usize, groups: usize) -> Result<(f64, f64, f64, String), Box<dyn std::error::Error>> {
+/// Drains `jobs` no-op jobs over `groups` groups (0: none), each capped at
+/// `cap` if given: jobs per second, Redis's CPU per job (µs), Redis
+/// commands per job and the top commands.
+async fn drain(
+    jobs: usize,
+    groups: usize,
+    cap: Option<u64>,
+) -> Result<(f64, f64, f64, String), Box<dyn std::error::Error>> {
     let (redis, client, mut conn) = private_redis().await?;
+    if let Some(cap) = cap {
+        cogworker::Api::new(client.clone())
+            .set_group_cap("default", None, Some(cap))
+            .await?;
+    }
     push_backlog(&client, jobs, groups).await?;
     reset_stats(&mut conn).await?;
     let cpu_before = redis_cpu_secs(&mut conn).await?;

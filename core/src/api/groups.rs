@@ -1,5 +1,5 @@
 //! A grouped queue's groups (see `groups.rs`): a page of them with their
-//! backlog, turns, weight and pause; pause, resume and weigh one.
+//! backlog, turns, weight, pause and cap; pause, resume, weigh and cap one.
 
 use super::Api;
 use crate::error::{Error, Result};
@@ -21,15 +21,25 @@ pub struct GroupInfo {
     pub weight: f64,
     /// Paused: no worker takes its jobs; they wait, counted.
     pub paused: bool,
+    /// Its concurrency cap: at most that many of its jobs run at once,
+    /// fleet-wide (its own, or the queue's default for every group).
+    pub cap: Option<u64>,
+    /// Its jobs running now, counted against its cap (0 without a cap).
+    pub running: u64,
+    /// At its cap with jobs waiting: out of the turns until one ends.
+    pub parked: bool,
 }
 
 /// The heaviest weight a group may be given.
 pub const GROUP_WEIGHT_MAX: f64 = 1_000_000.0;
 
+/// The largest concurrency cap a group may be given.
+pub const GROUP_CAP_MAX: u64 = 1_000_000;
+
 impl Api {
     /// The groups of queue `name` that have jobs or are paused, in the
-    /// order their turns come (paused ones last); `start`, `count` page
-    /// through.
+    /// order their turns come (paused ones last), then those parked at
+    /// their cap; `start`, `count` page through.
     pub async fn groups(&self, name: &str, start: isize, count: isize) -> Result<Vec<GroupInfo>> {
         self.check_grouping(name, None)?;
         let keys = self.client.keys();
@@ -42,16 +52,29 @@ impl Api {
         // page is of the groups around it.
         let mut conn = self.conn();
         let ungrouped: Option<isize> = conn.zrank(&ring, "").await?;
+        let in_ring: isize = conn.zcard::<_, isize>(&ring).await? - isize::from(ungrouped.is_some());
         let first = match ungrouped {
             Some(rank) if rank <= start => start + 1,
             _ => start,
         };
-        let page: Vec<(String, String)> = conn.zrange_withscores(&ring, first, first + count).await?;
-        let page: Vec<(String, String)> = page
-            .into_iter()
-            .filter(|(group, _)| !group.is_empty())
-            .take(count as usize)
-            .collect();
+        let mut page: Vec<(String, Option<String>)> = if start < in_ring {
+            let turns: Vec<(String, String)> = conn.zrange_withscores(&ring, first, first + count).await?;
+            turns
+                .into_iter()
+                .filter(|(group, _)| !group.is_empty())
+                .take(count as usize)
+                .map(|(group, score)| (group, Some(score)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if (page.len() as isize) < count {
+            let mut parked: Vec<String> = conn.smembers(keys.group_parked(name)).await?;
+            parked.sort();
+            let skip = (start - in_ring).max(0) as usize;
+            let room = count as usize - page.len();
+            page.extend(parked.into_iter().skip(skip).take(room).map(|group| (group, None)));
+        }
         if page.is_empty() {
             return Ok(Vec::new());
         }
@@ -65,9 +88,16 @@ impl Api {
         }
         let sizes: Vec<u64> = sizes.query_async(&mut conn).await?;
         let names: Vec<&String> = page.iter().map(|(group, _)| group).collect();
-        let weights: Vec<Option<f64>> = redis::cmd("HMGET")
-            .arg(keys.group_weights(name))
-            .arg(&names)
+        let numbers = |key: String, fields: Vec<&str>| redis::cmd("HMGET").arg(key).arg(fields).clone();
+        let weights: Vec<Option<f64>> = numbers(keys.group_weights(name), names.iter().map(|n| n.as_str()).collect())
+            .query_async(&mut conn)
+            .await?;
+        let mut cap_fields = vec![""];
+        cap_fields.extend(names.iter().map(|n| n.as_str()));
+        let caps: Vec<Option<u64>> = numbers(keys.group_caps(name), cap_fields)
+            .query_async(&mut conn)
+            .await?;
+        let running: Vec<Option<u64>> = numbers(keys.group_running(name), names.iter().map(|n| n.as_str()).collect())
             .query_async(&mut conn)
             .await?;
         Ok(page
@@ -76,9 +106,15 @@ impl Api {
             .map(|(i, (group, score))| GroupInfo {
                 name: group.clone(),
                 size: sizes[i * levels.len()..(i + 1) * levels.len()].iter().sum(),
-                turns: score.parse::<f64>().ok().filter(|turns| turns.is_finite()),
+                turns: score
+                    .as_deref()
+                    .and_then(|s| s.parse::<f64>().ok())
+                    .filter(|turns| turns.is_finite()),
                 weight: weights[i].filter(|w| *w > 0.0).unwrap_or(1.0),
-                paused: score == "inf",
+                paused: score.as_deref() == Some("inf"),
+                cap: caps[i + 1].or(caps[0]),
+                running: running[i].unwrap_or(0),
+                parked: score.is_none(),
             })
             .collect())
     }
@@ -130,6 +166,27 @@ impl Api {
         Ok(())
     }
 
+    /// Lets at most `cap` jobs of group `group` of queue `name` run at
+    /// once, fleet-wide (`group` `None`: every group's default; `cap`
+    /// `None`: no cap). A group at its cap waits without holding a worker
+    /// slot: it is out of the turns until one of its jobs ends. A cap is a
+    /// whole number from 1 to [`GROUP_CAP_MAX`]; kept by reliable fetch
+    /// (basic fetch does not count).
+    pub async fn set_group_cap(&self, name: &str, group: Option<&str>, cap: Option<u64>) -> Result<()> {
+        self.check_grouping(name, group)?;
+        if let Some(cap) = cap.filter(|cap| !(1..=GROUP_CAP_MAX).contains(cap)) {
+            return Err(Error::invalid_argument(
+                "cap",
+                cap,
+                "must be a whole number from 1 to 1000000",
+            ));
+        }
+        let mut invocation = self.group_control(name, group.unwrap_or(""), "cap");
+        invocation.arg(cap.map_or(String::new(), |cap| cap.to_string()));
+        let _: i64 = invocation.invoke_async(&mut self.conn()).await?;
+        Ok(())
+    }
+
     /// `group_control.lua` for `group` of queue `name` in `mode`.
     fn group_control(&self, name: &str, group: &str, mode: &str) -> redis::ScriptInvocation<'static> {
         let keys = self.client.keys();
@@ -138,6 +195,8 @@ impl Api {
             .key(keys.group_ring(name))
             .key(keys.priorities())
             .key(keys.group_weights(name))
+            .key(keys.group_caps(name))
+            .key(keys.group_parked(name))
             .arg(mode)
             .arg(group)
             .arg(keys.wake())

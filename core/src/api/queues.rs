@@ -60,7 +60,7 @@ impl Api {
                 .iter()
                 .filter_map(|m| match crate::groups::parse_member(m)? {
                     crate::groups::Listed::Grouped(queue) => Some(queue.to_string()),
-                    crate::groups::Listed::Weighted(_) => None,
+                    crate::groups::Listed::Weighted(_) | crate::groups::Listed::Capped(_) => None,
                 })
                 .collect(),
         })

@@ -137,7 +137,10 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
     let mut ended = HashSet::new();
     // Expired jobs dropped, by queue: one line per queue and batch.
     let mut expired: std::collections::BTreeMap<String, usize> = Default::default();
+    // The leases of capped groups' jobs settled here, ended last.
+    let mut leases = Vec::new();
     for completion in batch {
+        leases.extend(lease_of(shared, &completion));
         if let Completion::Done {
             delivery,
             outcome,
@@ -278,9 +281,23 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
         recorded.retain(|token| !busy.ended.contains(token));
         recorded.extend(busy.started.iter().map(|(token, _)| *token));
     }
+    crate::group_leases::end(shared, &leases).await;
     for reply in flushes {
         let _ = reply.send(());
     }
+}
+
+/// The lease of a capped group's job that `completion` settles, if any.
+fn lease_of(shared: &Shared, completion: &Completion) -> Option<crate::group_leases::Lease> {
+    let (queue, job, token) = match completion {
+        Completion::Done { delivery, .. }
+        | Completion::Expired(delivery)
+        | Completion::Cancelled(delivery)
+        | Completion::OverLimit { delivery, .. } => (&delivery.queue, &delivery.job, delivery.token),
+        Completion::Requeue { token, queue, job, .. } => (queue, job, *token),
+        _ => return None,
+    };
+    crate::group_leases::Lease::of(shared, queue, job, token)
 }
 
 /// The `running` records of the batch, in one round trip; best effort (a

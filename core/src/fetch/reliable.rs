@@ -89,8 +89,12 @@ pub(super) async fn take(
     }
     // A grouped queue is read through its ring (see groups.rs).
     for name in order.iter().filter(|name| shared.levels.is_grouped(name)) {
-        let (used, weighted) = (shared.levels.used(name), shared.levels.is_weighted(name));
-        invocation.arg(crate::groups::fetch_args(&shared.keys, name, used, weighted));
+        let reading = crate::groups::Reading {
+            used: shared.levels.used(name),
+            weighted: shared.levels.is_weighted(name),
+            capped_for: shared.levels.is_capped(name).then_some(shared.identity.as_str()),
+        };
+        invocation.arg(crate::groups::fetch_args(&shared.keys, name, &reading));
     }
     Ok(invocation.invoke_async(&mut shared.redis.conn()).await?)
 }

@@ -90,11 +90,17 @@ pub const CALLS: &[ApiCall] = &[
         ["name", "group", "weight=null"],
         "give a group that many turns for another's one (null or 1: the default)",
         |api, a| {
-            let weight = match a.given(2) {
-                None => None,
-                Some(v) => Some(v.as_f64().ok_or_else(|| a.bad(2, "must be a number"))?),
-            };
+            let weight = a.optional(2, Value::as_f64, "must be a number")?;
             api.set_group_weight(a.text(0)?, a.text(1)?, weight).await?
+        }
+    ),
+    call!(
+        "set_group_cap",
+        ["name", "group=null", "cap=null"],
+        "let at most cap jobs of a group (null: every group's default) run at once, fleet-wide (cap null: no cap)",
+        |api, a| {
+            let cap = a.optional(2, Value::as_u64, "must be a whole number from 1 to 1000000")?;
+            api.set_group_cap(a.text(0)?, a.optional_text(1)?, cap).await?
         }
     ),
     call!(
@@ -387,6 +393,13 @@ impl Args {
         self.given(index)
             .and_then(Value::as_str)
             .ok_or_else(|| self.bad(index, "must be a string"))
+    }
+    /// An optional argument (null or left out: `None`) that `read` takes,
+    /// else refused for `reason`.
+    fn optional<T>(&self, index: usize, read: impl Fn(&Value) -> Option<T>, reason: &str) -> Result<Option<T>> {
+        self.given(index)
+            .map(|value| read(value).ok_or_else(|| self.bad(index, reason)))
+            .transpose()
     }
     fn optional_text(&self, index: usize) -> Result<Option<&str>> {
         match self.given(index) {

@@ -31,10 +31,14 @@
 --           "-" to record nothing (basic fetch's turn of grouped queues)
 -- ARGV[3..2+#KEYS-2] the queue name of each list, aligned with KEYS[3..]
 -- ARGV[..]  then, per grouped queue (those the registry lists as grouped,
---           see groups.rs), 14 values: its name, its ring (NS:groups:<q>),
+--           see groups.rs), 19 values: its name, its ring (NS:groups:<q>),
 --           the levels in use (a bit per level, as the caller knows them),
 --           its weights hash (NS:group_weights:<q>) or "" when the registry
---           lists none for it, and the prefix of its groups' lists at each
+--           lists none for it; its caps hash (NS:group_caps:<q>), running
+--           counts (NS:group_running:<q>), leases (NS:group_leases:<q>),
+--           parked set (NS:group_parked:<q>) and this process's identity,
+--           or five "" when the registry lists no cap for it (see
+--           group_lease.lua); and the prefix of its groups' lists at each
 --           priority level,
 --           9 first (NS:group@9:<q> , ..., NS:group:<q> , ...: a group's
 --           list is the prefix followed by the group). A group's lists at
@@ -52,11 +56,11 @@ for _, name in ipairs(redis.call("SMEMBERS", KEYS[1])) do
 end
 
 local grouped = {}
-for at = #KEYS + 1, #ARGV, 14 do
+for at = #KEYS + 1, #ARGV, 19 do
   local used = tonumber(ARGV[at + 2])
   local prefixes, in_use = {}, {}
   for i = 0, 9 do
-    local prefix = ARGV[at + 4 + i]
+    local prefix = ARGV[at + 9 + i]
     prefixes[#prefixes + 1] = prefix
     -- The i-th prefix is of level 9 - i; the default level (5) is always read.
     local level = 9 - i
@@ -64,7 +68,20 @@ for at = #KEYS + 1, #ARGV, 14 do
       in_use[#in_use + 1] = prefix
     end
   end
-  grouped[ARGV[at]] = { ring = ARGV[at + 1], weights = ARGV[at + 3], prefixes = prefixes, in_use = in_use, lists = {} }
+  grouped[ARGV[at]] = {
+    ring = ARGV[at + 1],
+    weights = ARGV[at + 3],
+    -- Caps are kept only where jobs are recorded in progress (leases
+    -- name their entries): not by basic fetch.
+    caps = first_token and ARGV[at + 4] or "",
+    running = ARGV[at + 5],
+    leases = ARGV[at + 6],
+    parked = ARGV[at + 7],
+    identity = ARGV[at + 8],
+    prefixes = prefixes,
+    in_use = in_use,
+    lists = {},
+  }
 end
 
 -- The queues in order, as runs of ungrouped lists (read by one LMPOP each)
@@ -212,6 +229,36 @@ local function weights_of(queue, ring)
   return weight
 end
 
+-- The concurrency caps of the groups among the ring's first `live`
+-- members, where the queue has any (a group's own, or the queue's default
+-- under field ""), and how many of each run now: group -> cap, group ->
+-- running.
+local function caps_of(queue, ring, live)
+  local cap, running = {}, {}
+  if queue.caps == "" then
+    return cap, running
+  end
+  local groups = {}
+  for m = 1, live do
+    if ring[2 * m - 1] ~= "" then
+      groups[#groups + 1] = ring[2 * m - 1]
+    end
+  end
+  if #groups == 0 then
+    return cap, running
+  end
+  local caps = redis.call("HMGET", queue.caps, "", unpack(groups))
+  local counts = redis.call("HMGET", queue.running, unpack(groups))
+  for i, group in ipairs(groups) do
+    local c = tonumber(caps[i + 1]) or tonumber(caps[1])
+    if c then
+      cap[group] = c
+      running[group] = tonumber(counts[i]) or 0
+    end
+  end
+  return cap, running
+end
+
 -- A grouped queue: rounds of one job (or an even share) from each of the
 -- groups with the fewest turns, at most a few rounds per fetch. A group
 -- adds 1/weight to its score per job taken; a paused one sits at +inf
@@ -239,7 +286,8 @@ local function take_grouped(name)
       return
     end
     local weight = weights_of(queue, ring)
-    local turns, gone = {}, {}
+    local cap, running = caps_of(queue, ring, live)
+    local turns, gone, parked, leases = {}, {}, {}, {}
     local gave, passed = false, false
     for m = 1, live do
       if count >= wanted then
@@ -249,8 +297,15 @@ local function take_grouped(name)
       -- one that has fewer jobs leaves the rest to those after it.
       local share = math.ceil((wanted - count) / (live - m + 1))
       local group, score = ring[2 * m - 1], tonumber(ring[2 * m])
+      local before = count
+      if cap[group] then
+        -- At most its cap running: room for the rest, or parked.
+        share = math.min(share, cap[group] - running[group])
+      end
       local got
-      if group == "" then
+      if share <= 0 then
+        got = -1
+      elseif group == "" then
         got = take_from(queue.lists, share, name)
       elseif #queue.in_use == 1 then
         -- The usual case, one level in use: one RPOP, no list of lists.
@@ -269,7 +324,16 @@ local function take_grouped(name)
           got = take_from(all, share, name)
         end
       end
-      if got > 0 then
+      if got > 0 and cap[group] then
+        redis.call("HINCRBY", queue.running, group, got)
+        for i = before + 1, count do
+          leases[#leases + 1] = queue.identity .. " " .. string.format("%d", first_token + i - 1)
+          leases[#leases + 1] = group
+        end
+      end
+      if got < 0 then
+        parked[#parked + 1] = group
+      elseif got > 0 then
         gave = true
         turns[#turns + 1] = score + got / (weight[group] or 1)
         turns[#turns + 1] = group
@@ -289,12 +353,19 @@ local function take_grouped(name)
     if #gone > 0 then
       redis.call("ZREM", queue.ring, unpack(gone))
     end
+    if #parked > 0 then
+      redis.call("ZREM", queue.ring, unpack(parked))
+      redis.call("SADD", queue.parked, unpack(parked))
+    end
+    if #leases > 0 then
+      redis.call("HSET", queue.leases, unpack(leases))
+    end
     if #turns > 0 then
       redis.call("ZADD", queue.ring, unpack(turns))
     end
     -- Another round when this one took jobs, or passed over members that
     -- had none (the next round reads the members after them).
-    if not gave and not passed and #gone == 0 then
+    if not gave and not passed and #gone == 0 and #parked == 0 then
       return
     end
   end

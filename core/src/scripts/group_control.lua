@@ -1,6 +1,6 @@
 -- Fragments (prepended, in this order): wake.lua
--- Pause, resume or weigh one group of a queue (see groups.rs), in one
--- atomic step.
+-- Pause, resume, weigh or cap one group of a queue (see groups.rs), in
+-- one atomic step.
 --
 -- A paused group stays in its queue's ring at score +inf: a fetch, which
 -- reads the lowest scores, never reaches it while another group has a
@@ -17,15 +17,26 @@
 -- how workers learn to read the hash; a queue without weights costs a
 -- fetch nothing more.
 --
+-- A group's concurrency cap is a field of the queue's caps hash (field
+-- "": every group's default): a fetch takes no more of its jobs than leave
+-- it within the cap, and parks it at its cap (see group_lease.lua). The
+-- first cap of a queue lists it ("group-caps <queue>") as weights are
+-- listed. A changed cap may leave room: every parked group of the queue
+-- takes its turn again (one still at its cap is parked again by the next
+-- fetch).
+--
 -- KEYS[1]   NS:groups:<q> (zset, the ring)
 -- KEYS[2]   NS:priorities (set, the registry; see list_priority_level in
 --           wake.lua, prepended)
 -- KEYS[3]   NS:group_weights:<q> (hash: group -> weight)
--- ARGV[1]   "pause", "resume" or "weight"
--- ARGV[2]   the group
+-- KEYS[4]   NS:group_caps:<q> (hash: group -> cap)
+-- KEYS[5]   NS:group_parked:<q> (set)
+-- ARGV[1]   "pause", "resume", "weight" or "cap"
+-- ARGV[2]   the group ("" with "cap": every group's default)
 -- ARGV[3]   the wake channel (NS:wake)
 -- ARGV[4]   the queue's name
--- ARGV[5]   "weight": the weight (a number > 0), or "" for the default (1)
+-- ARGV[5]   "weight": the weight (a number > 0), or "" for the default (1);
+--           "cap": the cap (a whole number >= 1), or "" for none
 -- ARGV[5..] "resume": the group's list at each priority level
 --
 -- Returns 1 when the group's state changed, 0 when it already was so.
@@ -56,6 +67,24 @@ elseif mode == "resume" then
     redis.call("PUBLISH", channel, queue)
   else
     redis.call("ZREM", ring, group)
+  end
+  return 1
+elseif mode == "cap" then
+  if ARGV[5] == "" then
+    redis.call("HDEL", KEYS[4], group)
+  else
+    redis.call("HSET", KEYS[4], group, ARGV[5])
+    list_priority_level(KEYS[2], channel, "group-caps " .. queue)
+  end
+  local parked = redis.call("SMEMBERS", KEYS[5])
+  if #parked > 0 then
+    local score = lowest_turn()
+    for _, g in ipairs(parked) do
+      redis.call("ZADD", ring, "NX", score, g)
+    end
+    redis.call("ZADD", ring, "NX", score, "")
+    redis.call("DEL", KEYS[5])
+    redis.call("PUBLISH", channel, queue)
   end
   return 1
 elseif mode == "weight" then

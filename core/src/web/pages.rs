@@ -239,12 +239,17 @@ pub(crate) async fn queue(
         @if !groups.is_empty() {
             h2 { "Groups" }
             table {
-                thead { tr { th { "Group" } th.num { "Jobs" } th.num { "Weight" } th.num { "Turns" } th {} } }
+                thead { tr { th { "Group" } th.num { "Jobs" } th.num { "Running / cap" } th.num { "Weight" } th.num { "Turns" } th {} } }
                 tbody {
                     @for group in &groups {
                         tr {
-                            td { code { (crate::printable::shown(&group.name)) } @if group.paused { " " span.badge.warn { "paused" } } }
+                            td {
+                                code { (crate::printable::shown(&group.name)) }
+                                @if group.paused { " " span.badge.warn { "paused" } }
+                                @if group.parked { " " span.badge { "at its cap" } }
+                            }
                             td.num { (group.size) }
+                            td.num { @if let Some(cap) = group.cap { (group.running) " / " (cap) } }
                             td.num { (group.weight) }
                             td.num { (group.turns.map(|t| format!("{t:.1}")).unwrap_or_default()) }
                             td.actions {

@@ -1,0 +1,88 @@
+//! The leases of capped groups' running jobs (see `groups.rs` and
+//! `scripts/group_lease.lua`): a fetch records one per job it takes from a
+//! group with a concurrency cap, in the step that records the job in
+//! progress; the process that settles the job ends it right after (one
+//! script per batch of settled jobs), and every worker's orphan check
+//! sweeps the leases whose jobs are no longer in progress where they were
+//! taken: a process that died, or settled a job and died before it ended
+//! its lease. Ending a lease twice is harmless (the lease is gone).
+
+use crate::error::Result;
+use crate::job::Job;
+use crate::scripts::SCRIPTS;
+use crate::shared::Shared;
+
+/// A settled job's lease to end: its queue, group and delivery token.
+pub(crate) struct Lease {
+    queue: String,
+    group: String,
+    token: u64,
+}
+
+impl Lease {
+    /// The lease `job`, taken from `queue` under `token`, holds: where its
+    /// queue has capped groups and the job is grouped. Reliable fetch only
+    /// (basic fetch takes no lease).
+    pub fn of(shared: &Shared, queue: &str, job: &Job, token: u64) -> Option<Lease> {
+        if !shared.is_reliable() || shared.keys.is_sharded_by_queue() || !shared.levels.is_capped(queue) {
+            return None;
+        }
+        Some(Lease {
+            queue: queue.to_string(),
+            group: job.group_key()?.to_string(),
+            token,
+        })
+    }
+}
+
+/// Ends the leases of jobs this process settled, in one script. Best
+/// effort: one not ended here is ended by the next sweep.
+pub(crate) async fn end(shared: &Shared, leases: &[Lease]) {
+    if leases.is_empty() {
+        return;
+    }
+    let keys = &shared.keys;
+    let mut invocation = SCRIPTS.group_release.prepare_invoke();
+    invocation.arg(keys.wake());
+    for lease in leases {
+        invocation
+            .key(keys.group_leases(&lease.queue))
+            .key(keys.group_running(&lease.queue))
+            .key(keys.group_parked(&lease.queue))
+            .key(keys.group_ring(&lease.queue))
+            .arg(format!("{} {}", shared.identity, lease.token))
+            .arg(&lease.group)
+            .arg(&lease.queue);
+    }
+    if let Err(e) = invocation.invoke_async::<i64>(&mut shared.redis.conn()).await {
+        tracing::warn!("ending the leases of capped groups' jobs failed (the next orphan check ends them): {e}");
+    }
+}
+
+/// Ends, for each capped queue this process serves, the leases whose jobs
+/// are no longer in progress where they were taken; returns how many.
+pub(crate) async fn sweep(shared: &Shared) -> Result<usize> {
+    if shared.keys.is_sharded_by_queue() {
+        return Ok(0);
+    }
+    let keys = &shared.keys;
+    let mut ended = 0;
+    for queue in shared.config.queues().iter().map(|q| q.name.as_str()) {
+        if !shared.levels.is_capped(queue) {
+            continue;
+        }
+        let n: usize = SCRIPTS
+            .group_sweep
+            .key(keys.group_leases(queue))
+            .key(keys.group_running(queue))
+            .key(keys.group_parked(queue))
+            .key(keys.group_ring(queue))
+            .arg(keys.wake())
+            .arg(queue)
+            .arg(keys.in_progress(""))
+            .invoke_async(&mut shared.redis.conn())
+            .await?;
+        ended += n;
+    }
+    Ok(ended)
+}

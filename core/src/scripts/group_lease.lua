@@ -1,0 +1,31 @@
+-- Prepended to the scripts that end a capped group's leases (see
+-- groups.rs): group_release.lua (a process settled the jobs) and
+-- group_sweep.lua (their in-progress entries are gone: settled, or
+-- recovered from a dead process, before their release was written).
+--
+-- A fetch that takes a job of a group with a concurrency cap records a
+-- lease ("<identity> <token>" -> group, in NS:group_leases:<q>) and counts
+-- it (NS:group_running:<q>), in the step that records the job in
+-- progress; a group at its cap is parked (out of the ring, into
+-- NS:group_parked:<q>), so no fetch polls it and no slot waits for it.
+-- Ending a lease counts it off once (HDEL says whether it was still
+-- there) and moves a parked group back into the ring at its lowest score,
+-- its turn next, waking the queue's idle workers.
+local function end_group_lease(leases, field, running, parked, ring, group, channel, queue)
+  if redis.call("HDEL", leases, field) == 0 then
+    return false
+  end
+  if redis.call("HINCRBY", running, group, -1) <= 0 then
+    redis.call("HDEL", running, group)
+  end
+  if redis.call("SREM", parked, group) == 1 then
+    local lowest = redis.call("ZRANGE", ring, 0, 0, "WITHSCORES")
+    local score = lowest[2]
+    if score == nil or score == "inf" then
+      score = "0"
+    end
+    redis.call("ZADD", ring, "NX", score, group, score, "")
+    redis.call("PUBLISH", channel, queue)
+  end
+  return true
+end

@@ -1,0 +1,28 @@
+-- Fragments (prepended, in this order): group_lease.lua
+-- End the leases of a queue's capped groups whose jobs are no longer in
+-- progress where their fetch recorded them: settled by a process that died
+-- before it ended the lease, or recovered from a dead process (see
+-- group_lease.lua, prepended). Run by every worker serving the queue at
+-- each orphan check; a lease ended already by its process is not there.
+--
+-- KEYS[1] NS:group_leases:<q> (hash: "<identity> <token>" -> group)
+-- KEYS[2] NS:group_running:<q> (hash)
+-- KEYS[3] NS:group_parked:<q> (set)
+-- KEYS[4] NS:groups:<q> (the ring)
+-- ARGV[1] the wake channel (NS:wake)
+-- ARGV[2] the queue's name
+-- ARGV[3] the in-progress hashes' prefix (NS:in_progress:), the identity
+--         following
+--
+-- Returns the number of leases ended.
+local leases = redis.call("HGETALL", KEYS[1])
+local ended = 0
+for i = 1, #leases, 2 do
+  local field, group = leases[i], leases[i + 1]
+  local identity, token = string.match(field, "^(.*) (%d+)$")
+  local held = identity and redis.call("HEXISTS", ARGV[3] .. identity, token) == 1
+  if not held and end_group_lease(KEYS[1], field, KEYS[2], KEYS[3], KEYS[4], group, ARGV[1], ARGV[2]) then
+    ended = ended + 1
+  end
+end
+return ended
