@@ -74,6 +74,11 @@ pub(super) async fn shutdown(shared: &Arc<Shared>, dispatcher: JoinHandle<()>, i
         Ok(n) => tracing::warn!("requeued {n} job(s) unfinished at shutdown"),
         Err(e) => tracing::error!("requeueing unfinished jobs failed (recovery will find them): {e}"),
     }
+    // The jobs given back held capped groups' leases: ended now, so their
+    // groups run at once elsewhere (else at another worker's orphan check).
+    if let Err(e) = crate::group_leases::sweep(shared).await {
+        tracing::warn!("ending capped groups' leases at shutdown failed (the next orphan check ends them): {e}");
+    }
 }
 
 async fn requeue_unfinished(shared: &Shared, never_started: Vec<Vec<u8>>) -> Result<usize> {
