@@ -522,3 +522,65 @@ async fn a_lease_left_by_a_dead_process_is_swept_and_its_group_runs() {
     assert_eq!(most["g"].1, 1, "one at a time");
     assert_eq!(group_keys(&mut conn).await, ["cogworker:group_caps:default"]);
 }
+
+/// A worker stopped while it runs a capped group's job gives the job back
+/// and ends its lease as it stops: the group is neither counted as running
+/// nor parked afterwards, so another worker runs both jobs at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_worker_ends_the_leases_of_the_jobs_it_gives_back() {
+    let redis = TestRedis::start();
+    let mut config = redis.config();
+    config.set_shutdown_timeout(0.2).unwrap();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    api.set_group_cap("default", Some("g"), Some(1)).await.unwrap();
+    let started = Arc::new(AtomicUsize::new(0));
+    let s = started.clone();
+    let worker = cogworker::Worker::builder(config)
+        .register("Long", move |_job| {
+            let s = s.clone();
+            async move {
+                s.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap();
+    client
+        .push_bulk((0..2).map(|_| Job::new("Long").group("g")).collect())
+        .await
+        .unwrap();
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    let s = started.clone();
+    wait_until("the first job runs", Duration::from_secs(10), move || {
+        let s = s.clone();
+        async move { s.load(Ordering::SeqCst) == 1 }
+    })
+    .await;
+    let mut conn = redis.conn().await;
+    let c = conn.clone();
+    wait_until("the group is parked at its cap", Duration::from_secs(10), move || {
+        let mut c = c.clone();
+        async move {
+            redis::AsyncCommands::sismember(&mut c, "cogworker:group_parked:default", "g")
+                .await
+                .unwrap()
+        }
+    })
+    .await;
+    assert_eq!(started.load(Ordering::SeqCst), 1, "one at a time");
+    handle.stop();
+    task.await.unwrap().unwrap();
+    assert_eq!(llen(&mut conn, "cogworker:group:default g").await, 2, "both given back");
+    assert_eq!(
+        group_keys(&mut conn).await,
+        [
+            "cogworker:group:default g",
+            "cogworker:group_caps:default",
+            "cogworker:groups:default"
+        ],
+        "no lease, count or parked group left"
+    );
+}
