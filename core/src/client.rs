@@ -371,6 +371,9 @@ impl Client {
         // Sharded by queue, an immediate job goes through the outbox: its
         // queue is on another slot than its lock (see outbox.rs).
         let handover = crate::outbox::handover_id(job.jid_str());
+        // Where it waits once queued; its ring and group go to the script
+        // whatever the mode (a scheduled job's are not used).
+        let destination = Destination::of_job(&self.keys, &job);
         let (target, mode) = match run_at {
             Some(_) => (self.keys.schedule(), "schedule"),
             None => {
@@ -379,7 +382,7 @@ impl Client {
                 if self.keys.is_sharded_by_queue() {
                     (self.keys.outbox(), "outbox")
                 } else {
-                    (Destination::of_job(&self.keys, &job).list, "queue")
+                    (destination.list.clone(), "queue")
                 }
             }
         };
@@ -404,9 +407,9 @@ impl Client {
             .arg(self.keys.wake())
             .arg(&handover)
             .key(self.keys.priorities())
-            .arg(crate::priority::listed_member(&queue, job.priority_level()));
-        let destination = Destination::of_job(&self.keys, &job);
-        invocation.arg(&destination.ring).arg(&destination.group);
+            .arg(crate::priority::listed_member(&queue, job.priority_level()))
+            .arg(&destination.ring)
+            .arg(&destination.group);
         // A retry of a push that did land finds the lock held by this jid
         // and pushes nothing more.
         let pushed: i64 = self

@@ -82,7 +82,7 @@ impl Destination {
     pub fn of(keys: &Keys, queue: &str, level: u8, group: Option<&str>) -> Self {
         match group.filter(|_| !keys.is_sharded_by_queue()) {
             Some(group) => Destination {
-                list: format!("{}{group}", keys.group_list_prefix(queue, level)),
+                list: keys.group_list(queue, level, group),
                 ring: keys.group_ring(queue),
                 group: group.to_string(),
             },

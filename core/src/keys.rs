@@ -124,6 +124,10 @@ impl Keys {
             None => format!("{}:{what}:{name}", self.ns),
         }
     }
+    /// The list of group `group`'s jobs of queue `name` at priority `level`.
+    pub fn group_list(&self, name: &str, level: u8, group: &str) -> String {
+        format!("{}{group}", self.group_list_prefix(name, level))
+    }
     /// The prefix of queue `name`'s group lists at priority `level`: the
     /// list of group `g` is the prefix followed by `g`. Queue names hold
     /// no spaces, so the space before the group keeps two queues' groups

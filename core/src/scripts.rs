@@ -113,9 +113,9 @@ const CANCEL: ScriptSource = script!("cancel.lua");
 const BATCH_OPEN: ScriptSource = script!("batch_open.lua");
 const BATCH_CLOSE: ScriptSource = script_with_batch!("batch_close.lua");
 const DROP_FROM_SET: ScriptSource = script_with_batch!("drop_from_set.lua");
-const GROUP_CONTROL: ScriptSource = script!("group_control.lua", "wake.lua");
-const GROUP_RELEASE: ScriptSource = script!("group_release.lua", "group_lease.lua");
-const GROUP_SWEEP: ScriptSource = script!("group_sweep.lua", "group_lease.lua");
+const GROUP_CONTROL: ScriptSource = script!("group_control.lua", "wake.lua", "group.lua");
+const GROUP_RELEASE: ScriptSource = script!("group_release.lua", "wake.lua", "group.lua", "group_lease.lua");
+const GROUP_SWEEP: ScriptSource = script!("group_sweep.lua", "wake.lua", "group.lua", "group_lease.lua");
 
 /// Every script, for the header check.
 #[cfg(test)]

@@ -83,7 +83,7 @@ impl Api {
         let mut sizes = redis::pipe();
         for (group, _) in &page {
             for (_, level) in &levels {
-                sizes.llen(format!("{}{group}", keys.group_list_prefix(name, *level)));
+                sizes.llen(keys.group_list(name, *level, group));
             }
         }
         let sizes: Vec<u64> = sizes.query_async(&mut conn).await?;
@@ -138,7 +138,7 @@ impl Api {
         let keys = self.client.keys();
         let mut invocation = self.group_control(name, group, "resume");
         for level in 0..=crate::job::HIGHEST_PRIORITY {
-            invocation.arg(format!("{}{group}", keys.group_list_prefix(name, level)));
+            invocation.arg(keys.group_list(name, level, group));
         }
         let changed: i64 = invocation.invoke_async(&mut self.conn()).await?;
         Ok(changed == 1)

@@ -80,7 +80,7 @@ impl Api {
         let groups: Vec<String> = self.conn().zrange(&ring, 0, -1).await?;
         for group in groups.iter().filter(|group| !group.is_empty()) {
             for (_, level) in &levels {
-                lists.push(format!("{}{group}", keys.group_list_prefix(name, *level)));
+                lists.push(keys.group_list(name, *level, group));
             }
         }
         Ok((lists, Some(ring)))

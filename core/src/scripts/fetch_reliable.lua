@@ -137,22 +137,28 @@ local function record()
   end
 end
 
+-- Up to `most` jobs from the one list `key` (of queue `name`): RPOP with
+-- a count, LMPOP's cheaper twin (Redis >= 6.2, as LMPOP needs 7). Returns
+-- how many.
+local function pop_list(key, most, name)
+  local jobs = redis.call("RPOP", key, most)
+  if not jobs then
+    return 0
+  end
+  took(key, name, jobs)
+  return #jobs
+end
+
 -- Up to `most` jobs from `lists`, tried in order (a group's lists are of
 -- queue `name`); returns how many. Redis 6.2 has no LMPOP: one RPOP per
 -- job there.
 local has_lmpop = true
 local function take_from(lists, most, name)
+  if #lists == 1 and has_lmpop then
+    return pop_list(lists[1], most, name)
+  end
   local before = count
   local limit = count + most
-  if #lists == 1 and has_lmpop then
-    -- One list (a group's at the default level): RPOP with a count is
-    -- LMPOP's cheaper twin (Redis >= 6.2, as LMPOP needs 7).
-    local jobs = redis.call("RPOP", lists[1], most)
-    if jobs then
-      took(lists[1], name, jobs)
-    end
-    return count - before
-  end
   while count < limit and #lists > 0 do
     if has_lmpop then
       local command = { "LMPOP", #lists }
@@ -204,47 +210,40 @@ local function group_lists(prefixes, group)
   return lists
 end
 
--- The weights of the groups among `ring`'s members (a flat {member,
--- score, ...} array), where the queue has any: group -> weight.
-local function weights_of(queue, ring)
-  local weight = {}
-  if queue.weights == "" then
-    return weight
-  end
-  local groups = {}
-  for m = 1, #ring, 2 do
-    if ring[m] ~= "" then
-      groups[#groups + 1] = ring[m]
-    end
-  end
-  if #groups > 0 then
-    local values = redis.call("HMGET", queue.weights, unpack(groups))
-    for i, group in ipairs(groups) do
-      local w = tonumber(values[i])
-      if w and w > 0 then
-        weight[group] = w
-      end
-    end
-  end
-  return weight
-end
-
--- The concurrency caps of the groups among the ring's first `live`
--- members, where the queue has any (a group's own, or the queue's default
--- under field ""), and how many of each run now: group -> cap, group ->
--- running.
-local function caps_of(queue, ring, live)
-  local cap, running = {}, {}
-  if queue.caps == "" then
-    return cap, running
-  end
+-- The groups among the first `live` members of `ring` (a flat {member,
+-- score, ...} array): every member but "".
+local function groups_in(ring, live)
   local groups = {}
   for m = 1, live do
     if ring[2 * m - 1] ~= "" then
       groups[#groups + 1] = ring[2 * m - 1]
     end
   end
-  if #groups == 0 then
+  return groups
+end
+
+-- The weights of `groups`, where the queue has any: group -> weight.
+local function weights_of(queue, groups)
+  local weight = {}
+  if queue.weights == "" or #groups == 0 then
+    return weight
+  end
+  local values = redis.call("HMGET", queue.weights, unpack(groups))
+  for i, group in ipairs(groups) do
+    local w = tonumber(values[i])
+    if w and w > 0 then
+      weight[group] = w
+    end
+  end
+  return weight
+end
+
+-- The concurrency caps of `groups`, where the queue has any (a group's
+-- own, or the queue's default under field ""), and how many of each run
+-- now: group -> cap, group -> running.
+local function caps_of(queue, groups)
+  local cap, running = {}, {}
+  if queue.caps == "" or #groups == 0 then
     return cap, running
   end
   local caps = redis.call("HMGET", queue.caps, "", unpack(groups))
@@ -285,8 +284,9 @@ local function take_grouped(name)
     if live == 0 then
       return
     end
-    local weight = weights_of(queue, ring)
-    local cap, running = caps_of(queue, ring, live)
+    local groups = groups_in(ring, live)
+    local weight = weights_of(queue, groups)
+    local cap, running = caps_of(queue, groups)
     local turns, gone, parked, leases = {}, {}, {}, {}
     local gave, passed = false, false
     for m = 1, live do
@@ -309,12 +309,7 @@ local function take_grouped(name)
         got = take_from(queue.lists, share, name)
       elseif #queue.in_use == 1 then
         -- The usual case, one level in use: one RPOP, no list of lists.
-        local key = queue.in_use[1] .. group
-        local jobs = redis.call("RPOP", key, share)
-        got = jobs and #jobs or 0
-        if got > 0 then
-          took(key, name, jobs)
-        end
+        got = pop_list(queue.in_use[1] .. group, share, name)
       else
         got = take_from(group_lists(queue.in_use, group), share, name)
       end
@@ -350,12 +345,16 @@ local function take_grouped(name)
         gone[#gone + 1] = group
       end
     end
+    -- Empty and parked groups leave the ring; parked ones wait in the
+    -- queue's parked set.
+    if #parked > 0 then
+      redis.call("SADD", queue.parked, unpack(parked))
+    end
+    for _, group in ipairs(parked) do
+      gone[#gone + 1] = group
+    end
     if #gone > 0 then
       redis.call("ZREM", queue.ring, unpack(gone))
-    end
-    if #parked > 0 then
-      redis.call("ZREM", queue.ring, unpack(parked))
-      redis.call("SADD", queue.parked, unpack(parked))
     end
     if #leases > 0 then
       redis.call("HSET", queue.leases, unpack(leases))
@@ -365,7 +364,7 @@ local function take_grouped(name)
     end
     -- Another round when this one took jobs, or passed over members that
     -- had none (the next round reads the members after them).
-    if not gave and not passed and #gone == 0 and #parked == 0 then
+    if not gave and not passed and #gone == 0 then
       return
     end
   end

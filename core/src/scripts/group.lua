@@ -1,24 +1,39 @@
 -- Prepended, after wake.lua, to every script that puts a job on a list
--- (see groups.rs).
---
+-- or a group in its queue's ring (see groups.rs): the pushes and requeues,
+-- group_control.lua, and the scripts that end capped groups' leases.
+
+-- The ring's lowest turn: a group entering there takes the next one ("0"
+-- for an empty ring, or one holding only paused groups, at +inf).
+local function lowest_turn(ring)
+  local lowest = redis.call("ZRANGE", ring, 0, 0, "WITHSCORES")
+  if lowest[2] == nil or lowest[2] == "inf" then
+    return "0"
+  end
+  return lowest[2]
+end
+
+-- Puts `group` in `ring` at its lowest turn unless it is there (NX: a
+-- group in the ring keeps its place), with `""`, the member that stands
+-- for the queue's ungrouped jobs (a ring always holds it). Returns how
+-- many members were added: 2 when the ring did not exist.
+local function enter_ring(ring, group)
+  local score = lowest_turn(ring)
+  return redis.call("ZADD", ring, "NX", score, group, score, "")
+end
+
 -- A push that leaves a group's list with as many jobs as it pushed found
 -- the group without jobs at that level: the group enters its queue's ring
 -- (a sorted set scored by the turns each group has had) at the ring's
 -- lowest score, so its turn comes in the next round and never ahead of a
--- group that has waited longer; `""`, the member that stands for the
--- queue's ungrouped jobs, enters with it (a ring always holds it). A
--- group already in the ring keeps its place (NX). A ring that did not
--- exist lists the queue as grouped (list_priority_level, wake.lua), which
--- is how workers learn to read it. Nothing happens for an empty `ring`
--- (a job without a group): such a push pays nothing.
+-- group that has waited longer. A ring that did not exist lists the queue
+-- as grouped (list_priority_level, wake.lua), which is how workers learn
+-- to read it. Nothing happens for an empty `ring` (a job without a
+-- group): such a push pays nothing.
 local function enter_group_if_was_empty(ring, group, length, pushed, registry, channel, queue_name)
   if ring == nil or ring == "" or length ~= pushed then
     return
   end
-  local lowest = redis.call("ZRANGE", ring, 0, 0, "WITHSCORES")
-  local score = lowest[2] or "0"
-  redis.call("ZADD", ring, "NX", score, group, score, "")
-  if lowest[1] == nil then
+  if enter_ring(ring, group) == 2 then
     list_priority_level(registry, channel, "group " .. queue_name)
   end
 end

@@ -1,4 +1,4 @@
--- Fragments (prepended, in this order): wake.lua
+-- Fragments (prepended, in this order): wake.lua, group.lua
 -- Pause, resume, weigh or cap one group of a queue (see groups.rs), in
 -- one atomic step.
 --
@@ -42,19 +42,11 @@
 -- Returns 1 when the group's state changed, 0 when it already was so.
 local ring, mode, group, channel, queue = KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
-local function lowest_turn()
-  local lowest = redis.call("ZRANGE", ring, 0, 0, "WITHSCORES")
-  if lowest[2] == nil or lowest[2] == "inf" then
-    return "0"
-  end
-  return lowest[2]
-end
-
 if mode == "pause" then
   if redis.call("ZSCORE", ring, group) == "inf" then
     return 0
   end
-  redis.call("ZADD", ring, "NX", lowest_turn(), "")
+  redis.call("ZADD", ring, "NX", lowest_turn(ring), "")
   redis.call("ZADD", ring, "inf", group)
   list_priority_level(KEYS[2], channel, "group " .. queue)
   return 1
@@ -63,7 +55,7 @@ elseif mode == "resume" then
     return 0
   end
   if redis.call("EXISTS", unpack(ARGV, 5)) > 0 then
-    redis.call("ZADD", ring, "XX", lowest_turn(), group)
+    redis.call("ZADD", ring, "XX", lowest_turn(ring), group)
     redis.call("PUBLISH", channel, queue)
   else
     redis.call("ZREM", ring, group)
@@ -78,11 +70,9 @@ elseif mode == "cap" then
   end
   local parked = redis.call("SMEMBERS", KEYS[5])
   if #parked > 0 then
-    local score = lowest_turn()
     for _, g in ipairs(parked) do
-      redis.call("ZADD", ring, "NX", score, g)
+      enter_ring(ring, g)
     end
-    redis.call("ZADD", ring, "NX", score, "")
     redis.call("DEL", KEYS[5])
     redis.call("PUBLISH", channel, queue)
   end

@@ -1,4 +1,5 @@
--- Prepended to the scripts that end a capped group's leases (see
+-- Prepended (after wake.lua and group.lua, whose enter_ring it uses) to
+-- the scripts that end a capped group's leases (see
 -- groups.rs): group_release.lua (a process settled the jobs) and
 -- group_sweep.lua (their in-progress entries are gone: settled, or
 -- recovered from a dead process, before their release was written).
@@ -19,12 +20,7 @@ local function end_group_lease(leases, field, running, parked, ring, group, chan
     redis.call("HDEL", running, group)
   end
   if redis.call("SREM", parked, group) == 1 then
-    local lowest = redis.call("ZRANGE", ring, 0, 0, "WITHSCORES")
-    local score = lowest[2]
-    if score == nil or score == "inf" then
-      score = "0"
-    end
-    redis.call("ZADD", ring, "NX", score, group, score, "")
+    enter_ring(ring, group)
     redis.call("PUBLISH", channel, queue)
   end
   return true

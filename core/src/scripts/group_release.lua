@@ -1,4 +1,4 @@
--- Fragments (prepended, in this order): group_lease.lua
+-- Fragments (prepended, in this order): wake.lua, group.lua, group_lease.lua
 -- End the leases of settled jobs of capped groups (see group_lease.lua,
 -- prepended), each at most once: a lease a sweep ended already is skipped.
 --

@@ -1,4 +1,4 @@
--- Fragments (prepended, in this order): group_lease.lua
+-- Fragments (prepended, in this order): wake.lua, group.lua, group_lease.lua
 -- End the leases of a queue's capped groups whose jobs are no longer in
 -- progress where their fetch recorded them: settled by a process that died
 -- before it ended the lease, or recovered from a dead process (see
