@@ -159,8 +159,9 @@ impl Client {
         let offset = crate::clock::offset(&self.redis).await;
         let at = now() + offset;
         let mut jids = Vec::with_capacity(jobs.len());
-        // By queue, priority level and group: each is a list of its own.
-        let mut immediate: BTreeMap<(String, u8, Option<String>), Vec<String>> = BTreeMap::new();
+        // By queue, priority level and group (and the cap declared for
+        // it): each is a list of its own.
+        let mut immediate: BTreeMap<crate::groups::ListOf, Vec<String>> = BTreeMap::new();
         // The priority levels the jobs use (other than the default), to
         // list where workers find them.
         let mut levels: BTreeSet<String> = BTreeSet::new();
@@ -222,9 +223,8 @@ impl Client {
                 _ => {
                     job.remove("at");
                     job.set("enqueued_at", float(at));
-                    let group = job.group_key().map(str::to_string);
                     immediate
-                        .entry((job.queue_name().to_string(), job.priority_level(), group))
+                        .entry(crate::groups::list_of(&job))
                         .or_default()
                         .push(job.to_json());
                 }
@@ -241,7 +241,7 @@ impl Client {
         let sharded = self.keys.is_sharded_by_queue();
         if sharded && !immediate.is_empty() {
             // Named first, so a queued job is always in a listed queue.
-            let names: BTreeSet<&String> = immediate.keys().map(|(queue, _, _)| queue).collect();
+            let names: BTreeSet<&String> = immediate.keys().map(|(queue, ..)| queue).collect();
             let _: i64 = self
                 .retry_once_on_drop(|mut conn| {
                     let (key, names) = (self.keys.queues(), &names);
@@ -262,7 +262,7 @@ impl Client {
             .key(self.keys.priorities());
         let destinations: Vec<Destination> = on_this_slot
             .keys()
-            .map(|(queue, level, group)| Destination::of(&self.keys, queue, *level, group.as_deref()))
+            .map(|(queue, level, group, cap)| Destination::of(&self.keys, queue, *level, group.as_deref(), *cap))
             .collect();
         for destination in &destinations {
             invocation.key(&destination.list);
@@ -286,11 +286,10 @@ impl Client {
         for member in &levels {
             invocation.arg(member);
         }
-        for (((queue, _, _), payloads), destination) in on_this_slot.iter().zip(&destinations) {
+        for (((queue, ..), payloads), destination) in on_this_slot.iter().zip(&destinations) {
             invocation
                 .arg(queue)
-                .arg(&destination.ring)
-                .arg(&destination.group)
+                .arg(&destination.group_args()[..])
                 .arg(payloads.len())
                 .arg(payloads);
         }
@@ -314,7 +313,7 @@ impl Client {
                 .map_err(crate::error::Error::from_batch_script)?;
         }
         if sharded {
-            for ((queue, level, _), payloads) in &immediate_sharded {
+            for ((queue, level, ..), payloads) in &immediate_sharded {
                 self.push_onto_own_slot(queue, *level, payloads).await?;
             }
         }
@@ -408,8 +407,7 @@ impl Client {
             .arg(&handover)
             .key(self.keys.priorities())
             .arg(crate::priority::listed_member(&queue, job.priority_level()))
-            .arg(&destination.ring)
-            .arg(&destination.group);
+            .arg(&destination.group_args()[..]);
         // A retry of a push that did land finds the lock held by this jid
         // and pushes nothing more.
         let pushed: i64 = self

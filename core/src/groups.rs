@@ -64,7 +64,7 @@ pub(crate) fn parse_member(member: &str) -> Option<Listed<'_>> {
 
 /// Where a job waits once it is queued, and what a script needs to enter
 /// its group in the ring: `ring` and `group` are empty for a job without
-/// a group.
+/// a group; `caps` and `cap` for one whose class declares no cap for it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Destination {
     /// The list the job is pushed onto.
@@ -73,31 +73,67 @@ pub(crate) struct Destination {
     pub ring: String,
     /// Its group (`""`: none).
     pub group: String,
+    /// Its queue's declared caps (`NS:group_declared_caps:<q>`; `""`: the
+    /// job declares none).
+    pub caps: String,
+    /// The cap the job declares for its group (`group_cap`; `""`: none).
+    pub cap: String,
 }
 
 impl Destination {
-    /// The list of `queue`'s jobs of `group` (if any) at priority `level`.
+    /// The list of `queue`'s jobs of `group` (if any) at priority `level`,
+    /// with the concurrency cap they declare for it (if any).
     /// Sharded by queue, groups are not read (a push of one is refused):
     /// a job that carries one anyway waits on its queue's list.
-    pub fn of(keys: &Keys, queue: &str, level: u8, group: Option<&str>) -> Self {
+    pub fn of(keys: &Keys, queue: &str, level: u8, group: Option<&str>, cap: Option<u64>) -> Self {
         match group.filter(|_| !keys.is_sharded_by_queue()) {
             Some(group) => Destination {
                 list: keys.group_list(queue, level, group),
                 ring: keys.group_ring(queue),
                 group: group.to_string(),
+                caps: cap.map_or_else(String::new, |_| keys.group_declared_caps(queue)),
+                cap: cap.map_or_else(String::new, |cap| cap.to_string()),
             },
             None => Destination {
                 list: keys.queue_at(queue, level),
                 ring: String::new(),
                 group: String::new(),
+                caps: String::new(),
+                cap: String::new(),
             },
         }
     }
 
     /// Where `job` waits.
     pub fn of_job(keys: &Keys, job: &crate::job::Job) -> Self {
-        Destination::of(keys, job.queue_name(), job.priority_level(), job.group_key())
+        Destination::of(
+            keys,
+            job.queue_name(),
+            job.priority_level(),
+            job.group_key(),
+            job.declared_cap(),
+        )
     }
+
+    /// What `group.lua`'s `enter_group` takes of it, in order: the ring,
+    /// the group, the declared caps and the cap.
+    pub fn group_args(&self) -> [&str; 4] {
+        [&self.ring, &self.group, &self.caps, &self.cap]
+    }
+}
+
+/// The list a job waits on, as a push sorts jobs by it: its queue,
+/// priority level, group and the cap it declares for its group.
+pub(crate) type ListOf = (String, u8, Option<String>, Option<u64>);
+
+/// The list `job` waits on ([`ListOf`]).
+pub(crate) fn list_of(job: &crate::job::Job) -> ListOf {
+    (
+        job.queue_name().to_string(),
+        job.priority_level(),
+        job.group_key().map(str::to_string),
+        job.declared_cap(),
+    )
 }
 
 /// How a fetch reads a grouped queue, beside its ring: the levels in use
@@ -112,8 +148,8 @@ pub(crate) struct Reading<'a> {
 /// What a fetch is told of grouped `queue`: its name, its ring, the
 /// levels in use, its weights hash when some group of it has a weight
 /// (else `""`: nothing to read), its caps, running counts, leases and
-/// parked set and the identity the leases are for when some group has a
-/// cap (else five `""`), and the prefix of its groups' lists at each level,
+/// parked set, the identity the leases are for and the caps its jobs
+/// declare when some group has a cap (else six `""`), and the prefix of its groups' lists at each level,
 /// highest first (a group that seems empty at the levels in use is checked
 /// at all of them before it leaves the ring).
 pub(crate) fn fetch_args(keys: &Keys, queue: &str, reading: &Reading) -> Vec<String> {
@@ -135,8 +171,9 @@ pub(crate) fn fetch_args(keys: &Keys, queue: &str, reading: &Reading) -> Vec<Str
             keys.group_leases(queue),
             keys.group_parked(queue),
             identity.to_string(),
+            keys.group_declared_caps(queue),
         ]),
-        None => args.extend(std::iter::repeat_n(String::new(), 5)),
+        None => args.extend(std::iter::repeat_n(String::new(), 6)),
     }
     args.extend(
         (0..=crate::job::HIGHEST_PRIORITY)
@@ -169,23 +206,29 @@ mod tests {
     #[test]
     fn a_grouped_job_waits_on_its_groups_list_at_its_level() {
         let keys = Keys::new("ns");
-        let plain = Destination::of(&keys, "mail", 5, None);
+        let plain = Destination::of(&keys, "mail", 5, None, Some(2));
         assert_eq!((plain.list.as_str(), plain.ring.as_str()), ("ns:queue:mail", ""));
-        let grouped = Destination::of(&keys, "mail", 5, Some("t 1"));
+        assert_eq!(plain.group_args(), ["", "", "", ""], "no group: no cap either");
+        let grouped = Destination::of(&keys, "mail", 5, Some("t 1"), None);
         assert_eq!(grouped.list, "ns:group:mail t 1");
-        assert_eq!(grouped.ring, "ns:groups:mail");
-        assert_eq!(Destination::of(&keys, "mail", 9, Some("t")).list, "ns:group@9:mail t");
+        assert_eq!(grouped.group_args(), ["ns:groups:mail", "t 1", "", ""]);
+        let capped = Destination::of(&keys, "mail", 9, Some("t"), Some(2));
+        assert_eq!(capped.list, "ns:group@9:mail t");
+        assert_eq!(
+            capped.group_args(),
+            ["ns:groups:mail", "t", "ns:group_declared_caps:mail", "2"]
+        );
         let plain = Reading {
             used: 1 << 9,
             weighted: false,
             capped_for: None,
         };
         let args = fetch_args(&keys, "mail", &plain);
-        assert_eq!(args.len(), 19);
+        assert_eq!(args.len(), 20);
         assert_eq!(args[2], "512");
-        assert_eq!(args[3..9], ["", "", "", "", "", ""]);
-        assert_eq!(args[9], "ns:group@9:mail ");
-        assert_eq!(args[13], "ns:group:mail ");
+        assert_eq!(args[3..10], ["", "", "", "", "", "", ""]);
+        assert_eq!(args[10], "ns:group@9:mail ");
+        assert_eq!(args[14], "ns:group:mail ");
         let full = Reading {
             used: 0,
             weighted: true,
@@ -194,20 +237,21 @@ mod tests {
         let args = fetch_args(&keys, "mail", &full);
         assert_eq!(args[3], "ns:group_weights:mail");
         assert_eq!(
-            args[4..9],
+            args[4..10],
             [
                 "ns:group_caps:mail",
                 "ns:group_running:mail",
                 "ns:group_leases:mail",
                 "ns:group_parked:mail",
-                "h:1"
+                "h:1",
+                "ns:group_declared_caps:mail"
             ]
         );
         let sharded = Keys::sharded_by_queue("{ns}");
         assert_eq!(sharded.group_list_prefix("mail", 0), "{ns:mail}:group@0 ");
         assert_eq!(sharded.group_ring("mail"), "{ns:mail}:groups");
         assert_eq!(
-            Destination::of(&sharded, "mail", 0, Some("t")).list,
+            Destination::of(&sharded, "mail", 0, Some("t"), Some(2)).list,
             "{ns:mail}:queue@0"
         );
     }

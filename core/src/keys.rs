@@ -102,6 +102,12 @@ impl Keys {
     pub fn group_caps(&self, name: &str) -> String {
         self.queue_key(name, "group_caps")
     }
+    /// Hash: the concurrency caps jobs declare for their groups (a class's
+    /// `group_cap`; group -> cap), each set by its group's pushes and
+    /// dropped when the group has no jobs left.
+    pub fn group_declared_caps(&self, name: &str) -> String {
+        self.queue_key(name, "group_declared_caps")
+    }
     /// Hash: how many jobs of each capped group of queue `name` run now.
     pub fn group_running(&self, name: &str) -> String {
         self.queue_key(name, "group_running")

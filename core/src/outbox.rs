@@ -69,7 +69,7 @@ type HandOvers = (Vec<String>, Vec<Vec<u8>>);
 
 async fn deliver_entries(redis: &Redis, keys: &Keys, entries: Vec<(String, Vec<u8>)>) -> Result<usize> {
     // Per queue, priority level and group (a list each).
-    let mut by_queue: BTreeMap<(String, u8, Option<String>), HandOvers> = BTreeMap::new();
+    let mut by_queue: BTreeMap<crate::groups::ListOf, HandOvers> = BTreeMap::new();
     for (id, value) in entries {
         let Some(split) = value.iter().position(|&b| b == b'\n') else {
             tracing::error!("outbox entry {id} has no queue name (left in place)");
@@ -77,9 +77,11 @@ async fn deliver_entries(redis: &Redis, keys: &Keys, entries: Vec<(String, Vec<u
         };
         let queue = String::from_utf8_lossy(&value[..split]).into_owned();
         let job = Job::parse(&value[split + 1..]).ok();
-        let level = job.as_ref().map_or(crate::priority::DEFAULT, Job::priority_level);
-        let group = job.as_ref().and_then(Job::group_key).map(str::to_string);
-        let slot = by_queue.entry((queue, level, group)).or_default();
+        let (_, level, group, cap) = job.as_ref().map_or_else(
+            || (String::new(), crate::priority::DEFAULT, None, None),
+            crate::groups::list_of,
+        );
+        let slot = by_queue.entry((queue, level, group, cap)).or_default();
         slot.0.push(id);
         slot.1.push(value[split + 1..].to_vec());
     }
@@ -91,13 +93,13 @@ async fn deliver_entries(redis: &Redis, keys: &Keys, entries: Vec<(String, Vec<u
     // due jobs and unique pushes sharded by queue, periodic ticks).
     let mut listing = SCRIPTS.list_queues.prepare_invoke();
     listing.key(keys.queues()).key(keys.priorities()).arg(keys.wake());
-    for (queue, level, _) in by_queue.keys() {
+    for (queue, level, ..) in by_queue.keys() {
         listing.arg(queue).arg(crate::priority::listed_member(queue, *level));
     }
     let _: usize = listing.invoke_async(&mut redis.conn()).await?;
     let mut pushed = 0;
-    for ((queue, level, group), (ids, payloads)) in by_queue {
-        let destination = crate::groups::Destination::of(keys, &queue, level, group.as_deref());
+    for ((queue, level, group, cap), (ids, payloads)) in by_queue {
+        let destination = crate::groups::Destination::of(keys, &queue, level, group.as_deref(), cap);
         let mut invocation = SCRIPTS.push_once.prepare_invoke();
         invocation.key(&destination.list);
         for id in &ids {
@@ -109,7 +111,9 @@ async fn deliver_entries(redis: &Redis, keys: &Keys, entries: Vec<(String, Vec<u
             .arg(LANDED_TTL_SECS)
             .arg(&destination.ring)
             .arg(&destination.group)
-            .arg(keys.priorities());
+            .arg(keys.priorities())
+            .arg(&destination.caps)
+            .arg(&destination.cap);
         for payload in &payloads {
             invocation.arg(&payload[..]);
         }

@@ -32,7 +32,7 @@ pub(crate) async fn requeue_one(
     }
     let queue = job.queue_name();
     let destination = crate::groups::Destination::of_job(&shared.keys, job);
-    let queue_key = destination.list;
+    let queue_key = destination.list.clone();
     let run_lock = JobLocks::of(job, &shared.keys).run_lock;
     let result: i64 = SCRIPTS
         .requeue_in_progress
@@ -54,8 +54,7 @@ pub(crate) async fn requeue_one(
         .arg(shared.keys.wake())
         .arg("1")
         .arg(crate::priority::listed_member(queue, job.priority_level()))
-        .arg(&destination.ring)
-        .arg(&destination.group)
+        .arg(&destination.group_args()[..])
         .invoke_async(&mut shared.redis.conn())
         .await?;
     Ok(result)

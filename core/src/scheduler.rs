@@ -96,6 +96,8 @@ pub(crate) struct Due {
     pub level: u8,
     /// Its group (see groups.rs), if any.
     pub group: Option<String>,
+    /// The concurrency cap it declares for its group, if any.
+    pub group_cap: Option<u64>,
     /// What to push (`enqueued_at` re-stamped).
     pub payload: String,
     pub jid: String,
@@ -109,6 +111,7 @@ impl Due {
             queue: job.queue_name().to_string(),
             level: job.priority_level(),
             group: job.group_key().map(str::to_string),
+            group_cap: job.declared_cap(),
             payload: job.to_json(),
             jid: job.jid_str().to_string(),
         }
@@ -144,15 +147,15 @@ pub(crate) async fn move_to_queues(redis: &Redis, keys: &Keys, set: &str, due: &
         .key(keys.priorities())
         .arg(keys.wake());
     for entry in due {
-        let destination = crate::groups::Destination::of(keys, &entry.queue, entry.level, entry.group.as_deref());
+        let destination =
+            crate::groups::Destination::of(keys, &entry.queue, entry.level, entry.group.as_deref(), entry.group_cap);
         invocation
             .key(&destination.list)
             .arg(&entry.raw[..])
             .arg(&entry.queue)
             .arg(&entry.payload)
             .arg(crate::priority::listed_member(&entry.queue, entry.level))
-            .arg(&destination.ring)
-            .arg(&destination.group);
+            .arg(&destination.group_args()[..]);
     }
     Ok(invocation.invoke_async(&mut redis.conn()).await?)
 }

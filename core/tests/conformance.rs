@@ -225,8 +225,11 @@ impl Run {
         if let Some(group) = options["group"].as_str() {
             job = job.group(group);
         }
+        if let Some(cap) = options["group_cap"].as_u64() {
+            job = job.group_cap(cap);
+        }
         for name in options.as_object().into_iter().flat_map(|o| o.keys()) {
-            let known = ["result_ttl", "unique_for", "retry", "timeout", "group"];
+            let known = ["result_ttl", "unique_for", "retry", "timeout", "group", "group_cap"];
             assert!(
                 known.contains(&name.as_str()),
                 "the Rust runner takes no push option {name}"

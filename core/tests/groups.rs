@@ -217,8 +217,17 @@ async fn a_bad_group_is_refused_at_push_and_buried_when_raw() {
             .unwrap_err();
         assert_eq!(err.field(), Some("group"), "{bad}: {err}");
     }
-    let mut conn = redis.conn().await;
     let raw = r#"{"class":"Step","args":[1],"queue":"default","jid":"cccccccccccccccccccccccc","group":42}"#;
+    let (reason, ran) = buried_when_raw(&redis, config, raw).await;
+    assert!(reason.contains("`group` is 42"), "{reason}");
+    assert!(ran.is_empty());
+}
+
+/// Writes `raw` onto the default queue and runs a [`recording_worker`]
+/// until it is buried in `dead`: the reason it gives, and the jobs the
+/// worker ran (those queued before it).
+async fn buried_when_raw(redis: &TestRedis, config: cogworker::Config, raw: &str) -> (String, Vec<i64>) {
+    let mut conn = redis.conn().await;
     let _: () = redis::cmd("LPUSH")
         .arg("cogworker:queue:default")
         .arg(raw)
@@ -234,15 +243,12 @@ async fn a_bad_group_is_refused_at_push_and_buried_when_raw() {
         async move { zcard(&mut c, "cogworker:dead").await == 1 }
     })
     .await;
-    let dead = zmembers(&mut conn, "cogworker:dead").await;
-    let dead: serde_json::Value = serde_json::from_slice(&dead[0]).unwrap();
-    assert!(
-        dead["error_message"].as_str().unwrap().contains("`group` is 42"),
-        "{dead}"
-    );
-    assert!(ran.lock().unwrap().is_empty());
     handle.stop();
     task.await.unwrap().unwrap();
+    let dead = zmembers(&mut conn, "cogworker:dead").await;
+    let dead: serde_json::Value = serde_json::from_slice(&dead[0]).unwrap();
+    let ran = ran.lock().unwrap().clone();
+    (dead["error_message"].as_str().unwrap().to_string(), ran)
 }
 
 /// A job without a group costs nothing: the queue is one list and nothing
@@ -448,15 +454,31 @@ fn concurrency_worker(config: cogworker::Config) -> (cogworker::Worker, Concurre
     (worker, seen, done)
 }
 
-/// Runs a [`concurrency_worker`] until `n` jobs ran, stops it, and
-/// returns what it noted.
+/// Runs a [`concurrency_worker`] until `n` jobs ran and its queue's ring
+/// is gone, stops it, and returns what it noted.
 async fn run_slow_jobs(config: cogworker::Config, n: usize) -> HashMap<String, (usize, usize)> {
+    let config_url = config.redis_url().to_string();
     let (worker, seen, done) = concurrency_worker(config);
     let handle = worker.handle();
     let task = tokio::spawn(worker.run());
     wait_until(&format!("{n} jobs ran"), Duration::from_secs(30), move || {
         let done = done.clone();
         async move { done.load(Ordering::SeqCst) == n }
+    })
+    .await;
+    // A later fetch finds the groups empty and takes them off the ring.
+    let client = redis::Client::open(config_url).unwrap();
+    wait_until("the ring is empty", Duration::from_secs(10), move || {
+        let client = client.clone();
+        async move {
+            let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+            let left: i64 = redis::cmd("EXISTS")
+                .arg("cogworker:groups:default")
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            left == 0
+        }
     })
     .await;
     handle.stop();
@@ -583,4 +605,74 @@ async fn a_stopping_worker_ends_the_leases_of_the_jobs_it_gives_back() {
         ],
         "no lease, count or parked group left"
     );
+}
+
+/// A concurrency limit keyed by the job's arguments: the class declares a
+/// cap for its group (`group_cap`), which travels with every job, so no
+/// process defines anything first. It holds for jobs pushed now and for
+/// scheduled ones (requeued when due); a cap set for one group by the API
+/// comes first; and once drained, no key or field is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cap_declared_by_the_jobs_limits_each_key() {
+    let redis = TestRedis::start();
+    let mut config = redis.config();
+    config.set_concurrency(12).unwrap();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    let keyed = |key: usize| Job::new("Slow").group(format!("acct:{key}")).group_cap(2);
+    let mut jobs: Vec<Job> = (0..60).map(|n| keyed(n % 4)).collect();
+    let soon = cogworker::now() + 0.5;
+    jobs.extend((0..8).map(|n| keyed(n % 4).field("at", json!(soon))));
+    client.push_bulk(jobs).await.unwrap();
+    api.set_group_cap("default", Some("acct:3"), Some(1)).await.unwrap();
+    let listed = api.groups("default", 0, 10).await.unwrap();
+    let cap_of = |name: &str| listed.iter().find(|g| g.name == name).and_then(|g| g.cap);
+    assert_eq!((cap_of("acct:0"), cap_of("acct:3")), (Some(2), Some(1)), "{listed:?}");
+    let most = run_slow_jobs(config, 68).await;
+    for key in 0..3 {
+        assert_eq!(most[&format!("acct:{key}")].1, 2, "the declared cap, used: {most:?}");
+    }
+    assert_eq!(most["acct:3"].1, 1, "the API's cap first: {most:?}");
+    api.set_group_cap("default", Some("acct:3"), None).await.unwrap();
+    let mut conn = redis.conn().await;
+    assert!(
+        group_keys(&mut conn).await.is_empty(),
+        "no declared cap, lease, count or parked group left: {:?}",
+        group_keys(&mut conn).await
+    );
+}
+
+/// `group_cap` is checked at push (the error names it), and a raw
+/// payload carrying one no worker can keep is buried, bytes kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_group_cap_is_refused_at_push_and_buried_when_raw() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    for bad in [
+        json!(0),
+        json!(-1),
+        json!(1_000_001),
+        json!(1.5),
+        json!(1e300),
+        json!("2"),
+        json!(null),
+        json!([2]),
+    ] {
+        let err = client
+            .push(Job::new("Step").group("g").field("group_cap", bad.clone()))
+            .await
+            .unwrap_err();
+        assert_eq!(err.field(), Some("group_cap"), "{bad}: {err}");
+    }
+    // A class's computed group may be None for some of its jobs: their
+    // cap has no group to cap.
+    client
+        .push(Job::new("Step").args([json!(7)]).group_cap(2))
+        .await
+        .unwrap();
+    let raw = r#"{"class":"Step","args":[1],"queue":"default","jid":"dddddddddddddddddddddddd","group":"g","group_cap":"many"}"#;
+    let (reason, ran) = buried_when_raw(&redis, config, raw).await;
+    assert!(reason.contains("`group_cap` is \"many\""), "{reason}");
+    assert_eq!(ran, [7], "the ungrouped job with a cap ran first");
 }

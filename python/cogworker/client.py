@@ -41,6 +41,7 @@ class PushOptions(TypedDict, total=False):
     limits: Sequence[str]
     priority: int
     group: GroupOption
+    group_cap: int
     timeout: Delay
     bid: str
 

@@ -3,6 +3,9 @@ or computed from its args by its declaration, and the turns groups take."""
 
 from __future__ import annotations
 
+import json
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -24,8 +27,26 @@ def plain(n: int) -> None:
     RAN.append(("plain", n))
 
 
+# Per account: how many of its jobs run now, and the most that ran at once.
+RUNNING: dict[int, list[int]] = {}
+RUNNING_LOCK = threading.Lock()
+
+
+@cogworker.job(name="Groups.Capped", group=lambda account_id, *_: f"acct:{account_id}", group_cap=2)
+def capped(account_id: int, n: int) -> None:
+    with RUNNING_LOCK:
+        now_and_most = RUNNING.setdefault(account_id, [0, 0])
+        now_and_most[0] += 1
+        now_and_most[1] = max(now_and_most)
+    time.sleep(0.05)
+    with RUNNING_LOCK:
+        RUNNING[account_id][0] -= 1
+    RAN.append((account_id, n))
+
+
 def setup_function() -> None:
     RAN.clear()
+    RUNNING.clear()
 
 
 def test_a_declared_group_is_computed_from_each_pushs_args_and_checked_by_the_core() -> None:
@@ -65,7 +86,8 @@ def test_a_tenants_backlog_does_not_hold_back_anothers_jobs(configured, worker_f
     assert RAN.index((2, 0)) < 4 and RAN.index((2, 1)) < 7, RAN
     assert RAN.index(("plain", 0)) < 4, RAN
     assert [n for account, n in RAN if account == 1] == list(range(30))
-    assert configured.cli_raw("KEYS", "cogworker:group*") == ""
+    # The next fetch finds the groups empty and drops them.
+    wait_for("no group key left", lambda: configured.cli_raw("KEYS", "cogworker:group*") == "")
 
 
 def test_groups_are_listed_weighed_paused_and_resumed_through_the_api(configured) -> None:
@@ -84,3 +106,29 @@ def test_groups_are_listed_weighed_paused_and_resumed_through_the_api(configured
             api.set_group_weight("default", "acct:1", bad)
     with pytest.raises(cogworker.InvalidArgument, match="group"):
         api.pause_group("default", "")
+
+
+def test_a_cap_declared_on_the_function_limits_each_key_fleet_wide(configured, worker_factory) -> None:
+    for n in range(12):
+        capped.enqueue(n % 3, n)
+    assert [group["cap"] for group in cogworker.Api().groups("default")] == [2, 2, 2]
+    worker_factory(concurrency=8)
+    wait_for("every job ran", lambda: len(RAN) == 12)
+    assert RUNNING == {0: [0, 2], 1: [0, 2], 2: [0, 2]}
+    # The next fetch finds the groups empty and drops them.
+    wait_for("no group key left", lambda: configured.cli_raw("KEYS", "cogworker:group*") == "")
+
+
+def test_a_bad_group_cap_is_refused_at_push_and_buried_when_raw(configured, worker_factory) -> None:
+    for bad in [0, -1, 2_000_000, 1.5, float("nan"), float("inf"), "2", [2], True]:
+        with pytest.raises(cogworker.InvalidJob, match="group_cap"):
+            capped.options(group_cap=bad).enqueue(1, 1)  # type: ignore[arg-type]
+    with pytest.raises(cogworker.InvalidJob, match="group_cap"):
+        cogworker.job(name="Groups.BadCap", group_cap=-3)(plain.func)
+    raw = {"class": "Groups.Capped", "args": [1, 1], "jid": "e" * 24, "group": "g", "group_cap": 1e300}
+    configured.cli_raw("LPUSH", "cogworker:queue:default", json.dumps(raw))
+    worker_factory(concurrency=1)
+    wait_for("the payload is buried", lambda: configured.cli_raw("ZCARD", "cogworker:dead") == "1")
+    [buried] = cogworker.Api().entries("dead")
+    assert "`group_cap` is 1e+300" in buried["job"]["error_message"], buried
+    assert RAN == []

@@ -9,6 +9,25 @@ class ByAccountJob
   def perform(account_id, n) = Jobs.record([account_id, n])
 end
 
+# A job class whose group is its account, at most 2 of an account's jobs
+# running at once across the fleet; it notes the most that ran at once.
+class CappedJob
+  include Cogworker::Job
+  cogworker_options group: ->(account_id, *) { "acct:#{account_id}" }, group_cap: 2
+  LOCK = Mutex.new
+  RUNNING = Hash.new { |h, k| h[k] = [0, 0] }
+
+  def perform(account_id, n)
+    LOCK.synchronize do
+      RUNNING[account_id][0] += 1
+      RUNNING[account_id][1] = RUNNING[account_id].max
+    end
+    sleep 0.05
+    LOCK.synchronize { RUNNING[account_id][0] -= 1 }
+    Jobs.record([account_id, n])
+  end
+end
+
 # Fair groups inside a queue (issue #46): a job's group, given at its push
 # or computed from its args by its declaration, and the turns groups take.
 class TestGroups < Minitest::Test
@@ -56,7 +75,36 @@ class TestGroups < Minitest::Test
     assert_operator seen.index([2, 1]), :<, 7, seen.inspect
     assert_operator seen.index(['plain']), :<, 4, seen.inspect
     assert_equal (0...30).to_a, seen.select { |account, _| account == 1 }.map(&:last)
-    assert_equal '', @redis.cli('KEYS', 'cogworker:group*')
+    # The next fetch finds the groups empty and drops them.
+    wait_for('no group key left') { @redis.cli('KEYS', 'cogworker:group*') == '' }
+  end
+end
+
+# A concurrency limit keyed by the job's args: its group, with the cap its
+# class declares (issue #46 part 2).
+class TestGroupCaps < Minitest::Test
+  include CogworkerTest
+
+  def test_a_cap_declared_on_the_class_limits_each_key_fleet_wide
+    CappedJob::RUNNING.clear
+    12.times { |n| CappedJob.perform_async(n % 3, n) }
+    assert_equal [2, 2, 2], Cogworker::Api.new.groups('default').map { |group| group['cap'] }
+    start_runner(concurrency: 8)
+    wait_for('every job ran') { Jobs.seen.size == 12 }
+    assert_equal({ 0 => [0, 2], 1 => [0, 2], 2 => [0, 2] }, CappedJob::RUNNING)
+    # The next fetch finds the groups empty and drops them.
+    wait_for('no group key left') { @redis.cli('KEYS', 'cogworker:group*') == '' }
+  end
+
+  def test_a_bad_group_cap_is_refused_at_push_and_at_declaration
+    [0, -1, 2_000_000, 1.5, Float::NAN, Float::INFINITY, '2', [2], true].each do |bad|
+      error = assert_raises(Cogworker::InvalidJob) { CappedJob.set(group_cap: bad).perform_async(1, 1) }
+      assert_includes error.message, 'group_cap'
+    end
+    error = assert_raises(Cogworker::InvalidJob) do
+      Class.new { include Cogworker::Job }.class_eval { cogworker_options(group: 'g', group_cap: -3) }
+    end
+    assert_includes error.message, 'group_cap'
   end
 end
 

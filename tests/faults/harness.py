@@ -243,8 +243,10 @@ def in_progress_keys(r: redis.Redis) -> list[bytes]:
 
 
 def pending(r: redis.Redis) -> int:
-    """Jobs queued, scheduled, retrying, handed over or in progress."""
-    waiting = sum(r.llen(k) for k in QUEUE_KEYS) + r.zcard(f"{NS}:schedule") + r.zcard(f"{NS}:retry")
+    """Jobs queued (also on groups' lists), scheduled, retrying, handed
+    over or in progress."""
+    lists = [*QUEUE_KEYS, *r.scan_iter(f"{NS}:group:*"), *r.scan_iter(f"{NS}:group@*")]
+    waiting = sum(r.llen(k) for k in lists) + r.zcard(f"{NS}:schedule") + r.zcard(f"{NS}:retry")
     return waiting + sum(r.hlen(k) for k in in_progress_keys(r)) + r.hlen(f"{NS}:outbox")
 
 

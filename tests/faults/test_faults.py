@@ -457,3 +457,66 @@ def test_a_fleet_wide_window_holds_while_three_processes_push_and_work(paths):
         finally:
             codes += fleet.stop_all()
         assert all(code == 0 for code in codes), codes
+
+
+# Keyed concurrency: KEYS keys, key k with (k % 10 + 1) * KEY_SCALE jobs but
+# k00, the hot key, with 40 * KEY_SCALE (the drain ends on it, alone: without
+# its cap it would get every slot), each job 150 ms.
+KEYS, KEY_SCALE = 50, (4 if SOAK else 1)
+
+
+def keyed_jobs() -> list[dict]:
+    """The Span jobs of each key, capped at 2 per key, shuffled."""
+    jobs = [
+        {"class": "Span", "args": [f"k{k:02d}-{n:03d}", 150], "group": f"k{k:02d}", "group_cap": 2}
+        for k in range(KEYS)
+        for n in range((40 if k == 0 else k % 10 + 1) * KEY_SCALE)
+    ]
+    random.Random(3).shuffle(jobs)
+    return jobs
+
+
+def test_a_keyed_concurrency_of_2_holds_over_50_keys_through_kill_9(paths):
+    """Jobs whose class caps its key at 2 (`group_cap`, travelling with
+    each job: no process defines anything), worked by a Rust, a Python and
+    a Ruby worker while one is killed with -9 every 3 s: never more than 2
+    bodies of one key at once (a killed process's bodies end when it died,
+    its leases when its jobs are recovered), every job done, and no lease,
+    running count or parked key left."""
+    results, logdir = paths
+    with Redis() as server:
+        r = server.client()
+        fleet = Fleet(server.url, results, logdir, env={"TEST_ORPHAN_THRESHOLD": "3"})
+        codes: list[int] = []
+        try:
+            three_languages(fleet, r)
+            jobs = keyed_jobs()
+            cogworker.Client(redis_url=server.url).push_bulk(jobs)
+            rng, killed = random.Random(11), {}
+            deadline = time.monotonic() + DRAIN_LIMIT
+            while pending(r) > 0 and time.monotonic() < deadline:
+                time.sleep(3)
+                victim = rng.choice(fleet.workers)
+                fleet.kill9(victim)
+                killed[victim.proc.pid] = time.time()
+                fleet.start(victim.language)
+            assert wait_drained(r, DRAIN_LIMIT), fleet.logs()[-20000:]
+            wait_registered(r, fleet)
+            codes += fleet.stop_all()
+            rows = spans(results)
+            tokens = {job["args"][0] for job in jobs}
+            assert {t for what, t, _, _ in rows if what == "end"} == tokens
+            most = {
+                key: most_at_once([row for row in rows if row[1].startswith(key + "-")], killed)
+                for key in sorted({job["group"] for job in jobs})
+            }
+            assert max(most.values()) == 2 and most["k00"] == 2, most
+            deadline = time.monotonic() + 30
+            while (left := sorted(r.scan_iter(f"{NS}:group*"))) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert left == [], left
+            summary = f"keyed concurrency 2 over {KEYS} keys: {len(jobs)} jobs, {len(killed)} kills"
+            print(summary, file=sys.stderr)
+        finally:
+            codes += fleet.stop_all()
+        assert all(code == 0 for code in codes), codes

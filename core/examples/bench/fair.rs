@@ -10,6 +10,10 @@
 //!    group, spread over 1,000 groups, and over 1,000 groups each capped
 //!    at 2 running, with Redis CPU and commands per job (INFO
 //!    commandstats, scripts' inner commands included).
+//! 3. The drain rate of the same number of unrelated no-op jobs in a queue
+//!    where one key is saturated: 2,000 jobs of 50 ms whose class caps
+//!    their key at 2 (`group_cap`) were pushed first. Parked, the key holds
+//!    2 slots and no more: the other 8 work the unrelated jobs.
 
 use cogworker::{Client, Job};
 use redis::AsyncCommands;
@@ -54,7 +58,38 @@ pub async fn run(jobs: usize) -> Result<(), Box<dyn std::error::Error>> {
         };
         println!("| {label} | {rate:.0} | {cpu:.1} µs | {per_job:.2} | {top} |");
     }
+    println!();
+    let (rate, running) = beside_a_saturated_key(jobs).await?;
+    println!("| {jobs} unrelated no-op jobs beside a key capped at 2 with 2,000 jobs of 50 ms | jobs/s | the key's jobs running at the end |");
+    println!("|---|---|---|");
+    println!("| same queue | {rate:.0} | {running} |");
     Ok(())
+}
+
+/// The drain rate of `jobs` unrelated no-op jobs queued behind 2,000 jobs
+/// of one key capped at 2 (50 ms each), and how many of the key's jobs
+/// ran when they were drained.
+async fn beside_a_saturated_key(jobs: usize) -> Result<(f64, u64), Box<dyn std::error::Error>> {
+    let (redis, client, mut conn) = private_redis().await?;
+    let hot: Vec<Job> = (0..2000)
+        .map(|_| Job::new("Sleep").args([json!(50)]).group("hot").group_cap(2))
+        .collect();
+    client.push_bulk(hot).await?;
+    push_backlog(&client, jobs, 0).await?;
+    let started = Instant::now();
+    let mut children = start_workers(&redis.url(), 1, &[], &[], &client, &mut conn).await?;
+    let unrelated = client.keys().queue("default");
+    while conn.llen::<_, usize>(&unrelated).await? > 0 {
+        if started.elapsed() > Duration::from_secs(120) {
+            return Err("the unrelated jobs were not drained within 120 s".into());
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let running: Option<u64> = conn.hget(client.keys().group_running("default"), "hot").await?;
+    stop_and_read_latencies(&mut children[0])?;
+    drop(redis);
+    Ok((jobs as f64 / secs, running.unwrap_or(0)))
 }
 
 async fn push_backlog(client: &Client, jobs: usize, groups: usize) -> Result<(), Box<dyn std::error::Error>> {

@@ -22,7 +22,8 @@ pub struct GroupInfo {
     /// Paused: no worker takes its jobs; they wait, counted.
     pub paused: bool,
     /// Its concurrency cap: at most that many of its jobs run at once,
-    /// fleet-wide (its own, or the queue's default for every group).
+    /// fleet-wide (its own, else the one its jobs declare, `group_cap`,
+    /// else the queue's default for every group).
     pub cap: Option<u64>,
     /// Its jobs running now, counted against its cap (0 without a cap).
     pub running: u64,
@@ -33,8 +34,7 @@ pub struct GroupInfo {
 /// The heaviest weight a group may be given.
 pub const GROUP_WEIGHT_MAX: f64 = 1_000_000.0;
 
-/// The largest concurrency cap a group may be given.
-pub const GROUP_CAP_MAX: u64 = 1_000_000;
+pub use crate::job::GROUP_CAP_MAX;
 
 impl Api {
     /// The groups of queue `name` that have jobs or are paused, in the
@@ -97,6 +97,12 @@ impl Api {
         let caps: Vec<Option<u64>> = numbers(keys.group_caps(name), cap_fields)
             .query_async(&mut conn)
             .await?;
+        let declared: Vec<Option<u64>> = numbers(
+            keys.group_declared_caps(name),
+            names.iter().map(|n| n.as_str()).collect(),
+        )
+        .query_async(&mut conn)
+        .await?;
         let running: Vec<Option<u64>> = numbers(keys.group_running(name), names.iter().map(|n| n.as_str()).collect())
             .query_async(&mut conn)
             .await?;
@@ -112,7 +118,7 @@ impl Api {
                     .filter(|turns| turns.is_finite()),
                 weight: weights[i].filter(|w| *w > 0.0).unwrap_or(1.0),
                 paused: score.as_deref() == Some("inf"),
-                cap: caps[i + 1].or(caps[0]),
+                cap: caps[i + 1].or(declared[i]).or(caps[0]),
                 running: running[i].unwrap_or(0),
                 parked: score.is_none(),
             })

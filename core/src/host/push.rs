@@ -49,6 +49,8 @@ pub struct PushRequest {
     pub bid: Option<String>,
     /// Its group within its queue (see [`crate::groups`]).
     pub group: Option<String>,
+    /// The most of its group's jobs that run at once, fleet-wide.
+    pub group_cap: Option<i64>,
 }
 
 /// The options of a push, the same in every language (Python keywords,
@@ -88,6 +90,10 @@ pub const PUSH_OPTIONS: &[(&str, &str)] = &[
     (
         "group",
         "its group within its queue (a tenant, an account): the queue is worked round-robin across groups",
+    ),
+    (
+        "group_cap",
+        "at most this many jobs of its group run at once, fleet-wide; the others wait without holding a worker",
     ),
     (
         "bid",
@@ -179,6 +185,16 @@ impl PushRequest {
             "group" => match value {
                 HostValue::Text(group) => self.group = Some(group.clone()),
                 other => return Err(Error::invalid_value(name, other, crate::job::GROUP_RULE)),
+            },
+            "group_cap" => match value {
+                HostValue::Int(cap) => self.group_cap = Some(*cap),
+                other => {
+                    return Err(Error::invalid_value(
+                        name,
+                        other,
+                        "must be a whole number from 1 to 1000000",
+                    ))
+                }
             },
             "bid" => match value {
                 HostValue::Text(bid) => self.bid = Some(bid.clone()),
@@ -273,6 +289,9 @@ impl PushRequest {
         }
         if let Some(group) = self.group {
             job = job.group(group);
+        }
+        if let Some(cap) = self.group_cap {
+            job = job.field("group_cap", Value::from(cap));
         }
         job.validate()?;
         Ok(job)

@@ -78,6 +78,14 @@ impl Job {
         self.fields.insert("group".into(), Value::String(group.into()));
         self
     }
+    /// At most `cap` jobs of its group run at once, fleet-wide (a
+    /// concurrency limit keyed by the group): a group at its cap waits
+    /// without holding a worker slot until one of its jobs ends. A cap set
+    /// by [`crate::Api::set_group_cap`] for the group comes first.
+    pub fn group_cap(mut self, cap: u64) -> Self {
+        self.fields.insert("group_cap".into(), Value::from(cap));
+        self
+    }
     /// Dropped, never run, if it has not started `seconds` after it is
     /// pushed: counted as `expired`, logged, and kept in `dead` only with
     /// [`Job::keep_expired`].

@@ -150,6 +150,16 @@ impl Job {
     pub fn group_key(&self) -> Option<&str> {
         self.str_field("group").filter(|group| valid_group(group))
     }
+    /// The concurrency cap its class declares for its group (`group_cap`:
+    /// at most that many of the group's jobs run at once, fleet-wide), if
+    /// it carries a valid one and a group.
+    pub fn declared_cap(&self) -> Option<u64> {
+        self.group_key()?;
+        self.fields
+            .get("group_cap")
+            .and_then(Value::as_u64)
+            .filter(|cap| (1..=GROUP_CAP_MAX).contains(cap))
+    }
     /// The job id (empty before a push gives one).
     pub fn jid_str(&self) -> &str {
         self.str_field("jid").unwrap_or("")
@@ -228,6 +238,10 @@ pub fn unique_digest(class: &str, queue: &str, args: &[Value]) -> String {
 
 /// Longest group key (see [`crate::groups`]), in characters.
 pub const GROUP_MAX_LEN: usize = 256;
+
+/// The largest concurrency cap a group may have (a job's `group_cap`, or
+/// one set by [`crate::Api::set_group_cap`]).
+pub const GROUP_CAP_MAX: u64 = 1_000_000;
 
 /// What a group key may be, as a push's error says it.
 pub(crate) const GROUP_RULE: &str = "must be a string of 1 to 256 characters, without control characters";

@@ -31,6 +31,8 @@ enum Rule {
     Retry,
     /// A priority level, 0 to 9.
     Priority,
+    /// A concurrency cap, 1 to [`super::GROUP_CAP_MAX`].
+    Cap,
 }
 
 /// Every numeric field a pusher may set, with its rule and whether a
@@ -46,6 +48,7 @@ const FIELDS: &[(&str, Rule, bool)] = &[
     ("unique_for", Rule::Duration, true),
     ("result_ttl", Rule::WholeDuration, true),
     ("priority", Rule::Priority, false),
+    ("group_cap", Rule::Cap, true),
 ];
 
 impl Rule {
@@ -59,6 +62,9 @@ impl Rule {
             Rule::Priority => value
                 .as_u64()
                 .is_some_and(|level| level <= u64::from(super::HIGHEST_PRIORITY)),
+            Rule::Cap => value
+                .as_u64()
+                .is_some_and(|cap| (1..=super::GROUP_CAP_MAX).contains(&cap)),
         }
     }
 
@@ -69,6 +75,7 @@ impl Rule {
             Rule::Epoch => "must be epoch seconds, from 0 to 253402300799 (the end of 9999)",
             Rule::Retry => "must be true, false or a whole number >= 0",
             Rule::Priority => "must be a whole number from 0 (last) to 9 (first)",
+            Rule::Cap => "must be a whole number from 1 to 1000000",
         }
     }
 }

@@ -31,15 +31,16 @@
 --           "-" to record nothing (basic fetch's turn of grouped queues)
 -- ARGV[3..2+#KEYS-2] the queue name of each list, aligned with KEYS[3..]
 -- ARGV[..]  then, per grouped queue (those the registry lists as grouped,
---           see groups.rs), 19 values: its name, its ring (NS:groups:<q>),
+--           see groups.rs), 20 values: its name, its ring (NS:groups:<q>),
 --           the levels in use (a bit per level, as the caller knows them),
 --           its weights hash (NS:group_weights:<q>) or "" when the registry
 --           lists none for it; its caps hash (NS:group_caps:<q>), running
 --           counts (NS:group_running:<q>), leases (NS:group_leases:<q>),
---           parked set (NS:group_parked:<q>) and this process's identity,
---           or five "" when the registry lists no cap for it (see
---           group_lease.lua); and the prefix of its groups' lists at each
---           priority level,
+--           parked set (NS:group_parked:<q>), this process's identity and
+--           the caps its jobs declare (NS:group_declared_caps:<q>, see
+--           group.lua), or six "" when the registry lists no cap for it
+--           (see group_lease.lua); and the prefix of its groups' lists at
+--           each priority level,
 --           9 first (NS:group@9:<q> , ..., NS:group:<q> , ...: a group's
 --           list is the prefix followed by the group). A group's lists at
 --           the levels in use are read; one that seems empty is checked at
@@ -56,11 +57,11 @@ for _, name in ipairs(redis.call("SMEMBERS", KEYS[1])) do
 end
 
 local grouped = {}
-for at = #KEYS + 1, #ARGV, 19 do
+for at = #KEYS + 1, #ARGV, 20 do
   local used = tonumber(ARGV[at + 2])
   local prefixes, in_use = {}, {}
   for i = 0, 9 do
-    local prefix = ARGV[at + 9 + i]
+    local prefix = ARGV[at + 10 + i]
     prefixes[#prefixes + 1] = prefix
     -- The i-th prefix is of level 9 - i; the default level (5) is always read.
     local level = 9 - i
@@ -78,6 +79,7 @@ for at = #KEYS + 1, #ARGV, 19 do
     leases = ARGV[at + 6],
     parked = ARGV[at + 7],
     identity = ARGV[at + 8],
+    declared = ARGV[at + 9],
     prefixes = prefixes,
     in_use = in_use,
     lists = {},
@@ -239,17 +241,18 @@ local function weights_of(queue, groups)
 end
 
 -- The concurrency caps of `groups`, where the queue has any (a group's
--- own, or the queue's default under field ""), and how many of each run
--- now: group -> cap, group -> running.
+-- own, else the one its jobs declare, else the queue's default under
+-- field ""), and how many of each run now: group -> cap, group -> running.
 local function caps_of(queue, groups)
   local cap, running = {}, {}
   if queue.caps == "" or #groups == 0 then
     return cap, running
   end
   local caps = redis.call("HMGET", queue.caps, "", unpack(groups))
+  local declared = redis.call("HMGET", queue.declared, unpack(groups))
   local counts = redis.call("HMGET", queue.running, unpack(groups))
   for i, group in ipairs(groups) do
-    local c = tonumber(caps[i + 1]) or tonumber(caps[1])
+    local c = tonumber(caps[i + 1]) or tonumber(declared[i]) or tonumber(caps[1])
     if c then
       cap[group] = c
       running[group] = tonumber(counts[i]) or 0
@@ -287,7 +290,7 @@ local function take_grouped(name)
     local groups = groups_in(ring, live)
     local weight = weights_of(queue, groups)
     local cap, running = caps_of(queue, groups)
-    local turns, gone, parked, leases = {}, {}, {}, {}
+    local turns, gone, parked, leases, empty = {}, {}, {}, {}, {}
     local gave, passed = false, false
     for m = 1, live do
       if count >= wanted then
@@ -335,6 +338,7 @@ local function take_grouped(name)
       elseif group ~= "" then
         -- Every list of the group is empty (and so gone).
         gone[#gone + 1] = group
+        empty[#empty + 1] = group
       elseif members > 1 or (need == 1 and redis.call("ZCARD", queue.ring) > 1) then
         -- No ungrouped jobs: "" stays while a group is in the ring, its
         -- turn passed (counted as taken, so it is not asked every fetch).
@@ -355,6 +359,11 @@ local function take_grouped(name)
     end
     if #gone > 0 then
       redis.call("ZREM", queue.ring, unpack(gone))
+    end
+    if #empty > 0 and queue.caps ~= "" then
+      -- A group without jobs keeps no declared cap: its next push
+      -- declares one again (group.lua).
+      redis.call("HDEL", queue.declared, unpack(empty))
     end
     if #leases > 0 then
       redis.call("HSET", queue.leases, unpack(leases))

@@ -15,7 +15,10 @@
 -- ARGV[5]   the group, or ""
 -- ARGV[6]   NS:priorities, where a queue's first group lists it (group.lua;
 --           never sharded by queue: groups are on the namespace's slot)
--- ARGV[7..] the payloads, aligned with KEYS[2..]
+-- ARGV[7]   the queue's declared caps (NS:group_declared_caps:<q>), or ""
+--           when the jobs declare no cap for their group (group.lua)
+-- ARGV[8]   the cap they declare, or ""
+-- ARGV[9..] the payloads, aligned with KEYS[2..]
 --
 -- Returns the number of jobs pushed (repeats are not counted).
 -- Fail before writing anything (a marker without its job would lose it).
@@ -27,9 +30,9 @@ local pushed = 0
 for i = 2, #KEYS do
   if redis.call("SET", KEYS[i], "1", "NX", "EX", ARGV[3]) then
     pushed = pushed + 1
-    local length = redis.call("LPUSH", KEYS[1], ARGV[5 + i])
+    local length = redis.call("LPUSH", KEYS[1], ARGV[7 + i])
     wake_if_was_empty(ARGV[1], ARGV[2], length, 1)
-    enter_group_if_was_empty(ARGV[4], ARGV[5], length, 1, ARGV[6], ARGV[1], ARGV[2])
+    enter_group(ARGV[4], ARGV[5], ARGV[7], ARGV[8], length, 1, ARGV[6], ARGV[1], ARGV[2])
   end
 end
 return pushed

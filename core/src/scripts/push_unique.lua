@@ -25,6 +25,9 @@
 -- ARGV[12] the queue's ring (NS:groups:<q>), or "" for a job without a
 --          group (see group.lua, prepended)
 -- ARGV[13] the job's group, or ""
+-- ARGV[14] the queue's declared caps (NS:group_declared_caps:<q>), or ""
+--          when the job declares no cap for its group (group.lua)
+-- ARGV[15] the cap it declares, or ""
 --
 -- Returns 1 if pushed (or already pushed under this jid), 0 if another job
 -- with the same digest holds the lock.
@@ -52,7 +55,7 @@ else
   redis.call("SADD", KEYS[2], ARGV[4])
   local length = redis.call("LPUSH", KEYS[3], ARGV[5])
   wake_if_was_empty(ARGV[9], ARGV[4], length, 1)
-  enter_group_if_was_empty(ARGV[12], ARGV[13], length, 1, KEYS[5], ARGV[9], ARGV[4])
+  enter_group(ARGV[12], ARGV[13], ARGV[14], ARGV[15], length, 1, KEYS[5], ARGV[9], ARGV[4])
 end
 if (ARGV[7] or "0") ~= "0" then
   redis.call("SET", KEYS[4], ARGV[8], "EX", ARGV[7])

@@ -18,23 +18,25 @@
 --           for a priority level other than the default, or its group's
 --           list (see groups.rs)
 -- ARGV[1]   the wake channel (NS:wake; see wake.lua, prepended)
--- ARGV[2..] sextuplets, one per entry, aligned with KEYS[4..]: {entry as
+-- ARGV[2..] octuplets, one per entry, aligned with KEYS[4..]: {entry as
 --           stored, queue name, payload to push, "<level> <queue>" or ""
 --           for the default level, its queue's ring or "" for a job
---           without a group, its group or ""}
+--           without a group, its group or "", its queue's declared caps
+--           (NS:group_declared_caps:<q>) and the cap the job declares for
+--           its group, or "" and "" (group.lua)}
 --
 -- Returns the number of entries moved (an entry another process claimed
 -- first is skipped).
 local moved = 0
 for i = 4, #KEYS do
-  local base = 1 + (i - 4) * 6
+  local base = 1 + (i - 4) * 8
   if redis.call("ZREM", KEYS[1], ARGV[base + 1]) == 1 then
     local name = ARGV[base + 2]
     redis.call("SADD", KEYS[2], name)
     list_priority_level(KEYS[3], ARGV[1], ARGV[base + 4])
     local length = redis.call("LPUSH", KEYS[i], ARGV[base + 3])
     wake_if_was_empty(ARGV[1], name, length, 1)
-    enter_group_if_was_empty(ARGV[base + 5], ARGV[base + 6], length, 1, KEYS[3], ARGV[1], name)
+    enter_group(ARGV[base + 5], ARGV[base + 6], ARGV[base + 7], ARGV[base + 8], length, 1, KEYS[3], ARGV[1], name)
     moved = moved + 1
   end
 end

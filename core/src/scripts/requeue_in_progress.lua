@@ -37,6 +37,9 @@
 -- ARGV[12] "<level> <queue>", or "" at the default level
 -- ARGV[13] the queue's ring (NS:groups:<q>), or "" for a job without a group
 -- ARGV[14] the job's group, or ""
+-- ARGV[15] the queue's declared caps (NS:group_declared_caps:<q>), or ""
+--          when the job declares no cap for its group (group.lua)
+-- ARGV[16] the cap it declares, or ""
 --
 -- The level is listed in the same step as the push, as every path that
 -- puts a job on a level's list does: a job given back onto a level whose
@@ -62,7 +65,7 @@ if ARGV[11] ~= "0" then
 end
 local length = redis.call("RPUSH", KEYS[3], ARGV[1])
 wake_if_was_empty(ARGV[10], ARGV[2], length, 1)
-enter_group_if_was_empty(ARGV[13], ARGV[14], length, 1, KEYS[6], ARGV[10], ARGV[2])
+enter_group(ARGV[13], ARGV[14], ARGV[15], ARGV[16], length, 1, KEYS[6], ARGV[10], ARGV[2])
 if ARGV[5] == "1" then
   local owner = redis.call("GET", KEYS[5])
   if not owner then
