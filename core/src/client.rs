@@ -169,6 +169,8 @@ impl Client {
         // `queued`/`scheduled` records of the jobs that keep their result.
         let mut statuses: Vec<(String, String, u64)> = Vec::new();
         let mut unique: Vec<(usize, Job)> = Vec::new();
+        // Debounced jobs, each pushed by its own script (see flow.rs).
+        let mut debounced: Vec<(usize, Job)> = Vec::new();
         // Jobs joining each batch (counted into it by the push).
         let mut batches: BTreeMap<String, usize> = BTreeMap::new();
         for (index, mut job) in jobs.into_iter().enumerate() {
@@ -218,6 +220,10 @@ impl Client {
                 unique.push((index, job));
                 continue;
             }
+            if job.debounce_secs().is_some() {
+                debounced.push((index, job));
+                continue;
+            }
             match job.run_at() {
                 Some(run_at) if run_at > at => scheduled.push((run_at, job.to_json())),
                 _ => {
@@ -231,9 +237,15 @@ impl Client {
             }
         }
         for (index, job) in unique {
-            if !self.push_unique(job, at).await? {
-                jids[index] = None;
+            // A singleton's duplicate answers with the jid of the job that
+            // holds its key; any other unique job's, with none.
+            let keyed = job.flow_key().is_some();
+            if let Some(holder) = self.push_unique(job, at).await? {
+                jids[index] = keyed.then_some(holder);
             }
+        }
+        for (index, job) in debounced {
+            jids[index] = Some(self.push_debounced(&job, at).await?);
         }
         if immediate.is_empty() && scheduled.is_empty() {
             return Ok(jids);
@@ -356,10 +368,10 @@ impl Client {
         Ok(())
     }
 
-    /// Takes the job's unique lock and pushes it, in one script. False for
-    /// a duplicate. The lock lasts `unique_for` seconds from when the job
+    /// Takes the job's unique lock and pushes it, in one script. For a
+    /// duplicate, the jid of the job holding the lock. The lock lasts `unique_for` seconds from when the job
     /// is due.
-    async fn push_unique(&self, mut job: Job, at: f64) -> Result<bool> {
+    async fn push_unique(&self, mut job: Job, at: f64) -> Result<Option<String>> {
         let digest = job.unique_digest().unwrap_or_default().to_string();
         let run_at = job.run_at().filter(|run_at| *run_at > at);
         // Whole seconds (`SET EX`): the wait until due, rounded, plus
@@ -410,18 +422,37 @@ impl Client {
             .arg(&destination.group_args()[..]);
         // A retry of a push that did land finds the lock held by this jid
         // and pushes nothing more.
-        let pushed: i64 = self
+        let holder: String = self
             .retry_once_on_drop(|mut conn| {
                 let invocation = &invocation;
                 async move { invocation.invoke_async(&mut conn).await }
             })
             .await?;
-        if pushed == 0 {
-            tracing::debug!("{job} not pushed: a duplicate holds unique lock {digest}");
-        } else if mode == "outbox" {
+        if holder != job.jid_str() {
+            tracing::debug!("{job} not pushed: {holder} holds unique lock {digest}");
+            return Ok(Some(holder));
+        }
+        if mode == "outbox" {
             crate::outbox::deliver(&self.redis, &self.keys, &[handover]).await?;
         }
-        Ok(pushed == 1)
+        Ok(None)
+    }
+
+    /// Pushes debounced `job` (see flow.rs); returns the jid that will
+    /// run: this push's when it began a burst, else the burst's.
+    async fn push_debounced(&self, job: &Job, at: f64) -> Result<String> {
+        let invocation = crate::flow::debounce_push(&self.keys, job, at);
+        // A repeat after a lost reply collapses into the push it repeats.
+        let (runs, began): (String, i64) = self
+            .retry_once_on_drop(|mut conn| {
+                let invocation = &invocation;
+                async move { invocation.invoke_async(&mut conn).await }
+            })
+            .await?;
+        if began == 0 {
+            tracing::debug!("{job} collapsed into {runs} (debounced)");
+        }
+        Ok(runs)
     }
 
     /// Runs `send` on the shared connection, and once more if the connection

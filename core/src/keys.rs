@@ -274,6 +274,11 @@ impl Keys {
     pub fn unique(&self, digest: &str) -> String {
         format!("{}:unique:{}", self.ns, digest)
     }
+    /// Hash: the burst of a debounced class, queue and key (see
+    /// [`crate::flow`]; `digest` of the three).
+    pub fn debounce(&self, digest: &str) -> String {
+        format!("{}:debounce:{}", self.ns, digest)
+    }
     /// The last slot claimed for a periodic entry.
     pub fn periodic_last_slot(&self, pjid: &str) -> String {
         format!("{}:periodic:last_slot:{}", self.ns, pjid)

@@ -21,6 +21,7 @@ mod dispatcher;
 mod error;
 mod events;
 mod fetch;
+mod flow;
 mod group_leases;
 pub mod groups;
 mod handler;

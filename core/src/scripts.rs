@@ -35,6 +35,7 @@ pub(crate) struct Scripts {
     pub group_control: Script,
     pub group_release: Script,
     pub group_sweep: Script,
+    pub push_debounce: Script,
 }
 
 /// One script's source: the fragments it declares in its header line
@@ -116,10 +117,11 @@ const DROP_FROM_SET: ScriptSource = script_with_batch!("drop_from_set.lua");
 const GROUP_CONTROL: ScriptSource = script!("group_control.lua", "wake.lua", "group.lua");
 const GROUP_RELEASE: ScriptSource = script!("group_release.lua", "wake.lua", "group.lua", "group_lease.lua");
 const GROUP_SWEEP: ScriptSource = script!("group_sweep.lua", "wake.lua", "group.lua", "group_lease.lua");
+const PUSH_DEBOUNCE: ScriptSource = script!("push_debounce.lua");
 
 /// Every script, for the header check.
 #[cfg(test)]
-const ALL: [&ScriptSource; 27] = [
+const ALL: [&ScriptSource; 28] = [
     &FETCH_RELIABLE,
     &ACK,
     &FAIL,
@@ -147,6 +149,7 @@ const ALL: [&ScriptSource; 27] = [
     &GROUP_CONTROL,
     &GROUP_RELEASE,
     &GROUP_SWEEP,
+    &PUSH_DEBOUNCE,
 ];
 
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
@@ -177,6 +180,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     group_control: GROUP_CONTROL.load(),
     group_release: GROUP_RELEASE.load(),
     group_sweep: GROUP_SWEEP.load(),
+    push_debounce: PUSH_DEBOUNCE.load(),
 });
 
 #[cfg(test)]

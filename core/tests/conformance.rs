@@ -228,8 +228,24 @@ impl Run {
         if let Some(cap) = options["group_cap"].as_u64() {
             job = job.group_cap(cap);
         }
+        if let Some(key) = options["key"].as_str() {
+            job = job.key(key);
+        }
+        if let Some(window) = options["debounce"].as_f64() {
+            job = job.debounce(window, options["debounce_max"].as_f64());
+        }
         for name in options.as_object().into_iter().flat_map(|o| o.keys()) {
-            let known = ["result_ttl", "unique_for", "retry", "timeout", "group", "group_cap"];
+            let known = [
+                "result_ttl",
+                "unique_for",
+                "retry",
+                "timeout",
+                "group",
+                "group_cap",
+                "key",
+                "debounce",
+                "debounce_max",
+            ];
             assert!(
                 known.contains(&name.as_str()),
                 "the Rust runner takes no push option {name}"
@@ -519,10 +535,18 @@ impl Run {
                     };
                     let due_in = entry.score - cogworker::now();
                     assert!((low..=high).contains(&due_in), "{jid} due in {due_in}s");
+                    if let Some(args) = step.get("args") {
+                        let job: Value = serde_json::from_slice(&entry.raw).unwrap();
+                        assert_eq!(&job["args"], args, "{job}");
+                    }
                     true
                 }
             })
             .await;
+        } else if let Some(names) = step["same_jid"].as_array() {
+            let jids: std::collections::BTreeSet<&String> =
+                names.iter().map(|name| &self.jids[name.as_str().unwrap()]).collect();
+            assert_eq!(jids.len(), 1, "{:?}", self.jids);
         } else if let Some(queue) = step["await_queued"].as_str() {
             let (api, queue) = (self.api.clone(), queue.to_string());
             let (class, args, has) = (step["class"].clone(), step["args"].clone(), step["has"].clone());

@@ -59,6 +59,7 @@ __all__ = [
     "hook_raised",
     "LIFECYCLE_EVENTS",
     "prepare_job",
+    "check_options",
     "payloads_span",
     "message_attributes",
     "span_failure",
@@ -298,6 +299,7 @@ def command_connection(
     command: str, given: Sequence[tuple[str, Sequence[str]]]
 ) -> tuple[str | None, str | None]: ...
 def prepare_job(class_name: str, args: Sequence[Any], **options: Any) -> dict[str, Any]: ...
+def check_options(class_name: str, **options: Any) -> None: ...
 def batch_callback(
     event: str, class_name: str, args: Sequence[Any], opened: bool, **options: Any
 ) -> dict[str, Any]: ...

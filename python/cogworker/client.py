@@ -18,9 +18,9 @@ if TYPE_CHECKING:
 When = Union[float, int, _dt.datetime]
 Delay = Union[float, int, _dt.timedelta]
 RetryOption = Union[bool, int]
-# A group key, or a function of the job's arguments that returns one (or
-# None: no group), called once per job at its push.
-GroupOption = Union[str, Callable[..., Optional[str]]]
+# A key (a group, a flow key), or a function of the job's arguments that
+# returns one (or None: none), called once per job at its push.
+KeyOption = Union[str, Callable[..., Optional[str]]]
 T = TypeVar("T")
 
 
@@ -40,8 +40,11 @@ class PushOptions(TypedDict, total=False):
     keep_expired: bool
     limits: Sequence[str]
     priority: int
-    group: GroupOption
+    group: KeyOption
     group_cap: int
+    key: KeyOption
+    debounce: Delay
+    debounce_max: Delay
     timeout: Delay
     bid: str
 

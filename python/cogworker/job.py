@@ -53,11 +53,10 @@ class JobHandle(Generic[F]):
         self.name = name or f"{func.__module__}.{func.__qualname__}"
         self.retry_in = retry_in
         # Every push's options unless it gives its own; checked now, so a
-        # misspelt name fails where it is written.
+        # misspelt name fails where it is written (a function of the args
+        # is called at each push, with them).
         self.push_options = given(options)
-        # A group computed from the args is called at each push, with them.
-        checked = {k: v for k, v in self.push_options.items() if not (k == "group" and callable(v))}
-        _core.prepare_job(self.name, [], **checked)
+        _core.check_options(self.name, **self.push_options)
         self._signature = _signature_of(func)
 
     def check_args(self, args: Sequence[Any]) -> None:

@@ -202,8 +202,15 @@ class Run:
         self.jids[step["as"]] = jid
 
     def await_scheduled(self, step: dict[str, Any]) -> None:
-        """The job in the schedule, due within ``in_seconds`` of now."""
-        self._await_due("scheduled", step["await_scheduled"], step["in_seconds"])
+        """The job in the schedule, due within ``in_seconds`` of now (with
+        ``args``: carrying those)."""
+        entry = self._await_due("scheduled", step["await_scheduled"], step["in_seconds"])
+        if "args" in step:
+            assert entry["job"]["args"] == step["args"], entry
+
+    def same_jid(self, step: dict[str, Any]) -> None:
+        """The pushes named answered with one jid."""
+        assert len({self.jids[name] for name in step["same_jid"]}) == 1, self.jids
 
     def await_retry(self, step: dict[str, Any]) -> None:
         """The job filed to retry, due within ``in_seconds`` of now; its backtrace."""
@@ -813,6 +820,7 @@ STEPS = {
     "release": Run.release,
     "within_limit": Run.within_limit,
     "await_scheduled": Run.await_scheduled,
+    "same_jid": Run.same_jid,
     "workflow_refused": Run.workflow_refused,
     "batch_on_refused": Run.batch_on_refused,
 }

@@ -52,7 +52,8 @@ class TestConformance < Minitest::Test
              api_call expect_no_hooks await_queued await_worker_stopped on_event cli_worker_fails cli_serve
              await_queue_size batch batch_status callback_result workflow workflow_refused
              batch_on_refused await_retry push_later await_scheduled cancel limiter acquire release
-             within_limit perform_one drain await_batch cli_run traced expect_span carries_its_span].freeze
+             within_limit perform_one drain await_batch cli_run traced expect_span carries_its_span
+             same_jid].freeze
   EXE = File.expand_path('../exe/cogworker', __dir__)
   LIB = File.expand_path('../lib', __dir__)
   JOBS = File.expand_path('conformance_jobs.rb', __dir__)
@@ -266,7 +267,17 @@ class TestConformance < Minitest::Test
   end
 
   # The job in the schedule, due within `in_seconds` of now.
-  def step_await_scheduled(step) = await_due('scheduled', step['await_scheduled'], step['in_seconds'])
+  # The job in the schedule, due within `in_seconds` of now (with `args`:
+  # carrying those).
+  def step_await_scheduled(step)
+    entry = await_due('scheduled', step['await_scheduled'], step['in_seconds'])
+    assert_equal step['args'], entry['job']['args'], entry.inspect if step.key?('args')
+  end
+
+  # The pushes named answered with one jid.
+  def step_same_jid(step)
+    assert_equal 1, step['same_jid'].map { |name| @jids.fetch(name) }.uniq.size, @jids.inspect
+  end
 
   # The job filed to retry, due within `in_seconds` of now; its backtrace.
   def step_await_retry(step)

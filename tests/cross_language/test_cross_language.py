@@ -6,6 +6,7 @@ fails the job like any other failure."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -381,3 +382,48 @@ def test_a_chain_runs_a_python_then_a_ruby_then_a_rust_step(env: dict[str, str],
     status = api.batch(pushed.id)
     assert status is not None
     assert (status["total"], status["pending"], status["dead"]) == (4, 0, 0)
+
+
+SINGLETON_RB = """
+require "cogworker"
+threads = Integer(ARGV[0]).times.map do |n|
+  Thread.new { Cogworker::Client.push("CrossEcho", [n], queue: "ruby", key: "report:1", unique_for: 60) }
+end
+puts threads.map(&:value)
+"""
+
+
+def test_a_singleton_answers_pushes_from_three_languages_at_once_with_one_jid(env: dict[str, str]) -> None:
+    """100 pushes of one singleton key at once, 34 from Python threads, 33
+    from Ruby threads and 33 from Rust tasks (each language its own
+    process): one job is queued, and every push answers with its jid."""
+    ruby = subprocess.Popen(
+        ["ruby", "-I", os.path.join(ROOT, "ruby/lib"), "-e", SINGLETON_RB, "33"],
+        env=env,
+        stdout=subprocess.PIPE,
+    )
+    rust = subprocess.Popen(
+        [
+            os.path.join(ROOT, "target/debug/examples/push"),
+            "CrossEcho",
+            "[0]",
+            "ruby",
+            json.dumps({"key": "report:1", "unique_for": 60}),
+        ],
+        env={**env, "PUSH_TIMES": "33"},
+        stdout=subprocess.PIPE,
+    )
+    client = cogworker.Client(redis_url=env["COGWORKER_REDIS_URL"])
+    with concurrent.futures.ThreadPoolExecutor(34) as pool:
+        python_jids = list(
+            pool.map(
+                lambda n: client.enqueue("CrossEcho", n, queue="ruby", key="report:1", unique_for=60),
+                range(34),
+            )
+        )
+    ruby_out, _ = ruby.communicate(timeout=60)
+    rust_out, _ = rust.communicate(timeout=60)
+    assert ruby.returncode == 0 and rust.returncode == 0
+    jids = python_jids + ruby_out.decode().split() + rust_out.decode().split()
+    assert len(jids) == 100 and len(set(jids)) == 1, jids
+    assert cogworker.Api(redis_url=env["COGWORKER_REDIS_URL"]).queue("ruby")["size"] == 1

@@ -5,7 +5,10 @@ use crate::blocking::finish;
 use crate::config::PyConfig;
 use crate::convert;
 use crate::errors::to_py;
-use cogworker::host::{carry_trace_context, payload_job, prepared, push_through, PushRequest, Session};
+use cogworker::host::{
+    carry_trace_context, payload_job, prepared, push_through, HostValue, PushRequest, Session, COMPUTED_OPTIONS,
+    COMPUTED_STAND_IN,
+};
 use cogworker::{Client, Job};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -14,31 +17,44 @@ use std::sync::Arc;
 
 /// `class_name(*args)` with keyword options (the core's push options).
 pub(crate) fn request(class_name: &str, args: &Bound<'_, PyAny>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Job> {
-    let mut named = convert::named(options)?;
-    if let Some(key) = computed_group(args, options)? {
-        named.retain(|(name, _)| name != "group");
-        named.push(("group".into(), key));
-    }
+    let named = computed(convert::named(options)?, options, |function| {
+        let args = args.try_iter()?.collect::<PyResult<Vec<_>>>()?;
+        let value = function.call1(pyo3::types::PyTuple::new(function.py(), args)?)?;
+        Ok(convert::value(&value))
+    })?;
     PushRequest::job(class_name, &convert::values(args)?, &named).map_err(to_py)
 }
 
-/// A group given as a function of the job's arguments (`group=lambda
-/// account_id, *_: f"acct:{account_id}"`): its key for these `args`,
-/// called here, once per job; what it returns the core checks as any
-/// group (`cogworker::groups`). What it raises, the push raises.
-fn computed_group(
-    args: &Bound<'_, PyAny>,
+/// `named` with each option the core lets be computed
+/// (`COMPUTED_OPTIONS`: `group=lambda account_id, *_: f"acct:{account_id}"`)
+/// that `options` gives as a function replaced by what `call` makes of it.
+fn computed(
+    mut named: Vec<(String, HostValue)>,
     options: Option<&Bound<'_, PyDict>>,
-) -> PyResult<Option<cogworker::host::HostValue>> {
-    let Some(group) = options.map(|o| o.get_item("group")).transpose()?.flatten() else {
-        return Ok(None);
-    };
-    if !group.is_callable() {
-        return Ok(None);
+    call: impl Fn(&Bound<'_, PyAny>) -> PyResult<HostValue>,
+) -> PyResult<Vec<(String, HostValue)>> {
+    let Some(options) = options else { return Ok(named) };
+    for name in COMPUTED_OPTIONS {
+        if let Some(function) = options.get_item(name)?.filter(|f| f.is_callable()) {
+            let value = call(&function)?;
+            named.retain(|(given, _)| given != name);
+            named.push((name.to_string(), value));
+        }
     }
-    let args = args.try_iter()?.collect::<PyResult<Vec<_>>>()?;
-    let key = group.call1(pyo3::types::PyTuple::new(group.py(), args)?)?;
-    Ok(Some(convert::value(&key)))
+    Ok(named)
+}
+
+/// Checks a class's declared push options where they are written (a
+/// misspelt or bad one raises there): a computed option, with no args to
+/// call it with, stands as the core's `COMPUTED_STAND_IN`.
+#[pyfunction]
+#[pyo3(signature = (class_name, **options))]
+pub fn check_options(class_name: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+    let named = computed(convert::named(options)?, options, |_| {
+        Ok(HostValue::Text(COMPUTED_STAND_IN.to_string()))
+    })?;
+    PushRequest::job(class_name, &[], &named).map_err(to_py)?;
+    Ok(())
 }
 
 /// The job `class_name(*args)` would be (a dict), validated and filled as a

@@ -240,6 +240,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(command_connection, m)?)?;
     m.add_function(wrap_pyfunction!(settings_from_flags, m)?)?;
     m.add_function(wrap_pyfunction!(client::prepare_job, m)?)?;
+    m.add_function(wrap_pyfunction!(client::check_options, m)?)?;
     m.add_function(wrap_pyfunction!(client::prepare_payload, m)?)?;
     m.add_function(wrap_pyfunction!(workflow::batch_callback, m)?)?;
     m.add_function(wrap_pyfunction!(workflow::callback_jids, m)?)?;

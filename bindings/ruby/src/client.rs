@@ -5,7 +5,10 @@ use crate::blocking::finish;
 use crate::config::RbConfig;
 use crate::convert;
 use crate::errors::to_ruby;
-use cogworker::host::{carry_trace_context, payload_job, prepared, push_through, PushRequest, Session};
+use cogworker::host::{
+    carry_trace_context, payload_job, prepared, push_through, HostValue, PushRequest, Session, COMPUTED_OPTIONS,
+    COMPUTED_STAND_IN,
+};
 use cogworker::{Client, Job};
 use magnus::{prelude::*, Error, RArray, RHash, Ruby, Value};
 use std::collections::HashMap;
@@ -14,31 +17,48 @@ use std::sync::Arc;
 /// `class_name` with `args` and the push options in `options` (the core's
 /// names; nil values are not given).
 pub(crate) fn request(ruby: &Ruby, class_name: String, args: RArray, options: RHash) -> Result<Job, Error> {
+    let named = computed(ruby, options, |function| {
+        let args: Vec<Value> = args.into_iter().collect();
+        let value: Value = function.funcall("call", args.as_slice())?;
+        Ok(convert::value(ruby, value))
+    })?;
+    PushRequest::job(&class_name, &convert::values(ruby, args), &named).map_err(|e| to_ruby(ruby, e))
+}
+
+/// The push options in `options`, each option the core lets be computed
+/// (`COMPUTED_OPTIONS`: `group: ->(account_id, *) { "acct:#{account_id}" }`)
+/// that is given as a Proc replaced by what `call` makes of it.
+fn computed(
+    ruby: &Ruby,
+    options: RHash,
+    call: impl Fn(Value) -> Result<HostValue, Error>,
+) -> Result<Vec<(String, HostValue)>, Error> {
     let mut named = Vec::new();
     convert::each_option(ruby, options, |name, value| {
         named.push((name.to_string(), value));
         Ok(())
     })?;
-    if let Some(key) = computed_group(ruby, args, options)? {
-        named.retain(|(name, _)| name != "group");
-        named.push(("group".into(), key));
+    for name in COMPUTED_OPTIONS {
+        let function = options
+            .get(*name)
+            .or_else(|| options.get(ruby.to_symbol(name)))
+            .filter(|function| function.is_kind_of(ruby.class_proc()));
+        if let Some(function) = function {
+            let value = call(function)?;
+            named.retain(|(given, _)| given != name);
+            named.push((name.to_string(), value));
+        }
     }
-    PushRequest::job(&class_name, &convert::values(ruby, args), &named).map_err(|e| to_ruby(ruby, e))
+    Ok(named)
 }
 
-/// A group given as a Proc or lambda of the job's arguments (`group:
-/// ->(account_id, *) { "acct:#{account_id}" }`): its key for these `args`,
-/// called here, once per job; what it returns the core checks as any group
-/// (`cogworker::groups`). What it raises, the push raises.
-fn computed_group(ruby: &Ruby, args: RArray, options: RHash) -> Result<Option<cogworker::host::HostValue>, Error> {
-    let group = options
-        .get("group")
-        .or_else(|| options.get(ruby.to_symbol("group")))
-        .filter(|group| group.is_kind_of(ruby.class_proc()));
-    let Some(group) = group else { return Ok(None) };
-    let args: Vec<Value> = args.into_iter().collect();
-    let key: Value = group.funcall("call", args.as_slice())?;
-    Ok(Some(convert::value(ruby, key)))
+/// Checks a class's declared push options where they are written (a
+/// misspelt or bad one raises there): a computed option, with no args to
+/// call it with, stands as the core's `COMPUTED_STAND_IN`.
+pub fn check_options(ruby: &Ruby, class_name: String, options: RHash) -> Result<(), Error> {
+    let named = computed(ruby, options, |_| Ok(HostValue::Text(COMPUTED_STAND_IN.to_string())))?;
+    PushRequest::job(&class_name, &[], &named).map_err(|e| to_ruby(ruby, e))?;
+    Ok(())
 }
 
 /// The job `class_name(*args)` would be (a Hash), validated and filled as

@@ -142,6 +142,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_module_function("command_connection", function!(config::command_connection, 2))?;
     native.define_module_function("settings_from_flags", function!(config::settings_from_flags, 1))?;
     native.define_module_function("prepare_job", function!(client::prepare_job, 3))?;
+    native.define_module_function("check_options", function!(client::check_options, 2))?;
     native.define_module_function("prepare_payload", function!(client::prepare_payload, 1))?;
     native.define_module_function("batch_callback", function!(workflow::batch_callback, 5))?;
     native.define_module_function("callback_jids", function!(workflow::callback_jids, 2))?;

@@ -73,7 +73,7 @@ pub use hooks::{hook_raised, lifecycle_event, LIFECYCLE_EVENTS};
 pub use limiter::{HostLimiter, DEFAULT_WAIT as LIMITER_WAIT, LIMITER_KINDS};
 pub use logs::{init_log_forwarding, run_log_forwarding, stop_log_forwarding, ForwardedLog};
 pub use periodic::periodic_entry;
-pub use push::{payload_job, prepared, push_through, PushRequest, PUSH_OPTIONS};
+pub use push::{payload_job, prepared, push_through, PushRequest, COMPUTED_OPTIONS, COMPUTED_STAND_IN, PUSH_OPTIONS};
 pub use session::{in_runtime, Session};
 pub use slot_loop::{Described, Ended, HostWait, SettledBy, WAIT_SLICE};
 pub use spans::{

@@ -51,6 +51,12 @@ pub struct PushRequest {
     pub group: Option<String>,
     /// The most of its group's jobs that run at once, fleet-wide.
     pub group_cap: Option<i64>,
+    /// Its flow key (see [`crate::flow`]).
+    pub key: Option<String>,
+    /// Its debounce window, in seconds.
+    pub debounce: Option<f64>,
+    /// The longest a debounce waits after a burst's first push, in seconds.
+    pub debounce_max: Option<f64>,
 }
 
 /// The options of a push, the same in every language (Python keywords,
@@ -96,12 +102,35 @@ pub const PUSH_OPTIONS: &[(&str, &str)] = &[
         "at most this many jobs of its group run at once, fleet-wide; the others wait without holding a worker",
     ),
     (
+        "key",
+        "its flow key: with debounce, one job per burst of the key's pushes; with unique_for, one pending job per key",
+    ),
+    (
+        "debounce",
+        "collapse the pushes of one key within this long of each other into one run, with the last push's args",
+    ),
+    (
+        "debounce_max",
+        "with debounce: run no later than this long after the first push of a burst",
+    ),
+    (
         "bid",
         "the batch the job joins (its id); the batch counts it and fires its callbacks when it is done",
     ),
     ("traceparent", "the W3C trace context the job continues"),
     ("tracestate", "the W3C trace state that goes with traceparent"),
 ];
+
+/// The options a host may give as a function of the job's args (a Python
+/// function, a Ruby Proc), which the binding calls once per job where it
+/// converts the push's values: what it returns is checked as the option's
+/// value, what it raises the push raises.
+pub const COMPUTED_OPTIONS: &[&str] = &["group", "key"];
+
+/// What a computed option ([`COMPUTED_OPTIONS`]) stands as when a class's
+/// declared options are checked, with no args to call it with: a valid
+/// key, so the options that need one (`debounce` needs `key`) pass.
+pub const COMPUTED_STAND_IN: &str = "computed";
 
 impl PushRequest {
     /// `class` with `args` (each must be JSON data; the error names it).
@@ -196,6 +225,12 @@ impl PushRequest {
                     ))
                 }
             },
+            "key" => match value {
+                HostValue::Text(key) => self.key = Some(key.clone()),
+                other => return Err(Error::invalid_value(name, other, crate::job::GROUP_RULE)),
+            },
+            "debounce" => self.debounce = Some(seconds(value)?),
+            "debounce_max" => self.debounce_max = Some(seconds(value)?),
             "bid" => match value {
                 HostValue::Text(bid) => self.bid = Some(bid.clone()),
                 other => return Err(Error::invalid_value(name, other, "must be a batch id")),
@@ -292,6 +327,18 @@ impl PushRequest {
         }
         if let Some(cap) = self.group_cap {
             job = job.field("group_cap", Value::from(cap));
+        }
+        if let Some(key) = self.key {
+            job = job.key(key);
+        }
+        if let Some(window) = self.debounce {
+            job = job.field("debounce", finite("debounce", window, "must be a number of seconds")?);
+        }
+        if let Some(longest) = self.debounce_max {
+            job = job.field(
+                "debounce_max",
+                finite("debounce_max", longest, "must be a number of seconds")?,
+            );
         }
         job.validate()?;
         Ok(job)

@@ -78,6 +78,26 @@ impl Job {
         self.fields.insert("group".into(), Value::String(group.into()));
         self
     }
+    /// Its flow key (see [`crate::flow`]): with [`Job::debounce`], the
+    /// pushes of one key collapse into one job; with [`Job::unique_for`],
+    /// at most one job per key is pending (a singleton), and a push while
+    /// one is returns that job's jid.
+    pub fn key(mut self, key: impl Into<String>) -> Self {
+        self.fields.insert("key".into(), Value::String(key.into()));
+        self
+    }
+    /// Debounced: the pushes of its class, queue and [`Job::key`] within
+    /// `window` seconds of each other collapse into one job, run once the
+    /// window after the last push has passed, with the last push's args
+    /// under the first push's jid; `longest` (if given) bounds how long
+    /// after the first push it runs, so a steady stream still runs.
+    pub fn debounce(mut self, window: f64, longest: Option<f64>) -> Self {
+        self.fields.insert("debounce".into(), float(window));
+        if let Some(longest) = longest {
+            self.fields.insert("debounce_max".into(), float(longest));
+        }
+        self
+    }
     /// At most `cap` jobs of its group run at once, fleet-wide (a
     /// concurrency limit keyed by the group): a group at its cap waits
     /// without holding a worker slot until one of its jobs ends. A cap set

@@ -84,6 +84,18 @@ impl Job {
     pub fn unique_for_secs(&self) -> Option<f64> {
         self.fields.get("unique_for").and_then(Value::as_f64)
     }
+    /// Its flow key (see [`crate::flow`]): the key whose pushes a
+    /// debounce collapses and a singleton keeps to one job, if it carries
+    /// a valid one.
+    pub fn flow_key(&self) -> Option<&str> {
+        self.str_field("key").filter(|key| valid_group(key))
+    }
+    /// Its debounce window and longest wait in seconds, if it is debounced
+    /// (see [`crate::flow`]).
+    pub fn debounce_secs(&self) -> Option<(f64, Option<f64>)> {
+        let window = self.fields.get("debounce").and_then(Value::as_f64)?;
+        Some((window, self.fields.get("debounce_max").and_then(Value::as_f64)))
+    }
     /// The digest naming the job's unique lock, once pushed as unique.
     pub fn unique_digest(&self) -> Option<&str> {
         self.str_field("unique_digest").filter(|d| !d.is_empty())
@@ -233,6 +245,15 @@ impl std::fmt::Display for Job {
 pub fn unique_digest(class: &str, queue: &str, args: &[Value]) -> String {
     use sha1::Digest as _;
     let text = serde_json::to_string(&(class, queue, args)).expect("JSON values always serialize");
+    hex::encode(sha1::Sha1::digest(text.as_bytes()))
+}
+
+/// The digest of a unique job's lock that carries a flow key (a
+/// singleton, see [`crate::flow`]): of its class, queue and key, whatever
+/// its args, and never that of a job without a key.
+pub fn keyed_digest(class: &str, queue: &str, key: &str) -> String {
+    use sha1::Digest as _;
+    let text = serde_json::to_string(&("key", class, queue, key)).expect("strings always serialize");
     hex::encode(sha1::Sha1::digest(text.as_bytes()))
 }
 

@@ -49,6 +49,8 @@ const FIELDS: &[(&str, Rule, bool)] = &[
     ("result_ttl", Rule::WholeDuration, true),
     ("priority", Rule::Priority, false),
     ("group_cap", Rule::Cap, true),
+    ("debounce", Rule::Duration, false),
+    ("debounce_max", Rule::Duration, false),
 ];
 
 impl Rule {

@@ -59,6 +59,12 @@ impl Job {
             Some(Value::String(group)) if crate::job::valid_group(group) => {}
             Some(v) => return Err(bad("group", v, crate::job::GROUP_RULE)),
         }
+        match self.fields.get("key") {
+            None => {}
+            Some(Value::String(key)) if crate::job::valid_group(key) => {}
+            Some(v) => return Err(bad("key", v, crate::job::GROUP_RULE)),
+        }
+        self.check_debounce()?;
         match self.fields.get("keep_expired") {
             None | Some(Value::Bool(_)) => {}
             Some(v) => return Err(bad("keep_expired", v, "must be true or false")),
@@ -84,6 +90,52 @@ impl Job {
         Ok(())
     }
 
+    /// A debounced job's options go together: a key, no time of its own
+    /// (its window schedules it), no unique lock and no batch (a push that
+    /// collapses into another is not a job of its own), and a longest
+    /// wait no shorter than the window.
+    fn check_debounce(&self) -> Result<()> {
+        let has = |field: &str| self.fields.contains_key(field);
+        if !has("debounce") {
+            if has("debounce_max") {
+                return Err(Error::invalid_job(
+                    "debounce_max",
+                    "is the longest a debounce waits: give debounce too",
+                ));
+            }
+            return Ok(());
+        }
+        if !has("key") {
+            return Err(Error::invalid_job(
+                "key",
+                "is required with debounce: the pushes of one key collapse into one job",
+            ));
+        }
+        for (field, why) in [
+            ("at", "a debounced job runs when its window ends: give no at or delay"),
+            (
+                "unique_for",
+                "a debounced job is one per key already: give no unique_for",
+            ),
+            ("bid", "a push that collapses into another job cannot join a batch"),
+            ("result_ttl", "a debounced job keeps no result yet"),
+        ] {
+            if has(field) {
+                return Err(Error::invalid_job(field, why));
+            }
+        }
+        if let Some((window, Some(longest))) = self.debounce_secs() {
+            if longest < window {
+                return Err(Error::invalid_value(
+                    "debounce_max",
+                    &self.fields["debounce_max"],
+                    "must be no shorter than the debounce window",
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Fills what a push adds: `jid`, `created_at`. Validates first.
     pub(crate) fn prepare_for_push(&mut self, now: f64) -> Result<()> {
         self.validate()?;
@@ -99,7 +151,11 @@ impl Job {
             self.fields.insert("expires_at".into(), float(at));
         }
         if self.unique_for_secs().is_some() {
-            let digest = unique_digest(self.class(), self.queue_name(), self.args_slice());
+            // With a key, one job per key (a singleton), whatever its args.
+            let digest = match self.flow_key() {
+                Some(key) => crate::job::keyed_digest(self.class(), self.queue_name(), key),
+                None => unique_digest(self.class(), self.queue_name(), self.args_slice()),
+            };
             self.fields.insert("unique_digest".into(), Value::String(digest));
         }
         Ok(())

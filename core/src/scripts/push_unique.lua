@@ -29,14 +29,13 @@
 --          when the job declares no cap for its group (group.lua)
 -- ARGV[15] the cap it declares, or ""
 --
--- Returns 1 if pushed (or already pushed under this jid), 0 if another job
--- with the same digest holds the lock.
+-- Returns the jid holding the lock: this push's if it was pushed (or
+-- already was, under this jid), else that of the job holding it.
 local owner = redis.call("GET", KEYS[1])
-if owner == ARGV[1] then
-  -- This very push already landed (a retry after a lost reply).
-  return 1
-elseif owner then
-  return 0
+if owner then
+  -- This very push already landed (a retry after a lost reply), or
+  -- another job holds the lock.
+  return owner
 end
 -- Fail before writing anything if the push would fail.
 local want = ({ schedule = "zset", queue = "list", outbox = "hash" })[ARGV[3]]
@@ -60,4 +59,4 @@ end
 if (ARGV[7] or "0") ~= "0" then
   redis.call("SET", KEYS[4], ARGV[8], "EX", ARGV[7])
 end
-return 1
+return ARGV[1]

@@ -45,12 +45,13 @@ module Cogworker
       # `result_ttl:` seconds (keep what `perform` returns, JSON data, or
       # the error that long; read it with `Cogworker::Client.result(jid)`),
       # `expires_in:`, `limits:`, `group:` (its tenant within its queue, or a
-      # Proc of its args that returns one: see docs/fairness.md), ... (see
-      # `Client.options`).
+      # Proc of its args that returns one: see docs/fairness.md), `key:` (a
+      # flow key, or a Proc: with `debounce:` or `unique_for:`, see
+      # docs/flow-control.md), ... (see `Client.options`).
       def cogworker_options(**options)
         options = cogworker_push_options.merge(Client.options(options))
-        # A group computed from the args (a Proc) is called at each push, with them.
-        Native.prepare_job(name || 'AnonymousJob', [], options.reject { |k, v| k == 'group' && v.is_a?(Proc) })
+        # A Proc of the args (group:, key:) is called at each push, with them.
+        Native.check_options(name || 'AnonymousJob', options)
         @cogworker_push_options = options
       end
 

@@ -1,0 +1,50 @@
+//! Flow control by key (issue #46 part 3): a job may carry a flow key
+//! (`key`, a text or, in Python and Ruby, a function of its args that the
+//! host calls at the push), and its class's policy says what pushes of one
+//! key do to each other, decided atomically at the push:
+//!
+//! - **debounce** (`debounce` = window, `debounce_max` = longest wait): the
+//!   pushes of one class, queue and key within a window of each other
+//!   collapse into one job, run a window after the last push with the last
+//!   push's args, under the first push's jid, which every push of the burst
+//!   returns (`push_debounce.lua`). With a longest wait, a steady stream
+//!   still runs at least that often.
+//! - **singleton** (`unique_for` with a key): at most one pending job per
+//!   class, queue and key, whatever its args: the unique lock's digest is
+//!   of the key ([`crate::job::keyed_digest`]), held as any unique lock
+//!   (until the job succeeds or dies, at most `unique_for`), and a push
+//!   while it is held returns the jid of the job that holds it.
+//!
+//! A job without a key pays nothing: its push is the same script as
+//! before.
+
+use crate::job::Job;
+use crate::keys::Keys;
+
+/// The invocation of `push_debounce.lua` that pushes debounced `job`
+/// (validated, `at`-less) at `now` on the fleet's clock. Its answer: the
+/// jid that will run, and 1 when this push began a burst (0: it collapsed
+/// into the burst's job).
+pub(crate) fn debounce_push(keys: &Keys, job: &Job, now: f64) -> redis::ScriptInvocation<'static> {
+    let (window, longest) = job.debounce_secs().expect("a debounced job");
+    let key = job.flow_key().expect("debounce is validated with its key");
+    let digest = crate::job::keyed_digest(job.class(), job.queue_name(), key);
+    let jid = job.jid_str();
+    // The payload is `{"jid":"` + a jid + `",` + the rest of the job: the
+    // script puts the burst's jid in between (a jid is hex: nothing to
+    // escape).
+    let mut rest = job.clone();
+    rest.remove("jid");
+    let rest = rest.to_json();
+    let mut invocation = crate::scripts::SCRIPTS.push_debounce.prepare_invoke();
+    invocation
+        .key(keys.debounce(&digest))
+        .key(keys.schedule())
+        .arg("{\"jid\":\"")
+        .arg(format!("\",{}", &rest[1..]))
+        .arg(jid)
+        .arg(now)
+        .arg(window)
+        .arg(longest.map_or_else(String::new, |longest| longest.to_string()));
+    invocation
+}

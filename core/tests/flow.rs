@@ -1,0 +1,205 @@
+//! Flow control by key (issue #46 part 3): a debounce collapses a burst of
+//! one key's pushes into one run with the last args; a singleton (a unique
+//! job with a key) keeps one pending job per key and answers every other
+//! push with its jid.
+
+mod common;
+
+use cogworker::{Client, Job};
+use common::*;
+use serde_json::json;
+use std::time::Duration;
+
+fn debounced(n: i64, window: f64, longest: Option<f64>) -> Job {
+    Job::new("Step").args([json!(n)]).key("doc:7").debounce(window, longest)
+}
+
+/// 1,000 pushes of one key in a burst: every push returns the same jid,
+/// one job waits in the schedule, and it runs once, with the last push's
+/// args, a window after the last push.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_one_keys_pushes_runs_once_with_the_last_args() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let mut jids = std::collections::BTreeSet::new();
+    for n in 0..1000 {
+        jids.insert(client.push(debounced(n, 1.0, None)).await.unwrap().unwrap());
+    }
+    assert_eq!(jids.len(), 1, "one jid for the burst");
+    // Another key, and another class with the same key, are bursts of
+    // their own.
+    let other_key = client
+        .push(Job::new("Step").args([json!(5000)]).key("doc:8").debounce(1.0, None))
+        .await
+        .unwrap()
+        .unwrap();
+    let other_class = client
+        .push(Job::new("Other").args([json!(1)]).key("doc:7").debounce(1.0, None))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!jids.contains(&other_key) && !jids.contains(&other_class) && other_key != other_class);
+    let mut conn = redis.conn().await;
+    assert_eq!(zcard(&mut conn, "cogworker:schedule").await, 3);
+    let pushed = std::time::Instant::now();
+    let (worker, ran) = recording_worker(config, Duration::ZERO);
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    wait_ran(&ran, 2).await;
+    assert!(
+        pushed.elapsed() >= Duration::from_millis(900),
+        "ran before the window passed"
+    );
+    // The scheduler's next polls would move anything left.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    handle.stop();
+    task.await.unwrap().unwrap();
+    let mut ran = ran.lock().unwrap().clone();
+    ran.sort();
+    assert_eq!(ran, [999, 5000], "once, with the last args");
+    assert_eq!(
+        zcard(&mut conn, "cogworker:schedule").await,
+        0,
+        "every burst came due once"
+    );
+}
+
+/// A steady stream, one push every 100 ms for 2.5 s with a window of
+/// 0.5 s: without a longest wait it would never run; with one of 1 s it
+/// runs at least twice, the last run with the last push's args.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_steady_stream_still_runs_once_per_longest_wait() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let (worker, ran) = recording_worker(config, Duration::ZERO);
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    let mut jids = std::collections::BTreeSet::new();
+    for n in 0..25 {
+        jids.insert(client.push(debounced(n, 0.5, Some(1.0))).await.unwrap().unwrap());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let during = ran.lock().unwrap().len();
+    assert!(during >= 2, "ran {during} times during the stream");
+    wait_until("the last burst ran", Duration::from_secs(10), || {
+        let ran = ran.clone();
+        async move { ran.lock().unwrap().last() == Some(&24) }
+    })
+    .await;
+    handle.stop();
+    task.await.unwrap().unwrap();
+    let ran = ran.lock().unwrap().clone();
+    assert_eq!(ran.len(), jids.len(), "one run per burst: {ran:?}");
+    assert!(
+        ran.windows(2).all(|pair| pair[0] < pair[1]),
+        "each run the latest args: {ran:?}"
+    );
+}
+
+/// 100 pushes at once of one singleton key (different args): one job is
+/// queued and every push returns its jid; once it has run, the next push
+/// is a new job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_singleton_keeps_one_pending_job_per_key_and_returns_its_jid() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let singleton = |n: i64| Job::new("Step").args([json!(n)]).key("report:42").unique_for(60.0);
+    let pushes: Vec<_> = (0..100)
+        .map(|n| {
+            let (client, job) = (client.clone(), singleton(n));
+            tokio::spawn(async move { client.push(job).await.unwrap() })
+        })
+        .collect();
+    let mut jids = std::collections::BTreeSet::new();
+    for push in pushes {
+        jids.insert(push.await.unwrap().expect("a singleton's push answers with a jid"));
+    }
+    assert_eq!(jids.len(), 1, "{jids:?}");
+    let mut conn = redis.conn().await;
+    assert_eq!(llen(&mut conn, "cogworker:queue:default").await, 1);
+    // A unique job without a key is refused as before: no jid.
+    let plain = Job::new("Step").args([json!(7)]).unique_for(60.0);
+    assert!(client.push(plain.clone()).await.unwrap().is_some());
+    assert_eq!(client.push(plain).await.unwrap(), None);
+    let (worker, ran) = recording_worker(config, Duration::ZERO);
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    wait_ran(&ran, 2).await;
+    // The lock goes with the job's success.
+    let c = conn.clone();
+    wait_until("the key's lock is released", Duration::from_secs(10), move || {
+        let mut c = c.clone();
+        async move {
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg("cogworker:unique:*")
+                .query_async(&mut c)
+                .await
+                .unwrap();
+            keys.is_empty()
+        }
+    })
+    .await;
+    let next = client.push(singleton(100)).await.unwrap().unwrap();
+    assert!(!jids.contains(&next), "a new job once the last one ran");
+    wait_ran(&ran, 3).await;
+    handle.stop();
+    task.await.unwrap().unwrap();
+}
+
+/// The flow options are checked at push, each error naming its field; a
+/// raw payload carrying them runs (they act at the push only, as `at`
+/// does).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flow_options_are_checked_at_push_and_ignored_on_a_raw_payload() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let base = || Job::new("Step").args([json!(1)]);
+    let refused: Vec<(Job, &str)> = vec![
+        (base().debounce(1.0, None), "key"),
+        (
+            base()
+                .key("k")
+                .debounce(1.0, None)
+                .field("at", json!(cogworker::now() + 5.0)),
+            "at",
+        ),
+        (base().key("k").debounce(1.0, None).unique_for(5.0), "unique_for"),
+        (base().key("k").debounce(1.0, None).result_ttl(60.0), "result_ttl"),
+        (base().key("k").debounce(2.0, Some(1.0)), "debounce_max"),
+        (base().key("k").field("debounce_max", json!(5)), "debounce_max"),
+        (base().key("k").field("debounce", json!(0)), "debounce"),
+        (base().key("k").field("debounce", json!(-1)), "debounce"),
+        (base().key("k").field("debounce", json!(1e300)), "debounce"),
+        (base().key("k").field("debounce", json!("soon")), "debounce"),
+        (base().key("k").field("debounce", json!(null)), "debounce"),
+        (base().key(""), "key"),
+        (base().key("x".repeat(257)), "key"),
+        (base().key("a\nb"), "key"),
+        (base().field("key", json!(42)), "key"),
+        (base().field("key", json!(["k"])), "key"),
+    ];
+    for (job, field) in refused {
+        let err = client.push(job.clone()).await.unwrap_err();
+        assert_eq!(err.field(), Some(field), "{job:?}: {err}");
+    }
+    let raw = r#"{"class":"Step","args":[3],"queue":"default","key":42,"debounce":"soon","debounce_max":-1}"#;
+    let mut conn = redis.conn().await;
+    let _: () = redis::cmd("LPUSH")
+        .arg("cogworker:queue:default")
+        .arg(raw)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let (worker, ran) = recording_worker(config, Duration::ZERO);
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    wait_ran(&ran, 1).await;
+    handle.stop();
+    task.await.unwrap().unwrap();
+    assert_eq!(*ran.lock().unwrap(), [3]);
+    assert_eq!(zcard(&mut conn, "cogworker:dead").await, 0);
+}

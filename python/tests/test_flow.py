@@ -1,0 +1,74 @@
+"""Flow control by key (issue #46 part 3): a debounce or a singleton
+declared on a function, its key computed from each push's args."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from conftest import wait_for
+
+import cogworker
+
+RAN: list[tuple[Any, ...]] = []
+
+
+@cogworker.job(name="Flow.Reindex", key=lambda doc_id, *_: f"doc:{doc_id}", debounce=0.3)
+def reindex(doc_id: int, n: int) -> None:
+    RAN.append((doc_id, n))
+
+
+@cogworker.job(name="Flow.Report", key=lambda report_id, *_: f"report:{report_id}", unique_for=60)
+def report(report_id: int, n: int) -> None:
+    RAN.append(("report", report_id))
+
+
+def setup_function() -> None:
+    RAN.clear()
+
+
+def test_a_debounce_declared_on_a_function_runs_each_keys_burst_once_with_its_last_args(
+    configured, worker_factory
+) -> None:
+    jids = {reindex.enqueue(1, n) for n in range(20)}
+    other = reindex.enqueue(2, 0)
+    assert len(jids) == 1 and other not in jids
+    worker_factory(concurrency=2)
+    wait_for("both bursts ran", lambda: len(RAN) == 2)
+    assert sorted(RAN) == [(1, 19), (2, 0)]
+
+
+def test_a_singleton_answers_concurrent_pushes_with_the_pending_jobs_jid(configured, worker_factory) -> None:
+    answers: list[str | None] = []
+
+    def push_ten(first: int) -> None:
+        answers.extend(report.enqueue(7, n) for n in range(first, first + 10))
+
+    threads = [threading.Thread(target=push_ten, args=(10 * t,)) for t in range(10)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(answers) == 100 and len(set(answers)) == 1 and answers[0], answers
+    assert cogworker.Api().queue("default")["size"] == 1
+    worker_factory(concurrency=1)
+    wait_for("the report ran", lambda: RAN == [("report", 7)])
+
+
+def test_flow_options_are_checked_where_they_are_written_and_at_each_push(configured) -> None:
+    with pytest.raises(cogworker.InvalidJob, match="key"):
+        cogworker.job(name="Flow.NoKey", debounce=1)(reindex.func)
+    for bad in [0, -1, float("nan"), 1e300, "soon", True]:
+        with pytest.raises(cogworker.InvalidJob, match="debounce"):
+            cogworker.job(name="Flow.BadWindow", key=lambda *_: "k", debounce=bad)(reindex.func)  # type: ignore[arg-type]
+    with pytest.raises(cogworker.InvalidJob, match="debounce_max"):
+        reindex.options(debounce=2, debounce_max=1).enqueue(1, 1)
+    with pytest.raises(cogworker.InvalidJob, match="at"):
+        reindex.options(at=time.time() + 60).enqueue(1, 1)
+    for bad in ["", 42, "x" * 257, "a\nb", ["k"]]:
+        with pytest.raises(cogworker.InvalidJob, match="key"):
+            reindex.options(key=lambda *_, bad=bad: bad).enqueue(1, 1)
+    with pytest.raises(ZeroDivisionError):
+        reindex.options(key=lambda *_: 1 / 0).enqueue(1, 1)

@@ -1,0 +1,64 @@
+# frozen_string_literal: true
+
+require_relative 'test_helper'
+
+# A job class whose pushes of one document collapse into one run.
+class ReindexJob
+  include Cogworker::Job
+  cogworker_options key: ->(doc_id, *) { "doc:#{doc_id}" }, debounce: 0.3
+  def perform(doc_id, n) = Jobs.record([doc_id, n])
+end
+
+# A job class with at most one pending job per report.
+class ReportJob
+  include Cogworker::Job
+  cogworker_options key: ->(report_id, *) { "report:#{report_id}" }, unique_for: 60
+  def perform(report_id, _n) = Jobs.record(['report', report_id])
+end
+
+# Flow control by key (issue #46 part 3): a debounce or a singleton
+# declared on a class, its key computed from each push's args.
+class TestFlow < Minitest::Test
+  include CogworkerTest
+
+  def test_a_debounce_declared_on_a_class_runs_each_keys_burst_once_with_its_last_args
+    jids = 20.times.map { |n| ReindexJob.perform_async(1, n) }.uniq
+    other = ReindexJob.perform_async(2, 0)
+    assert_equal 1, jids.size
+    refute_includes jids, other
+    start_runner(concurrency: 2)
+    wait_for('both bursts ran') { Jobs.seen.size == 2 }
+    assert_equal [[1, 19], [2, 0]], Jobs.seen.sort
+  end
+
+  def test_a_singleton_answers_concurrent_pushes_with_the_pending_jobs_jid
+    answers = 10.times.map { |t| Thread.new { 10.times.map { |n| ReportJob.perform_async(7, (10 * t) + n) } } }
+                     .flat_map(&:value)
+    assert_equal 100, answers.size
+    assert_equal 1, answers.uniq.size, answers.inspect
+    refute_nil answers.first
+    assert_equal 1, Cogworker::Api.new.queue('default')['size']
+    start_runner(concurrency: 1)
+    wait_for('the report ran') { Jobs.seen == [['report', 7]] }
+  end
+
+  def test_flow_options_are_checked_where_they_are_written_and_at_each_push
+    error = assert_raises(Cogworker::InvalidJob) do
+      Class.new { include Cogworker::Job }.class_eval { cogworker_options(debounce: 1) }
+    end
+    assert_includes error.message, 'key'
+    [0, -1, Float::NAN, 1e300, 'soon', true].each do |bad|
+      error = assert_raises(Cogworker::InvalidJob) do
+        Class.new { include Cogworker::Job }.class_eval { cogworker_options(key: proc { 'k' }, debounce: bad) }
+      end
+      assert_includes error.message, 'debounce'
+    end
+    error = assert_raises(Cogworker::InvalidJob) { ReindexJob.set(debounce: 2, debounce_max: 1).perform_async(1, 1) }
+    assert_includes error.message, 'debounce_max'
+    ['', 42, 'x' * 257, "a\nb", ['k']].each do |bad|
+      error = assert_raises(Cogworker::InvalidJob) { ReindexJob.set(key: proc { bad }).perform_async(1, 1) }
+      assert_includes error.message, 'key'
+    end
+    assert_raises(ZeroDivisionError) { ReindexJob.set(key: proc { 1 / 0 }).perform_async(1, 1) }
+  end
+end
