@@ -169,8 +169,10 @@ impl Client {
         // `queued`/`scheduled` records of the jobs that keep their result.
         let mut statuses: Vec<(String, String, u64)> = Vec::new();
         let mut unique: Vec<(usize, Job)> = Vec::new();
-        // Debounced jobs, each pushed by its own script (see flow.rs).
+        // Debounced and throttled jobs, each pushed by its own script (see
+        // flow.rs).
         let mut debounced: Vec<(usize, Job)> = Vec::new();
+        let mut throttled: Vec<(usize, Job)> = Vec::new();
         // Jobs joining each batch (counted into it by the push).
         let mut batches: BTreeMap<String, usize> = BTreeMap::new();
         for (index, mut job) in jobs.into_iter().enumerate() {
@@ -195,11 +197,18 @@ impl Client {
             if let Some(run_at) = job.run_at() {
                 job.set("at", float(run_at + offset));
             }
-            if job.group_key().is_some() && self.keys.is_sharded_by_queue() {
-                return Err(in_bulk(crate::error::Error::invalid_job(
-                    "group",
-                    "groups need queues on the namespace's slot (shard_by_queue is on)",
-                )));
+            if self.keys.is_sharded_by_queue() {
+                let on_the_namespace = [
+                    ("group", job.group_key().is_some()),
+                    ("debounce", job.debounce_secs().is_some()),
+                    ("throttle", job.throttle_secs().is_some()),
+                ];
+                if let Some((field, _)) = on_the_namespace.iter().find(|(_, given)| *given) {
+                    return Err(in_bulk(crate::error::Error::invalid_job(
+                        field,
+                        format!("{field} needs queues on the namespace's slot (shard_by_queue is on)"),
+                    )));
+                }
             }
             if let Some(bid) = job.batch_id() {
                 self.check_joins_batch(&job).map_err(in_bulk)?;
@@ -224,6 +233,12 @@ impl Client {
                 debounced.push((index, job));
                 continue;
             }
+            if job.throttle_secs().is_some() {
+                job.remove("at");
+                job.set("enqueued_at", float(at));
+                throttled.push((index, job));
+                continue;
+            }
             match job.run_at() {
                 Some(run_at) if run_at > at => scheduled.push((run_at, job.to_json())),
                 _ => {
@@ -246,6 +261,11 @@ impl Client {
         }
         for (index, job) in debounced {
             jids[index] = Some(self.push_debounced(&job, at).await?);
+        }
+        for (index, job) in throttled {
+            if !self.push_throttled(&job, at).await? {
+                jids[index] = None;
+            }
         }
         if immediate.is_empty() && scheduled.is_empty() {
             return Ok(jids);
@@ -453,6 +473,23 @@ impl Client {
             tracing::debug!("{job} collapsed into {runs} (debounced)");
         }
         Ok(runs)
+    }
+
+    /// Pushes throttled `job` (see flow.rs); false when it was dropped.
+    async fn push_throttled(&self, job: &Job, at: f64) -> Result<bool> {
+        let invocation = crate::flow::throttle_push(&self.keys, job, at);
+        // A repeat after a lost reply finds the key's window taken: it is
+        // delayed a window (or dropped), where a push must never be lost.
+        let (what, due): (String, String) = self
+            .retry_once_on_drop(|mut conn| {
+                let invocation = &invocation;
+                async move { invocation.invoke_async(&mut conn).await }
+            })
+            .await?;
+        if what != "queued" {
+            tracing::debug!("{job} {what} by its key's throttle (window opens at {due})");
+        }
+        Ok(what != "dropped")
     }
 
     /// Runs `send` on the shared connection, and once more if the connection

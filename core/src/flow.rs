@@ -9,17 +9,54 @@
 //!   push's args, under the first push's jid, which every push of the burst
 //!   returns (`push_debounce.lua`). With a longest wait, a steady stream
 //!   still runs at least that often.
+//! - **throttle** (`throttle` = window, `throttle_excess` = `"delay"` or
+//!   `"drop"`): the jobs of one class, queue and key are due at least a
+//!   window apart: a push when the key's next window is open is queued at
+//!   once; one before is delayed to that window (put in the schedule) or
+//!   dropped, counted in `NS:stat:throttled`, its push answering with no
+//!   jid (`push_throttle.lua`).
 //! - **singleton** (`unique_for` with a key): at most one pending job per
 //!   class, queue and key, whatever its args: the unique lock's digest is
-//!   of the key ([`crate::job::keyed_digest`]), held as any unique lock
+//!   of the key (`job::keyed_digest`), held as any unique lock
 //!   (until the job succeeds or dies, at most `unique_for`), and a push
 //!   while it is held returns the jid of the job that holds it.
 //!
 //! A job without a key pays nothing: its push is the same script as
-//! before.
+//! before. Sharded by queue, a debounced or throttled push is refused
+//! (its key's state is on the namespace's slot, its queue on another).
 
+use crate::groups::Destination;
 use crate::job::Job;
 use crate::keys::Keys;
+
+/// The invocation of `push_throttle.lua` that pushes throttled `job`
+/// (validated, `at`-less, `enqueued_at` stamped) at `now` on the fleet's
+/// clock. Its answer: `queued`, `delayed` or `dropped`, and when the job is
+/// (or the key's next window would have been) due.
+pub(crate) fn throttle_push(keys: &Keys, job: &Job, now: f64) -> redis::ScriptInvocation<'static> {
+    let (window, drop) = job.throttle_secs().expect("a throttled job");
+    let key = job.flow_key().expect("throttle is validated with its key");
+    let digest = crate::job::keyed_digest(job.class(), job.queue_name(), key);
+    let destination = Destination::of_job(keys, job);
+    let queue = job.queue_name();
+    let mut invocation = crate::scripts::SCRIPTS.push_throttle.prepare_invoke();
+    invocation
+        .key(keys.throttle(&digest))
+        .key(keys.queues())
+        .key(&destination.list)
+        .key(keys.schedule())
+        .key(keys.priorities())
+        .key(keys.stat("throttled", None))
+        .arg(job.to_json())
+        .arg(now)
+        .arg(window)
+        .arg(if drop { "drop" } else { "delay" })
+        .arg(queue)
+        .arg(keys.wake())
+        .arg(crate::priority::listed_member(queue, job.priority_level()))
+        .arg(&destination.group_args()[..]);
+    invocation
+}
 
 /// The invocation of `push_debounce.lua` that pushes debounced `job`
 /// (validated, `at`-less) at `now` on the fleet's clock. Its answer: the

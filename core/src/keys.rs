@@ -279,6 +279,11 @@ impl Keys {
     pub fn debounce(&self, digest: &str) -> String {
         format!("{}:debounce:{}", self.ns, digest)
     }
+    /// String: when the next window of a throttled class, queue and key
+    /// opens (see [`crate::flow`]; `digest` of the three).
+    pub fn throttle(&self, digest: &str) -> String {
+        format!("{}:throttle:{}", self.ns, digest)
+    }
     /// The last slot claimed for a periodic entry.
     pub fn periodic_last_slot(&self, pjid: &str) -> String {
         format!("{}:periodic:last_slot:{}", self.ns, pjid)

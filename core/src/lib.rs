@@ -21,7 +21,7 @@ mod dispatcher;
 mod error;
 mod events;
 mod fetch;
-mod flow;
+pub mod flow;
 mod group_leases;
 pub mod groups;
 mod handler;

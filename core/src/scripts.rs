@@ -36,6 +36,7 @@ pub(crate) struct Scripts {
     pub group_release: Script,
     pub group_sweep: Script,
     pub push_debounce: Script,
+    pub push_throttle: Script,
 }
 
 /// One script's source: the fragments it declares in its header line
@@ -118,10 +119,11 @@ const GROUP_CONTROL: ScriptSource = script!("group_control.lua", "wake.lua", "gr
 const GROUP_RELEASE: ScriptSource = script!("group_release.lua", "wake.lua", "group.lua", "group_lease.lua");
 const GROUP_SWEEP: ScriptSource = script!("group_sweep.lua", "wake.lua", "group.lua", "group_lease.lua");
 const PUSH_DEBOUNCE: ScriptSource = script!("push_debounce.lua");
+const PUSH_THROTTLE: ScriptSource = script!("push_throttle.lua", "wake.lua", "group.lua");
 
 /// Every script, for the header check.
 #[cfg(test)]
-const ALL: [&ScriptSource; 28] = [
+const ALL: [&ScriptSource; 29] = [
     &FETCH_RELIABLE,
     &ACK,
     &FAIL,
@@ -150,6 +152,7 @@ const ALL: [&ScriptSource; 28] = [
     &GROUP_RELEASE,
     &GROUP_SWEEP,
     &PUSH_DEBOUNCE,
+    &PUSH_THROTTLE,
 ];
 
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
@@ -181,6 +184,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     group_release: GROUP_RELEASE.load(),
     group_sweep: GROUP_SWEEP.load(),
     push_debounce: PUSH_DEBOUNCE.load(),
+    push_throttle: PUSH_THROTTLE.load(),
 });
 
 #[cfg(test)]

@@ -234,6 +234,9 @@ impl Run {
         if let Some(window) = options["debounce"].as_f64() {
             job = job.debounce(window, options["debounce_max"].as_f64());
         }
+        if let Some(window) = options["throttle"].as_f64() {
+            job = job.throttle(window, options["throttle_excess"] == "drop");
+        }
         for name in options.as_object().into_iter().flat_map(|o| o.keys()) {
             let known = [
                 "result_ttl",
@@ -245,6 +248,8 @@ impl Run {
                 "key",
                 "debounce",
                 "debounce_max",
+                "throttle",
+                "throttle_excess",
             ];
             assert!(
                 known.contains(&name.as_str()),

@@ -1,13 +1,15 @@
 //! Flow control by key (issue #46 part 3): a debounce collapses a burst of
-//! one key's pushes into one run with the last args; a singleton (a unique
-//! job with a key) keeps one pending job per key and answers every other
-//! push with its jid.
+//! one key's pushes into one run with the last args; a throttle keeps one
+//! key's jobs a window apart (delaying or dropping the others); a
+//! singleton (a unique job with a key) keeps one pending job per key and
+//! answers every other push with its jid.
 
 mod common;
 
 use cogworker::{Client, Job};
 use common::*;
 use serde_json::json;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 fn debounced(n: i64, window: f64, longest: Option<f64>) -> Job {
@@ -176,6 +178,28 @@ async fn flow_options_are_checked_at_push_and_ignored_on_a_raw_payload() {
         (base().key("k").field("debounce", json!(1e300)), "debounce"),
         (base().key("k").field("debounce", json!("soon")), "debounce"),
         (base().key("k").field("debounce", json!(null)), "debounce"),
+        (base().throttle(1.0, false), "key"),
+        (base().key("k").throttle(1.0, false).debounce(1.0, None), "throttle"),
+        (base().key("k").throttle(1.0, false).unique_for(5.0), "unique_for"),
+        (base().key("k").field("throttle", json!(-2)), "throttle"),
+        (
+            base()
+                .key("k")
+                .throttle(1.0, false)
+                .field("throttle_excess", json!("later")),
+            "throttle_excess",
+        ),
+        (
+            base()
+                .key("k")
+                .throttle(1.0, false)
+                .field("throttle_excess", json!(true)),
+            "throttle_excess",
+        ),
+        (
+            base().key("k").field("throttle_excess", json!("drop")),
+            "throttle_excess",
+        ),
         (base().key(""), "key"),
         (base().key("x".repeat(257)), "key"),
         (base().key("a\nb"), "key"),
@@ -202,4 +226,67 @@ async fn flow_options_are_checked_at_push_and_ignored_on_a_raw_payload() {
     task.await.unwrap().unwrap();
     assert_eq!(*ran.lock().unwrap(), [3]);
     assert_eq!(zcard(&mut conn, "cogworker:dead").await, 0);
+}
+
+/// Throttled with delay: five pushes of one key at once are due a window
+/// (0.4 s) apart, the first at once, and run in push order, none before
+/// its window; with drop, a
+/// push before the key's next window is dropped (no jid) and counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_throttle_keeps_one_keys_jobs_a_window_apart_delaying_or_dropping_the_rest() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let throttled = |n: i64, drop: bool| Job::new("Step").args([json!(n)]).key("feed:1").throttle(0.4, drop);
+    let started = std::time::Instant::now();
+    let ran: Arc<Mutex<Vec<(i64, Duration)>>> = Arc::default();
+    let seen = ran.clone();
+    let worker = cogworker::Worker::builder(config)
+        .register("Step", move |job| {
+            let seen = seen.clone();
+            async move {
+                let n = job.args_slice()[0].as_i64().unwrap();
+                seen.lock().unwrap().push((n, started.elapsed()));
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap();
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    let first_push = started.elapsed();
+    let mut jids = Vec::new();
+    for n in 0..5 {
+        jids.push(client.push(throttled(n, false)).await.unwrap());
+    }
+    assert!(jids.iter().all(Option::is_some), "delayed, never dropped");
+    wait_until("five throttled jobs ran", Duration::from_secs(10), || {
+        let ran = ran.clone();
+        async move { ran.lock().unwrap().len() == 5 }
+    })
+    .await;
+    let runs = ran.lock().unwrap().clone();
+    assert_eq!(runs.iter().map(|(n, _)| *n).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+    // Due a window apart: the k-th no sooner than k windows after the
+    // first push (the scheduler's polls may bring two closer than that
+    // to each other, never one before its time).
+    for (k, (_, at)) in runs.iter().enumerate() {
+        let due = first_push + Duration::from_millis(400 * k as u64);
+        assert!(
+            *at + Duration::from_millis(20) >= due,
+            "run {k} before its window: {runs:?}"
+        );
+    }
+    // The key's next window is still ahead: a dropping push is dropped.
+    let dropped = client.push(throttled(5, true)).await.unwrap();
+    assert_eq!(dropped, None);
+    let mut conn = redis.conn().await;
+    let count: i64 = redis::cmd("GET")
+        .arg("cogworker:stat:throttled")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(count, 1);
+    handle.stop();
+    task.await.unwrap().unwrap();
 }

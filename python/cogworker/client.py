@@ -45,6 +45,8 @@ class PushOptions(TypedDict, total=False):
     key: KeyOption
     debounce: Delay
     debounce_max: Delay
+    throttle: Delay
+    throttle_excess: str
     timeout: Delay
     bid: str
 

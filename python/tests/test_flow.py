@@ -25,6 +25,13 @@ def report(report_id: int, n: int) -> None:
     RAN.append(("report", report_id))
 
 
+@cogworker.job(
+    name="Flow.Poll", key=lambda feed_id, *_: f"feed:{feed_id}", throttle=60, throttle_excess="drop"
+)
+def poll(feed_id: int, n: int) -> None:
+    RAN.append(("poll", feed_id, n))
+
+
 def setup_function() -> None:
     RAN.clear()
 
@@ -72,3 +79,15 @@ def test_flow_options_are_checked_where_they_are_written_and_at_each_push(config
             reindex.options(key=lambda *_, bad=bad: bad).enqueue(1, 1)
     with pytest.raises(ZeroDivisionError):
         reindex.options(key=lambda *_: 1 / 0).enqueue(1, 1)
+
+
+def test_a_throttle_declared_on_a_function_drops_a_keys_pushes_until_its_next_window(
+    configured, worker_factory
+) -> None:
+    answers = [poll.enqueue(1, n) for n in range(5)] + [poll.enqueue(2, 0)]
+    assert answers[0] and answers[1:5] == [None] * 4 and answers[5], answers
+    assert configured.cli_raw("GET", "cogworker:stat:throttled") == "4"
+    delayed = poll.options(throttle_excess="delay").enqueue(1, 9)
+    assert [entry["job"]["jid"] for entry in cogworker.Api().entries("scheduled")] == [delayed]
+    worker_factory(concurrency=1)
+    wait_for("the two feeds polled", lambda: sorted(RAN) == [("poll", 1, 0), ("poll", 2, 0)])

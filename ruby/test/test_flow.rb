@@ -16,6 +16,13 @@ class ReportJob
   def perform(report_id, _n) = Jobs.record(['report', report_id])
 end
 
+# A job class whose pushes of one feed are dropped within a minute of the last.
+class PollJob
+  include Cogworker::Job
+  cogworker_options key: ->(feed_id, *) { "feed:#{feed_id}" }, throttle: 60, throttle_excess: 'drop'
+  def perform(feed_id, n) = Jobs.record(['poll', feed_id, n])
+end
+
 # Flow control by key (issue #46 part 3): a debounce or a singleton
 # declared on a class, its key computed from each push's args.
 class TestFlow < Minitest::Test
@@ -40,6 +47,18 @@ class TestFlow < Minitest::Test
     assert_equal 1, Cogworker::Api.new.queue('default')['size']
     start_runner(concurrency: 1)
     wait_for('the report ran') { Jobs.seen == [['report', 7]] }
+  end
+
+  def test_a_throttle_declared_on_a_class_drops_a_keys_pushes_until_its_next_window
+    answers = 5.times.map { |n| PollJob.perform_async(1, n) } + [PollJob.perform_async(2, 0)]
+    refute_nil answers[0]
+    assert_equal [nil] * 4, answers[1..4]
+    refute_nil answers[5]
+    assert_equal '4', @redis.cli('GET', 'cogworker:stat:throttled')
+    delayed = PollJob.set(throttle_excess: 'delay').perform_async(1, 9)
+    assert_equal [delayed], Cogworker::Api.new.entries('scheduled').map { |entry| entry['job']['jid'] }
+    start_runner(concurrency: 1)
+    wait_for('the two feeds polled') { Jobs.seen.sort == [['poll', 1, 0], ['poll', 2, 0]] }
   end
 
   def test_flow_options_are_checked_where_they_are_written_and_at_each_push

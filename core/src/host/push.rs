@@ -57,6 +57,10 @@ pub struct PushRequest {
     pub debounce: Option<f64>,
     /// The longest a debounce waits after a burst's first push, in seconds.
     pub debounce_max: Option<f64>,
+    /// Its throttle window, in seconds.
+    pub throttle: Option<f64>,
+    /// What a throttled push before its key's next window does: delay, drop.
+    pub throttle_excess: Option<String>,
 }
 
 /// The options of a push, the same in every language (Python keywords,
@@ -112,6 +116,14 @@ pub const PUSH_OPTIONS: &[(&str, &str)] = &[
     (
         "debounce_max",
         "with debounce: run no later than this long after the first push of a burst",
+    ),
+    (
+        "throttle",
+        "the jobs of one key are due at least this long apart; a push sooner is delayed (or dropped: throttle_excess)",
+    ),
+    (
+        "throttle_excess",
+        "with throttle: \"delay\" (the default) or \"drop\" a push made before its key's next window",
     ),
     (
         "bid",
@@ -231,6 +243,11 @@ impl PushRequest {
             },
             "debounce" => self.debounce = Some(seconds(value)?),
             "debounce_max" => self.debounce_max = Some(seconds(value)?),
+            "throttle" => self.throttle = Some(seconds(value)?),
+            "throttle_excess" => match value {
+                HostValue::Text(excess) => self.throttle_excess = Some(excess.clone()),
+                other => return Err(Error::invalid_value(name, other, "must be \"delay\" or \"drop\"")),
+            },
             "bid" => match value {
                 HostValue::Text(bid) => self.bid = Some(bid.clone()),
                 other => return Err(Error::invalid_value(name, other, "must be a batch id")),
@@ -333,6 +350,12 @@ impl PushRequest {
         }
         if let Some(window) = self.debounce {
             job = job.field("debounce", finite("debounce", window, "must be a number of seconds")?);
+        }
+        if let Some(window) = self.throttle {
+            job = job.field("throttle", finite("throttle", window, "must be a number of seconds")?);
+        }
+        if let Some(excess) = self.throttle_excess {
+            job = job.field("throttle_excess", Value::String(excess));
         }
         if let Some(longest) = self.debounce_max {
             job = job.field(

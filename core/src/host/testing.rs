@@ -8,7 +8,10 @@
 //! A push in either mode is validated and filled exactly as a real push
 //! (the host hands over the job a push would write), and a unique job
 //! (`unique_for`) whose duplicate is still recorded is refused, as Redis
-//! would refuse it. The results of jobs run in a testing mode are kept here,
+//! would refuse it (a singleton's duplicate answers with the recorded
+//! job's jid), and a debounced push collapses into the recorded job of its
+//! key (see `crate::flow`); a throttled push is recorded (no clock runs in
+//! a test). The results of jobs run in a testing mode are kept here,
 //! so `result(jid)` and `status(jid)` answer without Redis.
 //!
 //! What is kept, and when it goes: entering a mode from real pushes starts
@@ -114,13 +117,35 @@ pub fn record(job: Job) -> Recorded {
             return Recorded::RunNow(job.into_value());
         }
         if let Some(digest) = job.unique_digest() {
-            let duplicate = state
+            let holder = state
                 .jobs
                 .values()
                 .flatten()
-                .any(|recorded| recorded["unique_digest"].as_str() == Some(digest));
-            if duplicate {
-                return Recorded::Refused;
+                .find(|recorded| recorded["unique_digest"].as_str() == Some(digest));
+            if let Some(holder) = holder {
+                // A singleton (a unique job with a key) answers with the
+                // pending job's jid, as a real push does.
+                return match job.flow_key() {
+                    Some(_) => Recorded::Kept(holder["jid"].as_str().unwrap_or_default().to_string()),
+                    None => Recorded::Refused,
+                };
+            }
+        }
+        if job.debounce_secs().is_some() {
+            // A debounced push collapses into the recorded job of its
+            // class, queue and key: the last args, under the first jid.
+            let same_burst = |recorded: &Value| {
+                recorded.get("debounce").is_some()
+                    && recorded["queue"] == job.fields()["queue"]
+                    && recorded["key"].as_str() == job.flow_key()
+            };
+            let burst = state
+                .jobs
+                .get_mut(job.class())
+                .and_then(|jobs| jobs.iter_mut().find(|r| same_burst(r)));
+            if let Some(burst) = burst {
+                burst["args"] = Value::Array(job.args_slice().to_vec());
+                return Recorded::Kept(burst["jid"].as_str().unwrap_or_default().to_string());
             }
         }
         state
@@ -328,5 +353,24 @@ mod tests {
         set_mode(None);
         clear(None);
         assert_eq!(status(jid), "unknown");
+
+        // A singleton's duplicate answers with the recorded jid; a
+        // debounced push collapses into its key's recorded job.
+        set_mode(Some(TestingMode::Fake));
+        let prepared = |job: Job| crate::host::prepared(job).unwrap();
+        let singleton = |n: i64| prepared(Job::new("Report").args([json!(n)]).key("r:1").unique_for(60.0));
+        let Recorded::Kept(holder) = record(singleton(1)) else {
+            panic!("kept")
+        };
+        assert_eq!(record(singleton(2)), Recorded::Kept(holder));
+        let debounced = |n: i64| prepared(Job::new("Reindex").args([json!(n)]).key("d:1").debounce(5.0, None));
+        let Recorded::Kept(burst) = record(debounced(1)) else {
+            panic!("kept")
+        };
+        assert_eq!(record(debounced(2)), Recorded::Kept(burst));
+        let reindexed = jobs(Some("Reindex"));
+        assert_eq!((reindexed.len(), &reindexed[0]["args"]), (1, &json!([2])));
+        set_mode(None);
+        clear(None);
     }
 }

@@ -98,6 +98,18 @@ impl Job {
         }
         self
     }
+    /// Throttled: the jobs of its class, queue and [`Job::key`] are due at
+    /// least `window` seconds apart; a push before the key's next window
+    /// is delayed to it, or, with `drop`, dropped (the push returns no
+    /// jid, and `NS:stat:throttled` counts it).
+    pub fn throttle(mut self, window: f64, drop: bool) -> Self {
+        self.fields.insert("throttle".into(), float(window));
+        if drop {
+            self.fields
+                .insert("throttle_excess".into(), Value::String("drop".into()));
+        }
+        self
+    }
     /// At most `cap` jobs of its group run at once, fleet-wide (a
     /// concurrency limit keyed by the group): a group at its cap waits
     /// without holding a worker slot until one of its jobs ends. A cap set

@@ -96,6 +96,13 @@ impl Job {
         let window = self.fields.get("debounce").and_then(Value::as_f64)?;
         Some((window, self.fields.get("debounce_max").and_then(Value::as_f64)))
     }
+    /// Its throttle window in seconds, and whether a push before the key's
+    /// next window is dropped (`throttle_excess: "drop"`) rather than
+    /// delayed, if it is throttled (see [`crate::flow`]).
+    pub fn throttle_secs(&self) -> Option<(f64, bool)> {
+        let window = self.fields.get("throttle").and_then(Value::as_f64)?;
+        Some((window, self.str_field("throttle_excess") == Some("drop")))
+    }
     /// The digest naming the job's unique lock, once pushed as unique.
     pub fn unique_digest(&self) -> Option<&str> {
         self.str_field("unique_digest").filter(|d| !d.is_empty())

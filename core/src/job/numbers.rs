@@ -51,6 +51,7 @@ const FIELDS: &[(&str, Rule, bool)] = &[
     ("group_cap", Rule::Cap, true),
     ("debounce", Rule::Duration, false),
     ("debounce_max", Rule::Duration, false),
+    ("throttle", Rule::Duration, false),
 ];
 
 impl Rule {

@@ -64,7 +64,7 @@ impl Job {
             Some(Value::String(key)) if crate::job::valid_group(key) => {}
             Some(v) => return Err(bad("key", v, crate::job::GROUP_RULE)),
         }
-        self.check_debounce()?;
+        self.check_flow()?;
         match self.fields.get("keep_expired") {
             None | Some(Value::Bool(_)) => {}
             Some(v) => return Err(bad("keep_expired", v, "must be true or false")),
@@ -90,38 +90,64 @@ impl Job {
         Ok(())
     }
 
-    /// A debounced job's options go together: a key, no time of its own
-    /// (its window schedules it), no unique lock and no batch (a push that
-    /// collapses into another is not a job of its own), and a longest
-    /// wait no shorter than the window.
-    fn check_debounce(&self) -> Result<()> {
+    /// A debounced or throttled job's options go together (see
+    /// [`crate::flow`]): a key, one policy, no time of its own (its key's
+    /// window times it), no unique lock, no batch (a push that collapses
+    /// into another job or is dropped is not one of the batch's) and no
+    /// kept result yet; a longest wait no shorter than the window; and a
+    /// throttle's excess is delayed or dropped.
+    fn check_flow(&self) -> Result<()> {
         let has = |field: &str| self.fields.contains_key(field);
-        if !has("debounce") {
-            if has("debounce_max") {
+        match self.fields.get("throttle_excess") {
+            None => {}
+            Some(Value::String(excess)) if excess == "delay" || excess == "drop" => {}
+            Some(v) => {
+                return Err(Error::invalid_value(
+                    "throttle_excess",
+                    v,
+                    "must be \"delay\" or \"drop\"",
+                ))
+            }
+        }
+        for (field, needs) in [("debounce_max", "debounce"), ("throttle_excess", "throttle")] {
+            if has(field) && !has(needs) {
                 return Err(Error::invalid_job(
-                    "debounce_max",
-                    "is the longest a debounce waits: give debounce too",
+                    field,
+                    format!("goes with {needs}: give {needs} too"),
                 ));
             }
-            return Ok(());
         }
+        let policy = match (has("debounce"), has("throttle")) {
+            (false, false) => return Ok(()),
+            (true, true) => {
+                return Err(Error::invalid_job(
+                    "throttle",
+                    "a job is debounced or throttled, not both",
+                ))
+            }
+            (true, false) => "debounce",
+            (false, true) => "throttle",
+        };
         if !has("key") {
             return Err(Error::invalid_job(
                 "key",
-                "is required with debounce: the pushes of one key collapse into one job",
+                format!("is required with {policy}: it applies to the pushes of one key"),
             ));
         }
         for (field, why) in [
-            ("at", "a debounced job runs when its window ends: give no at or delay"),
+            ("at", "its key's window times the job: give no at or delay"),
             (
                 "unique_for",
-                "a debounced job is one per key already: give no unique_for",
+                "its key's window keeps its pushes apart already: give no unique_for",
             ),
-            ("bid", "a push that collapses into another job cannot join a batch"),
-            ("result_ttl", "a debounced job keeps no result yet"),
+            (
+                "bid",
+                "a push that collapses into another job or is dropped cannot join a batch",
+            ),
+            ("result_ttl", "it keeps no result yet"),
         ] {
             if has(field) {
-                return Err(Error::invalid_job(field, why));
+                return Err(Error::invalid_job(field, format!("with {policy}, {why}")));
             }
         }
         if let Some((window, Some(longest))) = self.debounce_secs() {

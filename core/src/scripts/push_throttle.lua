@@ -1,0 +1,47 @@
+-- Fragments (prepended, in this order): wake.lua, group.lua
+-- Push a throttled job (see flow.rs): the jobs of one class, queue and key
+-- are due at least a window apart. KEYS[1] holds when the key's next
+-- window opens. A push at or after it is pushed onto its queue now (as
+-- push.lua pushes one job) and the next window opens a window later; a
+-- push before it is, by the class's choice, delayed (put in the schedule
+-- at that time, which moves the next window a window further) or dropped
+-- (nothing written but the count of drops).
+--
+-- KEYS[1] NS:throttle:<digest of class, queue and key> (string: epoch
+--         seconds when the key's next window opens; expires once open)
+-- KEYS[2] NS:queues (set)
+-- KEYS[3] the job's list (NS:queue:<q>, a level's or its group's)
+-- KEYS[4] NS:schedule (zset)
+-- KEYS[5] NS:priorities (set)
+-- KEYS[6] NS:stat:throttled (counter of dropped pushes)
+-- ARGV[1] the payload
+-- ARGV[2] now (epoch seconds, the fleet's clock)
+-- ARGV[3] the window (seconds)
+-- ARGV[4] "delay" or "drop": what a push before the next window does
+-- ARGV[5] the queue's name
+-- ARGV[6] the wake channel (see wake.lua)
+-- ARGV[7] the job's priority level, "<level> <queue>", or "" (default)
+-- ARGV[8..11] its queue's ring, its group, its queue's declared caps and
+--         the cap it declares (see enter_group in group.lua; "" for none)
+--
+-- Returns {what happened: "queued" | "delayed" | "dropped", when it is due
+-- (epoch seconds, as text)}.
+local now, window = tonumber(ARGV[2]), tonumber(ARGV[3])
+local opens = tonumber(redis.call("GET", KEYS[1]) or "0") or 0
+local due = math.max(now, opens)
+if due > now and ARGV[4] == "drop" then
+  redis.call("INCR", KEYS[6])
+  return { "dropped", string.format("%.6f", opens) }
+end
+local following = due + window
+redis.call("SET", KEYS[1], string.format("%.6f", following), "EX", math.ceil(following - now) + 1)
+if due > now then
+  redis.call("ZADD", KEYS[4], string.format("%.6f", due), ARGV[1])
+  return { "delayed", string.format("%.6f", due) }
+end
+redis.call("SADD", KEYS[2], ARGV[5])
+list_priority_level(KEYS[5], ARGV[6], ARGV[7])
+local length = redis.call("LPUSH", KEYS[3], ARGV[1])
+wake_if_was_empty(ARGV[6], ARGV[5], length, 1)
+enter_group(ARGV[8], ARGV[9], ARGV[10], ARGV[11], length, 1, KEYS[5], ARGV[6], ARGV[5])
+return { "queued", string.format("%.6f", now) }
