@@ -337,10 +337,7 @@ impl Client {
         // namespace's slot, before the jobs are pushed onto their queues.)
         if !on_this_slot.is_empty() || !scheduled.is_empty() || !statuses.is_empty() || !levels.is_empty() {
             let _: usize = self
-                .retry_once_on_drop(|mut conn| {
-                    let invocation = &invocation;
-                    async move { invocation.invoke_async(&mut conn).await }
-                })
+                .invoke_once_more_on_drop(&invocation)
                 .await
                 .map_err(crate::error::Error::from_batch_script)?;
         }
@@ -442,12 +439,7 @@ impl Client {
             .arg(&destination.group_args()[..]);
         // A retry of a push that did land finds the lock held by this jid
         // and pushes nothing more.
-        let holder: String = self
-            .retry_once_on_drop(|mut conn| {
-                let invocation = &invocation;
-                async move { invocation.invoke_async(&mut conn).await }
-            })
-            .await?;
+        let holder: String = self.invoke_once_more_on_drop(&invocation).await?;
         if holder != job.jid_str() {
             tracing::debug!("{job} not pushed: {holder} holds unique lock {digest}");
             return Ok(Some(holder));
@@ -463,12 +455,7 @@ impl Client {
     async fn push_debounced(&self, job: &Job, at: f64) -> Result<String> {
         let invocation = crate::flow::debounce_push(&self.keys, job, at);
         // A repeat after a lost reply collapses into the push it repeats.
-        let (runs, began): (String, i64) = self
-            .retry_once_on_drop(|mut conn| {
-                let invocation = &invocation;
-                async move { invocation.invoke_async(&mut conn).await }
-            })
-            .await?;
+        let (runs, began): (String, i64) = self.invoke_once_more_on_drop(&invocation).await?;
         if began == 0 {
             tracing::debug!("{job} collapsed into {runs} (debounced)");
         }
@@ -480,16 +467,20 @@ impl Client {
         let invocation = crate::flow::throttle_push(&self.keys, job, at);
         // A repeat after a lost reply finds the key's window taken: it is
         // delayed a window (or dropped), where a push must never be lost.
-        let (what, due): (String, String) = self
-            .retry_once_on_drop(|mut conn| {
-                let invocation = &invocation;
-                async move { invocation.invoke_async(&mut conn).await }
-            })
-            .await?;
+        let (what, due): (String, String) = self.invoke_once_more_on_drop(&invocation).await?;
         if what != "queued" {
             tracing::debug!("{job} {what} by its key's throttle (window opens at {due})");
         }
         Ok(what != "dropped")
+    }
+
+    /// Runs a push's script ([`Client::retry_once_on_drop`]).
+    async fn invoke_once_more_on_drop<T: redis::FromRedisValue>(
+        &self,
+        invocation: &redis::ScriptInvocation<'_>,
+    ) -> redis::RedisResult<T> {
+        self.retry_once_on_drop(|mut conn| async move { invocation.invoke_async(&mut conn).await })
+            .await
     }
 
     /// Runs `send` on the shared connection, and once more if the connection
