@@ -520,3 +520,57 @@ def test_a_keyed_concurrency_of_2_holds_over_50_keys_through_kill_9(paths):
         finally:
             codes += fleet.stop_all()
         assert all(code == 0 for code in codes), codes
+
+
+# One at a time per key, in push order: SEQUENCE_KEYS keys of SEQUENCE_EACH
+# jobs each (FAULT_SOAK: the issue's 1,000 over 10), each job 150 ms.
+SEQUENCE_KEYS, SEQUENCE_EACH = 10, (100 if SOAK else 20)
+
+
+def test_one_key_at_a_time_in_push_order_holds_through_kill_9(paths):
+    """Jobs of 10 keys, each key's pushed in order with a cap of 1 per key
+    (`group_cap: 1`: a sequence), worked by a Rust, a Python and a Ruby
+    worker while one is killed with -9 every 1.5 s: within each key no job
+    starts before its predecessor's last run ended (a predecessor run again
+    after a kill is allowed, an overtake is not), and every job is done."""
+    results, logdir = paths
+    with Redis() as server:
+        r = server.client()
+        fleet = Fleet(server.url, results, logdir, env={"TEST_ORPHAN_THRESHOLD": "3"})
+        codes: list[int] = []
+        try:
+            three_languages(fleet, r)
+            jobs = [
+                {"class": "Span", "args": [f"q{k}-{n:04d}", 150], "group": f"q{k}", "group_cap": 1}
+                for n in range(SEQUENCE_EACH)
+                for k in range(SEQUENCE_KEYS)
+            ]
+            cogworker.Client(redis_url=server.url).push_bulk(jobs)
+            rng, kills = random.Random(5), 0
+            deadline = time.monotonic() + DRAIN_LIMIT
+            while pending(r) > 0 and time.monotonic() < deadline:
+                time.sleep(1.5)
+                victim = rng.choice(fleet.workers)
+                fleet.kill9(victim)
+                kills += 1
+                fleet.start(victim.language)
+            assert wait_drained(r, DRAIN_LIMIT), fleet.logs()[-20000:]
+            wait_registered(r, fleet)
+            codes += fleet.stop_all()
+            rows = spans(results)
+            assert {t for what, t, _, _ in rows if what == "end"} == {job["args"][0] for job in jobs}
+            last_end = {t: at for what, t, at, _ in sorted(rows, key=lambda row: row[2]) if what == "end"}
+            overtakes = [
+                (token, at)
+                for what, token, at, _ in rows
+                if what == "start"
+                and int(token[-4:]) > 0
+                and at < last_end[f"{token[:-4]}{int(token[-4:]) - 1:04d}"]
+            ]
+            assert overtakes == [], overtakes[:10]
+            reruns = sum(1 for what, *_ in rows if what == "start") - len(jobs)
+            summary = f"sequence over {SEQUENCE_KEYS} keys: {len(jobs)} jobs, {kills} kills, {reruns} re-runs"
+            print(summary, file=sys.stderr)
+        finally:
+            codes += fleet.stop_all()
+        assert all(code == 0 for code in codes), codes
