@@ -7,8 +7,8 @@
 //!   pushes of one class, queue and key within a window of each other
 //!   collapse into one job, run a window after the last push with the last
 //!   push's args, under the first push's jid, which every push of the burst
-//!   returns (`push_debounce.lua`). With a longest wait, a steady stream
-//!   still runs at least that often.
+//!   returns (`push_debounce.lua`), counted in `NS:stat:collapsed`. With a
+//!   longest wait, a steady stream still runs at least that often.
 //! - **throttle** (`throttle` = window, `throttle_excess` = `"delay"` or
 //!   `"drop"`): the jobs of one class, queue and key are due at least a
 //!   window apart: a push when the key's next window is open is queued at
@@ -47,6 +47,7 @@ pub(crate) fn throttle_push(keys: &Keys, job: &Job, now: f64) -> redis::ScriptIn
         .key(keys.schedule())
         .key(keys.priorities())
         .key(keys.stat("throttled", None))
+        .key(keys.stat("throttled", Some(&crate::retry::day_of(now))))
         .arg(job.to_json())
         .arg(now)
         .arg(window)
@@ -77,6 +78,8 @@ pub(crate) fn debounce_push(keys: &Keys, job: &Job, now: f64) -> redis::ScriptIn
     invocation
         .key(keys.debounce(&digest))
         .key(keys.schedule())
+        .key(keys.stat("collapsed", None))
+        .key(keys.stat("collapsed", Some(&crate::retry::day_of(now))))
         .arg("{\"jid\":\"")
         .arg(format!("\",{}", &rest[1..]))
         .arg(jid)

@@ -29,6 +29,12 @@ async fn a_burst_of_one_keys_pushes_runs_once_with_the_last_args() {
         jids.insert(client.push(debounced(n, 1.0, None)).await.unwrap().unwrap());
     }
     assert_eq!(jids.len(), 1, "one jid for the burst");
+    let api = cogworker::Api::new(client.clone());
+    assert_eq!(
+        api.stats().await.unwrap().collapsed,
+        999,
+        "every push after the first collapsed"
+    );
     // Another key, and another class with the same key, are bursts of
     // their own.
     let other_key = client
@@ -280,13 +286,8 @@ async fn a_throttle_keeps_one_keys_jobs_a_window_apart_delaying_or_dropping_the_
     // The key's next window is still ahead: a dropping push is dropped.
     let dropped = client.push(throttled(5, true)).await.unwrap();
     assert_eq!(dropped, None);
-    let mut conn = redis.conn().await;
-    let count: i64 = redis::cmd("GET")
-        .arg("cogworker:stat:throttled")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    assert_eq!(count, 1);
+    let stats = cogworker::Api::new(client.clone()).stats_today().await.unwrap();
+    assert_eq!((stats.throttled, stats.collapsed), (1, 0));
     handle.stop();
     task.await.unwrap().unwrap();
 }

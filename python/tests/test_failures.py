@@ -24,7 +24,8 @@ def test_a_failure_is_recorded_then_retried(worker_factory) -> None:
     assert attempts[0]["error_class"] == "tasks.BoomError"
     assert attempts[0]["error_message"] == "first attempt of k1 fails"
     assert attempts[0]["outcome"] == "retry"
-    wait_for("stats", lambda: api.stats() == {"processed": 1, "failed": 1, "expired": 0, "cancelled": 0})
+    counts = {"processed": 1, "failed": 1, "expired": 0, "cancelled": 0, "collapsed": 0, "throttled": 0}
+    wait_for("stats", lambda: api.stats() == counts)
 
 
 def test_exhausted_retries_land_in_dead_with_the_traceback(worker_factory) -> None:

@@ -55,6 +55,7 @@ class TestGCStress < Minitest::Test
       GC.stress = false
     end
     assert worker.wait(15)
-    assert_equal({ 'processed' => 3, 'failed' => 2, 'expired' => 0, 'cancelled' => 0 }, api.call('stats', []))
+    assert_equal({ 'processed' => 3, 'failed' => 2, 'expired' => 0, 'cancelled' => 0,
+                    'collapsed' => 0, 'throttled' => 0 }, api.call('stats', []))
   end
 end

@@ -77,6 +77,11 @@ pub struct Stats {
     pub expired: u64,
     /// Jobs cancelled (`Api::cancel`) and filed as such.
     pub cancelled: u64,
+    /// Debounced pushes that collapsed into their key's pending job
+    /// (see [`crate::flow`]).
+    pub collapsed: u64,
+    /// Throttled pushes dropped before their key's next window.
+    pub throttled: u64,
 }
 
 /// Ops over one namespace, through a [`Client`]'s connection.
@@ -119,19 +124,23 @@ impl Api {
     /// Counts for one UTC day (`yyyy-mm-dd`), or the totals.
     pub async fn stats_for(&self, day: Option<&str>) -> Result<Stats> {
         let keys = self.client.keys();
-        let counts: [Option<u64>; 4] = redis::pipe()
+        let counts: [Option<u64>; 6] = redis::pipe()
             .get(keys.stat("processed", day))
             .get(keys.stat("failed", day))
             .get(keys.stat("expired", day))
             .get(keys.stat("cancelled", day))
+            .get(keys.stat("collapsed", day))
+            .get(keys.stat("throttled", day))
             .query_async(&mut self.conn())
             .await?;
-        let [processed, failed, expired, cancelled] = counts.map(|count| count.unwrap_or(0));
+        let [processed, failed, expired, cancelled, collapsed, throttled] = counts.map(|count| count.unwrap_or(0));
         Ok(Stats {
             processed,
             failed,
             expired,
             cancelled,
+            collapsed,
+            throttled,
         })
     }
     /// Processed and failed today (UTC).

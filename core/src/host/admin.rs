@@ -118,6 +118,8 @@ pub async fn run(api: &Api, command: &str, arg: Option<&str>) -> Result<String> 
             let _ = writeln!(out, "failed     {:>12}  today {}", totals.failed, today.failed);
             let _ = writeln!(out, "expired    {:>12}  today {}", totals.expired, today.expired);
             let _ = writeln!(out, "cancelled  {:>12}  today {}", totals.cancelled, today.cancelled);
+            let _ = writeln!(out, "collapsed  {:>12}  today {}", totals.collapsed, today.collapsed);
+            let _ = writeln!(out, "throttled  {:>12}  today {}", totals.throttled, today.throttled);
             for (name, set) in [
                 ("scheduled", JobSet::Scheduled),
                 ("retry", JobSet::Retry),

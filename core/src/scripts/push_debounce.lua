@@ -12,6 +12,8 @@
 -- KEYS[1] NS:debounce:<digest of class, queue and key> (hash: jid,
 --         payload as scheduled, first = when the burst began)
 -- KEYS[2] NS:schedule (zset)
+-- KEYS[3] NS:stat:collapsed, KEYS[4] NS:stat:collapsed:<yyyy-mm-dd>
+--         (counters of the pushes that collapsed into a burst's job)
 -- ARGV[1] the payload up to its jid (the payload is ARGV[1] .. jid ..
 --         ARGV[2]: a jid is hex, so no re-encoding, which would round
 --         large integers in args)
@@ -29,6 +31,8 @@ local jid, first, began = ARGV[3], now, 1
 if state[1] and state[2] and redis.call("ZSCORE", KEYS[2], state[2]) then
   jid, first, began = state[1], tonumber(state[3]) or now, 0
   redis.call("ZREM", KEYS[2], state[2])
+  redis.call("INCR", KEYS[3])
+  redis.call("INCR", KEYS[4])
 end
 local due = now + window
 if longest then

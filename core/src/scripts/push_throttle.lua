@@ -13,7 +13,8 @@
 -- KEYS[3] the job's list (NS:queue:<q>, a level's or its group's)
 -- KEYS[4] NS:schedule (zset)
 -- KEYS[5] NS:priorities (set)
--- KEYS[6] NS:stat:throttled (counter of dropped pushes)
+-- KEYS[6] NS:stat:throttled, KEYS[7] NS:stat:throttled:<yyyy-mm-dd>
+--         (counters of dropped pushes)
 -- ARGV[1] the payload
 -- ARGV[2] now (epoch seconds, the fleet's clock)
 -- ARGV[3] the window (seconds)
@@ -31,6 +32,7 @@ local opens = tonumber(redis.call("GET", KEYS[1]) or "0") or 0
 local due = math.max(now, opens)
 if due > now and ARGV[4] == "drop" then
   redis.call("INCR", KEYS[6])
+  redis.call("INCR", KEYS[7])
   return { "dropped", string.format("%.6f", opens) }
 end
 local following = due + window

@@ -122,12 +122,27 @@ pub async fn render(api: &Api) -> Result<String> {
     );
     let stats = api.stats().await?;
     out.sample("cogworker_jobs_expired_total", &[], stats.expired as f64);
-    out.family(
-        "cogworker_jobs_cancelled_total",
-        "counter",
-        "Jobs cancelled (dropped unrun, or stopped) and filed as cancelled.",
-    );
-    out.sample("cogworker_jobs_cancelled_total", &[], stats.cancelled as f64);
+    let counters = [
+        (
+            "cogworker_jobs_cancelled_total",
+            "Jobs cancelled (dropped unrun, or stopped) and filed as cancelled.",
+            stats.cancelled,
+        ),
+        (
+            "cogworker_pushes_collapsed_total",
+            "Debounced pushes that collapsed into their key's pending job.",
+            stats.collapsed,
+        ),
+        (
+            "cogworker_pushes_throttled_total",
+            "Throttled pushes dropped before their key's next window.",
+            stats.throttled,
+        ),
+    ];
+    for (name, help, count) in counters {
+        out.family(name, "counter", help);
+        out.sample(name, &[], count as f64);
+    }
     out.family(
         "cogworker_batch_events_total",
         "counter",
