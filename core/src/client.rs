@@ -173,6 +173,7 @@ impl Client {
         // flow.rs).
         let mut debounced: Vec<(usize, Job)> = Vec::new();
         let mut throttled: Vec<(usize, Job)> = Vec::new();
+        let mut replacing: Vec<(usize, Job)> = Vec::new();
         // Jobs joining each batch (counted into it by the push).
         let mut batches: BTreeMap<String, usize> = BTreeMap::new();
         for (index, mut job) in jobs.into_iter().enumerate() {
@@ -202,6 +203,7 @@ impl Client {
                     ("group", job.group_key().is_some()),
                     ("debounce", job.debounce_secs().is_some()),
                     ("throttle", job.throttle_secs().is_some()),
+                    ("replace", job.replaces()),
                 ];
                 if let Some((field, _)) = on_the_namespace.iter().find(|(_, given)| *given) {
                     return Err(in_bulk(crate::error::Error::invalid_job(
@@ -233,10 +235,13 @@ impl Client {
                 debounced.push((index, job));
                 continue;
             }
-            if job.throttle_secs().is_some() {
+            if job.throttle_secs().is_some() || job.replaces() {
                 job.remove("at");
                 job.set("enqueued_at", float(at));
-                throttled.push((index, job));
+                match job.replaces() {
+                    true => replacing.push((index, job)),
+                    false => throttled.push((index, job)),
+                }
                 continue;
             }
             match job.run_at() {
@@ -261,6 +266,12 @@ impl Client {
         }
         for (index, job) in debounced {
             jids[index] = Some(self.push_debounced(&job, at).await?);
+        }
+        for (index, job) in replacing {
+            let invocation = crate::flow::replace_push(&self.keys, &job, at);
+            // A repeat after a lost reply replaces the job it pushed.
+            let (runs, _queued): (String, i64) = self.invoke_once_more_on_drop(&invocation).await?;
+            jids[index] = Some(runs);
         }
         for (index, job) in throttled {
             if !self.push_throttled(&job, at).await? {

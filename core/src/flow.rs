@@ -15,6 +15,10 @@
 //!   once; one before is delayed to that window (put in the schedule) or
 //!   dropped, counted in `NS:stat:throttled`, its push answering with no
 //!   jid (`push_throttle.lua`).
+//! - **replace** (`replace: true`): a push while the key's job still
+//!   waits on its queue replaces that job in place (its place in line and
+//!   jid kept, the push's args), counted in `NS:stat:replaced`; else the
+//!   push is queued and becomes the key's job (`push_replace.lua`).
 //! - **singleton** (`unique_for` with a key): at most one pending job per
 //!   class, queue and key, whatever its args: the unique lock's digest is
 //!   of the key (`job::keyed_digest`), held as any unique lock
@@ -28,6 +32,50 @@
 use crate::groups::Destination;
 use crate::job::Job;
 use crate::keys::Keys;
+
+/// How long a replacing key's state lasts after its last push: a job
+/// waiting longer than this on its queue is no longer found, and the next
+/// push is a job of its own.
+const REPLACE_STATE_SECS: u64 = 7 * 24 * 3600;
+
+/// The payload of `job` as a script splices a jid into it: `{"jid":"`,
+/// then the jid, then `",` and the rest of the job (a jid is hex: nothing
+/// to escape; nothing is re-encoded, which would round large integers).
+fn around_its_jid(job: &Job) -> (&'static str, String) {
+    let mut rest = job.clone();
+    rest.remove("jid");
+    let rest = rest.to_json();
+    ("{\"jid\":\"", format!("\",{}", &rest[1..]))
+}
+
+/// The invocation of `push_replace.lua` that pushes replacing `job`
+/// (validated, `at`-less, `enqueued_at` stamped) at `now`. Its answer: the
+/// jid that will run, and 1 when this push queued a new job (0: it
+/// replaced the key's waiting job).
+pub(crate) fn replace_push(keys: &Keys, job: &Job, now: f64) -> redis::ScriptInvocation<'static> {
+    let key = job.flow_key().expect("replace is validated with its key");
+    let digest = crate::job::keyed_digest(job.class(), job.queue_name(), key);
+    let destination = Destination::of_job(keys, job);
+    let queue = job.queue_name();
+    let (head, tail) = around_its_jid(job);
+    let mut invocation = crate::scripts::SCRIPTS.push_replace.prepare_invoke();
+    invocation
+        .key(keys.replace(&digest))
+        .key(keys.queues())
+        .key(&destination.list)
+        .key(keys.priorities())
+        .key(keys.stat("replaced", None))
+        .key(keys.stat("replaced", Some(&crate::retry::day_of(now))))
+        .arg(head)
+        .arg(tail)
+        .arg(job.jid_str())
+        .arg(queue)
+        .arg(keys.wake())
+        .arg(crate::priority::listed_member(queue, job.priority_level()))
+        .arg(&destination.group_args()[..])
+        .arg(REPLACE_STATE_SECS);
+    invocation
+}
 
 /// The invocation of `push_throttle.lua` that pushes throttled `job`
 /// (validated, `at`-less, `enqueued_at` stamped) at `now` on the fleet's
@@ -67,22 +115,16 @@ pub(crate) fn debounce_push(keys: &Keys, job: &Job, now: f64) -> redis::ScriptIn
     let (window, longest) = job.debounce_secs().expect("a debounced job");
     let key = job.flow_key().expect("debounce is validated with its key");
     let digest = crate::job::keyed_digest(job.class(), job.queue_name(), key);
-    let jid = job.jid_str();
-    // The payload is `{"jid":"` + a jid + `",` + the rest of the job: the
-    // script puts the burst's jid in between (a jid is hex: nothing to
-    // escape).
-    let mut rest = job.clone();
-    rest.remove("jid");
-    let rest = rest.to_json();
+    let (head, tail) = around_its_jid(job);
     let mut invocation = crate::scripts::SCRIPTS.push_debounce.prepare_invoke();
     invocation
         .key(keys.debounce(&digest))
         .key(keys.schedule())
         .key(keys.stat("collapsed", None))
         .key(keys.stat("collapsed", Some(&crate::retry::day_of(now))))
-        .arg("{\"jid\":\"")
-        .arg(format!("\",{}", &rest[1..]))
-        .arg(jid)
+        .arg(head)
+        .arg(tail)
+        .arg(job.jid_str())
         .arg(now)
         .arg(window)
         .arg(longest.map_or_else(String::new, |longest| longest.to_string()));

@@ -279,6 +279,11 @@ impl Keys {
     pub fn debounce(&self, digest: &str) -> String {
         format!("{}:debounce:{}", self.ns, digest)
     }
+    /// Hash: the job waiting on its queue for a replacing class, queue and
+    /// key (see [`crate::flow`]; `digest` of the three).
+    pub fn replace(&self, digest: &str) -> String {
+        format!("{}:replace:{}", self.ns, digest)
+    }
     /// String: when the next window of a throttled class, queue and key
     /// opens (see [`crate::flow`]; `digest` of the three).
     pub fn throttle(&self, digest: &str) -> String {

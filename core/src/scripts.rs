@@ -37,6 +37,7 @@ pub(crate) struct Scripts {
     pub group_sweep: Script,
     pub push_debounce: Script,
     pub push_throttle: Script,
+    pub push_replace: Script,
 }
 
 /// One script's source: the fragments it declares in its header line
@@ -120,10 +121,11 @@ const GROUP_RELEASE: ScriptSource = script!("group_release.lua", "wake.lua", "gr
 const GROUP_SWEEP: ScriptSource = script!("group_sweep.lua", "wake.lua", "group.lua", "group_lease.lua");
 const PUSH_DEBOUNCE: ScriptSource = script!("push_debounce.lua");
 const PUSH_THROTTLE: ScriptSource = script!("push_throttle.lua", "wake.lua", "group.lua");
+const PUSH_REPLACE: ScriptSource = script!("push_replace.lua", "wake.lua", "group.lua");
 
 /// Every script, for the header check.
 #[cfg(test)]
-const ALL: [&ScriptSource; 29] = [
+const ALL: [&ScriptSource; 30] = [
     &FETCH_RELIABLE,
     &ACK,
     &FAIL,
@@ -153,6 +155,7 @@ const ALL: [&ScriptSource; 29] = [
     &GROUP_SWEEP,
     &PUSH_DEBOUNCE,
     &PUSH_THROTTLE,
+    &PUSH_REPLACE,
 ];
 
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
@@ -185,6 +188,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     group_sweep: GROUP_SWEEP.load(),
     push_debounce: PUSH_DEBOUNCE.load(),
     push_throttle: PUSH_THROTTLE.load(),
+    push_replace: PUSH_REPLACE.load(),
 });
 
 #[cfg(test)]

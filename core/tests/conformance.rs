@@ -234,6 +234,9 @@ impl Run {
         if let Some(window) = options["debounce"].as_f64() {
             job = job.debounce(window, options["debounce_max"].as_f64());
         }
+        if options["replace"] == true {
+            job = job.replace();
+        }
         if let Some(window) = options["throttle"].as_f64() {
             job = job.throttle(window, options["throttle_excess"] == "drop");
         }
@@ -250,6 +253,7 @@ impl Run {
                 "debounce_max",
                 "throttle",
                 "throttle_excess",
+                "replace",
             ];
             assert!(
                 known.contains(&name.as_str()),

@@ -1,6 +1,7 @@
 //! Flow control by key (issue #46 part 3): a debounce collapses a burst of
 //! one key's pushes into one run with the last args; a throttle keeps one
 //! key's jobs a window apart (delaying or dropping the others); a
+//! replacing push replaces its key's job still waiting on its queue; a
 //! singleton (a unique job with a key) keeps one pending job per key and
 //! answers every other push with its jid.
 
@@ -288,6 +289,38 @@ async fn a_throttle_keeps_one_keys_jobs_a_window_apart_delaying_or_dropping_the_
     assert_eq!(dropped, None);
     let stats = cogworker::Api::new(client.clone()).stats_today().await.unwrap();
     assert_eq!((stats.throttled, stats.collapsed), (1, 0));
+    handle.stop();
+    task.await.unwrap().unwrap();
+}
+
+/// Replacing: pushes of one key while its job waits on the queue replace
+/// it in place (its place in line and jid kept, the last args); another
+/// key's job keeps its own place; once the key's job has been taken, the
+/// next push is a new job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replacing_push_replaces_its_keys_waiting_job_in_place() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let replacing = |key: &str, n: i64| Job::new("Step").args([json!(n)]).key(key).replace();
+    let first = client.push(replacing("user:1", 1)).await.unwrap().unwrap();
+    let other = client.push(replacing("user:2", 100)).await.unwrap().unwrap();
+    for n in 2..=5 {
+        assert_eq!(client.push(replacing("user:1", n)).await.unwrap().unwrap(), first);
+    }
+    assert_ne!(first, other);
+    let mut conn = redis.conn().await;
+    assert_eq!(llen(&mut conn, "cogworker:queue:default").await, 2);
+    let api = cogworker::Api::new(client.clone());
+    assert_eq!(api.stats().await.unwrap().replaced, 4);
+    let (worker, ran) = recording_worker(config, Duration::ZERO);
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    wait_ran(&ran, 2).await;
+    assert_eq!(*ran.lock().unwrap(), [5, 100], "user:1's job first, with the last args");
+    let next = client.push(replacing("user:1", 6)).await.unwrap().unwrap();
+    assert_ne!(next, first, "its job was taken: a new one");
+    wait_ran(&ran, 3).await;
     handle.stop();
     task.await.unwrap().unwrap();
 }

@@ -47,6 +47,7 @@ class PushOptions(TypedDict, total=False):
     debounce_max: Delay
     throttle: Delay
     throttle_excess: str
+    replace: bool
     timeout: Delay
     bid: str
 

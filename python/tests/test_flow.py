@@ -32,6 +32,11 @@ def poll(feed_id: int, n: int) -> None:
     RAN.append(("poll", feed_id, n))
 
 
+@cogworker.job(name="Flow.Sync", key=lambda user_id, *_: f"user:{user_id}", replace=True)
+def sync(user_id: int, n: int) -> None:
+    RAN.append(("sync", user_id, n))
+
+
 def setup_function() -> None:
     RAN.clear()
 
@@ -91,3 +96,15 @@ def test_a_throttle_declared_on_a_function_drops_a_keys_pushes_until_its_next_wi
     assert [entry["job"]["jid"] for entry in cogworker.Api().entries("scheduled")] == [delayed]
     worker_factory(concurrency=1)
     wait_for("the two feeds polled", lambda: sorted(RAN) == [("poll", 1, 0), ("poll", 2, 0)])
+
+
+def test_a_replacing_push_replaces_its_keys_waiting_job_in_place(configured, worker_factory) -> None:
+    jids = {sync.enqueue(1, n) for n in range(5)}
+    other = sync.enqueue(2, 0)
+    assert len(jids) == 1 and other not in jids
+    assert cogworker.Api().queue("default")["size"] == 2
+    assert cogworker.Api().stats()["replaced"] == 4
+    worker_factory(concurrency=1)
+    wait_for("both users synced", lambda: RAN == [("sync", 1, 4), ("sync", 2, 0)])
+    with pytest.raises(cogworker.InvalidJob, match="replace"):
+        sync.options(replace="yes").enqueue(1, 1)  # type: ignore[arg-type]

@@ -63,6 +63,7 @@ def test_every_wrong_ending_is_filed_and_every_slot_runs_again(worker_factory) -
         "cancelled": 0,
         "collapsed": 0,
         "throttled": 0,
+        "replaced": 0,
     }
 
 

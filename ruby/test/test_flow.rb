@@ -23,6 +23,13 @@ class PollJob
   def perform(feed_id, n) = Jobs.record(['poll', feed_id, n])
 end
 
+# A job class whose waiting job for a user a newer push replaces.
+class SyncJob
+  include Cogworker::Job
+  cogworker_options key: ->(user_id, *) { "user:#{user_id}" }, replace: true
+  def perform(user_id, n) = Jobs.record(['sync', user_id, n])
+end
+
 # Flow control by key (issue #46 part 3): a debounce or a singleton
 # declared on a class, its key computed from each push's args.
 class TestFlow < Minitest::Test
@@ -59,6 +66,19 @@ class TestFlow < Minitest::Test
     assert_equal [delayed], Cogworker::Api.new.entries('scheduled').map { |entry| entry['job']['jid'] }
     start_runner(concurrency: 1)
     wait_for('the two feeds polled') { Jobs.seen.sort == [['poll', 1, 0], ['poll', 2, 0]] }
+  end
+
+  def test_a_replacing_push_replaces_its_keys_waiting_job_in_place
+    jids = 5.times.map { |n| SyncJob.perform_async(1, n) }.uniq
+    other = SyncJob.perform_async(2, 0)
+    assert_equal 1, jids.size
+    refute_includes jids, other
+    assert_equal 2, Cogworker::Api.new.queue('default')['size']
+    assert_equal 4, Cogworker::Api.new.stats['replaced']
+    start_runner(concurrency: 1)
+    wait_for('both users synced') { Jobs.seen == [['sync', 1, 4], ['sync', 2, 0]] }
+    error = assert_raises(Cogworker::InvalidJob) { SyncJob.set(replace: 'yes').perform_async(1, 1) }
+    assert_includes error.message, 'replace'
   end
 
   def test_flow_options_are_checked_where_they_are_written_and_at_each_push

@@ -82,6 +82,8 @@ pub struct Stats {
     pub collapsed: u64,
     /// Throttled pushes dropped before their key's next window.
     pub throttled: u64,
+    /// Waiting jobs replaced by a push of their key (`replace`).
+    pub replaced: u64,
 }
 
 /// Ops over one namespace, through a [`Client`]'s connection.
@@ -124,16 +126,18 @@ impl Api {
     /// Counts for one UTC day (`yyyy-mm-dd`), or the totals.
     pub async fn stats_for(&self, day: Option<&str>) -> Result<Stats> {
         let keys = self.client.keys();
-        let counts: [Option<u64>; 6] = redis::pipe()
+        let counts: [Option<u64>; 7] = redis::pipe()
             .get(keys.stat("processed", day))
             .get(keys.stat("failed", day))
             .get(keys.stat("expired", day))
             .get(keys.stat("cancelled", day))
             .get(keys.stat("collapsed", day))
             .get(keys.stat("throttled", day))
+            .get(keys.stat("replaced", day))
             .query_async(&mut self.conn())
             .await?;
-        let [processed, failed, expired, cancelled, collapsed, throttled] = counts.map(|count| count.unwrap_or(0));
+        let [processed, failed, expired, cancelled, collapsed, throttled, replaced] =
+            counts.map(|count| count.unwrap_or(0));
         Ok(Stats {
             processed,
             failed,
@@ -141,6 +145,7 @@ impl Api {
             cancelled,
             collapsed,
             throttled,
+            replaced,
         })
     }
     /// Processed and failed today (UTC).

@@ -120,6 +120,7 @@ pub async fn run(api: &Api, command: &str, arg: Option<&str>) -> Result<String> 
             let _ = writeln!(out, "cancelled  {:>12}  today {}", totals.cancelled, today.cancelled);
             let _ = writeln!(out, "collapsed  {:>12}  today {}", totals.collapsed, today.collapsed);
             let _ = writeln!(out, "throttled  {:>12}  today {}", totals.throttled, today.throttled);
+            let _ = writeln!(out, "replaced   {:>12}  today {}", totals.replaced, today.replaced);
             for (name, set) in [
                 ("scheduled", JobSet::Scheduled),
                 ("retry", JobSet::Retry),

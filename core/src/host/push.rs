@@ -59,6 +59,8 @@ pub struct PushRequest {
     pub debounce_max: Option<f64>,
     /// Its throttle window, in seconds.
     pub throttle: Option<f64>,
+    /// A push replaces its key's job still waiting on its queue.
+    pub replace: bool,
     /// What a throttled push before its key's next window does: delay, drop.
     pub throttle_excess: Option<String>,
 }
@@ -116,6 +118,10 @@ pub const PUSH_OPTIONS: &[(&str, &str)] = &[
     (
         "debounce_max",
         "with debounce: run no later than this long after the first push of a burst",
+    ),
+    (
+        "replace",
+        "true: a push replaces (args and all, its place and jid kept) its key's job still waiting on its queue",
     ),
     (
         "throttle",
@@ -244,6 +250,10 @@ impl PushRequest {
             "debounce" => self.debounce = Some(seconds(value)?),
             "debounce_max" => self.debounce_max = Some(seconds(value)?),
             "throttle" => self.throttle = Some(seconds(value)?),
+            "replace" => match value {
+                HostValue::Bool(replace) => self.replace = *replace,
+                other => return Err(Error::invalid_value(name, other, "must be true or false")),
+            },
             "throttle_excess" => match value {
                 HostValue::Text(excess) => self.throttle_excess = Some(excess.clone()),
                 other => return Err(Error::invalid_value(name, other, "must be \"delay\" or \"drop\"")),
@@ -350,6 +360,9 @@ impl PushRequest {
         }
         if let Some(window) = self.debounce {
             job = job.field("debounce", finite("debounce", window, "must be a number of seconds")?);
+        }
+        if self.replace {
+            job = job.field("replace", Value::Bool(true));
         }
         if let Some(window) = self.throttle {
             job = job.field("throttle", finite("throttle", window, "must be a number of seconds")?);

@@ -9,8 +9,8 @@
 //! (the host hands over the job a push would write), and a unique job
 //! (`unique_for`) whose duplicate is still recorded is refused, as Redis
 //! would refuse it (a singleton's duplicate answers with the recorded
-//! job's jid), and a debounced push collapses into the recorded job of its
-//! key (see `crate::flow`); a throttled push is recorded (no clock runs in
+//! job's jid), and a debounced or replacing push collapses into the
+//! recorded job of its key (see `crate::flow`); a throttled push is recorded (no clock runs in
 //! a test). The results of jobs run in a testing mode are kept here,
 //! so `result(jid)` and `status(jid)` answer without Redis.
 //!
@@ -131,11 +131,17 @@ pub fn record(job: Job) -> Recorded {
                 };
             }
         }
-        if job.debounce_secs().is_some() {
-            // A debounced push collapses into the recorded job of its
-            // class, queue and key: the last args, under the first jid.
+        let policy = match (job.debounce_secs(), job.replaces()) {
+            (Some(_), _) => Some("debounce"),
+            (None, true) => Some("replace"),
+            (None, false) => None,
+        };
+        if let Some(policy) = policy {
+            // A debounced or replacing push collapses into the recorded
+            // job of its class, queue and key: the last args, under the
+            // first jid.
             let same_burst = |recorded: &Value| {
-                recorded.get("debounce").is_some()
+                recorded.get(policy).is_some()
                     && recorded["queue"] == job.fields()["queue"]
                     && recorded["key"].as_str() == job.flow_key()
             };

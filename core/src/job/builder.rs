@@ -98,6 +98,14 @@ impl Job {
         }
         self
     }
+    /// Replacing: a push of its class, queue and [`Job::key`] while the
+    /// key's job still waits on its queue replaces that job in place (the
+    /// new args and fields, the waiting job's place in line and jid, which
+    /// the push returns); else it is pushed and becomes the key's job.
+    pub fn replace(mut self) -> Self {
+        self.fields.insert("replace".into(), Value::Bool(true));
+        self
+    }
     /// Throttled: the jobs of its class, queue and [`Job::key`] are due at
     /// least `window` seconds apart; a push before the key's next window
     /// is delayed to it, or, with `drop`, dropped (the push returns no

@@ -96,6 +96,11 @@ impl Job {
         let window = self.fields.get("debounce").and_then(Value::as_f64)?;
         Some((window, self.fields.get("debounce_max").and_then(Value::as_f64)))
     }
+    /// Does a push of it replace its key's job still waiting on its queue
+    /// (`replace: true`, see [`crate::flow`])?
+    pub fn replaces(&self) -> bool {
+        matches!(self.fields.get("replace"), Some(Value::Bool(true)))
+    }
     /// Its throttle window in seconds, and whether a push before the key's
     /// next window is dropped (`throttle_excess: "drop"`) rather than
     /// delayed, if it is throttled (see [`crate::flow`]).

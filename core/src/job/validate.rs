@@ -98,6 +98,10 @@ impl Job {
     /// throttle's excess is delayed or dropped.
     fn check_flow(&self) -> Result<()> {
         let has = |field: &str| self.fields.contains_key(field);
+        match self.fields.get("replace") {
+            None | Some(Value::Bool(_)) => {}
+            Some(v) => return Err(Error::invalid_value("replace", v, "must be true or false")),
+        }
         match self.fields.get("throttle_excess") {
             None => {}
             Some(Value::String(excess)) if excess == "delay" || excess == "drop" => {}
@@ -117,16 +121,22 @@ impl Job {
                 ));
             }
         }
-        let policy = match (has("debounce"), has("throttle")) {
-            (false, false) => return Ok(()),
-            (true, true) => {
+        let policies: Vec<&str> = ["debounce", "throttle", "replace"]
+            .into_iter()
+            .filter(|policy| match *policy {
+                "replace" => self.replaces(),
+                policy => has(policy),
+            })
+            .collect();
+        let policy = match policies.as_slice() {
+            [] => return Ok(()),
+            [one] => *one,
+            [_, second, ..] => {
                 return Err(Error::invalid_job(
-                    "throttle",
-                    "a job is debounced or throttled, not both",
+                    second,
+                    format!("a job has one flow policy, not {}", policies.join(" and ")),
                 ))
             }
-            (true, false) => "debounce",
-            (false, true) => "throttle",
         };
         if !has("key") {
             return Err(Error::invalid_job(

@@ -138,6 +138,11 @@ pub async fn render(api: &Api) -> Result<String> {
             "Throttled pushes dropped before their key's next window.",
             stats.throttled,
         ),
+        (
+            "cogworker_jobs_replaced_total",
+            "Waiting jobs replaced in place by a push of their key.",
+            stats.replaced,
+        ),
     ];
     for (name, help, count) in counters {
         out.family(name, "counter", help);
