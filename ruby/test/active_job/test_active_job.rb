@@ -61,6 +61,26 @@ class TestActiveJob < Minitest::Test
     assert_equal %w[GreetJob MailJob PlainJob], history, 'shown under their own class names'
   end
 
+  # limits_concurrency as Solid Queue declares it: one account's jobs one
+  # at a time across the worker's 3 slots, another account's beside them.
+  def test_limits_concurrency_runs_one_keys_jobs_one_at_a_time
+    @api.pause_queue('default')
+    3.times { |n| AccountSyncJob.perform_later(1, n) }
+    AccountSyncJob.perform_later(2, 0)
+    groups = @api.groups('default').map { |group| group.values_at('name', 'size', 'cap') }
+    assert_equal [['AccountSyncJob/acct:1', 3, 1], ['AccountSyncJob/acct:2', 1, 1]], groups.sort
+    @api.unpause_queue('default')
+    wait_for('all four ran') { lines.count { |line| line.start_with?('sync-end') } == 4 }
+    spans = lines.map(&:split).group_by { |_, account, n| [account, n] }
+                 .transform_values { |rows| rows.to_h { |what, *, at| [what, at.to_f] } }
+    account1 = spans.select { |(account, _), _| account == '1' }.values.sort_by { |span| span['sync-start'] }
+    account1.each_cons(2) do |before, after|
+      assert_operator after['sync-start'], :>=, before['sync-end'], 'one at a time per account'
+    end
+    other = spans[%w[2 0]]
+    assert_operator other['sync-start'], :<, account1.last['sync-start'], 'another account ran beside them'
+  end
+
   def test_set_wait_and_wait_until_schedule_the_job
     started = Time.now
     later = GreetJob.set(wait: 2.seconds).perform_later('later', 0, {})

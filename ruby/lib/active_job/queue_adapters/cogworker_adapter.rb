@@ -2,6 +2,7 @@
 
 require 'active_job'
 require 'cogworker' unless defined?(Cogworker::Job)
+require_relative 'cogworker_limits'
 
 module ActiveJob
   module QueueAdapters
@@ -16,7 +17,8 @@ module ActiveJob
     # and `discard_on` work as in Rails' docs: ActiveJob re-enqueues through
     # this adapter; an exception that escapes them fails the cogworker job,
     # which then retries (25 times, then dead) as any other. `priority` is
-    # honoured: see `priority_level`.
+    # honoured: see `priority_level`; so is `limits_concurrency`, declared
+    # as Solid Queue declares it: see cogworker_limits.rb.
     class CogworkerAdapter
       # ActiveJob's priority (lower runs first, as Solid Queue and Delayed
       # Job read it; nil or 0 the default) as a cogworker level (0 to 9,
@@ -62,7 +64,7 @@ module ActiveJob
           payload['at'] = at.to_f if at
           level = self.class.priority_level(job.priority)
           payload['priority'] = level if level
-          payload
+          payload.merge(self.class.concurrency_fields(job))
         end
         jids = Cogworker.client.push_payloads(payloads)
         jobs.zip(jids).each { |job, jid| job.provider_job_id = jid }

@@ -80,3 +80,14 @@ class NotAJob
 
   def perform(*) = JobLog.write('NotAJob ran')
 end
+
+# At most one at a time per account, as Solid Queue declares it.
+class AccountSyncJob < ApplicationJob
+  limits_concurrency to: 1, key: ->(account, _n) { "acct:#{account}" }
+
+  def perform(account, n)
+    JobLog.write("sync-start #{account} #{n} #{Process.clock_gettime(Process::CLOCK_REALTIME)}")
+    sleep 0.2
+    JobLog.write("sync-end #{account} #{n} #{Process.clock_gettime(Process::CLOCK_REALTIME)}")
+  end
+end
