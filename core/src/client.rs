@@ -305,7 +305,9 @@ impl Client {
             .key(self.keys.priorities());
         let destinations: Vec<Destination> = on_this_slot
             .keys()
-            .map(|(queue, level, group, cap)| Destination::of(&self.keys, queue, *level, group.as_deref(), *cap))
+            .map(|(queue, level, group, limits)| {
+                Destination::of(&self.keys, queue, *level, group.as_deref(), limits.as_deref())
+            })
             .collect();
         for destination in &destinations {
             invocation.key(&destination.list);

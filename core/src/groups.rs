@@ -38,6 +38,10 @@ const WEIGHTS_PREFIX: &str = "group-weights ";
 /// concurrency cap starts with (`group_control.lua` writes it).
 const CAPS_PREFIX: &str = "group-caps ";
 
+/// What the registry member that says some group of a queue has a rate
+/// starts with (`group.lua` writes it).
+const RATES_PREFIX: &str = "group-rates ";
+
 /// What a registry member says of a queue's groups.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Listed<'a> {
@@ -47,6 +51,8 @@ pub(crate) enum Listed<'a> {
     Weighted(&'a str),
     /// Some group of the queue has a concurrency cap.
     Capped(&'a str),
+    /// Some group of the queue has a rate.
+    Rated(&'a str),
 }
 
 /// What a registry member says of a queue's groups; `None` for a member
@@ -58,13 +64,17 @@ pub(crate) fn parse_member(member: &str) -> Option<Listed<'_>> {
     if let Some(queue) = member.strip_prefix(CAPS_PREFIX) {
         return (!queue.is_empty()).then_some(Listed::Capped(queue));
     }
+    if let Some(queue) = member.strip_prefix(RATES_PREFIX) {
+        return (!queue.is_empty()).then_some(Listed::Rated(queue));
+    }
     let queue = member.strip_prefix(WEIGHTS_PREFIX)?;
     (!queue.is_empty()).then_some(Listed::Weighted(queue))
 }
 
 /// Where a job waits once it is queued, and what a script needs to enter
 /// its group in the ring: `ring` and `group` are empty for a job without
-/// a group; `caps` and `cap` for one whose class declares no cap for it.
+/// a group; `declared` and `limits` for one whose class declares no limit
+/// (cap or rate) for it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Destination {
     /// The list the job is pushed onto.
@@ -73,33 +83,34 @@ pub(crate) struct Destination {
     pub ring: String,
     /// Its group (`""`: none).
     pub group: String,
-    /// Its queue's declared caps (`NS:group_declared_caps:<q>`; `""`: the
+    /// Its queue's declared limits (`NS:group_declared:<q>`; `""`: the
     /// job declares none).
-    pub caps: String,
-    /// The cap the job declares for its group (`group_cap`; `""`: none).
-    pub cap: String,
+    pub declared: String,
+    /// The limits the job declares for its group (`"<cap> <rate>
+    /// <period>"`, see [`crate::Job::declared_limits`]; `""`: none).
+    pub limits: String,
 }
 
 impl Destination {
     /// The list of `queue`'s jobs of `group` (if any) at priority `level`,
-    /// with the concurrency cap they declare for it (if any).
+    /// with the limits they declare for it (if any).
     /// Sharded by queue, groups are not read (a push of one is refused):
     /// a job that carries one anyway waits on its queue's list.
-    pub fn of(keys: &Keys, queue: &str, level: u8, group: Option<&str>, cap: Option<u64>) -> Self {
+    pub fn of(keys: &Keys, queue: &str, level: u8, group: Option<&str>, limits: Option<&str>) -> Self {
         match group.filter(|_| !keys.is_sharded_by_queue()) {
             Some(group) => Destination {
                 list: keys.group_list(queue, level, group),
                 ring: keys.group_ring(queue),
                 group: group.to_string(),
-                caps: cap.map_or_else(String::new, |_| keys.group_declared_caps(queue)),
-                cap: cap.map_or_else(String::new, |cap| cap.to_string()),
+                declared: limits.map_or_else(String::new, |_| keys.group_declared(queue)),
+                limits: limits.unwrap_or_default().to_string(),
             },
             None => Destination {
                 list: keys.queue_at(queue, level),
                 ring: String::new(),
                 group: String::new(),
-                caps: String::new(),
-                cap: String::new(),
+                declared: String::new(),
+                limits: String::new(),
             },
         }
     }
@@ -111,20 +122,20 @@ impl Destination {
             job.queue_name(),
             job.priority_level(),
             job.group_key(),
-            job.declared_cap(),
+            job.declared_limits().as_deref(),
         )
     }
 
     /// What `group.lua`'s `enter_group` takes of it, in order: the ring,
-    /// the group, the declared caps and the cap.
+    /// the group, the declared limits' hash and the limits.
     pub fn group_args(&self) -> [&str; 4] {
-        [&self.ring, &self.group, &self.caps, &self.cap]
+        [&self.ring, &self.group, &self.declared, &self.limits]
     }
 }
 
 /// The list a job waits on, as a push sorts jobs by it: its queue,
-/// priority level, group and the cap it declares for its group.
-pub(crate) type ListOf = (String, u8, Option<String>, Option<u64>);
+/// priority level, group and the limits it declares for its group.
+pub(crate) type ListOf = (String, u8, Option<String>, Option<String>);
 
 /// The list `job` waits on ([`ListOf`]).
 pub(crate) fn list_of(job: &crate::job::Job) -> ListOf {
@@ -132,7 +143,7 @@ pub(crate) fn list_of(job: &crate::job::Job) -> ListOf {
         job.queue_name().to_string(),
         job.priority_level(),
         job.group_key().map(str::to_string),
-        job.declared_cap(),
+        job.declared_limits(),
     )
 }
 
@@ -143,13 +154,16 @@ pub(crate) struct Reading<'a> {
     pub used: u16,
     pub weighted: bool,
     pub capped_for: Option<&'a str>,
+    pub rated: bool,
 }
 
 /// What a fetch is told of grouped `queue`: its name, its ring, the
 /// levels in use, its weights hash when some group of it has a weight
 /// (else `""`: nothing to read), its caps, running counts, leases and
-/// parked set, the identity the leases are for and the caps its jobs
-/// declare when some group has a cap (else six `""`), and the prefix of its groups' lists at each level,
+/// parked set, the identity the leases are for and the limits its jobs
+/// declare when some group has a cap (else six `""`); its rate windows'
+/// prefix and timers when some group has a rate (else two `""`; the
+/// declared limits are passed then too), and the prefix of its groups' lists at each level,
 /// highest first (a group that seems empty at the levels in use is checked
 /// at all of them before it leaves the ring).
 pub(crate) fn fetch_args(keys: &Keys, queue: &str, reading: &Reading) -> Vec<String> {
@@ -171,9 +185,23 @@ pub(crate) fn fetch_args(keys: &Keys, queue: &str, reading: &Reading) -> Vec<Str
             keys.group_leases(queue),
             keys.group_parked(queue),
             identity.to_string(),
-            keys.group_declared_caps(queue),
+            keys.group_declared(queue),
         ]),
-        None => args.extend(std::iter::repeat_n(String::new(), 6)),
+        None => {
+            args.extend(std::iter::repeat_n(String::new(), 5));
+            args.push(match reading.rated {
+                true => keys.group_declared(queue),
+                false => String::new(),
+            });
+        }
+    }
+    match reading.rated {
+        true => args.extend([
+            keys.group_rate_prefix(queue),
+            keys.group_timers(queue),
+            crate::clock::fallback().to_string(),
+        ]),
+        false => args.extend(std::iter::repeat_n(String::new(), 3)),
     }
     args.extend(
         (0..=crate::job::HIGHEST_PRIORITY)
@@ -199,6 +227,7 @@ mod tests {
         assert_eq!(parse_member("group mail"), Some(Listed::Grouped("mail")));
         assert_eq!(parse_member("group-weights mail"), Some(Listed::Weighted("mail")));
         assert_eq!(parse_member("group-caps mail"), Some(Listed::Capped("mail")));
+        assert_eq!(parse_member("group-rates mail"), Some(Listed::Rated("mail")));
         assert_eq!(parse_member("group "), None);
         assert_eq!(parse_member("7 mail"), None);
     }
@@ -206,52 +235,67 @@ mod tests {
     #[test]
     fn a_grouped_job_waits_on_its_groups_list_at_its_level() {
         let keys = Keys::new("ns");
-        let plain = Destination::of(&keys, "mail", 5, None, Some(2));
+        let plain = Destination::of(&keys, "mail", 5, None, Some("2 0 0"));
         assert_eq!((plain.list.as_str(), plain.ring.as_str()), ("ns:queue:mail", ""));
-        assert_eq!(plain.group_args(), ["", "", "", ""], "no group: no cap either");
+        assert_eq!(plain.group_args(), ["", "", "", ""], "no group: no limits either");
         let grouped = Destination::of(&keys, "mail", 5, Some("t 1"), None);
         assert_eq!(grouped.list, "ns:group:mail t 1");
         assert_eq!(grouped.group_args(), ["ns:groups:mail", "t 1", "", ""]);
-        let capped = Destination::of(&keys, "mail", 9, Some("t"), Some(2));
+        let capped = Destination::of(&keys, "mail", 9, Some("t"), Some("2 10 1"));
         assert_eq!(capped.list, "ns:group@9:mail t");
         assert_eq!(
             capped.group_args(),
-            ["ns:groups:mail", "t", "ns:group_declared_caps:mail", "2"]
+            ["ns:groups:mail", "t", "ns:group_declared:mail", "2 10 1"]
         );
         let plain = Reading {
             used: 1 << 9,
             weighted: false,
             capped_for: None,
+            rated: false,
         };
         let args = fetch_args(&keys, "mail", &plain);
-        assert_eq!(args.len(), 20);
+        assert_eq!(args.len(), 23);
         assert_eq!(args[2], "512");
-        assert_eq!(args[3..10], ["", "", "", "", "", "", ""]);
-        assert_eq!(args[10], "ns:group@9:mail ");
-        assert_eq!(args[14], "ns:group:mail ");
+        assert_eq!(args[3..13], ["", "", "", "", "", "", "", "", "", ""]);
+        assert_eq!(args[13], "ns:group@9:mail ");
+        assert_eq!(args[17], "ns:group:mail ");
         let full = Reading {
             used: 0,
             weighted: true,
             capped_for: Some("h:1"),
+            rated: true,
         };
         let args = fetch_args(&keys, "mail", &full);
         assert_eq!(args[3], "ns:group_weights:mail");
         assert_eq!(
-            args[4..10],
+            args[4..12],
             [
                 "ns:group_caps:mail",
                 "ns:group_running:mail",
                 "ns:group_leases:mail",
                 "ns:group_parked:mail",
                 "h:1",
-                "ns:group_declared_caps:mail"
+                "ns:group_declared:mail",
+                "ns:group_rate:mail ",
+                "ns:group_timers:mail"
             ]
+        );
+        let rated_only = Reading {
+            used: 0,
+            weighted: false,
+            capped_for: None,
+            rated: true,
+        };
+        let args = fetch_args(&keys, "mail", &rated_only);
+        assert_eq!(
+            args[4..11],
+            ["", "", "", "", "", "ns:group_declared:mail", "ns:group_rate:mail "]
         );
         let sharded = Keys::sharded_by_queue("{ns}");
         assert_eq!(sharded.group_list_prefix("mail", 0), "{ns:mail}:group@0 ");
         assert_eq!(sharded.group_ring("mail"), "{ns:mail}:groups");
         assert_eq!(
-            Destination::of(&sharded, "mail", 0, Some("t"), Some(2)).list,
+            Destination::of(&sharded, "mail", 0, Some("t"), Some("2 0 0")).list,
             "{ns:mail}:queue@0"
         );
     }

@@ -102,11 +102,22 @@ impl Keys {
     pub fn group_caps(&self, name: &str) -> String {
         self.queue_key(name, "group_caps")
     }
-    /// Hash: the concurrency caps jobs declare for their groups (a class's
-    /// `group_cap`; group -> cap), each set by its group's pushes and
-    /// dropped when the group has no jobs left.
-    pub fn group_declared_caps(&self, name: &str) -> String {
-        self.queue_key(name, "group_declared_caps")
+    /// Hash: the limits jobs declare for their groups (a class's
+    /// `group_cap`, `group_rate`; group -> `"<cap> <rate> <period>"`, 0
+    /// for none), each set by its group's pushes and dropped when the
+    /// group has no jobs left.
+    pub fn group_declared(&self, name: &str) -> String {
+        self.queue_key(name, "group_declared")
+    }
+    /// The prefix of a rated group's window count (a string key, the group
+    /// following, expiring with its period: see `scripts/fetch_reliable.lua`).
+    pub fn group_rate_prefix(&self, name: &str) -> String {
+        format!("{} ", self.queue_key(name, "group_rate"))
+    }
+    /// Sorted set: queue `name`'s groups waiting out their rate's period,
+    /// scored by when it ends.
+    pub fn group_timers(&self, name: &str) -> String {
+        self.queue_key(name, "group_timers")
     }
     /// Hash: how many jobs of each capped group of queue `name` run now.
     pub fn group_running(&self, name: &str) -> String {

@@ -98,8 +98,8 @@ async fn deliver_entries(redis: &Redis, keys: &Keys, entries: Vec<(String, Vec<u
     }
     let _: usize = listing.invoke_async(&mut redis.conn()).await?;
     let mut pushed = 0;
-    for ((queue, level, group, cap), (ids, payloads)) in by_queue {
-        let destination = crate::groups::Destination::of(keys, &queue, level, group.as_deref(), cap);
+    for ((queue, level, group, limits), (ids, payloads)) in by_queue {
+        let destination = crate::groups::Destination::of(keys, &queue, level, group.as_deref(), limits.as_deref());
         let mut invocation = SCRIPTS.push_once.prepare_invoke();
         invocation.key(&destination.list);
         for id in &ids {
@@ -112,8 +112,8 @@ async fn deliver_entries(redis: &Redis, keys: &Keys, entries: Vec<(String, Vec<u
             .arg(&destination.ring)
             .arg(&destination.group)
             .arg(keys.priorities())
-            .arg(&destination.caps)
-            .arg(&destination.cap);
+            .arg(&destination.declared)
+            .arg(&destination.limits);
         for payload in &payloads {
             invocation.arg(&payload[..]);
         }

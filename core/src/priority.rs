@@ -83,6 +83,8 @@ pub(crate) struct Levels {
     weighted: RwLock<HashSet<String>>,
     /// Grouped queues some group of which has a concurrency cap.
     capped: RwLock<HashSet<String>>,
+    /// Grouped queues some group of which has a rate.
+    rated: RwLock<HashSet<String>>,
     /// The last read of the registry failed.
     unread: AtomicBool,
 }
@@ -130,6 +132,7 @@ impl Levels {
             crate::groups::Listed::Grouped(queue) => (&self.grouped, queue),
             crate::groups::Listed::Weighted(queue) => (&self.weighted, queue),
             crate::groups::Listed::Capped(queue) => (&self.capped, queue),
+            crate::groups::Listed::Rated(queue) => (&self.rated, queue),
         };
         set.write().unwrap().insert(queue.to_string());
         queue
@@ -138,6 +141,16 @@ impl Levels {
     /// Does some group of `queue` have a concurrency cap?
     pub fn is_capped(&self, queue: &str) -> bool {
         self.capped.read().unwrap().contains(queue)
+    }
+
+    /// Does some group of `queue` have a rate?
+    pub fn is_rated(&self, queue: &str) -> bool {
+        self.rated.read().unwrap().contains(queue)
+    }
+
+    /// The grouped queues some group of which has a rate.
+    pub fn rated(&self) -> Vec<String> {
+        self.rated.read().unwrap().iter().cloned().collect()
     }
 
     /// Does some group of `queue` have a weight?

@@ -42,9 +42,30 @@ pub(crate) async fn run(shared: Arc<Shared>) {
                 }
             }
         }
+        wake_rated_groups(&shared).await;
         let pause = jittered(shared.config.scheduler_poll_interval(), 0.5);
         if sleep_unless(&shared, pause, Lifecycle::Stopping).await {
             return;
+        }
+    }
+}
+
+/// Brings the groups of rated queues whose period has ended back into
+/// their rings and wakes idle workers for them (`group_wake.lua`); a queue
+/// none of whose groups has a rate is not asked.
+async fn wake_rated_groups(shared: &Shared) {
+    for queue in shared.levels.rated() {
+        let woken: redis::RedisResult<i64> = SCRIPTS
+            .group_wake
+            .key(shared.keys.group_timers(&queue))
+            .key(shared.keys.group_ring(&queue))
+            .arg(shared.keys.wake())
+            .arg(&queue)
+            .arg(crate::clock::fallback())
+            .invoke_async(&mut shared.redis.conn())
+            .await;
+        if let Err(e) = woken {
+            tracing::error!("waking the rated groups of queue {queue} failed (will retry): {e}");
         }
     }
 }
@@ -96,8 +117,8 @@ pub(crate) struct Due {
     pub level: u8,
     /// Its group (see groups.rs), if any.
     pub group: Option<String>,
-    /// The concurrency cap it declares for its group, if any.
-    pub group_cap: Option<u64>,
+    /// The limits it declares for its group, if any.
+    pub declared: Option<String>,
     /// What to push (`enqueued_at` re-stamped).
     pub payload: String,
     pub jid: String,
@@ -111,7 +132,7 @@ impl Due {
             queue: job.queue_name().to_string(),
             level: job.priority_level(),
             group: job.group_key().map(str::to_string),
-            group_cap: job.declared_cap(),
+            declared: job.declared_limits(),
             payload: job.to_json(),
             jid: job.jid_str().to_string(),
         }
@@ -147,8 +168,13 @@ pub(crate) async fn move_to_queues(redis: &Redis, keys: &Keys, set: &str, due: &
         .key(keys.priorities())
         .arg(keys.wake());
     for entry in due {
-        let destination =
-            crate::groups::Destination::of(keys, &entry.queue, entry.level, entry.group.as_deref(), entry.group_cap);
+        let destination = crate::groups::Destination::of(
+            keys,
+            &entry.queue,
+            entry.level,
+            entry.group.as_deref(),
+            entry.declared.as_deref(),
+        );
         invocation
             .key(&destination.list)
             .arg(&entry.raw[..])

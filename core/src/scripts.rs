@@ -38,6 +38,7 @@ pub(crate) struct Scripts {
     pub push_debounce: Script,
     pub push_throttle: Script,
     pub push_replace: Script,
+    pub group_wake: Script,
 }
 
 /// One script's source: the fragments it declares in its header line
@@ -86,7 +87,7 @@ impl ScriptSource {
     }
 }
 
-const FETCH_RELIABLE: ScriptSource = script!("fetch_reliable.lua");
+const FETCH_RELIABLE: ScriptSource = script!("fetch_reliable.lua", "clock.lua", "wake.lua", "group.lua");
 const ACK: ScriptSource = script_with_batch!("ack.lua", "take_fields.lua", "metrics.lua");
 const FAIL: ScriptSource = script_with_batch!("fail.lua", "in_progress.lua");
 const REQUEUE_IN_PROGRESS: ScriptSource = script!(
@@ -122,10 +123,11 @@ const GROUP_SWEEP: ScriptSource = script!("group_sweep.lua", "wake.lua", "group.
 const PUSH_DEBOUNCE: ScriptSource = script!("push_debounce.lua");
 const PUSH_THROTTLE: ScriptSource = script!("push_throttle.lua", "wake.lua", "group.lua");
 const PUSH_REPLACE: ScriptSource = script!("push_replace.lua", "wake.lua", "group.lua");
+const GROUP_WAKE: ScriptSource = script!("group_wake.lua", "clock.lua", "wake.lua", "group.lua");
 
 /// Every script, for the header check.
 #[cfg(test)]
-const ALL: [&ScriptSource; 30] = [
+const ALL: [&ScriptSource; 31] = [
     &FETCH_RELIABLE,
     &ACK,
     &FAIL,
@@ -156,6 +158,7 @@ const ALL: [&ScriptSource; 30] = [
     &PUSH_DEBOUNCE,
     &PUSH_THROTTLE,
     &PUSH_REPLACE,
+    &GROUP_WAKE,
 ];
 
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
@@ -189,6 +192,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     push_debounce: PUSH_DEBOUNCE.load(),
     push_throttle: PUSH_THROTTLE.load(),
     push_replace: PUSH_REPLACE.load(),
+    group_wake: GROUP_WAKE.load(),
 });
 
 #[cfg(test)]

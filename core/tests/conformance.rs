@@ -228,6 +228,9 @@ impl Run {
         if let Some(cap) = options["group_cap"].as_u64() {
             job = job.group_cap(cap);
         }
+        if let Some(limit) = options["group_rate"].as_u64() {
+            job = job.group_rate(limit, options["group_rate_period"].as_f64().unwrap_or(1.0));
+        }
         if let Some(key) = options["key"].as_str() {
             job = job.key(key);
         }
@@ -248,6 +251,8 @@ impl Run {
                 "timeout",
                 "group",
                 "group_cap",
+                "group_rate",
+                "group_rate_period",
                 "key",
                 "debounce",
                 "debounce_max",

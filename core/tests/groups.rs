@@ -676,3 +676,146 @@ async fn a_bad_group_cap_is_refused_at_push_and_buried_when_raw() {
     assert!(reason.contains("`group_cap` is \"many\""), "{reason}");
     assert_eq!(ran, [7], "the ungrouped job with a cap ran first");
 }
+
+/// A rate limit keyed by the job's arguments: the class declares a rate
+/// for its group (`group_rate`, 5 per 0.5 s here), which travels with every
+/// job. The rated key's jobs start no faster than its rate (30 of them take
+/// at least five periods), while another key's 30 jobs, pushed beside them
+/// at concurrency 10, run at once: a group out of its rate waits, off the
+/// ring, without holding a slot, and comes back when its period ends; once
+/// drained, nothing is left but counts expiring with their period.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_declared_by_the_jobs_paces_its_key_without_holding_slots() {
+    let redis = TestRedis::start();
+    let mut config = redis.config();
+    config.set_concurrency(10).unwrap();
+    let client = Client::new(&config).unwrap();
+    let started = std::time::Instant::now();
+    let starts: Arc<Mutex<Vec<(String, Duration)>>> = Arc::default();
+    let seen = starts.clone();
+    let worker = cogworker::Worker::builder(config)
+        .register("Slow", move |job| {
+            let seen = seen.clone();
+            async move {
+                let group = job.group_key().unwrap_or("").to_string();
+                seen.lock().unwrap().push((group, started.elapsed()));
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap();
+    let rated: Vec<Job> = (0..30)
+        .map(|_| Job::new("Slow").group("api:1").group_rate(5, 0.5))
+        .collect();
+    client.push_bulk(rated).await.unwrap();
+    push_slow(&client, 30, "free").await;
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    wait_until("60 jobs started", Duration::from_secs(20), || {
+        let starts = starts.clone();
+        async move { starts.lock().unwrap().len() == 60 }
+    })
+    .await;
+    let starts = starts.lock().unwrap().clone();
+    let of = |group: &str| -> Vec<Duration> { starts.iter().filter(|(g, _)| g == group).map(|(_, at)| *at).collect() };
+    let (rated, free) = (of("api:1"), of("free"));
+    let spread = *rated.last().unwrap() - rated[0];
+    assert!(spread >= Duration::from_millis(2400), "30 at 5 per 0.5 s: {rated:?}");
+    // In any 0.5 s, at most two periods' worth (the end of one and the
+    // start of the next).
+    for (i, at) in rated.iter().enumerate() {
+        let within = rated[i..]
+            .iter()
+            .take_while(|later| **later - *at < Duration::from_millis(490))
+            .count();
+        assert!(within <= 10, "{within} starts within 0.5 s from {at:?}: {rated:?}");
+    }
+    let free_done = *free.last().unwrap();
+    assert!(
+        free_done < rated[15],
+        "the free key's jobs did not wait behind the rated one: {starts:?}"
+    );
+    let api = Api::new(client.clone());
+    wait_until("the ring is empty", Duration::from_secs(10), || {
+        let api = api.clone();
+        async move { api.groups("default", 0, 10).await.unwrap().is_empty() }
+    })
+    .await;
+    handle.stop();
+    task.await.unwrap().unwrap();
+    let mut conn = redis.conn().await;
+    let left: Vec<String> = group_keys(&mut conn)
+        .await
+        .into_iter()
+        .filter(|key| !key.starts_with("cogworker:group_rate:"))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "no key left but counts expiring with their period: {left:?}"
+    );
+}
+
+/// `group_rate` and its period are checked at push, each error naming
+/// its field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_group_rate_is_refused_at_push() {
+    let redis = TestRedis::start();
+    let client = Client::new(&redis.config()).unwrap();
+    let base = || Job::new("Step").group("g");
+    let refused = [
+        (base().field("group_rate", json!(0)), "group_rate"),
+        (base().field("group_rate", json!(-5)), "group_rate"),
+        (base().field("group_rate", json!(2.5)), "group_rate"),
+        (base().field("group_rate", json!("10/s")), "group_rate"),
+        (base().field("group_rate", json!(1_000_001)), "group_rate"),
+        (base().group_rate(5, 0.0), "group_rate_period"),
+        (base().group_rate(5, -1.0), "group_rate_period"),
+        (base().group_rate(5, 1e300), "group_rate_period"),
+        (base().field("group_rate_period", json!(1)), "group_rate_period"),
+    ];
+    for (job, field) in refused {
+        let err = client.push(job.clone()).await.unwrap_err();
+        assert_eq!(err.field(), Some(field), "{job:?}: {err}");
+    }
+}
+
+/// A group off the turns (parked at its cap here) still counts in its
+/// queue's size, and clearing the queue clears its jobs too, leaving the
+/// running job's lease alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_groups_jobs_count_in_the_queue_and_are_cleared_with_it() {
+    let redis = TestRedis::start();
+    let mut config = redis.config();
+    config.set_concurrency(3).unwrap();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    let jobs = (0..3).map(|_| Job::new("Gate").group("g").group_cap(1)).collect();
+    client.push_bulk(jobs).await.unwrap();
+    let (worker, release) = gated_worker(config, "Gate");
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    let a = api.clone();
+    wait_until("the group is parked at its cap", Duration::from_secs(10), move || {
+        let api = a.clone();
+        async move {
+            api.groups("default", 0, 10)
+                .await
+                .unwrap()
+                .first()
+                .is_some_and(|g| g.parked)
+        }
+    })
+    .await;
+    assert_eq!(api.queue("default").await.unwrap().size, 2);
+    assert_eq!(api.clear_queue("default").await.unwrap(), 2);
+    let mut conn = redis.conn().await;
+    assert_eq!(
+        group_keys(&mut conn).await,
+        ["cogworker:group_leases:default", "cogworker:group_running:default"],
+        "only the running job's lease"
+    );
+    release.notify_waiters();
+    handle.stop();
+    task.await.unwrap().unwrap();
+}

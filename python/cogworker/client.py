@@ -42,6 +42,8 @@ class PushOptions(TypedDict, total=False):
     priority: int
     group: KeyOption
     group_cap: int
+    group_rate: int
+    group_rate_period: Delay
     key: KeyOption
     debounce: Delay
     debounce_max: Delay

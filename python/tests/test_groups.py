@@ -44,6 +44,13 @@ def capped(account_id: int, n: int) -> None:
     RAN.append((account_id, n))
 
 
+@cogworker.job(
+    name="Groups.Paced", group=lambda api_key, *_: f"api:{api_key}", group_rate=3, group_rate_period=0.5
+)
+def paced(api_key: int, n: int) -> None:
+    RAN.append(("paced", api_key, n, time.monotonic()))
+
+
 def setup_function() -> None:
     RAN.clear()
     RUNNING.clear()
@@ -132,3 +139,22 @@ def test_a_bad_group_cap_is_refused_at_push_and_buried_when_raw(configured, work
     [buried] = cogworker.Api().entries("dead")
     assert "`group_cap` is 1e+300" in buried["job"]["error_message"], buried
     assert RAN == []
+
+
+def test_a_rate_declared_on_the_function_paces_each_key(configured, worker_factory) -> None:
+    for n in range(9):
+        paced.enqueue(1, n)
+    paced.enqueue(2, 0)
+    [first, second] = sorted(cogworker.Api().groups("default"), key=lambda g: g["name"])
+    assert (first["rate"], first["rate_period"]) == (3, 0.5)
+    worker_factory(concurrency=8)
+    wait_for("every paced job ran", lambda: len(RAN) == 10)
+    key1 = [at for _, key, _, at in RAN if key == 1]
+    assert key1[-1] - key1[0] >= 0.9, "9 at 3 per 0.5 s take at least two more periods"
+    key2 = next(at for _, key, _, at in RAN if key == 2)
+    assert key2 < key1[-1], "the other key did not wait behind it"
+    for bad in [0, -1, 2.5, "10/s", True]:
+        with pytest.raises(cogworker.InvalidJob, match="group_rate"):
+            paced.options(group_rate=bad).enqueue(1, 1)  # type: ignore[arg-type]
+    with pytest.raises(cogworker.InvalidJob, match="group_rate_period"):
+        paced.options(group_rate_period=0).enqueue(1, 1)

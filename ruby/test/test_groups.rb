@@ -28,6 +28,13 @@ class CappedJob
   end
 end
 
+# A job class whose group is its API key, 3 of a key's jobs starting per 0.5 s.
+class PacedJob
+  include Cogworker::Job
+  cogworker_options group: ->(api_key, *) { "api:#{api_key}" }, group_rate: 3, group_rate_period: 0.5
+  def perform(api_key, n) = Jobs.record([api_key, n, Process.clock_gettime(Process::CLOCK_MONOTONIC)])
+end
+
 # Fair groups inside a queue (issue #46): a job's group, given at its push
 # or computed from its args by its declaration, and the turns groups take.
 class TestGroups < Minitest::Test
@@ -94,6 +101,23 @@ class TestGroupCaps < Minitest::Test
     assert_equal({ 0 => [0, 2], 1 => [0, 2], 2 => [0, 2] }, CappedJob::RUNNING)
     # The next fetch finds the groups empty and drops them.
     wait_for('no group key left') { @redis.cli('KEYS', 'cogworker:group*') == '' }
+  end
+
+  def test_a_rate_declared_on_the_class_paces_each_key
+    9.times { |n| PacedJob.perform_async(1, n) }
+    PacedJob.perform_async(2, 0)
+    first = Cogworker::Api.new.groups('default').min_by { |group| group['name'] }
+    assert_equal [3, 0.5], first.values_at('rate', 'rate_period')
+    start_runner(concurrency: 8)
+    wait_for('every paced job ran') { Jobs.seen.size == 10 }
+    key1 = Jobs.seen.select { |key, *| key == 1 }.map(&:last)
+    assert_operator key1.last - key1.first, :>=, 0.9, '9 at 3 per 0.5 s take at least two more periods'
+    key2 = Jobs.seen.find { |key, *| key == 2 }.last
+    assert_operator key2, :<, key1.last, 'the other key did not wait behind it'
+    [0, -1, 2.5, '10/s', true].each do |bad|
+      error = assert_raises(Cogworker::InvalidJob) { PacedJob.set(group_rate: bad).perform_async(1, 1) }
+      assert_includes error.message, 'group_rate'
+    end
   end
 
   def test_a_bad_group_cap_is_refused_at_push_and_at_declaration

@@ -29,6 +29,14 @@ pub struct GroupInfo {
     pub running: u64,
     /// At its cap with jobs waiting: out of the turns until one ends.
     pub parked: bool,
+    /// The rate its jobs declare (`group_rate`): at most that many of its
+    /// jobs start per `rate_period` seconds, fleet-wide.
+    pub rate: Option<u64>,
+    /// The period of its rate, in seconds.
+    pub rate_period: Option<f64>,
+    /// Out of its rate with jobs waiting: off the turns until then (epoch
+    /// seconds), when its next period begins.
+    pub waiting_until: Option<f64>,
 }
 
 /// The heaviest weight a group may be given.
@@ -39,7 +47,8 @@ pub use crate::job::GROUP_CAP_MAX;
 impl Api {
     /// The groups of queue `name` that have jobs or are paused, in the
     /// order their turns come (paused ones last), then those parked at
-    /// their cap; `start`, `count` page through.
+    /// their cap, then those waiting out their rate's period; `start`,
+    /// `count` page through.
     pub async fn groups(&self, name: &str, start: isize, count: isize) -> Result<Vec<GroupInfo>> {
         self.check_grouping(name, None)?;
         let keys = self.client.keys();
@@ -57,13 +66,14 @@ impl Api {
             Some(rank) if rank <= start => start + 1,
             _ => start,
         };
-        let mut page: Vec<(String, Option<String>)> = if start < in_ring {
+        // (group, its score in the ring, when its rate's period ends)
+        let mut page: Vec<(String, Option<String>, Option<f64>)> = if start < in_ring {
             let turns: Vec<(String, String)> = conn.zrange_withscores(&ring, first, first + count).await?;
             turns
                 .into_iter()
                 .filter(|(group, _)| !group.is_empty())
                 .take(count as usize)
-                .map(|(group, score)| (group, Some(score)))
+                .map(|(group, score)| (group, Some(score), None))
                 .collect()
         } else {
             Vec::new()
@@ -71,9 +81,14 @@ impl Api {
         if (page.len() as isize) < count {
             let mut parked: Vec<String> = conn.smembers(keys.group_parked(name)).await?;
             parked.sort();
+            let waiting: Vec<(String, f64)> = conn.zrange_withscores(keys.group_timers(name), 0, -1).await?;
+            let off_the_turns = parked
+                .into_iter()
+                .map(|group| (group, None, None))
+                .chain(waiting.into_iter().map(|(group, until)| (group, None, Some(until))));
             let skip = (start - in_ring).max(0) as usize;
             let room = count as usize - page.len();
-            page.extend(parked.into_iter().skip(skip).take(room).map(|group| (group, None)));
+            page.extend(off_the_turns.skip(skip).take(room));
         }
         if page.is_empty() {
             return Ok(Vec::new());
@@ -81,13 +96,13 @@ impl Api {
         let listing = self.listing().await?;
         let levels = crate::priority::lists(keys, name, &listing.levels);
         let mut sizes = redis::pipe();
-        for (group, _) in &page {
+        for (group, ..) in &page {
             for (_, level) in &levels {
                 sizes.llen(keys.group_list(name, *level, group));
             }
         }
         let sizes: Vec<u64> = sizes.query_async(&mut conn).await?;
-        let names: Vec<&String> = page.iter().map(|(group, _)| group).collect();
+        let names: Vec<&String> = page.iter().map(|(group, ..)| group).collect();
         let numbers = |key: String, fields: Vec<&str>| redis::cmd("HMGET").arg(key).arg(fields).clone();
         let weights: Vec<Option<f64>> = numbers(keys.group_weights(name), names.iter().map(|n| n.as_str()).collect())
             .query_async(&mut conn)
@@ -97,19 +112,30 @@ impl Api {
         let caps: Vec<Option<u64>> = numbers(keys.group_caps(name), cap_fields)
             .query_async(&mut conn)
             .await?;
-        let declared: Vec<Option<u64>> = numbers(
-            keys.group_declared_caps(name),
-            names.iter().map(|n| n.as_str()).collect(),
-        )
-        .query_async(&mut conn)
-        .await?;
+        // A declared limit is "<cap> <rate> <period>", 0 for none.
+        let declared: Vec<Option<String>> =
+            numbers(keys.group_declared(name), names.iter().map(|n| n.as_str()).collect())
+                .query_async(&mut conn)
+                .await?;
+        let declared: Vec<[Option<f64>; 3]> = declared
+            .iter()
+            .map(|limits| {
+                let mut parts = limits.as_deref().unwrap_or("").split(' ');
+                [(); 3].map(|_| {
+                    parts
+                        .next()
+                        .and_then(|part| part.parse::<f64>().ok())
+                        .filter(|n| *n > 0.0)
+                })
+            })
+            .collect();
         let running: Vec<Option<u64>> = numbers(keys.group_running(name), names.iter().map(|n| n.as_str()).collect())
             .query_async(&mut conn)
             .await?;
         Ok(page
             .iter()
             .enumerate()
-            .map(|(i, (group, score))| GroupInfo {
+            .map(|(i, (group, score, until))| GroupInfo {
                 name: group.clone(),
                 size: sizes[i * levels.len()..(i + 1) * levels.len()].iter().sum(),
                 turns: score
@@ -118,9 +144,12 @@ impl Api {
                     .filter(|turns| turns.is_finite()),
                 weight: weights[i].filter(|w| *w > 0.0).unwrap_or(1.0),
                 paused: score.as_deref() == Some("inf"),
-                cap: caps[i + 1].or(declared[i]).or(caps[0]),
+                cap: caps[i + 1].or(declared[i][0].map(|cap| cap as u64)).or(caps[0]),
                 running: running[i].unwrap_or(0),
-                parked: score.is_none(),
+                parked: score.is_none() && until.is_none(),
+                rate: declared[i][1].map(|rate| rate as u64),
+                rate_period: declared[i][1].and(declared[i][2]),
+                waiting_until: *until,
             })
             .collect())
     }

@@ -60,15 +60,18 @@ impl Api {
                 .iter()
                 .filter_map(|m| match crate::groups::parse_member(m)? {
                     crate::groups::Listed::Grouped(queue) => Some(queue.to_string()),
-                    crate::groups::Listed::Weighted(_) | crate::groups::Listed::Capped(_) => None,
+                    crate::groups::Listed::Weighted(_)
+                    | crate::groups::Listed::Capped(_)
+                    | crate::groups::Listed::Rated(_) => None,
                 })
                 .collect(),
         })
     }
 
     /// The lists of queue `name`: its own, in the order workers take from
-    /// them, then each group's that has jobs (in turn order), and its ring
-    /// when it is grouped.
+    /// them, then each group's that has jobs (in turn order, then those
+    /// parked at their cap and those waiting out their rate's period), and
+    /// its ring when it is grouped.
     async fn lists_with(&self, name: &str, listing: &Listing) -> Result<(Vec<String>, Option<String>)> {
         let keys = self.client.keys();
         let levels = crate::priority::lists(keys, name, &listing.levels);
@@ -77,7 +80,17 @@ impl Api {
             return Ok((lists, None));
         }
         let ring = keys.group_ring(name);
-        let groups: Vec<String> = self.conn().zrange(&ring, 0, -1).await?;
+        let (mut groups, parked, waiting): (Vec<String>, Vec<String>, Vec<String>) = redis::pipe()
+            .zrange(&ring, 0, -1)
+            .smembers(keys.group_parked(name))
+            .zrange(keys.group_timers(name), 0, -1)
+            .query_async(&mut self.conn())
+            .await?;
+        for group in parked.into_iter().chain(waiting) {
+            if !groups.contains(&group) {
+                groups.push(group);
+            }
+        }
         for group in groups.iter().filter(|group| !group.is_empty()) {
             for (_, level) in &levels {
                 lists.push(keys.group_list(name, *level, group));
@@ -140,7 +153,17 @@ impl Api {
         }
         pipe.unlink(&lists).ignore();
         if let Some(ring) = ring {
-            pipe.unlink(ring).ignore();
+            // With its groups' jobs go their turns, the record of those
+            // parked or waiting out a period, and what their jobs declared
+            // (a push declares it again); running jobs keep their leases.
+            let keys = self.client.keys();
+            pipe.unlink(&[
+                ring,
+                keys.group_parked(name),
+                keys.group_timers(name),
+                keys.group_declared(name),
+            ])
+            .ignore();
         }
         let sizes: Vec<u64> = pipe.query_async(&mut self.conn()).await?;
         Ok(sizes.iter().sum())

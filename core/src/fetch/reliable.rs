@@ -93,6 +93,7 @@ pub(super) async fn take(
             used: shared.levels.used(name),
             weighted: shared.levels.is_weighted(name),
             capped_for: shared.levels.is_capped(name).then_some(shared.identity.as_str()),
+            rated: shared.levels.is_rated(name),
         };
         invocation.arg(crate::groups::fetch_args(&shared.keys, name, &reading));
     }

@@ -51,6 +51,10 @@ pub struct PushRequest {
     pub group: Option<String>,
     /// The most of its group's jobs that run at once, fleet-wide.
     pub group_cap: Option<i64>,
+    /// The most of its group's jobs that start per `group_rate_period`.
+    pub group_rate: Option<i64>,
+    /// The period of `group_rate`, in seconds.
+    pub group_rate_period: Option<f64>,
     /// Its flow key (see [`crate::flow`]).
     pub key: Option<String>,
     /// Its debounce window, in seconds.
@@ -107,6 +111,11 @@ pub const PUSH_OPTIONS: &[(&str, &str)] = &[
         "group_cap",
         "at most this many jobs of its group run at once, fleet-wide; the others wait without holding a worker",
     ),
+    (
+        "group_rate",
+        "at most this many jobs of its group start per group_rate_period (1 s by default), fleet-wide; the others wait without holding a worker",
+    ),
+    ("group_rate_period", "the period of group_rate (a duration, or seconds)"),
     (
         "key",
         "its flow key: with debounce, one job per burst of the key's pushes; with unique_for, one pending job per key",
@@ -243,6 +252,17 @@ impl PushRequest {
                     ))
                 }
             },
+            "group_rate" => match value {
+                HostValue::Int(limit) => self.group_rate = Some(*limit),
+                other => {
+                    return Err(Error::invalid_value(
+                        name,
+                        other,
+                        "must be a whole number from 1 to 1000000",
+                    ))
+                }
+            },
+            "group_rate_period" => self.group_rate_period = Some(seconds(value)?),
             "key" => match value {
                 HostValue::Text(key) => self.key = Some(key.clone()),
                 other => return Err(Error::invalid_value(name, other, crate::job::GROUP_RULE)),
@@ -354,6 +374,15 @@ impl PushRequest {
         }
         if let Some(cap) = self.group_cap {
             job = job.field("group_cap", Value::from(cap));
+        }
+        if let Some(limit) = self.group_rate {
+            job = job.field("group_rate", Value::from(limit));
+        }
+        if let Some(period) = self.group_rate_period {
+            job = job.field(
+                "group_rate_period",
+                finite("group_rate_period", period, "must be a number of seconds")?,
+            );
         }
         if let Some(key) = self.key {
             job = job.key(key);

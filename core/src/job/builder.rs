@@ -118,6 +118,14 @@ impl Job {
         }
         self
     }
+    /// At most `limit` jobs of its group start per `period` seconds,
+    /// fleet-wide (a rate limit keyed by the group): a group past its rate
+    /// waits without holding a worker slot until its next period.
+    pub fn group_rate(mut self, limit: u64, period: f64) -> Self {
+        self.fields.insert("group_rate".into(), Value::from(limit));
+        self.fields.insert("group_rate_period".into(), float(period));
+        self
+    }
     /// At most `cap` jobs of its group run at once, fleet-wide (a
     /// concurrency limit keyed by the group): a group at its cap waits
     /// without holding a worker slot until one of its jobs ends. A cap set

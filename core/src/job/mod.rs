@@ -84,6 +84,35 @@ impl Job {
     pub fn unique_for_secs(&self) -> Option<f64> {
         self.fields.get("unique_for").and_then(Value::as_f64)
     }
+    /// The rate its class declares for its group (`group_rate` jobs per
+    /// `group_rate_period` seconds, 1 s by default: at most that many of
+    /// the group's jobs start per period, fleet-wide), if it carries a
+    /// valid one and a group.
+    pub fn declared_rate(&self) -> Option<(u64, f64)> {
+        self.group_key()?;
+        let limit = self
+            .fields
+            .get("group_rate")
+            .and_then(Value::as_u64)
+            .filter(|limit| (1..=GROUP_CAP_MAX).contains(limit))?;
+        let period = match self.fields.get("group_rate_period") {
+            None => 1.0,
+            Some(period) => period.as_f64().filter(|p| *p > 0.0 && *p <= numbers::LONGEST_SECS)?,
+        };
+        Some((limit, period))
+    }
+    /// What a push tells its group's declared limits of this job (see
+    /// `scripts/group.lua`): `"<cap> <rate> <period>"`, 0 for none, or
+    /// `None` when it declares neither.
+    pub fn declared_limits(&self) -> Option<String> {
+        let cap = self.declared_cap();
+        let rate = self.declared_rate();
+        if cap.is_none() && rate.is_none() {
+            return None;
+        }
+        let (limit, period) = rate.unwrap_or((0, 0.0));
+        Some(format!("{} {limit} {period}", cap.unwrap_or(0)))
+    }
     /// Its flow key (see [`crate::flow`]): the key whose pushes a
     /// debounce collapses and a singleton keeps to one job, if it carries
     /// a valid one.

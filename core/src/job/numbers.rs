@@ -49,6 +49,8 @@ const FIELDS: &[(&str, Rule, bool)] = &[
     ("result_ttl", Rule::WholeDuration, true),
     ("priority", Rule::Priority, false),
     ("group_cap", Rule::Cap, true),
+    ("group_rate", Rule::Cap, true),
+    ("group_rate_period", Rule::Duration, true),
     ("debounce", Rule::Duration, false),
     ("debounce_max", Rule::Duration, false),
     ("throttle", Rule::Duration, false),

@@ -64,6 +64,12 @@ impl Job {
             Some(Value::String(key)) if crate::job::valid_group(key) => {}
             Some(v) => return Err(bad("key", v, crate::job::GROUP_RULE)),
         }
+        if self.fields.contains_key("group_rate_period") && !self.fields.contains_key("group_rate") {
+            return Err(Error::invalid_job(
+                "group_rate_period",
+                "is the period of group_rate: give group_rate too",
+            ));
+        }
         self.check_flow()?;
         match self.fields.get("keep_expired") {
             None | Some(Value::Bool(_)) => {}

@@ -1,4 +1,4 @@
--- Fragments: none
+-- Fragments (prepended, in this order): clock.lua, wake.lua, group.lua
 -- Reliable fetch: move up to ARGV[1] jobs from the queues, tried in the given
 -- order, into this process's in-progress hash, skipping paused queues. One
 -- round trip for a whole batch, and a cost that does not grow with the
@@ -31,15 +31,22 @@
 --           "-" to record nothing (basic fetch's turn of grouped queues)
 -- ARGV[3..2+#KEYS-2] the queue name of each list, aligned with KEYS[3..]
 -- ARGV[..]  then, per grouped queue (those the registry lists as grouped,
---           see groups.rs), 20 values: its name, its ring (NS:groups:<q>),
+--           see groups.rs), 23 values: its name, its ring (NS:groups:<q>),
 --           the levels in use (a bit per level, as the caller knows them),
 --           its weights hash (NS:group_weights:<q>) or "" when the registry
 --           lists none for it; its caps hash (NS:group_caps:<q>), running
 --           counts (NS:group_running:<q>), leases (NS:group_leases:<q>),
 --           parked set (NS:group_parked:<q>), this process's identity and
---           the caps its jobs declare (NS:group_declared_caps:<q>, see
---           group.lua), or six "" when the registry lists no cap for it
---           (see group_lease.lua); and the prefix of its groups' lists at
+--           the limits its jobs declare (NS:group_declared:<q>, see
+--           group.lua), or five "" and the declared limits (or "" when the
+--           registry lists no rate for it either) when the registry lists
+--           no cap for it (see group_lease.lua); the prefix of its rated
+--           groups' window counts (NS:group_rate:<q> , the group following:
+--           how many of its jobs started in the current period, expiring
+--           with it), its timers (NS:group_timers:<q>: groups waiting out
+--           their period, scored by its end) and this host's clock (epoch
+--           seconds, where TIME is refused), or three "" when the registry
+--           lists no rate for it; and the prefix of its groups' lists at
 --           each priority level,
 --           9 first (NS:group@9:<q> , ..., NS:group:<q> , ...: a group's
 --           list is the prefix followed by the group). A group's lists at
@@ -57,11 +64,11 @@ for _, name in ipairs(redis.call("SMEMBERS", KEYS[1])) do
 end
 
 local grouped = {}
-for at = #KEYS + 1, #ARGV, 20 do
+for at = #KEYS + 1, #ARGV, 23 do
   local used = tonumber(ARGV[at + 2])
   local prefixes, in_use = {}, {}
   for i = 0, 9 do
-    local prefix = ARGV[at + 10 + i]
+    local prefix = ARGV[at + 13 + i]
     prefixes[#prefixes + 1] = prefix
     -- The i-th prefix is of level 9 - i; the default level (5) is always read.
     local level = 9 - i
@@ -80,6 +87,9 @@ for at = #KEYS + 1, #ARGV, 20 do
     parked = ARGV[at + 7],
     identity = ARGV[at + 8],
     declared = ARGV[at + 9],
+    rate_prefix = ARGV[at + 10],
+    timers = ARGV[at + 11],
+    clock = ARGV[at + 12],
     prefixes = prefixes,
     in_use = in_use,
     lists = {},
@@ -224,35 +234,51 @@ local function groups_in(ring, live)
   return groups
 end
 
+-- What hash `key` holds for each of `groups`, as `read` makes it out
+-- (nil: nothing): group -> value; nothing is read where the queue has no
+-- such hash (`key` "").
+local function fields_of(key, groups, read)
+  local found = {}
+  if key == "" or #groups == 0 then
+    return found
+  end
+  local values = redis.call("HMGET", key, unpack(groups))
+  for i, group in ipairs(groups) do
+    found[group] = values[i] and read(values[i])
+  end
+  return found
+end
+
 -- The weights of `groups`, where the queue has any: group -> weight.
 local function weights_of(queue, groups)
-  local weight = {}
-  if queue.weights == "" or #groups == 0 then
-    return weight
-  end
-  local values = redis.call("HMGET", queue.weights, unpack(groups))
-  for i, group in ipairs(groups) do
-    local w = tonumber(values[i])
-    if w and w > 0 then
-      weight[group] = w
-    end
-  end
-  return weight
+  return fields_of(queue.weights, groups, function(value)
+    local w = tonumber(value)
+    return w and w > 0 and w or nil
+  end)
+end
+
+-- The limits `groups` declare (group.lua: "<cap> <rate> <period>", 0 for
+-- none), where the queue has caps or rates: group -> {cap, rate, period}.
+local function declared_of(queue, groups)
+  return fields_of(queue.declared, groups, function(value)
+    local cap, rate, period = string.match(value, "^(%S+) (%S+) (%S+)$")
+    return { tonumber(cap) or 0, tonumber(rate) or 0, tonumber(period) or 0 }
+  end)
 end
 
 -- The concurrency caps of `groups`, where the queue has any (a group's
 -- own, else the one its jobs declare, else the queue's default under
 -- field ""), and how many of each run now: group -> cap, group -> running.
-local function caps_of(queue, groups)
+local function caps_of(queue, groups, declared)
   local cap, running = {}, {}
   if queue.caps == "" or #groups == 0 then
     return cap, running
   end
   local caps = redis.call("HMGET", queue.caps, "", unpack(groups))
-  local declared = redis.call("HMGET", queue.declared, unpack(groups))
   local counts = redis.call("HMGET", queue.running, unpack(groups))
   for i, group in ipairs(groups) do
-    local c = tonumber(caps[i + 1]) or tonumber(declared[i]) or tonumber(caps[1])
+    local own = declared[group] and declared[group][1] > 0 and declared[group][1]
+    local c = tonumber(caps[i + 1]) or own or tonumber(caps[1])
     if c then
       cap[group] = c
       running[group] = tonumber(counts[i]) or 0
@@ -261,12 +287,66 @@ local function caps_of(queue, groups)
   return cap, running
 end
 
+-- How many more jobs each rated group of `groups` may start in its current
+-- period: group -> room (and its window count's key).
+local function rates_of(queue, groups, declared)
+  local room, window = {}, {}
+  if queue.rate_prefix == "" then
+    return room, window
+  end
+  local rated = {}
+  for _, group in ipairs(groups) do
+    if declared[group] and declared[group][2] > 0 then
+      rated[#rated + 1] = group
+      window[group] = queue.rate_prefix .. group
+    end
+  end
+  if #rated == 0 then
+    return room, window
+  end
+  local keys = {}
+  for i, group in ipairs(rated) do
+    keys[i] = window[group]
+  end
+  local started = redis.call("MGET", unpack(keys))
+  for i, group in ipairs(rated) do
+    room[group] = declared[group][2] - (tonumber(started[i]) or 0)
+  end
+  return room, window
+end
+
+-- Counts `got` jobs started by a rated group in its period, whose window
+-- count is `window`: the period begins with its first job (the count
+-- expires with it).
+local function count_started(window, period, got)
+  if redis.call("INCRBY", window, got) == got then
+    redis.call("PEXPIRE", window, math.max(1, math.ceil(period * 1000)))
+  end
+end
+
+-- Groups of `queue` whose period has ended come back into its ring, at
+-- its lowest score (a group without jobs is dropped by the next round).
+local function wake_timers(queue)
+  if queue.timers == "" then
+    return
+  end
+  local due = redis.call("ZRANGEBYSCORE", queue.timers, "-inf", now_or(queue.clock), "LIMIT", 0, 100)
+  if #due == 0 then
+    return
+  end
+  redis.call("ZREM", queue.timers, unpack(due))
+  for _, group in ipairs(due) do
+    enter_ring(queue.ring, group)
+  end
+end
+
 -- A grouped queue: rounds of one job (or an even share) from each of the
 -- groups with the fewest turns, at most a few rounds per fetch. A group
 -- adds 1/weight to its score per job taken; a paused one sits at +inf
 -- (group_control.lua), past every group with a turn to take.
 local function take_grouped(name)
   local queue = grouped[name]
+  wake_timers(queue)
   for _ = 1, 4 do
     local need = wanted - count
     if need <= 0 then
@@ -289,8 +369,10 @@ local function take_grouped(name)
     end
     local groups = groups_in(ring, live)
     local weight = weights_of(queue, groups)
-    local cap, running = caps_of(queue, groups)
-    local turns, gone, parked, leases, empty = {}, {}, {}, {}, {}
+    local declared = declared_of(queue, groups)
+    local cap, running = caps_of(queue, groups, declared)
+    local room, window = rates_of(queue, groups, declared)
+    local turns, gone, parked, leases, empty, waiting = {}, {}, {}, {}, {}, {}
     local gave, passed = false, false
     for m = 1, live do
       if count >= wanted then
@@ -305,8 +387,20 @@ local function take_grouped(name)
         -- At most its cap running: room for the rest, or parked.
         share = math.min(share, cap[group] - running[group])
       end
+      -- Out of its rate with jobs waiting (one without any leaves the ring).
+      local out_of_rate = room[group]
+        and room[group] <= 0
+        and redis.call("EXISTS", unpack(group_lists(queue.prefixes, group))) > 0
+      if room[group] then
+        -- At most its rate's room this period: the rest wait out the period.
+        share = math.min(share, room[group])
+      end
       local got
-      if share <= 0 then
+      if out_of_rate then
+        got = -2
+      elseif room[group] and room[group] <= 0 then
+        got = 0
+      elseif share <= 0 then
         got = -1
       elseif group == "" then
         got = take_from(queue.lists, share, name)
@@ -322,6 +416,9 @@ local function take_grouped(name)
           got = take_from(all, share, name)
         end
       end
+      if got > 0 and room[group] then
+        count_started(window[group], declared[group][3], got)
+      end
       if got > 0 and cap[group] then
         redis.call("HINCRBY", queue.running, group, got)
         for i = before + 1, count do
@@ -329,7 +426,12 @@ local function take_grouped(name)
           leases[#leases + 1] = group
         end
       end
-      if got < 0 then
+      if got == -2 then
+        -- Out of its rate: it waits out its period (its timer), off the ring.
+        local left = redis.call("PTTL", window[group])
+        waiting[#waiting + 1] = now_or(queue.clock) + math.max(left, 1) / 1000
+        waiting[#waiting + 1] = group
+      elseif got < 0 then
         parked[#parked + 1] = group
       elseif got > 0 then
         gave = true
@@ -357,10 +459,16 @@ local function take_grouped(name)
     for _, group in ipairs(parked) do
       gone[#gone + 1] = group
     end
+    if #waiting > 0 then
+      redis.call("ZADD", queue.timers, unpack(waiting))
+      for i = 2, #waiting, 2 do
+        gone[#gone + 1] = waiting[i]
+      end
+    end
     if #gone > 0 then
       redis.call("ZREM", queue.ring, unpack(gone))
     end
-    if #empty > 0 and queue.caps ~= "" then
+    if #empty > 0 and queue.declared ~= "" then
       -- A group without jobs keeps no declared cap: its next push
       -- declares one again (group.lua).
       redis.call("HDEL", queue.declared, unpack(empty))

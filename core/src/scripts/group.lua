@@ -21,13 +21,15 @@ local function enter_ring(ring, group)
   return redis.call("ZADD", ring, "NX", score, group, score, "")
 end
 
--- A job whose class caps its group (`group_cap`) says so with every push
--- and requeue: the cap goes in its queue's declared caps (the latest push
--- wins), read by fetch_reliable.lua after a cap set for the group by
--- group_control.lua and before the queue's default, and dropped there
--- when the group has no jobs left (so a group leaves no field behind). The
--- queue's first declared cap lists it as capped (`group-caps <queue>`),
--- which is how workers learn to keep caps for it.
+-- A job whose class limits its group (`group_cap`, `group_rate`) says so
+-- with every push and requeue: `limits` ("<cap> <rate> <period>", 0 for
+-- none) goes in its queue's declared limits (the latest push wins), read
+-- by fetch_reliable.lua (a cap after one set for the group by
+-- group_control.lua and before the queue's default) and dropped there when
+-- the group has no jobs left (so a group leaves no field behind). The
+-- first group to declare a cap or a rate lists its queue as capped
+-- (`group-caps <queue>`) or rated (`group-rates <queue>`), which is how
+-- workers learn to keep them.
 --
 -- A push that leaves a group's list with as many jobs as it pushed found
 -- the group without jobs at that level: the group enters its queue's ring
@@ -37,12 +39,18 @@ end
 -- as grouped (list_priority_level, wake.lua), which is how workers learn
 -- to read it. Nothing happens for an empty `ring` (a job without a
 -- group): such a push pays nothing.
-local function enter_group(ring, group, caps, cap, length, pushed, registry, channel, queue_name)
+local function enter_group(ring, group, declared, limits, length, pushed, registry, channel, queue_name)
   if ring == nil or ring == "" then
     return
   end
-  if caps ~= nil and caps ~= "" and redis.call("HSET", caps, group, cap) == 1 then
-    list_priority_level(registry, channel, "group-caps " .. queue_name)
+  if declared ~= nil and declared ~= "" and redis.call("HSET", declared, group, limits) == 1 then
+    local cap, rate = string.match(limits, "^(%S+) (%S+)")
+    if cap ~= "0" then
+      list_priority_level(registry, channel, "group-caps " .. queue_name)
+    end
+    if rate ~= nil and rate ~= "0" then
+      list_priority_level(registry, channel, "group-rates " .. queue_name)
+    end
   end
   if length ~= pushed then
     return

@@ -9,7 +9,7 @@
 -- The priority levels the jobs use (other than the default) are listed
 -- first, for workers to find their lists (list_priority_level, wake.lua).
 -- A list of a group that was empty enters the group in its queue's ring
--- (enter_group, group.lua), which also keeps the cap the jobs declare
+-- (enter_group, group.lua), which also keeps the limits the jobs declare
 -- for their group.
 --
 -- KEYS[1]         NS:queues (set)
@@ -33,7 +33,7 @@
 -- ARGV[..]        P levels ("<level> <queue>"); then per list (aligned with
 --                 its key): its queue's name, its queue's ring (NS:groups:<q>,
 --                 or "" for ungrouped jobs), its group (or ""), its queue's
---                 declared caps (NS:group_declared_caps:<q>) and the cap
+--                 declared limits (NS:group_declared:<q>) and the limits
 --                 the jobs declare for the group (both "" for none), its
 --                 job count n, then the n payloads (pushed in that order);
 --                 then per scheduled job:
@@ -65,7 +65,7 @@ end
 local written = 0
 for q = 1, queues do
   local key, name, ring, group = KEYS[3 + q], ARGV[at], ARGV[at + 1], ARGV[at + 2]
-  local caps, cap = ARGV[at + 3], ARGV[at + 4]
+  local declared, limits = ARGV[at + 3], ARGV[at + 4]
   local n = tonumber(ARGV[at + 5])
   at = at + 6
   redis.call("SADD", KEYS[1], name)
@@ -75,7 +75,7 @@ for q = 1, queues do
     length = redis.call("LPUSH", key, unpack(ARGV, first, math.min(first + 999, at + n - 1)))
   end
   wake_if_was_empty(ARGV[1], name, length, n)
-  enter_group(ring, group, caps, cap, length, n, KEYS[3], ARGV[1], name)
+  enter_group(ring, group, declared, limits, length, n, KEYS[3], ARGV[1], name)
   at = at + n
   written = written + n
 end

@@ -15,9 +15,9 @@
 -- ARGV[5]   the group, or ""
 -- ARGV[6]   NS:priorities, where a queue's first group lists it (group.lua;
 --           never sharded by queue: groups are on the namespace's slot)
--- ARGV[7]   the queue's declared caps (NS:group_declared_caps:<q>), or ""
---           when the jobs declare no cap for their group (group.lua)
--- ARGV[8]   the cap they declare, or ""
+-- ARGV[7]   the queue's declared limits (NS:group_declared:<q>), or ""
+--           when the jobs declare no limit for their group (group.lua)
+-- ARGV[8]   the limits they declare, or ""
 -- ARGV[9..] the payloads, aligned with KEYS[2..]
 --
 -- Returns the number of jobs pushed (repeats are not counted).

@@ -20,8 +20,8 @@
 -- ARGV[4] the queue's name
 -- ARGV[5] the wake channel (see wake.lua)
 -- ARGV[6] the job's priority level, "<level> <queue>", or "" (default)
--- ARGV[7..10] its queue's ring, its group, its queue's declared caps and
---         the cap it declares (see enter_group in group.lua; "" for none)
+-- ARGV[7..10] its queue's ring, its group, its queue's declared limits and
+--         the limits it declares (see enter_group in group.lua; "" for none)
 -- ARGV[11] how long the key's state lasts after its last push (seconds)
 --
 -- Returns {the jid that will run, 1 when this push queued a new job, else 0}.

@@ -22,8 +22,8 @@
 -- ARGV[5] the queue's name
 -- ARGV[6] the wake channel (see wake.lua)
 -- ARGV[7] the job's priority level, "<level> <queue>", or "" (default)
--- ARGV[8..11] its queue's ring, its group, its queue's declared caps and
---         the cap it declares (see enter_group in group.lua; "" for none)
+-- ARGV[8..11] its queue's ring, its group, its queue's declared limits and
+--         the limits it declares (see enter_group in group.lua; "" for none)
 --
 -- Returns {what happened: "queued" | "delayed" | "dropped", when it is due
 -- (epoch seconds, as text)}.

@@ -25,9 +25,9 @@
 -- ARGV[12] the queue's ring (NS:groups:<q>), or "" for a job without a
 --          group (see group.lua, prepended)
 -- ARGV[13] the job's group, or ""
--- ARGV[14] the queue's declared caps (NS:group_declared_caps:<q>), or ""
---          when the job declares no cap for its group (group.lua)
--- ARGV[15] the cap it declares, or ""
+-- ARGV[14] the queue's declared limits (NS:group_declared:<q>), or ""
+--          when the job declares no limit for its group (group.lua)
+-- ARGV[15] the limits it declares, or ""
 --
 -- Returns the jid holding the lock: this push's if it was pushed (or
 -- already was, under this jid), else that of the job holding it.

@@ -21,8 +21,8 @@
 -- ARGV[2..] octuplets, one per entry, aligned with KEYS[4..]: {entry as
 --           stored, queue name, payload to push, "<level> <queue>" or ""
 --           for the default level, its queue's ring or "" for a job
---           without a group, its group or "", its queue's declared caps
---           (NS:group_declared_caps:<q>) and the cap the job declares for
+--           without a group, its group or "", its queue's declared limits
+--           (NS:group_declared:<q>) and the limits the job declares for
 --           its group, or "" and "" (group.lua)}
 --
 -- Returns the number of entries moved (an entry another process claimed

@@ -37,9 +37,9 @@
 -- ARGV[12] "<level> <queue>", or "" at the default level
 -- ARGV[13] the queue's ring (NS:groups:<q>), or "" for a job without a group
 -- ARGV[14] the job's group, or ""
--- ARGV[15] the queue's declared caps (NS:group_declared_caps:<q>), or ""
---          when the job declares no cap for its group (group.lua)
--- ARGV[16] the cap it declares, or ""
+-- ARGV[15] the queue's declared limits (NS:group_declared:<q>), or ""
+--          when the job declares no limit for its group (group.lua)
+-- ARGV[16] the limits it declares, or ""
 --
 -- The level is listed in the same step as the push, as every path that
 -- puts a job on a level's list does: a job given back onto a level whose

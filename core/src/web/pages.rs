@@ -239,7 +239,7 @@ pub(crate) async fn queue(
         @if !groups.is_empty() {
             h2 { "Groups" }
             table {
-                thead { tr { th { "Group" } th.num { "Jobs" } th.num { "Running / cap" } th.num { "Weight" } th.num { "Turns" } th {} } }
+                thead { tr { th { "Group" } th.num { "Jobs" } th.num { "Running / cap" } th.num { "Rate" } th.num { "Weight" } th.num { "Turns" } th {} } }
                 tbody {
                     @for group in &groups {
                         tr {
@@ -247,9 +247,13 @@ pub(crate) async fn queue(
                                 code { (crate::printable::shown(&group.name)) }
                                 @if group.paused { " " span.badge.warn { "paused" } }
                                 @if group.parked { " " span.badge { "at its cap" } }
+                                @if let Some(until) = group.waiting_until {
+                                    " " span.badge title=(format!("until {}", time(until))) { "waiting out its rate" }
+                                }
                             }
                             td.num { (group.size) }
                             td.num { @if let Some(cap) = group.cap { (group.running) " / " (cap) } }
+                            td.num { @if let (Some(rate), Some(period)) = (group.rate, group.rate_period) { (rate) " per " (period) " s" } }
                             td.num { (group.weight) }
                             td.num { (group.turns.map(|t| format!("{t:.1}")).unwrap_or_default()) }
                             td.actions {
