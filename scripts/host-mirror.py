@@ -635,6 +635,8 @@ IDIOMS: dict[str, tuple[list[str], list[str]]] = {
             "../active_job/queue_adapters/cogworker_adapter.rb:CogworkerAdapter#delivery_job?",
             "../active_job/queue_adapters/cogworker_adapter.rb:CogworkerAdapter#mail_delivery?",
             "../active_job/queue_adapters/cogworker_adapter.rb:JobWrapper#perform",
+            "../active_job/queue_adapters/cogworker_limits.rb:CogworkerAdapter.concurrency_fields",
+            "../active_job/queue_adapters/cogworker_limits.rb:ConcurrencyLimits#limits_concurrency",
         ],
     ),
 }

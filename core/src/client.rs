@@ -316,6 +316,9 @@ impl Client {
             invocation.key(key);
         }
         invocation
+            .key(self.keys.stat("backlog_dropped", None))
+            .key(self.keys.stat("backlog_dropped", Some(&crate::retry::day_of(at))));
+        invocation
             .arg(self.keys.wake())
             .arg(on_this_slot.len())
             .arg(scheduled.len())
@@ -449,10 +452,15 @@ impl Client {
             .arg(&handover)
             .key(self.keys.priorities())
             .arg(crate::priority::listed_member(&queue, job.priority_level()))
-            .arg(&destination.group_args()[..]);
+            .arg(&destination.group_args()[..])
+            .key(self.keys.stat("backlog_dropped", None))
+            .key(self.keys.stat("backlog_dropped", Some(&crate::retry::day_of(at))));
         // A retry of a push that did land finds the lock held by this jid
         // and pushes nothing more.
-        let holder: String = self.invoke_once_more_on_drop(&invocation).await?;
+        let holder: String = self
+            .invoke_once_more_on_drop(&invocation)
+            .await
+            .map_err(crate::error::Error::from_batch_script)?;
         if holder != job.jid_str() {
             tracing::debug!("{job} not pushed: {holder} holds unique lock {digest}");
             return Ok(Some(holder));

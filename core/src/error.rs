@@ -120,12 +120,25 @@ impl Error {
         }
     }
 
-    /// A batch script's refusal (its code, then the batch id or the
-    /// deepest nesting it names; scripts/batch_open.lua, push.lua) as the
-    /// error it means; any other Redis error as it is.
+    /// A push or batch script's refusal (its code, then the batch id or
+    /// the deepest nesting it names, or a group's backlog: waiting, cap,
+    /// group; scripts/batch_open.lua, push.lua, group.lua) as the error it
+    /// means; any other Redis error as it is.
     pub(crate) fn from_batch_script(error: redis::RedisError) -> Self {
         let named = error.detail().unwrap_or_default().trim().to_string();
         match error.code() {
+            Some("BACKLOG") => {
+                let mut parts = named.splitn(3, ' ');
+                let (waiting, most, group) = (
+                    parts.next().unwrap_or(""),
+                    parts.next().unwrap_or(""),
+                    parts.next().unwrap_or(""),
+                );
+                Error::OverLimit {
+                    limiter: format!("the backlog of group {group}"),
+                    reason: format!("{waiting} of its jobs wait already, at most {most} (group_backlog)"),
+                }
+            }
             Some("NOBATCH") => Error::invalid_argument("bid", named, "no such batch (never opened, or expired)"),
             Some("BATCHEXISTS") => Error::invalid_argument("bid", named, "a batch with this id exists already"),
             Some("BATCHDEPTH") => {

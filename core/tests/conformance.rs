@@ -228,6 +228,9 @@ impl Run {
         if let Some(cap) = options["group_cap"].as_u64() {
             job = job.group_cap(cap);
         }
+        if let Some(most) = options["group_backlog"].as_u64() {
+            job = job.group_backlog(most, options["group_backlog_full"] == "drop_oldest");
+        }
         if let Some(limit) = options["group_rate"].as_u64() {
             job = job.group_rate(limit, options["group_rate_period"].as_f64().unwrap_or(1.0));
         }
@@ -253,6 +256,8 @@ impl Run {
                 "group_cap",
                 "group_rate",
                 "group_rate_period",
+                "group_backlog",
+                "group_backlog_full",
                 "key",
                 "debounce",
                 "debounce_max",
@@ -340,6 +345,17 @@ impl Run {
                 },
             )
             .await;
+        } else if step.get("push").is_some() && step.get("raises").is_some() {
+            let error = self.client.push(Self::push_job(step)).await.unwrap_err();
+            let kind = match &error {
+                cogworker::Error::OverLimit { .. } => "OverLimit",
+                cogworker::Error::InvalidJob { .. } => "InvalidJob",
+                cogworker::Error::InvalidArgument { .. } => "InvalidArgument",
+                _ => "another error",
+            };
+            assert_eq!(step["raises"], kind, "{error}");
+            let wanted = step["message_has"].as_str().unwrap_or("");
+            assert!(error.to_string().contains(wanted), "{error}");
         } else if step.get("push").is_some() {
             let pushed = self.client.push(Self::push_job(step)).await.unwrap();
             if step["refused"] == json!(true) {

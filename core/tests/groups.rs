@@ -819,3 +819,84 @@ async fn a_parked_groups_jobs_count_in_the_queue_and_are_cleared_with_it() {
     handle.stop();
     task.await.unwrap().unwrap();
 }
+
+/// A backlog cap its class declares for its group (`group_backlog`): a
+/// push past it is refused, naming the group, and writes nothing (a bulk
+/// push with it too); with drop_oldest, the group's oldest waiting jobs
+/// make room, counted. Other groups are not touched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backlog_cap_refuses_a_push_past_it_or_drops_the_oldest() {
+    let redis = TestRedis::start();
+    let client = Client::new(&redis.config()).unwrap();
+    let api = Api::new(client.clone());
+    let capped = |n: i64| {
+        Job::new("Step")
+            .args([json!(n)])
+            .group("tenant:1")
+            .group_backlog(3, false)
+    };
+    for n in 0..3 {
+        client.push(capped(n)).await.unwrap();
+    }
+    let err = client.push(capped(3)).await.unwrap_err();
+    assert!(matches!(err, cogworker::Error::OverLimit { .. }), "{err}");
+    assert!(
+        err.to_string().contains("group tenant:1") && err.to_string().contains("at most 3"),
+        "{err}"
+    );
+    let unique = capped(4).unique_for(60.0);
+    assert!(matches!(
+        client.push(unique).await.unwrap_err(),
+        cogworker::Error::OverLimit { .. }
+    ));
+    let bulk = vec![Job::new("Step").args([json!(9)]).group("tenant:2"), capped(5)];
+    assert!(client.push_bulk(bulk).await.is_err());
+    let sizes = |groups: Vec<cogworker::GroupInfo>| -> Vec<(String, u64)> {
+        groups.into_iter().map(|g| (g.name, g.size)).collect()
+    };
+    assert_eq!(
+        sizes(api.groups("default", 0, 10).await.unwrap()),
+        [("tenant:1".to_string(), 3)],
+        "nothing written by a refused push, nor by the bulk push with it"
+    );
+    let dropping = |n: i64| {
+        Job::new("Step")
+            .args([json!(n)])
+            .group("tenant:3")
+            .group_backlog(2, true)
+    };
+    for n in 10..15 {
+        client.push(dropping(n)).await.unwrap();
+    }
+    let mut conn = redis.conn().await;
+    let waiting: Vec<String> = redis::cmd("LRANGE")
+        .arg("cogworker:group:default tenant:3")
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let args: Vec<i64> = waiting
+        .iter()
+        .map(|raw| {
+            serde_json::from_str::<serde_json::Value>(raw).unwrap()["args"][0]
+                .as_i64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(args, [14, 13], "the newest two kept");
+    assert_eq!(api.stats().await.unwrap().backlog_dropped, 3);
+    for (field, bad) in [
+        ("group_backlog", json!(0)),
+        ("group_backlog", json!(-1)),
+        ("group_backlog", json!("many")),
+        ("group_backlog_full", json!("block")),
+    ] {
+        let job = Job::new("Step")
+            .group("g")
+            .group_backlog(5, false)
+            .field(field, bad.clone());
+        let err = client.push(job).await.unwrap_err();
+        assert_eq!(err.field(), Some(field), "{bad}: {err}");
+    }
+}

@@ -44,6 +44,8 @@ class PushOptions(TypedDict, total=False):
     group_cap: int
     group_rate: int
     group_rate_period: Delay
+    group_backlog: int
+    group_backlog_full: str
     key: KeyOption
     debounce: Delay
     debounce_max: Delay

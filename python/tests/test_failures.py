@@ -24,7 +24,9 @@ def test_a_failure_is_recorded_then_retried(worker_factory) -> None:
     assert attempts[0]["error_class"] == "tasks.BoomError"
     assert attempts[0]["error_message"] == "first attempt of k1 fails"
     assert attempts[0]["outcome"] == "retry"
-    counts = dict.fromkeys(["expired", "cancelled", "collapsed", "throttled", "replaced"], 0)
+    counts = dict.fromkeys(
+        ["expired", "cancelled", "collapsed", "throttled", "replaced", "backlog_dropped"], 0
+    )
     counts.update(processed=1, failed=1)
     wait_for("stats", lambda: api.stats() == counts)
 

@@ -158,3 +158,22 @@ def test_a_rate_declared_on_the_function_paces_each_key(configured, worker_facto
             paced.options(group_rate=bad).enqueue(1, 1)  # type: ignore[arg-type]
     with pytest.raises(cogworker.InvalidJob, match="group_rate_period"):
         paced.options(group_rate_period=0).enqueue(1, 1)
+
+
+def test_a_backlog_cap_refuses_a_push_past_it_naming_the_group(configured) -> None:
+    bounded = plain.options(group="inbox:1", group_backlog=2)
+    bounded.enqueue(1)
+    bounded.enqueue(2)
+    with pytest.raises(cogworker.OverLimit, match="group inbox:1"):
+        bounded.enqueue(3)
+    dropping = plain.options(group="inbox:2", group_backlog=1, group_backlog_full="drop_oldest")
+    for n in range(3):
+        dropping.enqueue(n)
+    assert cogworker.Api().stats()["backlog_dropped"] == 2
+    assert sorted((g["name"], g["size"]) for g in cogworker.Api().groups("default")) == [
+        ("inbox:1", 2),
+        ("inbox:2", 1),
+    ]
+    for bad in [0, -1, "many", True]:
+        with pytest.raises(cogworker.InvalidJob, match="group_backlog"):
+            plain.options(group="g", group_backlog=bad).enqueue(1)  # type: ignore[arg-type]

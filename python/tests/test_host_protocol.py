@@ -64,6 +64,7 @@ def test_every_wrong_ending_is_filed_and_every_slot_runs_again(worker_factory) -
         "collapsed": 0,
         "throttled": 0,
         "replaced": 0,
+        "backlog_dropped": 0,
     }
 
 

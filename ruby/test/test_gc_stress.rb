@@ -56,6 +56,7 @@ class TestGCStress < Minitest::Test
     end
     assert worker.wait(15)
     assert_equal({ 'processed' => 3, 'failed' => 2, 'expired' => 0, 'cancelled' => 0,
-                    'collapsed' => 0, 'throttled' => 0, 'replaced' => 0 }, api.call('stats', []))
+                    'collapsed' => 0, 'throttled' => 0, 'replaced' => 0,
+                    'backlog_dropped' => 0 }, api.call('stats', []))
   end
 end

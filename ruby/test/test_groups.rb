@@ -120,6 +120,16 @@ class TestGroupCaps < Minitest::Test
     end
   end
 
+  def test_a_backlog_cap_refuses_a_push_past_it_naming_the_group
+    2.times { |n| EchoJob.set(group: 'inbox:1', group_backlog: 2).perform_async(n) }
+    error = assert_raises(Cogworker::OverLimit) { EchoJob.set(group: 'inbox:1', group_backlog: 2).perform_async(3) }
+    assert_includes error.message, 'group inbox:1'
+    3.times { |n| EchoJob.set(group: 'inbox:2', group_backlog: 1, group_backlog_full: 'drop_oldest').perform_async(n) }
+    assert_equal 2, Cogworker::Api.new.stats['backlog_dropped']
+    sizes = Cogworker::Api.new.groups('default').map { |group| group.values_at('name', 'size') }.sort
+    assert_equal [['inbox:1', 2], ['inbox:2', 1]], sizes
+  end
+
   def test_a_bad_group_cap_is_refused_at_push_and_at_declaration
     [0, -1, 2_000_000, 1.5, Float::NAN, Float::INFINITY, '2', [2], true].each do |bad|
       error = assert_raises(Cogworker::InvalidJob) { CappedJob.set(group_cap: bad).perform_async(1, 1) }

@@ -44,7 +44,8 @@ class TestHostProtocol < Minitest::Test
     Escapes::SLOTS.times { |n| AllAtOnce.perform_async(n) }
     wait_for('every slot busy at once') { Jobs.seen.count { |s| s.is_a?(Array) && s[0] == :together } == Escapes::SLOTS }
     assert_equal({ 'processed' => Escapes::SLOTS, 'failed' => 8, 'expired' => 0, 'cancelled' => 0,
-                    'collapsed' => 0, 'throttled' => 0, 'replaced' => 0 }, Cogworker::Api.new.stats)
+                    'collapsed' => 0, 'throttled' => 0, 'replaced' => 0,
+                    'backlog_dropped' => 0 }, Cogworker::Api.new.stats)
   end
 
   def test_exit_in_a_job_is_its_failure_and_the_worker_exits_0

@@ -84,6 +84,9 @@ pub struct Stats {
     pub throttled: u64,
     /// Waiting jobs replaced by a push of their key (`replace`).
     pub replaced: u64,
+    /// Waiting jobs a group's backlog cap dropped to make room for newer
+    /// ones (`group_backlog_full: "drop_oldest"`).
+    pub backlog_dropped: u64,
 }
 
 /// Ops over one namespace, through a [`Client`]'s connection.
@@ -126,7 +129,7 @@ impl Api {
     /// Counts for one UTC day (`yyyy-mm-dd`), or the totals.
     pub async fn stats_for(&self, day: Option<&str>) -> Result<Stats> {
         let keys = self.client.keys();
-        let counts: [Option<u64>; 7] = redis::pipe()
+        let counts: [Option<u64>; 8] = redis::pipe()
             .get(keys.stat("processed", day))
             .get(keys.stat("failed", day))
             .get(keys.stat("expired", day))
@@ -134,9 +137,10 @@ impl Api {
             .get(keys.stat("collapsed", day))
             .get(keys.stat("throttled", day))
             .get(keys.stat("replaced", day))
+            .get(keys.stat("backlog_dropped", day))
             .query_async(&mut self.conn())
             .await?;
-        let [processed, failed, expired, cancelled, collapsed, throttled, replaced] =
+        let [processed, failed, expired, cancelled, collapsed, throttled, replaced, backlog_dropped] =
             counts.map(|count| count.unwrap_or(0));
         Ok(Stats {
             processed,
@@ -146,6 +150,7 @@ impl Api {
             collapsed,
             throttled,
             replaced,
+            backlog_dropped,
         })
     }
     /// Processed and failed today (UTC).

@@ -121,6 +121,11 @@ pub async fn run(api: &Api, command: &str, arg: Option<&str>) -> Result<String> 
             let _ = writeln!(out, "collapsed  {:>12}  today {}", totals.collapsed, today.collapsed);
             let _ = writeln!(out, "throttled  {:>12}  today {}", totals.throttled, today.throttled);
             let _ = writeln!(out, "replaced   {:>12}  today {}", totals.replaced, today.replaced);
+            let _ = writeln!(
+                out,
+                "backlog dropped {:>7}  today {}",
+                totals.backlog_dropped, today.backlog_dropped
+            );
             for (name, set) in [
                 ("scheduled", JobSet::Scheduled),
                 ("retry", JobSet::Retry),

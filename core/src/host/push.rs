@@ -55,6 +55,10 @@ pub struct PushRequest {
     pub group_rate: Option<i64>,
     /// The period of `group_rate`, in seconds.
     pub group_rate_period: Option<f64>,
+    /// The most of its group's jobs that wait on its queue.
+    pub group_backlog: Option<i64>,
+    /// What a push past `group_backlog` does: refuse, drop_oldest.
+    pub group_backlog_full: Option<String>,
     /// Its flow key (see [`crate::flow`]).
     pub key: Option<String>,
     /// Its debounce window, in seconds.
@@ -116,6 +120,14 @@ pub const PUSH_OPTIONS: &[(&str, &str)] = &[
         "at most this many jobs of its group start per group_rate_period (1 s by default), fleet-wide; the others wait without holding a worker",
     ),
     ("group_rate_period", "the period of group_rate (a duration, or seconds)"),
+    (
+        "group_backlog",
+        "at most this many jobs of its group wait on its queue: a push past it is refused, naming the group",
+    ),
+    (
+        "group_backlog_full",
+        "with group_backlog: \"refuse\" (the default) or \"drop_oldest\" (the group's oldest waiting jobs make room)",
+    ),
     (
         "key",
         "its flow key: with debounce, one job per burst of the key's pushes; with unique_for, one pending job per key",
@@ -263,6 +275,26 @@ impl PushRequest {
                 }
             },
             "group_rate_period" => self.group_rate_period = Some(seconds(value)?),
+            "group_backlog" => match value {
+                HostValue::Int(most) => self.group_backlog = Some(*most),
+                other => {
+                    return Err(Error::invalid_value(
+                        name,
+                        other,
+                        "must be a whole number from 1 to 1000000000",
+                    ))
+                }
+            },
+            "group_backlog_full" => match value {
+                HostValue::Text(full) => self.group_backlog_full = Some(full.clone()),
+                other => {
+                    return Err(Error::invalid_value(
+                        name,
+                        other,
+                        "must be \"refuse\" or \"drop_oldest\"",
+                    ))
+                }
+            },
             "key" => match value {
                 HostValue::Text(key) => self.key = Some(key.clone()),
                 other => return Err(Error::invalid_value(name, other, crate::job::GROUP_RULE)),
@@ -383,6 +415,12 @@ impl PushRequest {
                 "group_rate_period",
                 finite("group_rate_period", period, "must be a number of seconds")?,
             );
+        }
+        if let Some(most) = self.group_backlog {
+            job = job.field("group_backlog", Value::from(most));
+        }
+        if let Some(full) = self.group_backlog_full {
+            job = job.field("group_backlog_full", Value::String(full));
         }
         if let Some(key) = self.key {
             job = job.key(key);

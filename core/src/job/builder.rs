@@ -118,6 +118,18 @@ impl Job {
         }
         self
     }
+    /// At most `most` jobs of its group wait on its queue (at its priority
+    /// level): a push past it is refused (an over-limit error naming the
+    /// group), or, with `drop_oldest`, the group's oldest waiting jobs are
+    /// dropped to make room (counted in `NS:stat:backlog_dropped`).
+    pub fn group_backlog(mut self, most: u64, drop_oldest: bool) -> Self {
+        self.fields.insert("group_backlog".into(), Value::from(most));
+        if drop_oldest {
+            self.fields
+                .insert("group_backlog_full".into(), Value::String("drop_oldest".into()));
+        }
+        self
+    }
     /// At most `limit` jobs of its group start per `period` seconds,
     /// fleet-wide (a rate limit keyed by the group): a group past its rate
     /// waits without holding a worker slot until its next period.

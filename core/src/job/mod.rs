@@ -101,17 +101,37 @@ impl Job {
         };
         Some((limit, period))
     }
+    /// The backlog cap its class declares for its group (`group_backlog`:
+    /// at most that many of the group's jobs wait at its level), and
+    /// whether a push past it drops the oldest (`group_backlog_full:
+    /// "drop_oldest"`) rather than being refused, if it carries a valid one
+    /// and a group.
+    pub fn declared_backlog(&self) -> Option<(u64, bool)> {
+        self.group_key()?;
+        let most = self
+            .fields
+            .get("group_backlog")
+            .and_then(Value::as_u64)
+            .filter(|most| (1..=GROUP_BACKLOG_MAX).contains(most))?;
+        Some((most, self.str_field("group_backlog_full") == Some("drop_oldest")))
+    }
     /// What a push tells its group's declared limits of this job (see
-    /// `scripts/group.lua`): `"<cap> <rate> <period>"`, 0 for none, or
-    /// `None` when it declares neither.
+    /// `scripts/group.lua`): `"<cap> <rate> <period> <backlog> <drop>"`, 0
+    /// for none, or `None` when it declares none.
     pub fn declared_limits(&self) -> Option<String> {
         let cap = self.declared_cap();
         let rate = self.declared_rate();
-        if cap.is_none() && rate.is_none() {
+        let backlog = self.declared_backlog();
+        if cap.is_none() && rate.is_none() && backlog.is_none() {
             return None;
         }
         let (limit, period) = rate.unwrap_or((0, 0.0));
-        Some(format!("{} {limit} {period}", cap.unwrap_or(0)))
+        let (most, drop) = backlog.unwrap_or((0, false));
+        Some(format!(
+            "{} {limit} {period} {most} {}",
+            cap.unwrap_or(0),
+            u8::from(drop)
+        ))
     }
     /// Its flow key (see [`crate::flow`]): the key whose pushes a
     /// debounce collapses and a singleton keeps to one job, if it carries
@@ -304,6 +324,9 @@ pub const GROUP_MAX_LEN: usize = 256;
 /// The largest concurrency cap a group may have (a job's `group_cap`, or
 /// one set by [`crate::Api::set_group_cap`]).
 pub const GROUP_CAP_MAX: u64 = 1_000_000;
+
+/// The largest backlog cap a group may have (a job's `group_backlog`).
+pub const GROUP_BACKLOG_MAX: u64 = 1_000_000_000;
 
 /// What a group key may be, as a push's error says it.
 pub(crate) const GROUP_RULE: &str = "must be a string of 1 to 256 characters, without control characters";

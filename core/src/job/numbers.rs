@@ -33,6 +33,8 @@ enum Rule {
     Priority,
     /// A concurrency cap, 1 to [`super::GROUP_CAP_MAX`].
     Cap,
+    /// A backlog cap, 1 to [`super::GROUP_BACKLOG_MAX`].
+    Backlog,
 }
 
 /// Every numeric field a pusher may set, with its rule and whether a
@@ -51,6 +53,7 @@ const FIELDS: &[(&str, Rule, bool)] = &[
     ("group_cap", Rule::Cap, true),
     ("group_rate", Rule::Cap, true),
     ("group_rate_period", Rule::Duration, true),
+    ("group_backlog", Rule::Backlog, false),
     ("debounce", Rule::Duration, false),
     ("debounce_max", Rule::Duration, false),
     ("throttle", Rule::Duration, false),
@@ -70,6 +73,9 @@ impl Rule {
             Rule::Cap => value
                 .as_u64()
                 .is_some_and(|cap| (1..=super::GROUP_CAP_MAX).contains(&cap)),
+            Rule::Backlog => value
+                .as_u64()
+                .is_some_and(|most| (1..=super::GROUP_BACKLOG_MAX).contains(&most)),
         }
     }
 
@@ -81,6 +87,7 @@ impl Rule {
             Rule::Retry => "must be true, false or a whole number >= 0",
             Rule::Priority => "must be a whole number from 0 (last) to 9 (first)",
             Rule::Cap => "must be a whole number from 1 to 1000000",
+            Rule::Backlog => "must be a whole number from 1 to 1000000000",
         }
     }
 }

@@ -64,6 +64,23 @@ impl Job {
             Some(Value::String(key)) if crate::job::valid_group(key) => {}
             Some(v) => return Err(bad("key", v, crate::job::GROUP_RULE)),
         }
+        match self.fields.get("group_backlog_full") {
+            None => {}
+            Some(Value::String(full)) if full == "refuse" || full == "drop_oldest" => {}
+            Some(v) => {
+                return Err(Error::invalid_value(
+                    "group_backlog_full",
+                    v,
+                    "must be \"refuse\" or \"drop_oldest\"",
+                ))
+            }
+        }
+        if self.fields.contains_key("group_backlog_full") && !self.fields.contains_key("group_backlog") {
+            return Err(Error::invalid_job(
+                "group_backlog_full",
+                "says what a push past group_backlog does: give group_backlog too",
+            ));
+        }
         if self.fields.contains_key("group_rate_period") && !self.fields.contains_key("group_rate") {
             return Err(Error::invalid_job(
                 "group_rate_period",
@@ -151,6 +168,7 @@ impl Job {
             ));
         }
         for (field, why) in [
+            ("group_backlog", "its pushes are not counted against a backlog cap yet"),
             ("at", "its key's window times the job: give no at or delay"),
             (
                 "unique_for",

@@ -257,11 +257,11 @@ local function weights_of(queue, groups)
   end)
 end
 
--- The limits `groups` declare (group.lua: "<cap> <rate> <period>", 0 for
+-- The limits `groups` declare (group.lua: "<cap> <rate> <period> ...", 0 for
 -- none), where the queue has caps or rates: group -> {cap, rate, period}.
 local function declared_of(queue, groups)
   return fields_of(queue.declared, groups, function(value)
-    local cap, rate, period = string.match(value, "^(%S+) (%S+) (%S+)$")
+    local cap, rate, period = string.match(value, "^(%S+) (%S+) (%S+)")
     return { tonumber(cap) or 0, tonumber(rate) or 0, tonumber(period) or 0 }
   end)
 end

@@ -22,8 +22,10 @@ local function enter_ring(ring, group)
 end
 
 -- A job whose class limits its group (`group_cap`, `group_rate`) says so
--- with every push and requeue: `limits` ("<cap> <rate> <period>", 0 for
--- none) goes in its queue's declared limits (the latest push wins), read
+-- with every push and requeue: `limits` ("<cap> <rate> <period> <backlog>
+-- <drop>", 0 for none; the backlog is the push's business, see
+-- backlog_refusal) goes in its queue's declared limits (the latest push
+-- wins) when it has a cap or a rate, read
 -- by fetch_reliable.lua (a cap after one set for the group by
 -- group_control.lua and before the queue's default) and dropped there when
 -- the group has no jobs left (so a group leaves no field behind). The
@@ -43,12 +45,13 @@ local function enter_group(ring, group, declared, limits, length, pushed, regist
   if ring == nil or ring == "" then
     return
   end
-  if declared ~= nil and declared ~= "" and redis.call("HSET", declared, group, limits) == 1 then
-    local cap, rate = string.match(limits, "^(%S+) (%S+)")
+  local cap, rate = string.match(limits or "", "^(%S+) (%S+)")
+  local limited = (cap ~= nil and cap ~= "0") or (rate ~= nil and rate ~= "0")
+  if limited and declared ~= "" and redis.call("HSET", declared, group, limits) == 1 then
     if cap ~= "0" then
       list_priority_level(registry, channel, "group-caps " .. queue_name)
     end
-    if rate ~= nil and rate ~= "0" then
+    if rate ~= "0" then
       list_priority_level(registry, channel, "group-rates " .. queue_name)
     end
   end
@@ -58,4 +61,47 @@ local function enter_group(ring, group, declared, limits, length, pushed, regist
   if enter_ring(ring, group) == 2 then
     list_priority_level(registry, channel, "group " .. queue_name)
   end
+end
+
+-- A group's backlog cap, from the limits its job declares (the 4th and
+-- 5th of "<cap> <rate> <period> <backlog> <drop>"): the most of its jobs
+-- that may wait on a list, and whether the oldest make room for a push
+-- past it (drop_oldest) rather than the push being refused; nil for none.
+local function backlog_of(limits)
+  local most, drop = string.match(limits or "", "^%S+ %S+ %S+ (%S+) (%S+)$")
+  most = tonumber(most)
+  if not most or most <= 0 then
+    return nil
+  end
+  return most, drop == "1"
+end
+
+-- The refusal of a push of `n` jobs of `group` onto `list` past its
+-- backlog cap (an error reply, BACKLOG <waiting> <cap> <group>, for the
+-- push to return before it writes anything), or nil.
+local function backlog_refusal(list, group, limits, n)
+  local most, drop = backlog_of(limits)
+  if not most or drop then
+    return nil
+  end
+  local waiting = redis.call("LLEN", list)
+  if waiting + n > most then
+    return redis.error_reply("BACKLOG " .. waiting .. " " .. most .. " " .. group)
+  end
+  return nil
+end
+
+-- After a push that left `list` `length` long, the oldest jobs past its
+-- group's backlog cap are dropped (drop_oldest), counted in `stat` and
+-- `stat_day`. Returns how many.
+local function trim_backlog(list, limits, length, stat, stat_day)
+  local most, drop = backlog_of(limits)
+  if not most or not drop or length <= most then
+    return 0
+  end
+  local excess = length - most
+  redis.call("RPOP", list, excess)
+  redis.call("INCRBY", stat, excess)
+  redis.call("INCRBY", stat_day, excess)
+  return excess
 end

@@ -18,7 +18,10 @@
 -- KEYS[4..3+Q]    the lists pushed to: NS:queue:<q>, or NS:queue@<level>:<q>
 --                 for a priority level other than the default, or a
 --                 group's list (NS:group:<q> <group>, see groups.rs)
--- KEYS[4+Q..]     NS:result:<jid>, one per result record
+-- KEYS[4+Q..3+Q+R] NS:result:<jid>, one per result record
+-- KEYS[4+Q+R]     NS:stat:backlog_dropped, then its day's count
+--                 (NS:stat:backlog_dropped:<yyyy-mm-dd>): the jobs a group's
+--                 backlog cap dropped (trim_backlog, group.lua)
 -- ARGV[1]         the wake channel
 -- ARGV[2]         Q, the number of lists
 -- ARGV[3]         S, the number of scheduled jobs
@@ -40,9 +43,23 @@
 --                 run-at score, payload; then per record: TTL (whole
 --                 seconds), record
 --
+-- A list whose group's jobs declare a backlog cap (group.lua) is checked
+-- first: a push past it is refused before anything is written (error
+-- BACKLOG <waiting> <cap> <group>), or, where the class says so, the
+-- group's oldest jobs are dropped to make room.
+--
 -- Returns the number of jobs written.
 local queues, scheduled, records = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local batches = tonumber(ARGV[6] or "0")
+local lists_at = (batches > 0 and 8 + 2 * batches or 7) + tonumber(ARGV[5])
+for q = 1, queues do
+  local refused = backlog_refusal(KEYS[3 + q], ARGV[lists_at + 2], ARGV[lists_at + 4], tonumber(ARGV[lists_at + 5]))
+  if refused then
+    return refused
+  end
+  lists_at = lists_at + 6 + tonumber(ARGV[lists_at + 5])
+end
+local dropped_stat, dropped_day = KEYS[4 + queues + records], KEYS[5 + queues + records]
 local at = 7
 if batches > 0 then
   local prefix = ARGV[7]
@@ -76,6 +93,7 @@ for q = 1, queues do
   end
   wake_if_was_empty(ARGV[1], name, length, n)
   enter_group(ring, group, declared, limits, length, n, KEYS[3], ARGV[1], name)
+  trim_backlog(key, limits, length, dropped_stat, dropped_day)
   at = at + n
   written = written + n
 end

@@ -27,7 +27,9 @@
 -- ARGV[13] the job's group, or ""
 -- ARGV[14] the queue's declared limits (NS:group_declared:<q>), or ""
 --          when the job declares no limit for its group (group.lua)
--- ARGV[15] the limits it declares, or ""
+-- ARGV[15] the limits it declares, or "" (a backlog cap among them is
+--          kept as push.lua keeps it)
+-- KEYS[6] NS:stat:backlog_dropped, KEYS[7] its day's count
 --
 -- Returns the jid holding the lock: this push's if it was pushed (or
 -- already was, under this jid), else that of the job holding it.
@@ -43,6 +45,12 @@ local kind = redis.call("TYPE", KEYS[3])["ok"]
 if kind ~= want and kind ~= "none" then
   return redis.error_reply("WRONGTYPE " .. KEYS[3] .. " is a " .. kind .. ", not a " .. want)
 end
+if ARGV[3] == "queue" then
+  local refused = backlog_refusal(KEYS[3], ARGV[13], ARGV[15], 1)
+  if refused then
+    return refused
+  end
+end
 redis.call("SET", KEYS[1], ARGV[1], "EX", ARGV[2])
 list_priority_level(KEYS[5], ARGV[9], ARGV[11])
 if ARGV[3] == "schedule" then
@@ -55,6 +63,7 @@ else
   local length = redis.call("LPUSH", KEYS[3], ARGV[5])
   wake_if_was_empty(ARGV[9], ARGV[4], length, 1)
   enter_group(ARGV[12], ARGV[13], ARGV[14], ARGV[15], length, 1, KEYS[5], ARGV[9], ARGV[4])
+  trim_backlog(KEYS[3], ARGV[15], length, KEYS[6], KEYS[7])
 end
 if (ARGV[7] or "0") ~= "0" then
   redis.call("SET", KEYS[4], ARGV[8], "EX", ARGV[7])

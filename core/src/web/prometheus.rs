@@ -143,6 +143,11 @@ pub async fn render(api: &Api) -> Result<String> {
             "Waiting jobs replaced in place by a push of their key.",
             stats.replaced,
         ),
+        (
+            "cogworker_jobs_backlog_dropped_total",
+            "Waiting jobs a group's backlog cap dropped to make room for newer ones.",
+            stats.backlog_dropped,
+        ),
     ];
     for (name, help, count) in counters {
         out.family(name, "counter", help);
