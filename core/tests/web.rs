@@ -562,6 +562,36 @@ async fn the_metrics_pages_and_the_prometheus_exposition() {
         assert!(text.contains(line), "{line} in {text}");
     }
 
+    // A grouped queue: its 20 biggest groups by name, the rest summed, so
+    // the label set stays bounded however many groups it has.
+    let mut jobs: Vec<Job> = (1..=25)
+        .flat_map(|n| {
+            let group = if n == 25 {
+                "say \"hi\"".to_string()
+            } else {
+                format!("g{n:02}")
+            };
+            (0..n).map(move |_| Job::new("T").queue("tenants").group(group.clone()).group_cap(3))
+        })
+        .collect();
+    jobs.push(Job::new("T").queue("tenants"));
+    client.push_bulk(jobs).await.unwrap();
+    let text = get(&dashboard, "/metrics").await.body;
+    for line in [
+        "cogworker_groups{queue=\"tenants\"} 25",
+        "cogworker_group_size{queue=\"tenants\",group=\"say \\\"hi\\\"\",other=\"0\"} 25",
+        "cogworker_group_size{queue=\"tenants\",group=\"g06\",other=\"0\"} 6",
+        "cogworker_group_size{queue=\"tenants\",group=\"(other)\",other=\"1\"} 15",
+        "cogworker_group_running{queue=\"tenants\",group=\"g24\"} 0",
+    ] {
+        assert!(text.contains(line), "{line} in {text}");
+    }
+    let named = text
+        .lines()
+        .filter(|l| l.starts_with("cogworker_group_size{queue=\"tenants\""))
+        .count();
+    assert_eq!(named, 21, "20 groups and the rest: {text}");
+
     // `cogworker metrics`: /metrics alone, to the Host names it serves (a
     // DNS-rebinding page would read class and queue names), with the
     // dashboard's headers.

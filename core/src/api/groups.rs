@@ -39,6 +39,24 @@ pub struct GroupInfo {
     pub waiting_until: Option<f64>,
 }
 
+/// A grouped queue's groups in brief, with a bounded number of them named
+/// (for Prometheus' labels: see `web/prometheus.rs`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GroupSummary {
+    /// How many groups have jobs (in the turns, parked at their cap, or
+    /// waiting out their rate) or are paused.
+    pub groups: u64,
+    /// The groups with the most jobs waiting, most first (of the first
+    /// [`GROUPS_SUMMARIZED`] in turn order).
+    pub top: Vec<GroupInfo>,
+    /// The jobs waiting in every other group.
+    pub other: u64,
+}
+
+/// How many groups a summary reads, in turn order, to find its top ones:
+/// a scrape's cost stays bounded however many groups a queue has.
+pub const GROUPS_SUMMARIZED: isize = 1000;
+
 /// The heaviest weight a group may be given.
 pub const GROUP_WEIGHT_MAX: f64 = 1_000_000.0;
 
@@ -152,6 +170,43 @@ impl Api {
                 waiting_until: *until,
             })
             .collect())
+    }
+
+    /// Queue `name`'s groups in brief: how many, the `top` with the most
+    /// jobs waiting, and the jobs of all the others; `None` for a queue
+    /// without groups.
+    pub async fn group_summary(&self, name: &str, top: usize) -> Result<Option<GroupSummary>> {
+        self.check_grouping(name, None)?;
+        let keys = self.client.keys();
+        let (in_ring, ungrouped_member, parked, waiting): (u64, Option<f64>, u64, u64) = redis::pipe()
+            .zcard(keys.group_ring(name))
+            .zscore(keys.group_ring(name), "")
+            .scard(keys.group_parked(name))
+            .zcard(keys.group_timers(name))
+            .query_async(&mut self.conn())
+            .await?;
+        let groups = in_ring - u64::from(ungrouped_member.is_some()) + parked + waiting;
+        if groups == 0 {
+            return Ok(None);
+        }
+        let mut read = self.groups(name, 0, GROUPS_SUMMARIZED).await?;
+        read.sort_by(|a, b| b.size.cmp(&a.size).then_with(|| a.name.cmp(&b.name)));
+        read.truncate(top);
+        // The queue's own lists hold its ungrouped jobs; its groups, the rest.
+        let listing = self.listing().await?;
+        let mut sizes = redis::pipe();
+        for (list, _) in crate::priority::lists(keys, name, &listing.levels) {
+            sizes.llen(list);
+        }
+        let own: Vec<u64> = sizes.query_async(&mut self.conn()).await?;
+        let total = self.queue(name).await?.size;
+        let named: u64 = read.iter().map(|group| group.size).sum();
+        let other = total.saturating_sub(own.iter().sum::<u64>() + named);
+        Ok(Some(GroupSummary {
+            groups,
+            top: read,
+            other,
+        }))
     }
 
     /// Stops workers taking group `group`'s jobs from queue `name` (jobs

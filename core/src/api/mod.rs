@@ -22,7 +22,7 @@ mod results;
 mod sets;
 
 pub use batches::{BatchStatus, CallbackJob};
-pub use groups::{GroupInfo, GROUP_CAP_MAX, GROUP_WEIGHT_MAX};
+pub use groups::{GroupInfo, GroupSummary, GROUPS_SUMMARIZED, GROUP_CAP_MAX, GROUP_WEIGHT_MAX};
 pub use limiters::LimiterInfo;
 pub use locks::{LockInfo, PeriodicInfo};
 pub use processes::{BusyJob, ProcessInfo};

@@ -55,6 +55,61 @@ impl Exposition {
     }
 }
 
+/// The groups named per queue: a scrape's label set stays bounded however
+/// many groups (tenants, keys) a queue has; the rest are `(other)`.
+const TOP_GROUPS: usize = 20;
+
+/// Per grouped queue: how many groups, and the jobs waiting (and running,
+/// for capped ones) of its [`TOP_GROUPS`] biggest groups, the rest summed
+/// as group `(other)` (a name no group has: it holds parentheses but a
+/// group may too, so it is told apart by the `other` label as well).
+async fn groups(api: &Api, queues: &[crate::api::QueueInfo], out: &mut Exposition) -> Result<()> {
+    let mut summaries = Vec::new();
+    for q in queues {
+        match api.group_summary(&q.name, TOP_GROUPS).await {
+            Ok(Some(summary)) => summaries.push((q.name.as_str(), summary)),
+            Ok(None) | Err(crate::error::Error::InvalidArgument { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if summaries.is_empty() {
+        return Ok(());
+    }
+    out.family(
+        "cogworker_groups",
+        "gauge",
+        "Groups of a queue that have jobs or are paused.",
+    );
+    for (queue, summary) in &summaries {
+        out.sample("cogworker_groups", &[("queue", queue)], summary.groups as f64);
+    }
+    out.family(
+        "cogworker_group_size",
+        "gauge",
+        "Jobs waiting in a group of a queue: its biggest groups by name, the rest as other=\"1\".",
+    );
+    for (queue, summary) in &summaries {
+        for group in &summary.top {
+            let labels = [("queue", *queue), ("group", group.name.as_str()), ("other", "0")];
+            out.sample("cogworker_group_size", &labels, group.size as f64);
+        }
+        let labels = [("queue", *queue), ("group", "(other)"), ("other", "1")];
+        out.sample("cogworker_group_size", &labels, summary.other as f64);
+    }
+    out.family(
+        "cogworker_group_running",
+        "gauge",
+        "Jobs of a capped group running now, for the biggest groups of a queue.",
+    );
+    for (queue, summary) in &summaries {
+        for group in summary.top.iter().filter(|group| group.cap.is_some()) {
+            let labels = [("queue", *queue), ("group", group.name.as_str())];
+            out.sample("cogworker_group_running", &labels, group.running as f64);
+        }
+    }
+    Ok(())
+}
+
 /// What one counter family counts.
 type Count = fn(&ClassMetrics) -> u64;
 
@@ -173,6 +228,7 @@ pub async fn render(api: &Api) -> Result<String> {
     for q in &queues {
         out.sample("cogworker_queue_latency_seconds", &[("queue", &q.name)], q.latency);
     }
+    groups(api, &queues, &mut out).await?;
     out.family("cogworker_queue_paused", "gauge", "1 while a queue is paused.");
     for q in &queues {
         out.sample(
