@@ -59,6 +59,36 @@ pub(crate) async fn end(shared: &Shared, leases: &[Lease]) {
     }
 }
 
+/// A sequence's failed job was filed to retry (`plan`'s entry): its lease,
+/// taken under `token` from `queue`, becomes a hold on its group, so the
+/// next job of its key waits for the retry (`group_hold.lua`). Best effort:
+/// where it fails (or a sweep ended the lease first), the next job of the
+/// key may start before the retry, which is logged.
+pub(crate) async fn hold_for_retry(shared: &Shared, queue: &str, job: &Job, token: u64, entry: &str) {
+    let Some(lease) = Lease::of(shared, queue, job, token).filter(|_| job.in_sequence()) else {
+        return;
+    };
+    let keys = &shared.keys;
+    let held: redis::RedisResult<i64> = SCRIPTS
+        .group_hold
+        .key(keys.group_leases(queue))
+        .key(keys.group_holds(queue))
+        .arg(format!("{} {}", shared.identity, lease.token))
+        .arg(job.jid_str())
+        .arg(&lease.group)
+        .arg(entry)
+        .invoke_async(&mut shared.redis.conn())
+        .await;
+    match held {
+        Ok(1) => {}
+        Ok(_) => tracing::warn!(
+            "{job}: its lease was ended before its retry could hold group {}",
+            lease.group
+        ),
+        Err(e) => tracing::warn!("{job}: holding group {} for its retry failed: {e}", lease.group),
+    }
+}
+
 /// Ends, for each capped queue this process serves, the leases whose jobs
 /// are no longer in progress where they were taken; returns how many.
 pub(crate) async fn sweep(shared: &Shared) -> Result<usize> {
@@ -77,6 +107,8 @@ pub(crate) async fn sweep(shared: &Shared) -> Result<usize> {
             .key(keys.group_running(queue))
             .key(keys.group_parked(queue))
             .key(keys.group_ring(queue))
+            .key(keys.group_holds(queue))
+            .key(keys.retry())
             .arg(keys.wake())
             .arg(queue)
             .arg(keys.in_progress(""))

@@ -114,6 +114,11 @@ impl Keys {
     pub fn group_rate_prefix(&self, name: &str) -> String {
         format!("{} ", self.queue_key(name, "group_rate"))
     }
+    /// Hash: the sequences of queue `name` held for a failed job's retry
+    /// (jid -> `"<group>\n<the retry entry>"`; see `scripts/group_hold.lua`).
+    pub fn group_holds(&self, name: &str) -> String {
+        self.queue_key(name, "group_holds")
+    }
     /// Sorted set: queue `name`'s groups waiting out their rate's period,
     /// scored by when it ends.
     pub fn group_timers(&self, name: &str) -> String {

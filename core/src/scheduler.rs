@@ -119,6 +119,8 @@ pub(crate) struct Due {
     pub group: Option<String>,
     /// The limits it declares for its group, if any.
     pub declared: Option<String>,
+    /// A sequence's job (its retry holds its group: see group_leases.rs).
+    pub in_sequence: bool,
     /// What to push (`enqueued_at` re-stamped).
     pub payload: String,
     pub jid: String,
@@ -133,6 +135,7 @@ impl Due {
             level: job.priority_level(),
             group: job.group_key().map(str::to_string),
             declared: job.declared_limits(),
+            in_sequence: job.in_sequence(),
             payload: job.to_json(),
             jid: job.jid_str().to_string(),
         }
@@ -167,6 +170,7 @@ pub(crate) async fn move_to_queues(redis: &Redis, keys: &Keys, set: &str, due: &
         .key(keys.queues())
         .key(keys.priorities())
         .arg(keys.wake());
+    let from_retry = set == keys.retry();
     for entry in due {
         let destination = crate::groups::Destination::of(
             keys,
@@ -182,6 +186,17 @@ pub(crate) async fn move_to_queues(redis: &Redis, keys: &Keys, set: &str, due: &
             .arg(&entry.payload)
             .arg(crate::priority::listed_member(&entry.queue, entry.level))
             .arg(&destination.group_args()[..]);
+        // A sequence's retry goes back at the head of its group, whose hold
+        // it ends (requeue_due.lua).
+        if from_retry && entry.in_sequence && !destination.ring.is_empty() {
+            invocation
+                .arg(keys.group_holds(&entry.queue))
+                .arg(keys.group_running(&entry.queue))
+                .arg(keys.group_parked(&entry.queue))
+                .arg(&entry.jid);
+        } else {
+            invocation.arg(["", "", "", ""].as_slice());
+        }
     }
     Ok(invocation.invoke_async(&mut redis.conn()).await?)
 }

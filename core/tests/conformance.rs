@@ -240,6 +240,9 @@ impl Run {
         if let Some(window) = options["debounce"].as_f64() {
             job = job.debounce(window, options["debounce_max"].as_f64());
         }
+        if options["sequence"] == true {
+            job = job.sequence();
+        }
         if options["replace"] == true {
             job = job.replace();
         }
@@ -264,6 +267,7 @@ impl Run {
                 "throttle",
                 "throttle_excess",
                 "replace",
+                "sequence",
             ];
             assert!(
                 known.contains(&name.as_str()),

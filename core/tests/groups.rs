@@ -426,6 +426,24 @@ async fn a_killed_workers_grouped_jobs_go_back_to_their_groups_and_run_once() {
 /// Per group: how many of its jobs run now, and the most that ran at once.
 type Concurrency = Arc<Mutex<HashMap<String, (usize, usize)>>>;
 
+/// Once the default queue's ring is gone (a fetch found its groups empty),
+/// stops the worker and returns the group keys left.
+async fn stop_once_drained(
+    redis: &TestRedis,
+    api: &Api,
+    handle: cogworker::WorkerHandle,
+    task: tokio::task::JoinHandle<cogworker::Result<()>>,
+) -> Vec<String> {
+    wait_until("the ring is empty", Duration::from_secs(10), || {
+        let api = api.clone();
+        async move { api.groups("default", 0, 10).await.unwrap().is_empty() }
+    })
+    .await;
+    handle.stop();
+    task.await.unwrap().unwrap();
+    group_keys(&mut redis.conn().await).await
+}
+
 /// A worker whose `Slow` jobs sleep 30 ms and note, per group, the most
 /// of that group's jobs that ran at once; and how many ran.
 fn concurrency_worker(config: cogworker::Config) -> (cogworker::Worker, Concurrency, Arc<AtomicUsize>) {
@@ -737,15 +755,7 @@ async fn a_rate_declared_by_the_jobs_paces_its_key_without_holding_slots() {
         "the free key's jobs did not wait behind the rated one: {starts:?}"
     );
     let api = Api::new(client.clone());
-    wait_until("the ring is empty", Duration::from_secs(10), || {
-        let api = api.clone();
-        async move { api.groups("default", 0, 10).await.unwrap().is_empty() }
-    })
-    .await;
-    handle.stop();
-    task.await.unwrap().unwrap();
-    let mut conn = redis.conn().await;
-    let left: Vec<String> = group_keys(&mut conn)
+    let left: Vec<String> = stop_once_drained(&redis, &api, handle, task)
         .await
         .into_iter()
         .filter(|key| !key.starts_with("cogworker:group_rate:"))
@@ -899,4 +909,116 @@ async fn a_backlog_cap_refuses_a_push_past_it_or_drops_the_oldest() {
         let err = client.push(job).await.unwrap_err();
         assert_eq!(err.field(), Some(field), "{bad}: {err}");
     }
+}
+
+/// A sequence: the jobs of one key run one at a time in push order, and a
+/// failed job's retry runs before the next job of its key (its group held
+/// for it, then the retry put back at its head), while another key's jobs
+/// run beside them; a hold whose retry entry is deleted by hand is ended
+/// by the orphan check's sweep.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sequences_failed_job_is_retried_before_the_next_of_its_key() {
+    let redis = TestRedis::start();
+    let mut config = redis.config();
+    config.set_concurrency(4).unwrap();
+    let client = Client::new(&config).unwrap();
+    let ran: Arc<Mutex<Vec<(String, i64, u32)>>> = Arc::default();
+    let seen = ran.clone();
+    let worker = cogworker::Worker::builder(config)
+        .register("Hook", move |job| {
+            let seen = seen.clone();
+            async move {
+                let n = job.args_slice()[0].as_i64().unwrap();
+                let key = job.group_key().unwrap().to_string();
+                seen.lock().unwrap().push((key, n, job.retry_count()));
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                if n == 1 && job.retry_count() == 0 {
+                    return Err(cogworker::Failure::new("Down", "the endpoint is down").with_retry_in(0.6));
+                }
+                if n == 100 {
+                    return Err(cogworker::Failure::new("Down", "down for an hour").with_retry_in(3600.0));
+                }
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap();
+    let jobs = (0..5)
+        .flat_map(|n| ["acct:1", "acct:2"].map(|key| Job::new("Hook").args([json!(n)]).key(key).sequence()))
+        .collect();
+    client.push_bulk(jobs).await.unwrap();
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    wait_until("12 runs", Duration::from_secs(20), || {
+        let ran = ran.clone();
+        async move { ran.lock().unwrap().len() == 12 }
+    })
+    .await;
+    let runs = ran.lock().unwrap().clone();
+    let of = |key: &str| -> Vec<(i64, u32)> {
+        runs.iter()
+            .filter(|(k, ..)| k == key)
+            .map(|(_, n, tries)| (*n, *tries))
+            .collect()
+    };
+    assert_eq!(
+        of("acct:1"),
+        [(0, 0), (1, 0), (1, 1), (2, 0), (3, 0), (4, 0)],
+        "the retry first"
+    );
+    assert_eq!(of("acct:2"), [(0, 0), (1, 0), (1, 1), (2, 0), (3, 0), (4, 0)]);
+    // A retry due in an hour holds its key; deleted by hand, its hold is
+    // ended by the next orphan check, and the key's next job runs.
+    let held = |n: i64| Job::new("Hook").args([json!(n)]).key("acct:3").sequence();
+    client.push_bulk(vec![held(100), held(101)]).await.unwrap();
+    let api = Api::new(client.clone());
+    let a = api.clone();
+    wait_until(
+        "the failed job waits to be retried",
+        Duration::from_secs(10),
+        move || {
+            let a = a.clone();
+            async move { a.set_size(cogworker::JobSet::Retry).await.unwrap() == 1 }
+        },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !ran.lock().unwrap().iter().any(|(_, n, _)| *n == 101),
+        "held for the retry"
+    );
+    let entry = api.set_page(cogworker::JobSet::Retry, 0, 1).await.unwrap().remove(0);
+    assert!(api.delete_from_set(cogworker::JobSet::Retry, &entry).await.unwrap());
+    wait_until("the next job runs", Duration::from_secs(10), || {
+        let ran = ran.clone();
+        async move { ran.lock().unwrap().iter().any(|(_, n, _)| *n == 101) }
+    })
+    .await;
+    let left: Vec<String> = stop_once_drained(&redis, &api, handle, task)
+        .await
+        .into_iter()
+        .filter(|key| !key.ends_with("group_declared:default"))
+        .collect();
+    assert!(left.is_empty(), "no hold, lease or count left: {left:?}");
+}
+
+/// A sequence's options: a key (or a group) is required, a group other
+/// than its key and a cap other than 1 are refused, each naming its field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sequences_options_are_checked_at_push() {
+    let redis = TestRedis::start();
+    let client = Client::new(&redis.config()).unwrap();
+    let base = || Job::new("Step").args([json!(1)]).sequence();
+    for (job, field) in [
+        (base(), "key"),
+        (base().key("a").group("b"), "group"),
+        (base().key("a").group_cap(2), "group_cap"),
+        (base().key("a").debounce(1.0, None), "debounce"),
+        (Job::new("Step").key("a").field("sequence", json!("yes")), "sequence"),
+    ] {
+        let err = client.push(job.clone()).await.unwrap_err();
+        assert_eq!(err.field(), Some(field), "{job:?}: {err}");
+    }
+    client.push(base().group("a")).await.unwrap();
+    client.push(base().key("a").group("a").group_cap(1)).await.unwrap();
 }

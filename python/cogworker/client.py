@@ -52,6 +52,7 @@ class PushOptions(TypedDict, total=False):
     throttle: Delay
     throttle_excess: str
     replace: bool
+    sequence: bool
     timeout: Delay
     bid: str
 

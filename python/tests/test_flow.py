@@ -37,6 +37,12 @@ def sync(user_id: int, n: int) -> None:
     RAN.append(("sync", user_id, n))
 
 
+@cogworker.job(name="Flow.Apply", key=lambda account, *_: f"acct:{account}", sequence=True)
+def apply(account: int, n: int) -> None:
+    RAN.append(("apply", account, n))
+    time.sleep(0.02)
+
+
 def setup_function() -> None:
     RAN.clear()
 
@@ -108,3 +114,18 @@ def test_a_replacing_push_replaces_its_keys_waiting_job_in_place(configured, wor
     wait_for("both users synced", lambda: RAN == [("sync", 1, 4), ("sync", 2, 0)])
     with pytest.raises(cogworker.InvalidJob, match="replace"):
         sync.options(replace="yes").enqueue(1, 1)  # type: ignore[arg-type]
+
+
+def test_a_sequence_declared_on_a_function_runs_each_keys_jobs_in_push_order(
+    configured, worker_factory
+) -> None:
+    for n in range(6):
+        apply.enqueue(1, n)
+        apply.enqueue(2, n)
+    assert [g["cap"] for g in cogworker.Api().groups("default")] == [1, 1]
+    worker_factory(concurrency=4)
+    wait_for("every job applied", lambda: len(RAN) == 12)
+    for account in (1, 2):
+        assert [n for _, a, n in RAN if a == account] == list(range(6))
+    with pytest.raises(cogworker.InvalidJob, match="group_cap"):
+        apply.options(group_cap=3).enqueue(1, 1)

@@ -30,6 +30,16 @@ class SyncJob
   def perform(user_id, n) = Jobs.record(['sync', user_id, n])
 end
 
+# A job class whose jobs of one account are applied one at a time, in order.
+class ApplyJob
+  include Cogworker::Job
+  cogworker_options key: ->(account, *) { "acct:#{account}" }, sequence: true
+  def perform(account, n)
+    Jobs.record(['apply', account, n])
+    sleep 0.02
+  end
+end
+
 # Flow control by key (issue #46 part 3): a debounce or a singleton
 # declared on a class, its key computed from each push's args.
 class TestFlow < Minitest::Test
@@ -79,6 +89,19 @@ class TestFlow < Minitest::Test
     wait_for('both users synced') { Jobs.seen == [['sync', 1, 4], ['sync', 2, 0]] }
     error = assert_raises(Cogworker::InvalidJob) { SyncJob.set(replace: 'yes').perform_async(1, 1) }
     assert_includes error.message, 'replace'
+  end
+
+  def test_a_sequence_declared_on_a_class_runs_each_keys_jobs_in_push_order
+    6.times do |n|
+      ApplyJob.perform_async(1, n)
+      ApplyJob.perform_async(2, n)
+    end
+    assert_equal [1, 1], Cogworker::Api.new.groups('default').map { |group| group['cap'] }
+    start_runner(concurrency: 4)
+    wait_for('every job applied') { Jobs.seen.size == 12 }
+    [1, 2].each do |account|
+      assert_equal (0...6).to_a, Jobs.seen.select { |_, a, _| a == account }.map(&:last)
+    end
   end
 
   def test_flow_options_are_checked_where_they_are_written_and_at_each_push

@@ -528,8 +528,8 @@ SEQUENCE_KEYS, SEQUENCE_EACH = 10, (100 if SOAK else 20)
 
 
 def test_one_key_at_a_time_in_push_order_holds_through_kill_9(paths):
-    """Jobs of 10 keys, each key's pushed in order with a cap of 1 per key
-    (`group_cap: 1`: a sequence), worked by a Rust, a Python and a Ruby
+    """Jobs of 10 keys, each key's pushed in order as a sequence (one at a
+    time per key: its group, capped at 1), worked by a Rust, a Python and a Ruby
     worker while one is killed with -9 every 1.5 s: within each key no job
     starts before its predecessor's last run ended (a predecessor run again
     after a kill is allowed, an overtake is not), and every job is done."""
@@ -541,7 +541,7 @@ def test_one_key_at_a_time_in_push_order_holds_through_kill_9(paths):
         try:
             three_languages(fleet, r)
             jobs = [
-                {"class": "Span", "args": [f"q{k}-{n:04d}", 150], "group": f"q{k}", "group_cap": 1}
+                {"class": "Span", "args": [f"q{k}-{n:04d}", 150], "key": f"q{k}", "sequence": True}
                 for n in range(SEQUENCE_EACH)
                 for k in range(SEQUENCE_KEYS)
             ]

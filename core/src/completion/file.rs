@@ -26,6 +26,10 @@ pub(super) async fn file_failure(shared: &Shared, delivery: &Delivery, failure: 
     let history = history_entry(&delivery.job, delivery.started_at, finished_at, Some(failure));
     log_failure(delivery, failure, &plan, finished_at);
     file_delivery(shared, delivery, &plan, &history, "filing a failed job").await;
+    if plan.disposition == Disposition::Retry {
+        let (queue, token) = (&delivery.queue, delivery.token);
+        crate::group_leases::hold_for_retry(shared, queue, &delivery.job, token, &plan.payload).await;
+    }
     if plan.disposition == Disposition::Dead {
         let job = serde_json::from_str(&plan.payload).unwrap_or(serde_json::Value::Null);
         shared.events.emit(WorkerEvent::Died { job });

@@ -69,6 +69,8 @@ pub struct PushRequest {
     pub throttle: Option<f64>,
     /// A push replaces its key's job still waiting on its queue.
     pub replace: bool,
+    /// Its key's jobs run one at a time, in push order.
+    pub sequence: bool,
     /// What a throttled push before its key's next window does: delay, drop.
     pub throttle_excess: Option<String>,
 }
@@ -139,6 +141,10 @@ pub const PUSH_OPTIONS: &[(&str, &str)] = &[
     (
         "debounce_max",
         "with debounce: run no later than this long after the first push of a burst",
+    ),
+    (
+        "sequence",
+        "true: its key's jobs run one at a time across the fleet, in push order, a failed one's retry before the next",
     ),
     (
         "replace",
@@ -302,6 +308,10 @@ impl PushRequest {
             "debounce" => self.debounce = Some(seconds(value)?),
             "debounce_max" => self.debounce_max = Some(seconds(value)?),
             "throttle" => self.throttle = Some(seconds(value)?),
+            "sequence" => match value {
+                HostValue::Bool(sequence) => self.sequence = *sequence,
+                other => return Err(Error::invalid_value(name, other, "must be true or false")),
+            },
             "replace" => match value {
                 HostValue::Bool(replace) => self.replace = *replace,
                 other => return Err(Error::invalid_value(name, other, "must be true or false")),
@@ -427,6 +437,9 @@ impl PushRequest {
         }
         if let Some(window) = self.debounce {
             job = job.field("debounce", finite("debounce", window, "must be a number of seconds")?);
+        }
+        if self.sequence {
+            job = job.field("sequence", Value::Bool(true));
         }
         if self.replace {
             job = job.field("replace", Value::Bool(true));

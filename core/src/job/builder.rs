@@ -98,6 +98,13 @@ impl Job {
         }
         self
     }
+    /// In sequence: the jobs of its [`Job::key`] run one at a time across
+    /// the fleet, in push order, a failed one's retry before the next (the
+    /// key is its group, capped at 1: see [`crate::groups`]).
+    pub fn sequence(mut self) -> Self {
+        self.fields.insert("sequence".into(), Value::Bool(true));
+        self
+    }
     /// Replacing: a push of its class, queue and [`Job::key`] while the
     /// key's job still waits on its queue replaces that job in place (the
     /// new args and fields, the waiting job's place in line and jid, which

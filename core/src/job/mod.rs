@@ -145,6 +145,12 @@ impl Job {
         let window = self.fields.get("debounce").and_then(Value::as_f64)?;
         Some((window, self.fields.get("debounce_max").and_then(Value::as_f64)))
     }
+    /// Is it a job of a sequence (`sequence: true`, see [`crate::flow`]):
+    /// its key's jobs run one at a time in push order, a failed one's
+    /// retry before the next?
+    pub fn in_sequence(&self) -> bool {
+        matches!(self.fields.get("sequence"), Some(Value::Bool(true))) && self.group_key().is_some()
+    }
     /// Does a push of it replace its key's job still waiting on its queue
     /// (`replace: true`, see [`crate::flow`])?
     pub fn replaces(&self) -> bool {

@@ -121,6 +121,7 @@ impl Job {
     /// throttle's excess is delayed or dropped.
     fn check_flow(&self) -> Result<()> {
         let has = |field: &str| self.fields.contains_key(field);
+        self.check_sequence()?;
         match self.fields.get("replace") {
             None | Some(Value::Bool(_)) => {}
             Some(v) => return Err(Error::invalid_value("replace", v, "must be true or false")),
@@ -196,9 +197,61 @@ impl Job {
         Ok(())
     }
 
+    /// A sequence's options go together: its key is its group (given as
+    /// `key`, or as `group` alone, or both the same), one job at a time
+    /// (a `group_cap` of 1 if any), and no flow policy besides.
+    fn check_sequence(&self) -> Result<()> {
+        match self.fields.get("sequence") {
+            None | Some(Value::Bool(false)) => return Ok(()),
+            Some(Value::Bool(true)) => {}
+            Some(v) => return Err(Error::invalid_value("sequence", v, "must be true or false")),
+        }
+        let (key, group) = (self.fields.get("key"), self.fields.get("group"));
+        match (key, group) {
+            (None, None) => {
+                return Err(Error::invalid_job(
+                    "key",
+                    "is required with sequence: the jobs of one key run one at a time, in push order",
+                ))
+            }
+            (Some(key), Some(group)) if key != group => {
+                return Err(Error::invalid_job(
+                    "group",
+                    "a sequence's group is its key: give one of them, or both the same",
+                ))
+            }
+            _ => {}
+        }
+        if let Some(cap) = self.fields.get("group_cap").filter(|cap| cap.as_u64() != Some(1)) {
+            return Err(Error::invalid_value(
+                "group_cap",
+                cap,
+                "a sequence runs one job at a time: 1",
+            ));
+        }
+        for field in ["debounce", "throttle", "unique_for"] {
+            if self.fields.contains_key(field) {
+                return Err(Error::invalid_job(field, "a sequence has no other flow policy"));
+            }
+        }
+        if self.replaces() {
+            return Err(Error::invalid_job("replace", "a sequence has no other flow policy"));
+        }
+        Ok(())
+    }
+
     /// Fills what a push adds: `jid`, `created_at`. Validates first.
     pub(crate) fn prepare_for_push(&mut self, now: f64) -> Result<()> {
         self.validate()?;
+        if matches!(self.fields.get("sequence"), Some(Value::Bool(true))) {
+            // One at a time per key: the key is the group, capped at 1.
+            let key = self.fields.get("key").or(self.fields.get("group")).cloned();
+            if let Some(key) = key {
+                self.fields.insert("group".into(), key.clone());
+                self.fields.insert("key".into(), key);
+            }
+            self.fields.insert("group_cap".into(), Value::from(1));
+        }
         if !self.fields.contains_key("jid") {
             self.fields.insert("jid".into(), Value::String(new_jid()));
         }
