@@ -59,34 +59,30 @@ pub(crate) async fn end(shared: &Shared, leases: &[Lease]) {
     }
 }
 
-/// A sequence's failed job was filed to retry (`plan`'s entry): its lease,
-/// taken under `token` from `queue`, becomes a hold on its group, so the
-/// next job of its key waits for the retry (`group_hold.lua`). Best effort:
-/// where it fails (or a sweep ended the lease first), the next job of the
-/// key may start before the retry, which is logged.
-pub(crate) async fn hold_for_retry(shared: &Shared, queue: &str, job: &Job, token: u64, entry: &str) {
-    let Some(lease) = Lease::of(shared, queue, job, token).filter(|_| job.in_sequence()) else {
-        return;
-    };
-    let keys = &shared.keys;
-    let held: redis::RedisResult<i64> = SCRIPTS
-        .group_hold
-        .key(keys.group_leases(queue))
-        .key(keys.group_holds(queue))
-        .arg(format!("{} {}", shared.identity, lease.token))
-        .arg(job.jid_str())
-        .arg(&lease.group)
-        .arg(entry)
-        .invoke_async(&mut shared.redis.conn())
-        .await;
-    match held {
-        Ok(1) => {}
-        Ok(_) => tracing::warn!(
-            "{job}: its lease was ended before its retry could hold group {}",
-            lease.group
-        ),
-        Err(e) => tracing::warn!("{job}: holding group {} for its retry failed: {e}", lease.group),
+/// Where a sequence's job is filed to retry (`plan`), what `fail.lua`
+/// needs to make its lease (taken by `owner` under in-progress `entry`
+/// from `queue`) a hold on its key in the same step: its queue's leases
+/// and holds, the lease's field and the group. `None` for any other job.
+pub(crate) fn held_by_retry(
+    shared: &Shared,
+    owner: &str,
+    entry: &str,
+    queue: &str,
+    job: &Job,
+    plan: &crate::retry::FailurePlan,
+) -> Option<(String, String, String, String)> {
+    if plan.disposition != crate::retry::Disposition::Retry || !job.in_sequence() {
+        return None;
     }
+    let token = entry.parse().ok()?;
+    let lease = Lease::of(shared, queue, job, token)?;
+    let keys = &shared.keys;
+    Some((
+        keys.group_leases(queue),
+        keys.group_holds(queue),
+        format!("{owner} {}", lease.token),
+        lease.group,
+    ))
 }
 
 /// Ends, for each capped queue this process serves, the leases whose jobs

@@ -115,7 +115,7 @@ impl Keys {
         format!("{} ", self.queue_key(name, "group_rate"))
     }
     /// Hash: the sequences of queue `name` held for a failed job's retry
-    /// (jid -> `"<group>\n<the retry entry>"`; see `scripts/group_hold.lua`).
+    /// (jid -> `"<group>\n<the retry entry>"`, written by `scripts/fail.lua`).
     pub fn group_holds(&self, name: &str) -> String {
         self.queue_key(name, "group_holds")
     }

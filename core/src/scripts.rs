@@ -39,7 +39,6 @@ pub(crate) struct Scripts {
     pub push_throttle: Script,
     pub push_replace: Script,
     pub group_wake: Script,
-    pub group_hold: Script,
 }
 
 /// One script's source: the fragments it declares in its header line
@@ -125,11 +124,10 @@ const PUSH_DEBOUNCE: ScriptSource = script!("push_debounce.lua");
 const PUSH_THROTTLE: ScriptSource = script!("push_throttle.lua", "wake.lua", "group.lua");
 const PUSH_REPLACE: ScriptSource = script!("push_replace.lua", "wake.lua", "group.lua");
 const GROUP_WAKE: ScriptSource = script!("group_wake.lua", "clock.lua", "wake.lua", "group.lua");
-const GROUP_HOLD: ScriptSource = script!("group_hold.lua");
 
 /// Every script, for the header check.
 #[cfg(test)]
-const ALL: [&ScriptSource; 32] = [
+const ALL: [&ScriptSource; 31] = [
     &FETCH_RELIABLE,
     &ACK,
     &FAIL,
@@ -161,7 +159,6 @@ const ALL: [&ScriptSource; 32] = [
     &PUSH_THROTTLE,
     &PUSH_REPLACE,
     &GROUP_WAKE,
-    &GROUP_HOLD,
 ];
 
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
@@ -196,7 +193,6 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     push_throttle: PUSH_THROTTLE.load(),
     push_replace: PUSH_REPLACE.load(),
     group_wake: GROUP_WAKE.load(),
-    group_hold: GROUP_HOLD.load(),
 });
 
 #[cfg(test)]

@@ -26,10 +26,6 @@ pub(super) async fn file_failure(shared: &Shared, delivery: &Delivery, failure: 
     let history = history_entry(&delivery.job, delivery.started_at, finished_at, Some(failure));
     log_failure(delivery, failure, &plan, finished_at);
     file_delivery(shared, delivery, &plan, &history, "filing a failed job").await;
-    if plan.disposition == Disposition::Retry {
-        let (queue, token) = (&delivery.queue, delivery.token);
-        crate::group_leases::hold_for_retry(shared, queue, &delivery.job, token, &plan.payload).await;
-    }
     if plan.disposition == Disposition::Dead {
         let job = serde_json::from_str(&plan.payload).unwrap_or(serde_json::Value::Null);
         shared.events.emit(WorkerEvent::Died { job });
@@ -120,6 +116,9 @@ pub(super) async fn file(
     } else {
         (entry, 0)
     };
+    // A sequence's retry holds its key: its lease becomes a hold in the
+    // same step (see group_leases.rs).
+    let held_lease = crate::group_leases::held_by_retry(shared, owner, entry, queue, job, plan);
     let run_lock_ttl = locks::retry_ttl(&shared.config, plan.score - at);
     let unique_ttl = locks::unique_retry_ttl(job, plan.score - at);
     let jid = job.jid_str();
@@ -174,6 +173,10 @@ pub(super) async fn file(
         .arg(job.batch_id().unwrap_or(""))
         .arg(shared.keys.batch_prefix())
         .arg(at)
+        .key(held_lease.as_ref().map_or(&in_progress, |(leases, ..)| leases))
+        .key(held_lease.as_ref().map_or(&in_progress, |(_, holds, ..)| holds))
+        .arg(held_lease.as_ref().map_or("", |(_, _, field, _)| field.as_str()))
+        .arg(held_lease.as_ref().map_or("", |(.., group)| group.as_str()))
         .invoke_async(&mut shared.redis.conn())
         .await?;
     deliver_callbacks(shared, &handed).await;

@@ -50,6 +50,11 @@
 -- ARGV[21] the job's batch id, "" (or absent) for a job in none
 -- ARGV[22] the batch keys' prefix NS:batch:
 -- ARGV[23] now (epoch seconds)
+-- KEYS[13] NS:group_leases:<q>, KEYS[14] NS:group_holds:<q>: a sequence's
+--          job filed to retry holds its key (ignored when ARGV[24] is ""
+--          or absent): its lease ARGV[24] ("<identity> <token>") becomes a
+--          hold, jid -> "<ARGV[25], its group>\n<the filed payload>", so
+--          the next job of its key waits for the retry (see group_lease.lua)
 -- A job of a batch counts there as failed (retry, discard) or dead (dead,
 -- and cancelled: it will never run, so its batch, and a workflow it is a
 -- step of, ends with `death` instead of waiting for it); a reschedule
@@ -115,6 +120,9 @@ local cap = tonumber(ARGV[9])
 if cap > 0 then
   redis.call("LPUSH", KEYS[6], ARGV[8])
   redis.call("LTRIM", KEYS[6], 0, cap - 1)
+end
+if mode == "retry" and (ARGV[24] or "") ~= "" and redis.call("HDEL", KEYS[13], ARGV[24]) == 1 then
+  redis.call("HSET", KEYS[14], ARGV[14], ARGV[25] .. "\n" .. ARGV[5])
 end
 local handed = {}
 if (ARGV[21] or "") ~= "" and mode ~= "reschedule" then

@@ -12,6 +12,13 @@
 -- Ending a lease counts it off once (HDEL says whether it was still
 -- there) and moves a parked group back into the ring at its lowest score,
 -- its turn next, waking the queue's idle workers.
+--
+-- A sequence's job filed to retry (fail.lua) turns its lease into a hold
+-- on its key (NS:group_holds:<q>: jid -> "<group>\n<the retry entry>"),
+-- still counted as running, so the key's next job waits for the retry;
+-- a hold ends as a lease does (this function, with the holds and the jid):
+-- when requeue_due.lua puts the retry back at the head of its group, or
+-- when a sweep finds its retry entry gone.
 local function end_group_lease(leases, field, running, parked, ring, group, channel, queue)
   if redis.call("HDEL", leases, field) == 0 then
     return false

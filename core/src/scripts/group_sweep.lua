@@ -10,7 +10,7 @@
 -- KEYS[3] NS:group_parked:<q> (set)
 -- KEYS[4] NS:groups:<q> (the ring)
 -- KEYS[5] NS:group_holds:<q> (hash: a sequence's groups held for a failed
---         job's retry, jid -> "<group>\n<the retry entry>", group_hold.lua)
+--         job's retry, jid -> "<group>\n<the retry entry>", fail.lua)
 -- KEYS[6] NS:retry (zset)
 -- ARGV[1] the wake channel (NS:wake)
 -- ARGV[2] the queue's name

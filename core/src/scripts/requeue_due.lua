@@ -24,7 +24,7 @@
 --           without a group, its group or "", its queue's declared limits
 --           (NS:group_declared:<q>) and the limits the job declares for
 --           its group, or "" and "" (group.lua); then, for the retry of a
---           sequence's job (its group held for it: group_hold.lua), its
+--           sequence's job (its group held for it: fail.lua), its
 --           queue's holds (NS:group_holds:<q>), running counts and parked
 --           set, and its jid, else four ""}: such a retry goes back at the
 --           head of its group's list (taken next, before the jobs pushed
