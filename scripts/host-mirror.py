@@ -595,6 +595,7 @@ IDIOMS: dict[str, tuple[list[str], list[str]]] = {
             "contrib/django/_compat.py:task_backends",
             "contrib/django/backend.py:_dataclass_options",
             "contrib/django/backend.py:priority_level",
+            "contrib/django/backend.py:keyed_options",
             "contrib/django/backend.py:CogworkerBackend.__init__",
             "contrib/django/backend.py:CogworkerBackend._check_option",
             "contrib/django/backend.py:CogworkerBackend.api",

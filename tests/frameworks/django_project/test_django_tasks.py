@@ -206,6 +206,23 @@ def test_priority_maps_onto_cogworkers_levels_and_is_honoured(site: dict[str, An
         finished(site, send_email, result.id)
 
 
+def test_a_tasks_group_and_cap_are_computed_from_its_args(site: dict[str, Any]) -> None:
+    from shop.tasks import sync_account
+
+    api = site["api"]
+    api.pause_queue("accounts")
+    try:
+        results = [sync_account.enqueue(7, since="monday"), sync_account.enqueue(7), sync_account.enqueue(8)]
+        groups = sorted((g["name"], g["size"], g["cap"]) for g in api.groups("accounts"))
+        assert groups == [("acct:7", 2, 1), ("acct:8", 1, 1)], groups
+    finally:
+        api.unpause_queue("accounts")
+    for result in results:
+        assert finished(site, sync_account, result.id).return_value.startswith("synced")
+    with pytest.raises(cogworker.InvalidJob, match="group"):
+        sync_account.using(queue_name="accounts").enqueue("x" * 300)
+
+
 def test_what_the_backend_refuses(site: dict[str, Any]) -> None:
     from django.core.exceptions import ImproperlyConfigured
     from shop.tasks import send_email

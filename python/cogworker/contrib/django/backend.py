@@ -47,10 +47,37 @@ def _dataclass_options() -> dict[str, Any]:
 class CogworkerTask(_compat.Task):  # type: ignore[misc]
     """A Task with cogworker's per-task options, given to ``@task(...)``:
     ``enqueue_on_commit`` (None: the backend's) and ``retry`` (None: the
-    backend's)."""
+    backend's); and the fairness and flow options of any cogworker job
+    (docs/fairness.md, docs/flow-control.md), ``group`` and ``key`` a key or
+    a function called with the task's args and kwargs at each enqueue."""
 
     enqueue_on_commit: bool | None = None
     retry: bool | int | None = None
+    group: Any = None
+    group_cap: int | None = None
+    group_rate: int | None = None
+    group_rate_period: float | None = None
+    key: Any = None
+    debounce: float | None = None
+    throttle: float | None = None
+    replace: bool | None = None
+    sequence: bool | None = None
+
+
+# The task fields a push takes as they are (None: not given).
+JOB_FIELDS = ("group_cap", "group_rate", "group_rate_period", "debounce", "throttle", "replace", "sequence")
+
+
+def keyed_options(task: Any, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The task's fairness and flow options for a push of ``args`` and
+    ``kwargs``: ``group`` and ``key`` given as functions are called with
+    them (Django's calling convention, which the job's ``[args, kwargs]``
+    payload is not); the core checks what they return."""
+    options = {name: getattr(task, name, None) for name in JOB_FIELDS}
+    for name in ("group", "key"):
+        value = getattr(task, name, None)
+        options[name] = value(*args, **kwargs) if callable(value) else value
+    return given(options)
 
 
 def priority_level(priority: int) -> int | None:
@@ -125,6 +152,7 @@ class CogworkerBackend(_compat.BaseTaskBackend):  # type: ignore[misc]
         )
         # Django's own argument check (a JSON round trip), then the engine's.
         args, kwargs = _compat.normalize_json(list(args)), _compat.normalize_json(dict(kwargs))
+        opts.update(keyed_options(task, args, kwargs))
         payload = _core.prepare_job(task.module_path, [args, kwargs], **opts)
         result = results.enqueued(task, payload, args, kwargs)
 

@@ -55,3 +55,9 @@ def connection_was_open():
 def fails_then_waits(message):
     """Retried by cogworker (retry=3): READY again after its first failure."""
     raise RuntimeError(message)
+
+
+@task(group=lambda account_id, **_: f"acct:{account_id}", group_cap=1, queue_name="accounts")
+def sync_account(account_id, since=""):
+    """One account's syncs one at a time (a group capped at 1)."""
+    return f"synced {account_id} {since}"

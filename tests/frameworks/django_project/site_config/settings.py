@@ -26,7 +26,7 @@ DATABASES = {
 TASKS = {
     "default": {
         "BACKEND": "cogworker.contrib.django.CogworkerBackend",
-        "QUEUES": ["default", "emails"],
+        "QUEUES": ["default", "emails", "accounts"],
         "OPTIONS": {
             "redis_url": os.environ.get("SHOP_REDIS_URL", "redis://127.0.0.1:6379/0"),
             "namespace": "shop",
