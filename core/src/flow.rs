@@ -19,6 +19,10 @@
 //!   waits on its queue replaces that job in place (its place in line and
 //!   jid kept, the push's args), counted in `NS:stat:replaced`; else the
 //!   push is queued and becomes the key's job (`push_replace.lua`).
+//! - **sequence** (`sequence: true`): the key's jobs run one at a time in
+//!   push order, a failed one's retry before the next: the key is the
+//!   job's group, capped at 1 (see [`crate::groups`]), and its retry holds
+//!   the group (`fail.lua`, `requeue_due.lua`, `group_lease.lua`).
 //! - **singleton** (`unique_for` with a key): at most one pending job per
 //!   class, queue and key, whatever its args: the unique lock's digest is
 //!   of the key (`job::keyed_digest`), held as any unique lock

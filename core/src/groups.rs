@@ -21,6 +21,16 @@
 //! (`NS:priorities`, member `"group <queue>"`), said on the wake channel:
 //! that is how workers learn to read the ring. A queue none of whose jobs
 //! carries a group is read as before: not one command or key more.
+//!
+//! Limits per group, kept in the same fetch step: a weight and a pause
+//! (`group_control.lua`); a concurrency cap, set through the API or
+//! declared by the jobs (`group_cap`), whose group at its cap is parked
+//! off the ring with no slot held (leases: `group_leases.rs`); a rate its
+//! jobs declare (`group_rate` per `group_rate_period`), a group out of it
+//! waiting on the queue's timers until its period ends (`group_wake.lua`
+//! and the fetch bring it back); a backlog cap checked by the push
+//! (`group_backlog`, `group.lua`). A sequence (`crate::flow`) is a group
+//! capped at 1 whose failed job's retry holds it.
 
 use crate::keys::Keys;
 
