@@ -210,8 +210,9 @@ pub(crate) fn fetch_args(keys: &Keys, queue: &str, reading: &Reading) -> Vec<Str
             keys.group_rate_prefix(queue),
             keys.group_timers(queue),
             crate::clock::fallback().to_string(),
+            keys.group_rates(queue),
         ]),
-        false => args.extend(std::iter::repeat_n(String::new(), 3)),
+        false => args.extend(std::iter::repeat_n(String::new(), 4)),
     }
     args.extend(
         (0..=crate::job::HIGHEST_PRIORITY)
@@ -264,11 +265,11 @@ mod tests {
             rated: false,
         };
         let args = fetch_args(&keys, "mail", &plain);
-        assert_eq!(args.len(), 23);
+        assert_eq!(args.len(), 24);
         assert_eq!(args[2], "512");
-        assert_eq!(args[3..13], ["", "", "", "", "", "", "", "", "", ""]);
-        assert_eq!(args[13], "ns:group@9:mail ");
-        assert_eq!(args[17], "ns:group:mail ");
+        assert_eq!(args[3..14], ["", "", "", "", "", "", "", "", "", "", ""]);
+        assert_eq!(args[14], "ns:group@9:mail ");
+        assert_eq!(args[18], "ns:group:mail ");
         let full = Reading {
             used: 0,
             weighted: true,

@@ -109,6 +109,11 @@ impl Keys {
     pub fn group_declared(&self, name: &str) -> String {
         self.queue_key(name, "group_declared")
     }
+    /// Hash: the rates set for queue `name`'s groups through the API
+    /// (group -> `"<limit> <period>"`; field `""`: every group's default).
+    pub fn group_rates(&self, name: &str) -> String {
+        self.queue_key(name, "group_rates")
+    }
     /// The prefix of a rated group's window count (a string key, the group
     /// following, expiring with its period: see `scripts/fetch_reliable.lua`).
     pub fn group_rate_prefix(&self, name: &str) -> String {

@@ -1022,3 +1022,44 @@ async fn a_sequences_options_are_checked_at_push() {
     client.push(base().group("a")).await.unwrap();
     client.push(base().key("a").group("a").group_cap(1)).await.unwrap();
 }
+
+/// A rate set for a group through the API paces it as a declared one does
+/// (and comes first); bad values are refused naming them; unset, the group
+/// runs at once again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_set_through_the_api_paces_a_group() {
+    let redis = TestRedis::start();
+    let mut config = redis.config();
+    config.set_concurrency(10).unwrap();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    push_slow(&client, 12, "api:7").await;
+    api.set_group_rate("default", Some("api:7"), Some((4, 0.5)))
+        .await
+        .unwrap();
+    for (rate, field) in [((0, 1.0), "rate"), ((4, 0.0), "period"), ((4, f64::NAN), "period")] {
+        let err = api
+            .set_group_rate("default", Some("api:7"), Some(rate))
+            .await
+            .unwrap_err();
+        assert_eq!(err.field(), Some(field), "{err}");
+    }
+    let listed = api.groups("default", 0, 10).await.unwrap();
+    assert_eq!((listed[0].rate, listed[0].rate_period), (Some(4), Some(0.5)));
+    let started = std::time::Instant::now();
+    run_slow_jobs(config.clone(), 12).await;
+    assert!(
+        started.elapsed() >= Duration::from_millis(1000),
+        "12 at 4 per 0.5 s: {:?}",
+        started.elapsed()
+    );
+    api.set_group_rate("default", Some("api:7"), None).await.unwrap();
+    push_slow(&client, 12, "api:7").await;
+    let started = std::time::Instant::now();
+    run_slow_jobs(config, 12).await;
+    assert!(
+        started.elapsed() < Duration::from_millis(1000),
+        "no rate: {:?}",
+        started.elapsed()
+    );
+}

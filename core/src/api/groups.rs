@@ -57,6 +57,13 @@ pub struct GroupSummary {
 /// a scrape's cost stays bounded however many groups a queue has.
 pub const GROUPS_SUMMARIZED: isize = 1000;
 
+/// A group's rate: one set for it through the API, else the one its jobs
+/// declare (`[cap, rate, period]`), else the API's default.
+fn rate_of(own: Option<(u64, f64)>, declared: [Option<f64>; 3], default: Option<(u64, f64)>) -> Option<(u64, f64)> {
+    let declared = declared[1].map(|rate| (rate as u64, declared[2].unwrap_or(1.0)));
+    own.or(declared).or(default)
+}
+
 /// The heaviest weight a group may be given.
 pub const GROUP_WEIGHT_MAX: f64 = 1_000_000.0;
 
@@ -147,6 +154,19 @@ impl Api {
                 })
             })
             .collect();
+        // A rate set through the API: "<limit> <period>" (field "": the default).
+        let mut rate_fields = vec![""];
+        rate_fields.extend(names.iter().map(|n| n.as_str()));
+        let rates: Vec<Option<String>> = numbers(keys.group_rates(name), rate_fields)
+            .query_async(&mut conn)
+            .await?;
+        let rates: Vec<Option<(u64, f64)>> = rates
+            .iter()
+            .map(|rate| {
+                let (limit, period) = rate.as_deref()?.split_once(' ')?;
+                Some((limit.parse().ok()?, period.parse().ok()?))
+            })
+            .collect();
         let running: Vec<Option<u64>> = numbers(keys.group_running(name), names.iter().map(|n| n.as_str()).collect())
             .query_async(&mut conn)
             .await?;
@@ -165,8 +185,8 @@ impl Api {
                 cap: caps[i + 1].or(declared[i][0].map(|cap| cap as u64)).or(caps[0]),
                 running: running[i].unwrap_or(0),
                 parked: score.is_none() && until.is_none(),
-                rate: declared[i][1].map(|rate| rate as u64),
-                rate_period: declared[i][1].and(declared[i][2]),
+                rate: rate_of(rates[i + 1], declared[i], rates[0]).map(|(limit, _)| limit),
+                rate_period: rate_of(rates[i + 1], declared[i], rates[0]).map(|(_, period)| period),
                 waiting_until: *until,
             })
             .collect())
@@ -277,6 +297,35 @@ impl Api {
         Ok(())
     }
 
+    /// Lets at most `limit` jobs of group `group` of queue `name` start per
+    /// `period` seconds, fleet-wide (`group` `None`: every group's default;
+    /// `rate` `None`: no rate set here). A group out of its rate waits off
+    /// the turns, without holding a worker slot, until its period ends. A
+    /// rate set here comes before the one its jobs declare (`group_rate`).
+    pub async fn set_group_rate(&self, name: &str, group: Option<&str>, rate: Option<(u64, f64)>) -> Result<()> {
+        self.check_grouping(name, group)?;
+        if let Some((limit, period)) = rate {
+            if !(1..=GROUP_CAP_MAX).contains(&limit) {
+                return Err(Error::invalid_argument(
+                    "rate",
+                    limit,
+                    "must be a whole number from 1 to 1000000",
+                ));
+            }
+            if !(period > 0.0 && period <= crate::job::LONGEST_SECS) {
+                return Err(Error::invalid_argument(
+                    "period",
+                    period,
+                    "must be a number of seconds, more than 0 and at most 31536000 (a year)",
+                ));
+            }
+        }
+        let mut invocation = self.group_control(name, group.unwrap_or(""), "rate");
+        invocation.arg(rate.map_or(String::new(), |(limit, period)| format!("{limit} {period}")));
+        let _: i64 = invocation.invoke_async(&mut self.conn()).await?;
+        Ok(())
+    }
+
     /// `group_control.lua` for `group` of queue `name` in `mode`.
     fn group_control(&self, name: &str, group: &str, mode: &str) -> redis::ScriptInvocation<'static> {
         let keys = self.client.keys();
@@ -287,6 +336,8 @@ impl Api {
             .key(keys.group_weights(name))
             .key(keys.group_caps(name))
             .key(keys.group_parked(name))
+            .key(keys.group_rates(name))
+            .key(keys.group_timers(name))
             .arg(mode)
             .arg(group)
             .arg(keys.wake())

@@ -31,7 +31,7 @@
 --           "-" to record nothing (basic fetch's turn of grouped queues)
 -- ARGV[3..2+#KEYS-2] the queue name of each list, aligned with KEYS[3..]
 -- ARGV[..]  then, per grouped queue (those the registry lists as grouped,
---           see groups.rs), 23 values: its name, its ring (NS:groups:<q>),
+--           see groups.rs), 24 values: its name, its ring (NS:groups:<q>),
 --           the levels in use (a bit per level, as the caller knows them),
 --           its weights hash (NS:group_weights:<q>) or "" when the registry
 --           lists none for it; its caps hash (NS:group_caps:<q>), running
@@ -44,9 +44,11 @@
 --           groups' window counts (NS:group_rate:<q> , the group following:
 --           how many of its jobs started in the current period, expiring
 --           with it), its timers (NS:group_timers:<q>: groups waiting out
---           their period, scored by its end) and this host's clock (epoch
---           seconds, where TIME is refused), or three "" when the registry
---           lists no rate for it; and the prefix of its groups' lists at
+--           their period, scored by its end), this host's clock (epoch
+--           seconds, where TIME is refused) and the rates set through the
+--           API (NS:group_rates:<q>: group -> "<limit> <period>", field ""
+--           every group's default), or four "" when the registry lists no
+--           rate for it; and the prefix of its groups' lists at
 --           each priority level,
 --           9 first (NS:group@9:<q> , ..., NS:group:<q> , ...: a group's
 --           list is the prefix followed by the group). A group's lists at
@@ -64,11 +66,11 @@ for _, name in ipairs(redis.call("SMEMBERS", KEYS[1])) do
 end
 
 local grouped = {}
-for at = #KEYS + 1, #ARGV, 23 do
+for at = #KEYS + 1, #ARGV, 24 do
   local used = tonumber(ARGV[at + 2])
   local prefixes, in_use = {}, {}
   for i = 0, 9 do
-    local prefix = ARGV[at + 13 + i]
+    local prefix = ARGV[at + 14 + i]
     prefixes[#prefixes + 1] = prefix
     -- The i-th prefix is of level 9 - i; the default level (5) is always read.
     local level = 9 - i
@@ -90,6 +92,7 @@ for at = #KEYS + 1, #ARGV, 23 do
     rate_prefix = ARGV[at + 10],
     timers = ARGV[at + 11],
     clock = ARGV[at + 12],
+    rates = ARGV[at + 13],
     prefixes = prefixes,
     in_use = in_use,
     lists = {},
@@ -287,22 +290,49 @@ local function caps_of(queue, groups, declared)
   return cap, running
 end
 
+-- The rate of each of `groups` (one set through the API for it, else the
+-- one its jobs declare, else the API's default for every group): group ->
+-- {limit, period}.
+local function rate_limits_of(queue, groups, declared)
+  local rate = {}
+  for _, group in ipairs(groups) do
+    if declared[group] and declared[group][2] > 0 then
+      rate[group] = { declared[group][2], declared[group][3] }
+    end
+  end
+  if queue.rates == "" or #groups == 0 then
+    return rate
+  end
+  local set = redis.call("HMGET", queue.rates, "", unpack(groups))
+  local function read(value)
+    local limit, period = string.match(value or "", "^(%S+) (%S+)$")
+    limit, period = tonumber(limit), tonumber(period)
+    return limit and period and { limit, period } or nil
+  end
+  local default = read(set[1])
+  for i, group in ipairs(groups) do
+    rate[group] = read(set[i + 1]) or rate[group] or default
+  end
+  return rate
+end
+
 -- How many more jobs each rated group of `groups` may start in its current
--- period: group -> room (and its window count's key).
+-- period: group -> room (and its window count's key, and its rate).
 local function rates_of(queue, groups, declared)
   local room, window = {}, {}
   if queue.rate_prefix == "" then
-    return room, window
+    return room, window, {}
   end
+  local rate = rate_limits_of(queue, groups, declared)
   local rated = {}
   for _, group in ipairs(groups) do
-    if declared[group] and declared[group][2] > 0 then
+    if rate[group] then
       rated[#rated + 1] = group
       window[group] = queue.rate_prefix .. group
     end
   end
   if #rated == 0 then
-    return room, window
+    return room, window, rate
   end
   local keys = {}
   for i, group in ipairs(rated) do
@@ -310,9 +340,9 @@ local function rates_of(queue, groups, declared)
   end
   local started = redis.call("MGET", unpack(keys))
   for i, group in ipairs(rated) do
-    room[group] = declared[group][2] - (tonumber(started[i]) or 0)
+    room[group] = rate[group][1] - (tonumber(started[i]) or 0)
   end
-  return room, window
+  return room, window, rate
 end
 
 -- Counts `got` jobs started by a rated group in its period, whose window
@@ -371,7 +401,7 @@ local function take_grouped(name)
     local weight = weights_of(queue, groups)
     local declared = declared_of(queue, groups)
     local cap, running = caps_of(queue, groups, declared)
-    local room, window = rates_of(queue, groups, declared)
+    local room, window, rate = rates_of(queue, groups, declared)
     local turns, gone, parked, leases, empty, waiting = {}, {}, {}, {}, {}, {}
     local gave, passed = false, false
     for m = 1, live do
@@ -417,7 +447,7 @@ local function take_grouped(name)
         end
       end
       if got > 0 and room[group] then
-        count_started(window[group], declared[group][3], got)
+        count_started(window[group], rate[group][2], got)
       end
       if got > 0 and cap[group] then
         redis.call("HINCRBY", queue.running, group, got)

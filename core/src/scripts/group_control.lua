@@ -1,6 +1,6 @@
 -- Fragments (prepended, in this order): wake.lua, group.lua
--- Pause, resume, weigh or cap one group of a queue (see groups.rs), in
--- one atomic step.
+-- Pause, resume, weigh, cap or rate one group of a queue (see groups.rs),
+-- in one atomic step.
 --
 -- A paused group stays in its queue's ring at score +inf: a fetch, which
 -- reads the lowest scores, never reaches it while another group has a
@@ -30,13 +30,23 @@
 --           wake.lua, prepended)
 -- KEYS[3]   NS:group_weights:<q> (hash: group -> weight)
 -- KEYS[4]   NS:group_caps:<q> (hash: group -> cap)
+-- A group's rate (its jobs started per period) is a field of the queue's
+-- rates hash ("<limit> <period>"; field "": every group's default), read
+-- by a fetch before the rate its jobs declare. The first lists the queue
+-- ("group-rates <queue>"). A changed rate may leave room: every group
+-- waiting out its period takes its turn again (one still out of its rate
+-- waits again).
+--
 -- KEYS[5]   NS:group_parked:<q> (set)
--- ARGV[1]   "pause", "resume", "weight" or "cap"
+-- KEYS[6]   NS:group_rates:<q> (hash: group -> "<limit> <period>")
+-- KEYS[7]   NS:group_timers:<q> (zset: groups waiting out their period)
+-- ARGV[1]   "pause", "resume", "weight", "cap" or "rate"
 -- ARGV[2]   the group ("" with "cap": every group's default)
 -- ARGV[3]   the wake channel (NS:wake)
 -- ARGV[4]   the queue's name
 -- ARGV[5]   "weight": the weight (a number > 0), or "" for the default (1);
---           "cap": the cap (a whole number >= 1), or "" for none
+--           "cap": the cap (a whole number >= 1), or "" for none;
+--           "rate": "<limit> <period>", or "" for none
 -- ARGV[5..] "resume": the group's list at each priority level
 --
 -- Returns 1 when the group's state changed, 0 when it already was so.
@@ -61,19 +71,24 @@ elseif mode == "resume" then
     redis.call("ZREM", ring, group)
   end
   return 1
-elseif mode == "cap" then
-  if ARGV[5] == "" then
-    redis.call("HDEL", KEYS[4], group)
-  else
-    redis.call("HSET", KEYS[4], group, ARGV[5])
-    list_priority_level(KEYS[2], channel, "group-caps " .. queue)
+elseif mode == "cap" or mode == "rate" then
+  -- The limit set or cleared; the groups it held off the turns (parked at
+  -- their cap, or waiting out their rate's period) take their turn again.
+  local limits, held = KEYS[4], redis.call("SMEMBERS", KEYS[5])
+  if mode == "rate" then
+    limits, held = KEYS[6], redis.call("ZRANGE", KEYS[7], 0, -1)
   end
-  local parked = redis.call("SMEMBERS", KEYS[5])
-  if #parked > 0 then
-    for _, g in ipairs(parked) do
+  if ARGV[5] == "" then
+    redis.call("HDEL", limits, group)
+  else
+    redis.call("HSET", limits, group, ARGV[5])
+    list_priority_level(KEYS[2], channel, "group-" .. mode .. "s " .. queue)
+  end
+  if #held > 0 then
+    for _, g in ipairs(held) do
       enter_ring(ring, g)
     end
-    redis.call("DEL", KEYS[5])
+    redis.call("DEL", mode == "rate" and KEYS[7] or KEYS[5])
     redis.call("PUBLISH", channel, queue)
   end
   return 1
