@@ -13,9 +13,11 @@
 //!   batch status it gets first) to `TEST_RESULTS_FILE`;
 //! - `Sum n`: sleeps 50 ms, then returns n + 1 (a workflow step whose
 //!   result the next one takes);
-//! - `Span token millis`: appends `start <token> <epoch> <pid>` to
-//!   `TEST_RESULTS_FILE`, sleeps, then appends `end ...` (the rate limiter
-//!   fault test measures how many run at once from these).
+//! - `Span token millis [fail_once]`: appends `start <token> <epoch> <pid>`
+//!   to `TEST_RESULTS_FILE`, sleeps, then appends `end ...` (the rate
+//!   limiter fault test measures how many run at once from these); with
+//!   `fail_once`, the first attempt anywhere fails after its sleep, with no
+//!   `end` line, retried in 0.2 s.
 //!
 //! `TEST_LIMITER=name:kind:limit:seconds` defines a rate limiter at boot
 //! (`seconds`: a concurrent limiter's lease TTL, the others' interval; the
@@ -169,8 +171,12 @@ async fn main() -> cogworker::Result<()> {
             let io = |e: std::io::Error| Failure::new("IoError", e.to_string());
             span_line("start", &token).map_err(io)?;
             tokio::time::sleep(Duration::from_millis(millis)).await;
+            if args.get(2).and_then(|v| v.as_bool()) == Some(true) && first_attempt(&token) {
+                return Err(Failure::new("FailOnce", "the first attempt fails"));
+            }
             span_line("end", &token).map_err(io)
         })
+        .retry_in("Span", |_count, _job| Some(0.2))
         .register("Overlap", move |job| {
             let (mut conn, ns) = (r3.clone(), ns3.clone());
             async move {

@@ -14,21 +14,10 @@ Cogworker.configure do |c|
   c.shard_by_queue = ENV['TEST_SHARD_BY_QUEUE'] == '1'
 end
 
-class Account
-  include Cogworker::Job
-
-  cogworker_retry_in { |_count, _error| 0.2 }
-
-  def perform(token, millis = 0, fail_once = false)
-    sleep(millis / 1000.0)
-    raise 'the first attempt fails' if fail_once && first_attempt?(token)
-
-    File.open(ENV.fetch('TEST_RESULTS_FILE'), 'a') { |f| f.write("#{token}\n") }
-  end
-
-  private
-
-  def first_attempt?(token)
+# `fail_once` jobs: does this attempt fail? Only the first, in any process:
+# the one that creates the token's file in TEST_FAIL_DIR.
+module FailOnce
+  def self.first_attempt?(token)
     dir = ENV.fetch('TEST_FAIL_DIR', nil)
     return false unless dir
 
@@ -39,13 +28,32 @@ class Account
   end
 end
 
+class Account
+  include Cogworker::Job
+
+  cogworker_retry_in { |_count, _error| 0.2 }
+
+  def perform(token, millis = 0, fail_once = false)
+    sleep(millis / 1000.0)
+    raise 'the first attempt fails' if fail_once && FailOnce.first_attempt?(token)
+
+    File.open(ENV.fetch('TEST_RESULTS_FILE'), 'a') { |f| f.write("#{token}\n") }
+  end
+end
+
 # `start`/`end` lines around a sleep: how many ran at once, and where.
+# With `fail_once`, the first attempt anywhere fails after its sleep (no
+# `end` line), retried in 0.2 s.
 class Span
   include Cogworker::Job
 
-  def perform(token, millis)
+  cogworker_retry_in { |_count, _error| 0.2 }
+
+  def perform(token, millis, fail_once = false)
     line("start #{token} #{format('%.6f', Time.now.to_f)} #{Process.pid}")
     sleep(millis / 1000.0)
+    raise 'the first attempt fails' if fail_once && FailOnce.first_attempt?(token)
+
     line("end #{token} #{format('%.6f', Time.now.to_f)} #{Process.pid}")
   end
 

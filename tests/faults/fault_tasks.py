@@ -37,11 +37,15 @@ def _line(line: str) -> None:
         f.write(line + "\n")
 
 
-@cogworker.job(name="Span")
-def span(token: str, millis: int) -> None:
-    """`start`/`end` lines around a sleep: how many ran at once, and where."""
+@cogworker.job(name="Span", retry_in=lambda count, error: 0.2)
+def span(token: str, millis: int, fail_once: bool = False) -> None:
+    """`start`/`end` lines around a sleep: how many ran at once, and where.
+    With `fail_once`, the first attempt anywhere fails after its sleep
+    (no `end` line)."""
     _line(f"start {token} {time.time():.6f} {os.getpid()}")
     time.sleep(millis / 1000)
+    if fail_once and _first_attempt(token):
+        raise RuntimeError("the first attempt fails")
     _line(f"end {token} {time.time():.6f} {os.getpid()}")
 
 

@@ -527,21 +527,31 @@ def test_a_keyed_concurrency_of_2_holds_over_50_keys_through_kill_9(paths):
 SEQUENCE_KEYS, SEQUENCE_EACH = 10, (100 if SOAK else 20)
 
 
-def test_one_key_at_a_time_in_push_order_holds_through_kill_9(paths):
+def test_one_key_at_a_time_in_push_order_holds_through_kill_9(paths, tmp_path):
     """Jobs of 10 keys, each key's pushed in order as a sequence (one at a
-    time per key: its group, capped at 1), worked by a Rust, a Python and a Ruby
-    worker while one is killed with -9 every 1.5 s: within each key no job
-    starts before its predecessor's last run ended (a predecessor run again
-    after a kill is allowed, an overtake is not), and every job is done."""
+    time per key: its group, capped at 1), one in five failing its first
+    attempt (retried in 0.2 s), worked by a Rust, a Python and a Ruby worker
+    while one is killed with -9 every 1.5 s: within each key no job starts
+    before its predecessor's last run ended (a predecessor run again after a
+    kill or a failure is allowed, an overtake is not: a failed job's retry
+    holds its key), and every job is done."""
     results, logdir = paths
+    fail_dir = tmp_path / "failed"
+    fail_dir.mkdir()
     with Redis() as server:
         r = server.client()
-        fleet = Fleet(server.url, results, logdir, env={"TEST_ORPHAN_THRESHOLD": "3"})
+        env = {"TEST_ORPHAN_THRESHOLD": "3", "TEST_FAIL_DIR": str(fail_dir)}
+        fleet = Fleet(server.url, results, logdir, env=env)
         codes: list[int] = []
         try:
             three_languages(fleet, r)
             jobs = [
-                {"class": "Span", "args": [f"q{k}-{n:04d}", 150], "key": f"q{k}", "sequence": True}
+                {
+                    "class": "Span",
+                    "args": [f"q{k}-{n:04d}", 150, n % 5 == 2],
+                    "key": f"q{k}",
+                    "sequence": True,
+                }
                 for n in range(SEQUENCE_EACH)
                 for k in range(SEQUENCE_KEYS)
             ]
@@ -569,7 +579,11 @@ def test_one_key_at_a_time_in_push_order_holds_through_kill_9(paths):
             ]
             assert overtakes == [], overtakes[:10]
             reruns = sum(1 for what, *_ in rows if what == "start") - len(jobs)
-            summary = f"sequence over {SEQUENCE_KEYS} keys: {len(jobs)} jobs, {kills} kills, {reruns} re-runs"
+            failed = len(os.listdir(fail_dir))
+            summary = (
+                f"sequence over {SEQUENCE_KEYS} keys: {len(jobs)} jobs, {failed} failed once, "
+                f"{kills} kills, {reruns} runs again"
+            )
             print(summary, file=sys.stderr)
         finally:
             codes += fleet.stop_all()
