@@ -10,10 +10,10 @@
 --
 -- A grouped queue (see groups.rs) is taken from round-robin across its
 -- groups: its ring (a sorted set of the groups that have jobs, scored by
--- the turns each has had) gives the groups with the fewest turns, one job
--- is taken from each (more from each when there are fewer groups than
--- jobs wanted, so a lone group gets every slot), and one ZADD adds what
--- each gave to its score. A group found empty leaves the ring (ZREM); its
+-- the turns each has had) gives the groups with the fewest turns, up to
+-- QUANTUM jobs are taken from each (more from each when there are fewer
+-- groups than jobs wanted, so a lone group gets every slot), and one ZADD
+-- adds what each gave to its score. A group found empty leaves the ring (ZREM); its
 -- lists are gone already. The ring's member "" is the queue's ungrouped
 -- jobs, which take turns as one group; it leaves only with the last group.
 -- A grouped queue whose ring is gone is read as an ungrouped one. So a
@@ -58,6 +58,10 @@
 --
 -- Returns a flat array {queue_name, payload, queue_name, payload, ...}, in
 -- token order (empty when every unpaused queue is empty).
+-- The most jobs one group gives in one turn: fewer pops per job where
+-- many groups have jobs (a group that gave more waits longer for its
+-- next turn: its score counts every job).
+local QUANTUM = 4
 local wanted = tonumber(ARGV[1])
 local first_token = tonumber(ARGV[2])
 local paused = {}
@@ -382,7 +386,7 @@ local function take_grouped(name)
     if need <= 0 then
       return
     end
-    local ring = redis.call("ZRANGE", queue.ring, 0, need - 1, "WITHSCORES")
+    local ring = redis.call("ZRANGE", queue.ring, 0, math.ceil(need / QUANTUM) - 1, "WITHSCORES")
     local members = #ring / 2
     if members == 0 then
       take_from(queue.lists, need, name)
@@ -410,7 +414,7 @@ local function take_grouped(name)
       end
       -- An even share of what is still wanted among the members left, so
       -- one that has fewer jobs leaves the rest to those after it.
-      local share = math.ceil((wanted - count) / (live - m + 1))
+      local share = math.max(math.ceil((wanted - count) / (live - m + 1)), math.min(QUANTUM, wanted - count))
       local group, score = ring[2 * m - 1], tonumber(ring[2 * m])
       local before = count
       if cap[group] then
