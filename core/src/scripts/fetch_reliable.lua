@@ -386,7 +386,9 @@ local function take_grouped(name)
     if need <= 0 then
       return
     end
-    local ring = redis.call("ZRANGE", queue.ring, 0, math.ceil(need / QUANTUM) - 1, "WITHSCORES")
+    -- As many members as jobs wanted: those with fewer jobs than the
+    -- quantum leave the rest to the ones after them, in this round.
+    local ring = redis.call("ZRANGE", queue.ring, 0, need - 1, "WITHSCORES")
     local members = #ring / 2
     if members == 0 then
       take_from(queue.lists, need, name)
