@@ -57,8 +57,7 @@ fn around_its_jid(job: &Job) -> (&'static str, String) {
 /// jid that will run, and 1 when this push queued a new job (0: it
 /// replaced the key's waiting job).
 pub(crate) fn replace_push(keys: &Keys, job: &Job, now: f64) -> redis::ScriptInvocation<'static> {
-    let key = job.flow_key().expect("replace is validated with its key");
-    let digest = crate::job::keyed_digest(job.class(), job.queue_name(), key);
+    let digest = job.flow_digest().expect("replace is validated with its key");
     let destination = Destination::of_job(keys, job);
     let queue = job.queue_name();
     let (head, tail) = around_its_jid(job);
@@ -87,8 +86,7 @@ pub(crate) fn replace_push(keys: &Keys, job: &Job, now: f64) -> redis::ScriptInv
 /// (or the key's next window would have been) due.
 pub(crate) fn throttle_push(keys: &Keys, job: &Job, now: f64) -> redis::ScriptInvocation<'static> {
     let (window, drop) = job.throttle_secs().expect("a throttled job");
-    let key = job.flow_key().expect("throttle is validated with its key");
-    let digest = crate::job::keyed_digest(job.class(), job.queue_name(), key);
+    let digest = job.flow_digest().expect("throttle is validated with its key");
     let destination = Destination::of_job(keys, job);
     let queue = job.queue_name();
     let mut invocation = crate::scripts::SCRIPTS.push_throttle.prepare_invoke();
@@ -117,8 +115,7 @@ pub(crate) fn throttle_push(keys: &Keys, job: &Job, now: f64) -> redis::ScriptIn
 /// into the burst's job).
 pub(crate) fn debounce_push(keys: &Keys, job: &Job, now: f64) -> redis::ScriptInvocation<'static> {
     let (window, longest) = job.debounce_secs().expect("a debounced job");
-    let key = job.flow_key().expect("debounce is validated with its key");
-    let digest = crate::job::keyed_digest(job.class(), job.queue_name(), key);
+    let digest = job.flow_digest().expect("debounce is validated with its key");
     let (head, tail) = around_its_jid(job);
     let mut invocation = crate::scripts::SCRIPTS.push_debounce.prepare_invoke();
     invocation

@@ -347,6 +347,24 @@ def chaos(fleet: Fleet, r: redis.Redis, seconds: float, every: float, rng: rando
     return kills, bound
 
 
+def kill_until_drained(
+    fleet: Fleet, r: redis.Redis, every: float, rng: random.Random, limit: float
+) -> dict[int, float]:
+    """kill -9 a random worker every `every` seconds, starting a replacement
+    of the same language, until no job is pending (at most `limit`
+    seconds). Returns when each killed process died, by pid: a body it was
+    running ended then."""
+    killed: dict[int, float] = {}
+    deadline = time.monotonic() + limit
+    while pending(r) > 0 and time.monotonic() < deadline:
+        time.sleep(every)
+        victim = rng.choice(fleet.workers)
+        fleet.kill9(victim)
+        killed[victim.proc.pid] = time.time()
+        fleet.start(victim.language)
+    return killed
+
+
 def wait_registered(r: redis.Redis, fleet: Fleet, timeout: float = 60) -> None:
     """Until every running worker of the fleet has beaten (so it handles TERM)."""
     deadline = time.monotonic() + timeout

@@ -30,6 +30,7 @@ from harness import (
     Redis,
     account,
     chaos,
+    kill_until_drained,
     pending,
     push_jobs,
     push_mixed_jobs,
@@ -492,14 +493,7 @@ def test_a_keyed_concurrency_of_2_holds_over_50_keys_through_kill_9(paths):
             three_languages(fleet, r)
             jobs = keyed_jobs()
             cogworker.Client(redis_url=server.url).push_bulk(jobs)
-            rng, killed = random.Random(11), {}
-            deadline = time.monotonic() + DRAIN_LIMIT
-            while pending(r) > 0 and time.monotonic() < deadline:
-                time.sleep(3)
-                victim = rng.choice(fleet.workers)
-                fleet.kill9(victim)
-                killed[victim.proc.pid] = time.time()
-                fleet.start(victim.language)
+            killed = kill_until_drained(fleet, r, every=3, rng=random.Random(11), limit=DRAIN_LIMIT)
             assert wait_drained(r, DRAIN_LIMIT), fleet.logs()[-20000:]
             wait_registered(r, fleet)
             codes += fleet.stop_all()
@@ -556,14 +550,7 @@ def test_one_key_at_a_time_in_push_order_holds_through_kill_9(paths, tmp_path):
                 for k in range(SEQUENCE_KEYS)
             ]
             cogworker.Client(redis_url=server.url).push_bulk(jobs)
-            rng, kills = random.Random(5), 0
-            deadline = time.monotonic() + DRAIN_LIMIT
-            while pending(r) > 0 and time.monotonic() < deadline:
-                time.sleep(1.5)
-                victim = rng.choice(fleet.workers)
-                fleet.kill9(victim)
-                kills += 1
-                fleet.start(victim.language)
+            kills = len(kill_until_drained(fleet, r, every=1.5, rng=random.Random(5), limit=DRAIN_LIMIT))
             assert wait_drained(r, DRAIN_LIMIT), fleet.logs()[-20000:]
             wait_registered(r, fleet)
             codes += fleet.stop_all()

@@ -139,6 +139,13 @@ impl Job {
     pub fn flow_key(&self) -> Option<&str> {
         self.str_field("key").filter(|key| valid_group(key))
     }
+    /// The digest of its class, queue and flow key ([`keyed_digest`]): what
+    /// names its key's state (a debounce's burst, a throttle's window, a
+    /// replaced job, a singleton's lock), if it carries a key.
+    pub(crate) fn flow_digest(&self) -> Option<String> {
+        let key = self.flow_key()?;
+        Some(keyed_digest(self.class(), self.queue_name(), key))
+    }
     /// Its debounce window and longest wait in seconds, if it is debounced
     /// (see [`crate::flow`]).
     pub fn debounce_secs(&self) -> Option<(f64, Option<f64>)> {

@@ -265,10 +265,9 @@ impl Job {
         }
         if self.unique_for_secs().is_some() {
             // With a key, one job per key (a singleton), whatever its args.
-            let digest = match self.flow_key() {
-                Some(key) => crate::job::keyed_digest(self.class(), self.queue_name(), key),
-                None => unique_digest(self.class(), self.queue_name(), self.args_slice()),
-            };
+            let digest = self
+                .flow_digest()
+                .unwrap_or_else(|| unique_digest(self.class(), self.queue_name(), self.args_slice()));
             self.fields.insert("unique_digest".into(), Value::String(digest));
         }
         Ok(())
