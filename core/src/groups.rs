@@ -159,12 +159,16 @@ pub(crate) fn list_of(job: &crate::job::Job) -> ListOf {
 
 /// How a fetch reads a grouped queue, beside its ring: the levels in use
 /// (a bit per level), whether some group has a weight, and, when some
-/// group has a concurrency cap, the identity its leases are recorded for.
+/// group has a concurrency cap, the identity its leases are recorded for;
+/// and the most jobs a group gives per turn ([`ReadAhead::group_quantum`]).
+///
+/// [`ReadAhead::group_quantum`]: crate::read_ahead::ReadAhead::group_quantum
 pub(crate) struct Reading<'a> {
     pub used: u16,
     pub weighted: bool,
     pub capped_for: Option<&'a str>,
     pub rated: bool,
+    pub quantum: usize,
 }
 
 /// What a fetch is told of grouped `queue`: its name, its ring, the
@@ -175,7 +179,7 @@ pub(crate) struct Reading<'a> {
 /// prefix and timers when some group has a rate (else two `""`; the
 /// declared limits are passed then too), and the prefix of its groups' lists at each level,
 /// highest first (a group that seems empty at the levels in use is checked
-/// at all of them before it leaves the ring).
+/// at all of them before it leaves the ring), and the quantum.
 pub(crate) fn fetch_args(keys: &Keys, queue: &str, reading: &Reading) -> Vec<String> {
     let weights = if reading.weighted {
         keys.group_weights(queue)
@@ -219,6 +223,7 @@ pub(crate) fn fetch_args(keys: &Keys, queue: &str, reading: &Reading) -> Vec<Str
             .rev()
             .map(|level| keys.group_list_prefix(queue, level)),
     );
+    args.push(reading.quantum.to_string());
     args
 }
 
@@ -263,9 +268,11 @@ mod tests {
             weighted: false,
             capped_for: None,
             rated: false,
+            quantum: 4,
         };
         let args = fetch_args(&keys, "mail", &plain);
-        assert_eq!(args.len(), 24);
+        assert_eq!(args.len(), 25);
+        assert_eq!(args[24], "4");
         assert_eq!(args[2], "512");
         assert_eq!(args[3..14], ["", "", "", "", "", "", "", "", "", "", ""]);
         assert_eq!(args[14], "ns:group@9:mail ");
@@ -275,6 +282,7 @@ mod tests {
             weighted: true,
             capped_for: Some("h:1"),
             rated: true,
+            quantum: 1,
         };
         let args = fetch_args(&keys, "mail", &full);
         assert_eq!(args[3], "ns:group_weights:mail");
@@ -296,6 +304,7 @@ mod tests {
             weighted: false,
             capped_for: None,
             rated: true,
+            quantum: 1,
         };
         let args = fetch_args(&keys, "mail", &rated_only);
         assert_eq!(

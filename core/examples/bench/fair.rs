@@ -21,7 +21,8 @@ use serde_json::json;
 use std::time::{Duration, Instant};
 
 use super::{
-    command_counts, percentile_ms, private_redis, redis_cpu_secs, reset_stats, start_workers, stop_and_read_latencies,
+    command_counts, percentile_ms, private_redis, process_cpu_secs, redis_cpu_secs, reset_stats, start_workers,
+    stop_and_read_latencies,
 };
 
 const B_JOBS: usize = 10;
@@ -31,9 +32,12 @@ pub async fn run(jobs: usize) -> Result<(), Box<dyn std::error::Error>> {
         "cogworker {} fair groups (release build, private redis, 1 worker process x concurrency 10, reliable fetch)",
         env!("CARGO_PKG_VERSION")
     );
-    println!("| run | B's pickup p50 / p99 / max |");
-    println!("|---|---|");
-    for grouped in [true, false] {
+    let drain_only = std::env::args().any(|a| a == "--drain-only");
+    if !drain_only {
+        println!("| run | B's pickup p50 / p99 / max |");
+        println!("|---|---|");
+    }
+    for grouped in [true, false].into_iter().filter(|_| !drain_only) {
         let latencies = tenant_b_behind_a(jobs, grouped).await?;
         println!(
             "| {} | {:.1} / {:.1} / {:.1} ms |",
@@ -45,18 +49,21 @@ pub async fn run(jobs: usize) -> Result<(), Box<dyn std::error::Error>> {
     }
     println!();
     println!(
-        "| drain of {jobs} no-op jobs | jobs/s | redis CPU per job | redis commands per job | top commands per job |"
+        "| drain of {jobs} no-op jobs | jobs/s | worker CPU per job | redis CPU per job | redis commands per job | top commands per job |"
     );
-    println!("|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|");
     for (groups, cap) in [(0usize, None), (1, None), (1000, None), (1000, Some(2))] {
-        let (rate, cpu, per_job, top) = drain(jobs, groups, cap).await?;
+        let (rate, worker_cpu, cpu, per_job, top) = drain(jobs, groups, cap).await?;
         let label = match (groups, cap) {
             (0, _) => "plain queue".to_string(),
             (1, _) => "one group".to_string(),
             (n, None) => format!("over {n} groups"),
             (n, Some(cap)) => format!("over {n} groups, each capped at {cap}"),
         };
-        println!("| {label} | {rate:.0} | {cpu:.1} µs | {per_job:.2} | {top} |");
+        println!("| {label} | {rate:.0} | {worker_cpu:.1} µs | {cpu:.1} µs | {per_job:.2} | {top} |");
+    }
+    if drain_only {
+        return Ok(());
     }
     println!();
     let (rate, running) = beside_a_saturated_key(jobs).await?;
@@ -148,13 +155,13 @@ async fn tenant_b_behind_a(jobs: usize, grouped: bool) -> Result<Vec<f64>, Box<d
 }
 
 /// Drains `jobs` no-op jobs over `groups` groups (0: none), each capped at
-/// `cap` if given: jobs per second, Redis's CPU per job (µs), Redis
-/// commands per job and the top commands.
+/// `cap` if given: jobs per second, the worker's and Redis's CPU per job
+/// (µs), Redis commands per job and the top commands.
 async fn drain(
     jobs: usize,
     groups: usize,
     cap: Option<u64>,
-) -> Result<(f64, f64, f64, String), Box<dyn std::error::Error>> {
+) -> Result<(f64, f64, f64, f64, String), Box<dyn std::error::Error>> {
     let (redis, client, mut conn) = private_redis().await?;
     if let Some(cap) = cap {
         cogworker::Api::new(client.clone())
@@ -169,7 +176,12 @@ async fn drain(
     wait_processed(&client, &mut conn, jobs, Duration::from_secs(120)).await?;
     let secs = started.elapsed().as_secs_f64();
     let cpu = redis_cpu_secs(&mut conn).await? - cpu_before;
+    let worker_cpu = process_cpu_secs(children[0].id());
     let counts = command_counts(&mut conn).await?;
+    if std::env::args().any(|a| a == "--commandstats") {
+        let info: String = redis::cmd("INFO").arg("commandstats").query_async(&mut conn).await?;
+        eprintln!("{groups} groups, cap {cap:?}:\n{info}");
+    }
     let polls: u64 = counts
         .iter()
         .filter(|(name, _)| name == "get" || name == "scard")
@@ -186,6 +198,7 @@ async fn drain(
     drop(redis);
     Ok((
         jobs as f64 / secs,
+        1e6 * worker_cpu / jobs as f64,
         1e6 * cpu / jobs as f64,
         total as f64 / jobs as f64,
         top.join(", "),

@@ -23,7 +23,9 @@
 //!
 //! `--fair`: fair groups: a second tenant's pickup behind a first one's
 //! backlog, with and without groups, and the drain rate over 1,000
-//! groups against a plain queue (see fair.rs).
+//! groups against a plain queue (see fair.rs); `--fair --drain-only`: the
+//! drain rows alone (`--commandstats`: and INFO commandstats after each,
+//! on stderr).
 //!
 //! `--push-floor`: where a one-by-one push's time goes (see push_floor.rs).
 //!

@@ -94,6 +94,7 @@ pub(super) async fn take(
             weighted: shared.levels.is_weighted(name),
             capped_for: shared.levels.is_capped(name).then_some(shared.identity.as_str()),
             rated: shared.levels.is_rated(name),
+            quantum: shared.read_ahead.group_quantum(max),
         };
         invocation.arg(crate::groups::fetch_args(&shared.keys, name, &reading));
     }

@@ -11,10 +11,13 @@
 -- A grouped queue (see groups.rs) is taken from round-robin across its
 -- groups: its ring (a sorted set of the groups that have jobs, scored by
 -- the turns each has had) gives the groups with the fewest turns, up to
--- QUANTUM jobs are taken from each (more from each when there are fewer
--- groups than jobs wanted, so a lone group gets every slot), and one ZADD
--- adds what each gave to its score. A group found empty leaves the ring (ZREM); its
--- lists are gone already. The ring's member "" is the queue's ungrouped
+-- a quantum of jobs are taken from each (more from each when there are
+-- fewer groups than jobs wanted, so a lone group gets every slot), and one
+-- ZADD adds what each gave to its score. The caller sizes the quantum to
+-- its jobs (read_ahead.rs): one job where they are long, so its slots
+-- spread over the groups; many where they are short, so a fetch pops from
+-- one or two groups, not one per few jobs. A group found empty leaves the
+-- ring (ZREM); its lists are gone already. The ring's member "" is the queue's ungrouped
 -- jobs, which take turns as one group; it leaves only with the last group.
 -- A grouped queue whose ring is gone is read as an ungrouped one. So a
 -- fetch from a grouped queue costs a ZRANGE and a ZADD per round and one
@@ -31,7 +34,7 @@
 --           "-" to record nothing (basic fetch's turn of grouped queues)
 -- ARGV[3..2+#KEYS-2] the queue name of each list, aligned with KEYS[3..]
 -- ARGV[..]  then, per grouped queue (those the registry lists as grouped,
---           see groups.rs), 24 values: its name, its ring (NS:groups:<q>),
+--           see groups.rs), 25 values: its name, its ring (NS:groups:<q>),
 --           the levels in use (a bit per level, as the caller knows them),
 --           its weights hash (NS:group_weights:<q>) or "" when the registry
 --           lists none for it; its caps hash (NS:group_caps:<q>), running
@@ -54,14 +57,11 @@
 --           list is the prefix followed by the group). A group's lists at
 --           the levels in use are read; one that seems empty is checked at
 --           every level before it leaves the ring, so a level the caller
---           has not heard of yet strands nothing.
+--           has not heard of yet strands nothing; and the most jobs one
+--           group gives in one turn (its quantum, an integer >= 1).
 --
 -- Returns a flat array {queue_name, payload, queue_name, payload, ...}, in
 -- token order (empty when every unpaused queue is empty).
--- The most jobs one group gives in one turn: fewer pops per job where
--- many groups have jobs (a group that gave more waits longer for its
--- next turn: its score counts every job).
-local QUANTUM = 4
 local wanted = tonumber(ARGV[1])
 local first_token = tonumber(ARGV[2])
 local paused = {}
@@ -70,7 +70,7 @@ for _, name in ipairs(redis.call("SMEMBERS", KEYS[1])) do
 end
 
 local grouped = {}
-for at = #KEYS + 1, #ARGV, 24 do
+for at = #KEYS + 1, #ARGV, 25 do
   local used = tonumber(ARGV[at + 2])
   local prefixes, in_use = {}, {}
   for i = 0, 9 do
@@ -97,6 +97,9 @@ for at = #KEYS + 1, #ARGV, 24 do
     timers = ARGV[at + 11],
     clock = ARGV[at + 12],
     rates = ARGV[at + 13],
+    -- A group that gives more waits longer for its next turn: its score
+    -- counts every job.
+    quantum = math.max(1, tonumber(ARGV[at + 24]) or 1),
     prefixes = prefixes,
     in_use = in_use,
     lists = {},
@@ -374,7 +377,7 @@ local function wake_timers(queue)
   end
 end
 
--- A grouped queue: rounds of one job (or an even share) from each of the
+-- A grouped queue: rounds of a quantum of jobs (or an even share) from each of the
 -- groups with the fewest turns, at most a few rounds per fetch. A group
 -- adds 1/weight to its score per job taken; a paused one sits at +inf
 -- (group_control.lua), past every group with a turn to take.
@@ -386,9 +389,15 @@ local function take_grouped(name)
     if need <= 0 then
       return
     end
-    -- As many members as jobs wanted: those with fewer jobs than the
-    -- quantum leave the rest to the ones after them, in this round.
-    local ring = redis.call("ZRANGE", queue.ring, 0, need - 1, "WITHSCORES")
+    -- Twice the members the quantum needs, at most one per job wanted:
+    -- those with fewer jobs than the quantum leave the rest to the ones
+    -- after them, in this round. Where caps or rates may hold a group to
+    -- fewer, one member per job wanted.
+    local reading = need
+    if queue.caps == "" and queue.rate_prefix == "" then
+      reading = math.min(need, 2 * math.ceil(need / queue.quantum))
+    end
+    local ring = redis.call("ZRANGE", queue.ring, 0, reading - 1, "WITHSCORES")
     local members = #ring / 2
     if members == 0 then
       take_from(queue.lists, need, name)
@@ -416,7 +425,7 @@ local function take_grouped(name)
       end
       -- An even share of what is still wanted among the members left, so
       -- one that has fewer jobs leaves the rest to those after it.
-      local share = math.max(math.ceil((wanted - count) / (live - m + 1)), math.min(QUANTUM, wanted - count))
+      local share = math.max(math.ceil((wanted - count) / (live - m + 1)), math.min(queue.quantum, wanted - count))
       local group, score = ring[2 * m - 1], tonumber(ring[2 * m])
       local before = count
       if cap[group] then
