@@ -12,18 +12,18 @@ impl Job {
         fields.insert("args".into(), Value::Array(Vec::new()));
         fields.insert("queue".into(), Value::String("default".into()));
         fields.insert("retry".into(), Value::Bool(true));
-        Job { fields }
+        Job::of(fields)
     }
 
     /// The handler's arguments.
     pub fn args<I: IntoIterator<Item = Value>>(mut self, args: I) -> Self {
-        self.fields
+        self.fields_mut()
             .insert("args".into(), Value::Array(args.into_iter().collect()));
         self
     }
     /// The queue to push to.
     pub fn queue(mut self, queue: impl Into<String>) -> Self {
-        self.fields.insert("queue".into(), Value::String(queue.into()));
+        self.fields_mut().insert("queue".into(), Value::String(queue.into()));
         self
     }
     /// What a failure does.
@@ -32,12 +32,12 @@ impl Job {
             Retry::Discard => Value::Bool(false),
             Retry::Max(n) => Value::from(n),
         };
-        self.fields.insert("retry".into(), value);
+        self.fields_mut().insert("retry".into(), value);
         self
     }
     /// Run no earlier than `epoch_seconds`.
     pub fn at(mut self, epoch_seconds: f64) -> Self {
-        self.fields.insert("at".into(), float(epoch_seconds));
+        self.fields_mut().insert("at".into(), float(epoch_seconds));
         self
     }
     /// Run `seconds` from now.
@@ -46,21 +46,21 @@ impl Job {
     }
     /// Its id (a push gives one when there is none).
     pub fn jid(mut self, jid: impl Into<String>) -> Self {
-        self.fields.insert("jid".into(), Value::String(jid.into()));
+        self.fields_mut().insert("jid".into(), Value::String(jid.into()));
         self
     }
     /// Unique for `seconds`: while a job with the same class, queue and
     /// args holds the lock (until it succeeds or dies, at most `seconds`
     /// after it was due), pushing another returns no jid.
     pub fn unique_for(mut self, seconds: f64) -> Self {
-        self.fields.insert("unique_for".into(), float(seconds));
+        self.fields_mut().insert("unique_for".into(), float(seconds));
         self
     }
     /// Keep this job's outcome (status, return value or error) for
     /// `seconds` after it settles, for [`crate::Api::result`] and
     /// [`crate::Api::status`]. A job without it pays nothing for results.
     pub fn result_ttl(mut self, seconds: f64) -> Self {
-        self.fields.insert("result_ttl".into(), float(seconds));
+        self.fields_mut().insert("result_ttl".into(), float(seconds));
         self
     }
     /// Its priority within its queue: 0 (last) to 9 (first); a job
@@ -68,14 +68,14 @@ impl Job {
     /// level of a queue before one of a lower level (see
     /// [`crate::priority`]).
     pub fn priority(mut self, level: u8) -> Self {
-        self.fields.insert("priority".into(), Value::from(level));
+        self.fields_mut().insert("priority".into(), Value::from(level));
         self
     }
     /// Its group within its queue (a tenant, an account): a queue whose
     /// jobs carry groups is worked round-robin across the groups that
     /// have jobs (see [`crate::groups`]).
     pub fn group(mut self, group: impl Into<String>) -> Self {
-        self.fields.insert("group".into(), Value::String(group.into()));
+        self.fields_mut().insert("group".into(), Value::String(group.into()));
         self
     }
     /// Its flow key (see [`crate::flow`]): with [`Job::debounce`], the
@@ -83,7 +83,7 @@ impl Job {
     /// at most one job per key is pending (a singleton), and a push while
     /// one is returns that job's jid.
     pub fn key(mut self, key: impl Into<String>) -> Self {
-        self.fields.insert("key".into(), Value::String(key.into()));
+        self.fields_mut().insert("key".into(), Value::String(key.into()));
         self
     }
     /// Debounced: the pushes of its class, queue and [`Job::key`] within
@@ -92,9 +92,9 @@ impl Job {
     /// under the first push's jid; `longest` (if given) bounds how long
     /// after the first push it runs, so a steady stream still runs.
     pub fn debounce(mut self, window: f64, longest: Option<f64>) -> Self {
-        self.fields.insert("debounce".into(), float(window));
+        self.fields_mut().insert("debounce".into(), float(window));
         if let Some(longest) = longest {
-            self.fields.insert("debounce_max".into(), float(longest));
+            self.fields_mut().insert("debounce_max".into(), float(longest));
         }
         self
     }
@@ -102,7 +102,7 @@ impl Job {
     /// the fleet, in push order, a failed one's retry before the next (the
     /// key is its group, capped at 1: see [`crate::groups`]).
     pub fn sequence(mut self) -> Self {
-        self.fields.insert("sequence".into(), Value::Bool(true));
+        self.fields_mut().insert("sequence".into(), Value::Bool(true));
         self
     }
     /// Replacing: a push of its class, queue and [`Job::key`] while the
@@ -110,7 +110,7 @@ impl Job {
     /// new args and fields, the waiting job's place in line and jid, which
     /// the push returns); else it is pushed and becomes the key's job.
     pub fn replace(mut self) -> Self {
-        self.fields.insert("replace".into(), Value::Bool(true));
+        self.fields_mut().insert("replace".into(), Value::Bool(true));
         self
     }
     /// Throttled: the jobs of its class, queue and [`Job::key`] are due at
@@ -118,9 +118,9 @@ impl Job {
     /// is delayed to it, or, with `drop`, dropped (the push returns no
     /// jid, and `NS:stat:throttled` counts it).
     pub fn throttle(mut self, window: f64, drop: bool) -> Self {
-        self.fields.insert("throttle".into(), float(window));
+        self.fields_mut().insert("throttle".into(), float(window));
         if drop {
-            self.fields
+            self.fields_mut()
                 .insert("throttle_excess".into(), Value::String("drop".into()));
         }
         self
@@ -130,9 +130,9 @@ impl Job {
     /// group), or, with `drop_oldest`, the group's oldest waiting jobs are
     /// dropped to make room (counted in `NS:stat:backlog_dropped`).
     pub fn group_backlog(mut self, most: u64, drop_oldest: bool) -> Self {
-        self.fields.insert("group_backlog".into(), Value::from(most));
+        self.fields_mut().insert("group_backlog".into(), Value::from(most));
         if drop_oldest {
-            self.fields
+            self.fields_mut()
                 .insert("group_backlog_full".into(), Value::String("drop_oldest".into()));
         }
         self
@@ -141,8 +141,8 @@ impl Job {
     /// fleet-wide (a rate limit keyed by the group): a group past its rate
     /// waits without holding a worker slot until its next period.
     pub fn group_rate(mut self, limit: u64, period: f64) -> Self {
-        self.fields.insert("group_rate".into(), Value::from(limit));
-        self.fields.insert("group_rate_period".into(), float(period));
+        self.fields_mut().insert("group_rate".into(), Value::from(limit));
+        self.fields_mut().insert("group_rate_period".into(), float(period));
         self
     }
     /// At most `cap` jobs of its group run at once, fleet-wide (a
@@ -150,33 +150,33 @@ impl Job {
     /// without holding a worker slot until one of its jobs ends. A cap set
     /// by [`crate::Api::set_group_cap`] for the group comes first.
     pub fn group_cap(mut self, cap: u64) -> Self {
-        self.fields.insert("group_cap".into(), Value::from(cap));
+        self.fields_mut().insert("group_cap".into(), Value::from(cap));
         self
     }
     /// Dropped, never run, if it has not started `seconds` after it is
     /// pushed: counted as `expired`, logged, and kept in `dead` only with
     /// [`Job::keep_expired`].
     pub fn expires_in(mut self, seconds: f64) -> Self {
-        self.fields.insert("expires_in".into(), float(seconds));
+        self.fields_mut().insert("expires_in".into(), float(seconds));
         self
     }
     /// Its time limit: a handler still running `seconds` after it began is
     /// stopped (see [`crate::time_limit`]) and the job fails as
     /// `cogworker::Timeout`, retried by its policy.
     pub fn timeout(mut self, seconds: f64) -> Self {
-        self.fields.insert("timeout".into(), float(seconds));
+        self.fields_mut().insert("timeout".into(), float(seconds));
         self
     }
     /// Dropped, never run, if it has not started by `epoch_seconds` (see
     /// [`Job::expires_in`]).
     pub fn expires_at(mut self, epoch_seconds: f64) -> Self {
-        self.fields.insert("expires_at".into(), float(epoch_seconds));
+        self.fields_mut().insert("expires_at".into(), float(epoch_seconds));
         self
     }
     /// Once expired, filed in `dead` (as `cogworker::Expired`) instead of
     /// dropped.
     pub fn keep_expired(mut self) -> Self {
-        self.fields.insert("keep_expired".into(), Value::Bool(true));
+        self.fields_mut().insert("keep_expired".into(), Value::Bool(true));
         self
     }
     /// Runs only within the rate limiters `names` (see [`crate::limiter::Limit`]):
@@ -185,12 +185,12 @@ impl Job {
     /// `over_limit_max` times.
     pub fn limits<S: Into<String>, I: IntoIterator<Item = S>>(mut self, names: I) -> Self {
         let names = names.into_iter().map(|n| Value::String(n.into())).collect();
-        self.fields.insert("limits".into(), Value::Array(names));
+        self.fields_mut().insert("limits".into(), Value::Array(names));
         self
     }
     /// Any other field, kept as given.
     pub fn field(mut self, key: impl Into<String>, value: Value) -> Self {
-        self.fields.insert(key.into(), value);
+        self.fields_mut().insert(key.into(), value);
         self
     }
 }

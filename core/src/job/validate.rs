@@ -24,7 +24,7 @@ impl Job {
         }
         match self.fields.get("args") {
             None => {
-                self.fields.insert("args".into(), Value::Array(Vec::new()));
+                self.fields_mut().insert("args".into(), Value::Array(Vec::new()));
             }
             Some(Value::Array(args)) => {
                 check_nesting(args).map_err(|(field, reason)| Error::invalid_job(field, reason))?
@@ -33,7 +33,8 @@ impl Job {
         }
         match self.fields.get("queue") {
             None => {
-                self.fields.insert("queue".into(), Value::String("default".into()));
+                self.fields_mut()
+                    .insert("queue".into(), Value::String("default".into()));
             }
             Some(Value::String(q)) => {
                 crate::config::validate_queue_name(q).map_err(|reason| bad("queue", &self.fields["queue"], reason))?
@@ -41,7 +42,7 @@ impl Job {
             Some(v) => return Err(bad("queue", v, "must be a string")),
         }
         if !self.fields.contains_key("retry") {
-            self.fields.insert("retry".into(), Value::Bool(true));
+            self.fields_mut().insert("retry".into(), Value::Bool(true));
         }
         match self.fields.get("jid") {
             None => {}
@@ -247,28 +248,28 @@ impl Job {
             // One at a time per key: the key is the group, capped at 1.
             let key = self.fields.get("key").or(self.fields.get("group")).cloned();
             if let Some(key) = key {
-                self.fields.insert("group".into(), key.clone());
-                self.fields.insert("key".into(), key);
+                self.fields_mut().insert("group".into(), key.clone());
+                self.fields_mut().insert("key".into(), key);
             }
-            self.fields.insert("group_cap".into(), Value::from(1));
+            self.fields_mut().insert("group_cap".into(), Value::from(1));
         }
         if !self.fields.contains_key("jid") {
-            self.fields.insert("jid".into(), Value::String(new_jid()));
+            self.fields_mut().insert("jid".into(), Value::String(new_jid()));
         }
         if !self.fields.contains_key("created_at") {
-            self.fields.insert("created_at".into(), float(now));
+            self.fields_mut().insert("created_at".into(), float(now));
         }
         // Counted from the push, on the fleet's clock (`now`).
-        if let Some(ttl) = self.fields.remove("expires_in").and_then(|t| t.as_f64()) {
+        if let Some(ttl) = self.fields_mut().remove("expires_in").and_then(|t| t.as_f64()) {
             let at = self.expiry().map_or(now + ttl, |at| at.min(now + ttl));
-            self.fields.insert("expires_at".into(), float(at));
+            self.fields_mut().insert("expires_at".into(), float(at));
         }
         if self.unique_for_secs().is_some() {
             // With a key, one job per key (a singleton), whatever its args.
             let digest = self
                 .flow_digest()
                 .unwrap_or_else(|| unique_digest(self.class(), self.queue_name(), self.args_slice()));
-            self.fields.insert("unique_digest".into(), Value::String(digest));
+            self.fields_mut().insert("unique_digest".into(), Value::String(digest));
         }
         Ok(())
     }
