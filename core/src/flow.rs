@@ -42,6 +42,13 @@ use crate::keys::Keys;
 /// push is a job of its own.
 const REPLACE_STATE_SECS: u64 = 7 * 24 * 3600;
 
+/// The member of `NS:flow_keys` (see `scripts/flow_index.lua`) for
+/// `job`'s key under `mode`.
+fn index_member(mode: &str, job: &Job) -> String {
+    let key = job.flow_key().unwrap_or_default();
+    serde_json::to_string(&(mode, job.queue_name(), job.class(), key)).expect("strings always serialize")
+}
+
 /// The payload of `job` as a script splices a jid into it: `{"jid":"`,
 /// then the jid, then `",` and the rest of the job (a jid is hex: nothing
 /// to escape; nothing is re-encoded, which would round large integers).
@@ -69,6 +76,7 @@ pub(crate) fn replace_push(keys: &Keys, job: &Job, now: f64) -> redis::ScriptInv
         .key(keys.priorities())
         .key(keys.stat("replaced", None))
         .key(keys.stat("replaced", Some(&crate::retry::day_of(now))))
+        .key(keys.flow_keys())
         .arg(head)
         .arg(tail)
         .arg(job.jid_str())
@@ -76,7 +84,9 @@ pub(crate) fn replace_push(keys: &Keys, job: &Job, now: f64) -> redis::ScriptInv
         .arg(keys.wake())
         .arg(crate::priority::listed_member(queue, job.priority_level()))
         .arg(&destination.group_args()[..])
-        .arg(REPLACE_STATE_SECS);
+        .arg(REPLACE_STATE_SECS)
+        .arg(index_member("replace", job))
+        .arg(now);
     invocation
 }
 
@@ -98,6 +108,7 @@ pub(crate) fn throttle_push(keys: &Keys, job: &Job, now: f64) -> redis::ScriptIn
         .key(keys.priorities())
         .key(keys.stat("throttled", None))
         .key(keys.stat("throttled", Some(&crate::retry::day_of(now))))
+        .key(keys.flow_keys())
         .arg(job.to_json())
         .arg(now)
         .arg(window)
@@ -105,7 +116,8 @@ pub(crate) fn throttle_push(keys: &Keys, job: &Job, now: f64) -> redis::ScriptIn
         .arg(queue)
         .arg(keys.wake())
         .arg(crate::priority::listed_member(queue, job.priority_level()))
-        .arg(&destination.group_args()[..]);
+        .arg(&destination.group_args()[..])
+        .arg(index_member("throttle", job));
     invocation
 }
 
@@ -123,11 +135,13 @@ pub(crate) fn debounce_push(keys: &Keys, job: &Job, now: f64) -> redis::ScriptIn
         .key(keys.schedule())
         .key(keys.stat("collapsed", None))
         .key(keys.stat("collapsed", Some(&crate::retry::day_of(now))))
+        .key(keys.flow_keys())
         .arg(head)
         .arg(tail)
         .arg(job.jid_str())
         .arg(now)
         .arg(window)
-        .arg(longest.map_or_else(String::new, |longest| longest.to_string()));
+        .arg(longest.map_or_else(String::new, |longest| longest.to_string()))
+        .arg(index_member("debounce", job));
     invocation
 }

@@ -295,6 +295,12 @@ impl Keys {
     pub fn unique(&self, digest: &str) -> String {
         format!("{}:unique:{}", self.ns, digest)
     }
+    /// Sorted set: every flow key with state (debounced, throttled or
+    /// replacing), as JSON `["<mode>","<queue>","<class>","<key>"]`, scored
+    /// by when its state expires (see `scripts/flow_index.lua`).
+    pub fn flow_keys(&self) -> String {
+        self.key("flow_keys")
+    }
     /// Hash: the burst of a debounced class, queue and key (see
     /// [`crate::flow`]; `digest` of the three).
     pub fn debounce(&self, digest: &str) -> String {

@@ -120,9 +120,9 @@ const DROP_FROM_SET: ScriptSource = script_with_batch!("drop_from_set.lua");
 const GROUP_CONTROL: ScriptSource = script!("group_control.lua", "wake.lua", "group.lua");
 const GROUP_RELEASE: ScriptSource = script!("group_release.lua", "wake.lua", "group.lua", "group_lease.lua");
 const GROUP_SWEEP: ScriptSource = script!("group_sweep.lua", "wake.lua", "group.lua", "group_lease.lua");
-const PUSH_DEBOUNCE: ScriptSource = script!("push_debounce.lua");
-const PUSH_THROTTLE: ScriptSource = script!("push_throttle.lua", "wake.lua", "group.lua");
-const PUSH_REPLACE: ScriptSource = script!("push_replace.lua", "wake.lua", "group.lua");
+const PUSH_DEBOUNCE: ScriptSource = script!("push_debounce.lua", "flow_index.lua");
+const PUSH_THROTTLE: ScriptSource = script!("push_throttle.lua", "wake.lua", "group.lua", "flow_index.lua");
+const PUSH_REPLACE: ScriptSource = script!("push_replace.lua", "wake.lua", "group.lua", "flow_index.lua");
 const GROUP_WAKE: ScriptSource = script!("group_wake.lua", "clock.lua", "wake.lua", "group.lua");
 
 /// Every script, for the header check.

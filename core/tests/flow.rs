@@ -324,3 +324,85 @@ async fn a_replacing_push_replaces_its_keys_waiting_job_in_place() {
     handle.stop();
     task.await.unwrap().unwrap();
 }
+
+/// The ops API lists every flow key with state, with what its next push
+/// would find: a debounce's burst (its jid, when it began and is due), a
+/// throttle's next window, a replacing key's waiting job; a key whose
+/// state expired is gone from the list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_flow_keys_with_state_are_listed_with_what_a_push_would_find() {
+    let redis = TestRedis::start();
+    let client = Client::new(&redis.config()).unwrap();
+    let api = cogworker::Api::new(client.clone());
+    assert!(api.flow_keys(100).await.unwrap().is_empty());
+    let burst = client.push(debounced(1, 30.0, None)).await.unwrap().unwrap();
+    client.push(debounced(2, 30.0, None)).await.unwrap();
+    let throttled = || Job::new("Sync").key("acct:1").throttle(30.0, true);
+    client.push(throttled()).await.unwrap();
+    let replaced = client
+        .push(Job::new("Step").args([json!(7)]).key("doc:9").replace())
+        .await
+        .unwrap()
+        .unwrap();
+    // A throttle of 1 s: its state is gone 2 s later.
+    client
+        .push(Job::new("Sync").key("acct:2").throttle(1.0, true))
+        .await
+        .unwrap();
+    let listed = api.flow_keys(100).await.unwrap();
+    let find = |mode: &str, key: &str| {
+        listed
+            .iter()
+            .find(|k| k.mode == mode && k.key == key)
+            .unwrap_or_else(|| panic!("{mode} {key} in {listed:?}"))
+            .clone()
+    };
+    let debounce = find("debounce", "doc:7");
+    assert_eq!((debounce.class.as_str(), debounce.queue.as_str()), ("Step", "default"));
+    assert_eq!(debounce.jid.as_deref(), Some(burst.as_str()));
+    let (began, due) = (debounce.began.unwrap(), debounce.due.unwrap());
+    assert!(
+        (29.0..=31.0).contains(&(due - began)),
+        "due a window after: {debounce:?}"
+    );
+    let throttle = find("throttle", "acct:1");
+    assert!(throttle.due.unwrap() > cogworker::now() + 25.0, "{throttle:?}");
+    let replace = find("replace", "doc:9");
+    assert_eq!(
+        (replace.jid.as_deref(), replace.waiting),
+        (Some(replaced.as_str()), Some(true))
+    );
+    assert!(replace.expires_at > cogworker::now() + 6.0 * 24.0 * 3600.0);
+    assert_eq!(api.flow_keys(2).await.unwrap().len(), 2, "count bounds the list");
+    // The 1 s throttle's state expires (and the next flow push that
+    // writes the index drops its entry; a dropped push writes nothing).
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    client.push(throttled()).await.unwrap();
+    client
+        .push(Job::new("Sync").key("acct:3").throttle(30.0, true))
+        .await
+        .unwrap();
+    let listed = api.flow_keys(100).await.unwrap();
+    assert!(listed.iter().all(|k| k.key != "acct:2"), "{listed:?}");
+    let mut conn = redis.conn().await;
+    assert_eq!(
+        zcard(&mut conn, "cogworker:flow_keys").await,
+        4,
+        "the expired entry was dropped"
+    );
+    // Taken by a worker, the replacing key's job no longer waits.
+    let (worker, ran) = recording_worker(redis.config(), Duration::ZERO);
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    wait_ran(&ran, 1).await;
+    handle.stop();
+    task.await.unwrap().unwrap();
+    let replace = api
+        .flow_keys(100)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|k| k.mode == "replace")
+        .unwrap();
+    assert_eq!(replace.waiting, Some(false));
+}

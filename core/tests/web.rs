@@ -97,6 +97,11 @@ async fn every_page_renders_with_strict_headers_and_escapes_job_data() {
     batch.push(Job::new("Step")).await.unwrap();
     batch.close().await.unwrap();
     let batch_page = format!("/batches/{}", batch.bid());
+    // A debounced key in markup.
+    client
+        .push(Job::new("Later").key(XSS).debounce(60.0, None))
+        .await
+        .unwrap();
     for path in [
         "/batches",
         batch_page.as_str(),
@@ -112,6 +117,7 @@ async fn every_page_renders_with_strict_headers_and_escapes_job_data() {
         "/history",
         "/periodic",
         "/limiters",
+        "/flow",
     ] {
         let page = get(&app, path).await;
         assert_eq!(page.status, StatusCode::OK, "{path}: {}", page.body);
@@ -149,6 +155,8 @@ async fn every_page_renders_with_strict_headers_and_escapes_job_data() {
     assert!(urgent < page.body.find("Waiting").unwrap(), "{}", page.body);
     let page = get(&app, "/limiters").await.body;
     assert!(page.contains("&lt;b&gt;erp") && page.contains("concurrent"), "{page}");
+    let page = get(&app, "/flow").await.body;
+    assert!(page.contains("&lt;img src=x") && page.contains("burst since"), "{page}");
     let page = get(&app, "/batches").await.body;
     assert!(page.contains("&lt;img src=x") && page.contains("0 / 1 (0%)"), "{page}");
     assert!(page.contains(&batch_page), "linked: {page}");

@@ -110,6 +110,11 @@ def test_a_replacing_push_replaces_its_keys_waiting_job_in_place(configured, wor
     assert len(jids) == 1 and other not in jids
     assert cogworker.Api().queue("default")["size"] == 2
     assert cogworker.Api().stats()["replaced"] == 4
+    keys = {(k["mode"], k["class"], k["key"]): (k["jid"], k["waiting"]) for k in cogworker.Api().flow_keys()}
+    assert keys == {
+        ("replace", "Flow.Sync", "user:1"): (jids.pop(), True),
+        ("replace", "Flow.Sync", "user:2"): (other, True),
+    }
     worker_factory(concurrency=1)
     wait_for("both users synced", lambda: RAN == [("sync", 1, 4), ("sync", 2, 0)])
     with pytest.raises(cogworker.InvalidJob, match="replace"):

@@ -85,6 +85,8 @@ class TestFlow < Minitest::Test
     refute_includes jids, other
     assert_equal 2, Cogworker::Api.new.queue('default')['size']
     assert_equal 4, Cogworker::Api.new.stats['replaced']
+    keys = Cogworker::Api.new.flow_keys.to_h { |k| [[k['mode'], k['class'], k['key']], [k['jid'], k['waiting']]] }
+    assert_equal({ %w[replace SyncJob user:1] => [jids.first, true], %w[replace SyncJob user:2] => [other, true] }, keys)
     start_runner(concurrency: 1)
     wait_for('both users synced') { Jobs.seen == [['sync', 1, 4], ['sync', 2, 0]] }
     error = assert_raises(Cogworker::InvalidJob) { SyncJob.set(replace: 'yes').perform_async(1, 1) }

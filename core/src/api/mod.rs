@@ -12,6 +12,7 @@
 
 mod batches;
 mod cancel;
+mod flow_keys;
 mod groups;
 mod limiters;
 mod locks;
@@ -22,6 +23,7 @@ mod results;
 mod sets;
 
 pub use batches::{BatchStatus, CallbackJob};
+pub use flow_keys::{FlowKey, FLOW_KEYS_MAX};
 pub use groups::{GroupInfo, GroupSummary, GROUPS_SUMMARIZED, GROUP_CAP_MAX, GROUP_WEIGHT_MAX};
 pub use limiters::LimiterInfo;
 pub use locks::{LockInfo, PeriodicInfo};

@@ -114,6 +114,15 @@ pub const CALLS: &[ApiCall] = &[
         }
     ),
     call!(
+        "flow_keys",
+        ["count=100"],
+        "the debounced, throttled and replacing keys with state, latest first: [{mode, queue, class, key, jid, began, due, waiting, expires_at}]",
+        |api, a| {
+            let count = usize::try_from(a.int(0, 100)?).unwrap_or(0);
+            api.flow_keys(count).await?
+        }
+    ),
+    call!(
         "pause_queue",
         ["name"],
         "stop every worker taking from a queue",

@@ -1,4 +1,4 @@
--- Fragments: none
+-- Fragments (prepended, in this order): flow_index.lua
 -- Push a debounced job (see flow.rs): the pushes of one class, queue and
 -- key within the window of each other collapse into one job in the
 -- schedule, due a window after the last push (and no later than the
@@ -14,6 +14,7 @@
 -- KEYS[2] NS:schedule (zset)
 -- KEYS[3] NS:stat:collapsed, KEYS[4] NS:stat:collapsed:<yyyy-mm-dd>
 --         (counters of the pushes that collapsed into a burst's job)
+-- KEYS[5] NS:flow_keys (see flow_index.lua)
 -- ARGV[1] the payload up to its jid (the payload is ARGV[1] .. jid ..
 --         ARGV[2]: a jid is hex, so no re-encoding, which would round
 --         large integers in args)
@@ -22,6 +23,7 @@
 -- ARGV[4] now (epoch seconds, the fleet's clock)
 -- ARGV[5] the window (seconds)
 -- ARGV[6] the longest wait after the first push (seconds), or ""
+-- ARGV[7] the key's member of NS:flow_keys
 --
 -- Returns {jid that will run, 1 when this push began a burst, else 0}.
 local now, window = tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -42,4 +44,5 @@ local payload = ARGV[1] .. jid .. ARGV[2]
 redis.call("ZADD", KEYS[2], string.format("%.6f", due), payload)
 redis.call("HSET", KEYS[1], "jid", jid, "payload", payload, "first", string.format("%.6f", first))
 redis.call("EXPIRE", KEYS[1], math.ceil(due - now) + 60)
+list_flow_key(KEYS[5], ARGV[7], now + math.ceil(due - now) + 60, now)
 return { jid, began }

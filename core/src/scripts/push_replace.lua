@@ -1,4 +1,4 @@
--- Fragments (prepended, in this order): wake.lua, group.lua
+-- Fragments (prepended, in this order): wake.lua, group.lua, flow_index.lua
 -- Push a replacing job (see flow.rs): a push whose class, queue and key
 -- still have a job waiting on its queue replaces that job in place (its
 -- place in line kept, its jid kept, the new push's payload); else it is
@@ -14,6 +14,7 @@
 -- KEYS[4] NS:priorities (set)
 -- KEYS[5] NS:stat:replaced, KEYS[6] NS:stat:replaced:<yyyy-mm-dd>
 --         (counters of the jobs replaced)
+-- KEYS[7] NS:flow_keys (see flow_index.lua)
 -- ARGV[1] the payload up to its jid, ARGV[2] the payload after its jid
 --         (the payload is ARGV[1] .. jid .. ARGV[2]; see push_debounce.lua)
 -- ARGV[3] this push's jid
@@ -23,6 +24,8 @@
 -- ARGV[7..10] its queue's ring, its group, its queue's declared limits and
 --         the limits it declares (see enter_group in group.lua; "" for none)
 -- ARGV[11] how long the key's state lasts after its last push (seconds)
+-- ARGV[12] the key's member of NS:flow_keys
+-- ARGV[13] now (epoch seconds, the fleet's clock)
 --
 -- Returns {the jid that will run, 1 when this push queued a new job, else 0}.
 local state = redis.call("HMGET", KEYS[1], "jid", "payload", "list")
@@ -33,6 +36,7 @@ if state[1] and state[2] and state[3] == KEYS[3] then
     redis.call("LSET", KEYS[3], at, payload)
     redis.call("HSET", KEYS[1], "payload", payload)
     redis.call("EXPIRE", KEYS[1], ARGV[11])
+    list_flow_key(KEYS[7], ARGV[12], tonumber(ARGV[13]) + tonumber(ARGV[11]), tonumber(ARGV[13]))
     redis.call("INCR", KEYS[5])
     redis.call("INCR", KEYS[6])
     return { state[1], 0 }
@@ -46,4 +50,5 @@ wake_if_was_empty(ARGV[5], ARGV[4], length, 1)
 enter_group(ARGV[7], ARGV[8], ARGV[9], ARGV[10], length, 1, KEYS[4], ARGV[5], ARGV[4])
 redis.call("HSET", KEYS[1], "jid", ARGV[3], "payload", payload, "list", KEYS[3])
 redis.call("EXPIRE", KEYS[1], ARGV[11])
+list_flow_key(KEYS[7], ARGV[12], tonumber(ARGV[13]) + tonumber(ARGV[11]), tonumber(ARGV[13]))
 return { ARGV[3], 1 }

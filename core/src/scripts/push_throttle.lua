@@ -1,4 +1,4 @@
--- Fragments (prepended, in this order): wake.lua, group.lua
+-- Fragments (prepended, in this order): wake.lua, group.lua, flow_index.lua
 -- Push a throttled job (see flow.rs): the jobs of one class, queue and key
 -- are due at least a window apart. KEYS[1] holds when the key's next
 -- window opens. A push at or after it is pushed onto its queue now (as
@@ -15,6 +15,7 @@
 -- KEYS[5] NS:priorities (set)
 -- KEYS[6] NS:stat:throttled, KEYS[7] NS:stat:throttled:<yyyy-mm-dd>
 --         (counters of dropped pushes)
+-- KEYS[8] NS:flow_keys (see flow_index.lua)
 -- ARGV[1] the payload
 -- ARGV[2] now (epoch seconds, the fleet's clock)
 -- ARGV[3] the window (seconds)
@@ -24,6 +25,7 @@
 -- ARGV[7] the job's priority level, "<level> <queue>", or "" (default)
 -- ARGV[8..11] its queue's ring, its group, its queue's declared limits and
 --         the limits it declares (see enter_group in group.lua; "" for none)
+-- ARGV[12] the key's member of NS:flow_keys
 --
 -- Returns {what happened: "queued" | "delayed" | "dropped", when it is due
 -- (epoch seconds, as text)}.
@@ -37,6 +39,7 @@ if due > now and ARGV[4] == "drop" then
 end
 local following = due + window
 redis.call("SET", KEYS[1], string.format("%.6f", following), "EX", math.ceil(following - now) + 1)
+list_flow_key(KEYS[8], ARGV[12], now + math.ceil(following - now) + 1, now)
 if due > now then
   redis.call("ZADD", KEYS[4], string.format("%.6f", due), ARGV[1])
   return { "delayed", string.format("%.6f", due) }

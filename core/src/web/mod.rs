@@ -246,6 +246,7 @@ fn build_router(config: &Config, options: &WebOptions, bound: SocketAddr) -> Res
         .route("/class", get(metrics_pages::class))
         .route("/periodic", get(pages::periodic))
         .route("/limiters", get(pages::limiters))
+        .route("/flow", get(pages::flow))
         .route("/batches", get(batch_pages::batches))
         .route("/batches/{bid}", get(batch_pages::batch))
         .route("/unique/{digest}/clear", post(actions::clear_unique))

@@ -48,6 +48,7 @@ pub(crate) fn layout(title: &str, active: &str, csrf: &CsrfToken, body: Markup) 
         ("/sets/dead", "Dead"),
         ("/periodic", "Periodic"),
         ("/limiters", "Limiters"),
+        ("/flow", "Flow"),
         ("/batches", "Batches"),
         ("/history", "History"),
         ("/classes", "Metrics"),
@@ -431,6 +432,49 @@ pub(crate) async fn limiters(Extension(csrf): Extension<CsrfToken>, state: axum:
         }
     };
     Ok(layout("Limiters", "/limiters", &csrf, body))
+}
+
+/// The flow keys with state (see `flow.rs`): each debounced, throttled or
+/// replacing key, with what its next push would find.
+pub(crate) async fn flow(Extension(csrf): Extension<CsrfToken>, state: axum::extract::State<State>) -> PageResult {
+    let keys = state.api.flow_keys(crate::api::FLOW_KEYS_MAX).await?;
+    let job_link = |jid: &Option<String>| {
+        html! { @if let Some(jid) = jid { code { (jid) } } @else { "—" } }
+    };
+    let body = html! {
+        @if keys.is_empty() { p.empty { "No debounced, throttled or replacing key has state." } } @else {
+            p { (keys.len()) " keys with state, the latest pushed first." }
+            table {
+                thead { tr { th { "Mode" } th { "Key" } th { "Class" } th { "Queue" } th { "Job" } th { "State" } th { "Expires" } } }
+                tbody {
+                    @for k in &keys {
+                        tr {
+                            td { (k.mode) }
+                            td { code { (k.key) } }
+                            td { (k.class) }
+                            td { a href=(format!("/queues/{}", urlencode(&k.queue))) { (k.queue) } }
+                            td { (job_link(&k.jid)) }
+                            td {
+                                @match (k.mode.as_str(), k.due, k.waiting) {
+                                    ("debounce", Some(due), _) => {
+                                        "burst since " (k.began.map(ago).unwrap_or_default()) ", due " (time(due))
+                                    }
+                                    ("debounce", None, _) => { "came due: the next push begins a burst" }
+                                    ("throttle", Some(opens), _) => { "next window opens " (time(opens)) }
+                                    ("throttle", None, _) => { "window open" }
+                                    (_, _, Some(true)) => { "waiting: a push replaces it" }
+                                    (_, _, Some(false)) => { "taken: the next push is a new job" }
+                                    _ => { "—" }
+                                }
+                            }
+                            td { (time(k.expires_at)) }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    Ok(layout("Flow", "/flow", &csrf, body))
 }
 
 pub(crate) async fn stats_json(state: axum::extract::State<State>) -> Result<Response, WebError> {
