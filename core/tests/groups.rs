@@ -695,21 +695,14 @@ async fn a_bad_group_cap_is_refused_at_push_and_buried_when_raw() {
     assert_eq!(ran, [7], "the ungrouped job with a cap ran first");
 }
 
-/// A rate limit keyed by the job's arguments: the class declares a rate
-/// for its group (`group_rate`, 5 per 0.5 s here), which travels with every
-/// job. The rated key's jobs start no faster than its rate (30 of them take
-/// at least five periods), while another key's 30 jobs, pushed beside them
-/// at concurrency 10, run at once: a group out of its rate waits, off the
-/// ring, without holding a slot, and comes back when its period ends; once
-/// drained, nothing is left but counts expiring with their period.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_rate_declared_by_the_jobs_paces_its_key_without_holding_slots() {
-    let redis = TestRedis::start();
-    let mut config = redis.config();
-    config.set_concurrency(10).unwrap();
-    let client = Client::new(&config).unwrap();
+/// Each job's group and when it started.
+type Starts = Arc<Mutex<Vec<(String, Duration)>>>;
+
+/// A worker whose `Slow` jobs (10 ms) note their group and when they
+/// started, from now.
+fn start_recording_worker(config: cogworker::Config) -> (cogworker::Worker, Starts) {
     let started = std::time::Instant::now();
-    let starts: Arc<Mutex<Vec<(String, Duration)>>> = Arc::default();
+    let starts: Starts = Arc::default();
     let seen = starts.clone();
     let worker = cogworker::Worker::builder(config)
         .register("Slow", move |job| {
@@ -723,6 +716,23 @@ async fn a_rate_declared_by_the_jobs_paces_its_key_without_holding_slots() {
         })
         .build()
         .unwrap();
+    (worker, starts)
+}
+
+/// A rate limit keyed by the job's arguments: the class declares a rate
+/// for its group (`group_rate`, 5 per 0.5 s here), which travels with every
+/// job. The rated key's jobs start no faster than its rate (30 of them take
+/// at least five periods), while another key's 30 jobs, pushed beside them
+/// at concurrency 10, run at once: a group out of its rate waits, off the
+/// ring, without holding a slot, and comes back when its period ends; once
+/// drained, nothing is left but counts expiring with their period.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_declared_by_the_jobs_paces_its_key_without_holding_slots() {
+    let redis = TestRedis::start();
+    let mut config = redis.config();
+    config.set_concurrency(10).unwrap();
+    let client = Client::new(&config).unwrap();
+    let (worker, starts) = start_recording_worker(config);
     let rated: Vec<Job> = (0..30)
         .map(|_| Job::new("Slow").group("api:1").group_rate(5, 0.5))
         .collect();
@@ -766,6 +776,62 @@ async fn a_rate_declared_by_the_jobs_paces_its_key_without_holding_slots() {
     );
 }
 
+/// A rate's kind: a leaky rate spaces its group's starts evenly (10 per
+/// second: one every 100 ms), a bucket lets a burst of its limit start at
+/// once and then one per refill (4 per second: one every 250 ms), each
+/// without holding a slot meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaky_rate_spaces_starts_and_a_bucket_allows_a_burst() {
+    let redis = TestRedis::start();
+    let mut config = redis.config();
+    config.set_concurrency(10).unwrap();
+    let client = Client::new(&config).unwrap();
+    let (worker, starts) = start_recording_worker(config);
+    let leaky = (0..6).map(|_| {
+        Job::new("Slow")
+            .group("leaky")
+            .group_rate(10, 1.0)
+            .group_rate_kind("leaky")
+    });
+    let bucket = (0..8).map(|_| {
+        Job::new("Slow")
+            .group("bucket")
+            .group_rate(4, 1.0)
+            .group_rate_kind("bucket")
+    });
+    client.push_bulk(leaky.chain(bucket).collect()).await.unwrap();
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    wait_until("14 jobs started", Duration::from_secs(20), || {
+        let starts = starts.clone();
+        async move { starts.lock().unwrap().len() == 14 }
+    })
+    .await;
+    handle.stop();
+    task.await.unwrap().unwrap();
+    let starts = starts.lock().unwrap().clone();
+    let of = |group: &str| -> Vec<Duration> { starts.iter().filter(|(g, _)| g == group).map(|(_, at)| *at).collect() };
+    let (leaky, bucket) = (of("leaky"), of("bucket"));
+    for pair in leaky.windows(2) {
+        assert!(
+            pair[1] - pair[0] >= Duration::from_millis(90),
+            "one every 100 ms: {leaky:?}"
+        );
+    }
+    assert!(
+        bucket[3] - bucket[0] < Duration::from_millis(150),
+        "a burst of 4 at once: {bucket:?}"
+    );
+    assert!(
+        bucket[4] - bucket[0] >= Duration::from_millis(200),
+        "then a refill's wait: {bucket:?}"
+    );
+    assert!(
+        bucket[7] - bucket[0] >= Duration::from_millis(950),
+        "4 more at 4 per second: {bucket:?}"
+    );
+}
+
 /// `group_rate` and its period are checked at push, each error naming
 /// its field.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -783,6 +849,12 @@ async fn a_bad_group_rate_is_refused_at_push() {
         (base().group_rate(5, -1.0), "group_rate_period"),
         (base().group_rate(5, 1e300), "group_rate_period"),
         (base().field("group_rate_period", json!(1)), "group_rate_period"),
+        (base().group_rate(5, 1.0).group_rate_kind("fast"), "group_rate_kind"),
+        (
+            base().group_rate(5, 1.0).field("group_rate_kind", json!(2)),
+            "group_rate_kind",
+        ),
+        (base().group_rate_kind("leaky"), "group_rate_kind"),
     ];
     for (job, field) in refused {
         let err = client.push(job.clone()).await.unwrap_err();

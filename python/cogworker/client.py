@@ -44,6 +44,7 @@ class PushOptions(TypedDict, total=False):
     group_cap: int
     group_rate: int
     group_rate_period: Delay
+    group_rate_kind: str
     group_backlog: int
     group_backlog_full: str
     key: KeyOption

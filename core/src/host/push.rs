@@ -55,6 +55,8 @@ pub struct PushRequest {
     pub group_rate: Option<i64>,
     /// The period of `group_rate`, in seconds.
     pub group_rate_period: Option<f64>,
+    /// How `group_rate` counts: window, bucket, leaky.
+    pub group_rate_kind: Option<String>,
     /// The most of its group's jobs that wait on its queue.
     pub group_backlog: Option<i64>,
     /// What a push past `group_backlog` does: refuse, drop_oldest.
@@ -122,6 +124,10 @@ pub const PUSH_OPTIONS: &[(&str, &str)] = &[
         "at most this many jobs of its group start per group_rate_period (1 s by default), fleet-wide; the others wait without holding a worker",
     ),
     ("group_rate_period", "the period of group_rate (a duration, or seconds)"),
+    (
+        "group_rate_kind",
+        "how group_rate counts: \"window\" (at most that many per period from its first start, the default), \"bucket\" (bursts of up to that many, refilled evenly over the period) or \"leaky\" (evenly spaced, one every period / group_rate)",
+    ),
     (
         "group_backlog",
         "at most this many jobs of its group wait on its queue: a push past it is refused, naming the group",
@@ -291,6 +297,10 @@ impl PushRequest {
                     ))
                 }
             },
+            "group_rate_kind" => match value {
+                HostValue::Text(kind) => self.group_rate_kind = Some(kind.clone()),
+                other => return Err(Error::invalid_value(name, other, crate::job::RATE_KIND_RULE)),
+            },
             "group_backlog_full" => match value {
                 HostValue::Text(full) => self.group_backlog_full = Some(full.clone()),
                 other => {
@@ -425,6 +435,9 @@ impl PushRequest {
                 "group_rate_period",
                 finite("group_rate_period", period, "must be a number of seconds")?,
             );
+        }
+        if let Some(kind) = self.group_rate_kind {
+            job = job.field("group_rate_kind", Value::String(kind));
         }
         if let Some(most) = self.group_backlog {
             job = job.field("group_backlog", Value::from(most));

@@ -145,6 +145,15 @@ impl Job {
         self.fields_mut().insert("group_rate_period".into(), float(period));
         self
     }
+    /// How its group's rate counts (`"window"`, the default: at most
+    /// `limit` per period from the period's first start; `"bucket"`: bursts
+    /// of up to `limit`, refilled evenly over the period; `"leaky"`: starts
+    /// evenly spaced, one every `period / limit`); checked at push.
+    pub fn group_rate_kind(mut self, kind: &str) -> Self {
+        self.fields_mut()
+            .insert("group_rate_kind".into(), Value::String(kind.into()));
+        self
+    }
     /// At most `cap` jobs of its group run at once, fleet-wide (a
     /// concurrency limit keyed by the group): a group at its cap waits
     /// without holding a worker slot until one of its jobs ends. A cap set

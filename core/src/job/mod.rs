@@ -93,6 +93,11 @@ impl Job {
     /// the group's jobs start per period, fleet-wide), if it carries a
     /// valid one and a group.
     pub fn declared_rate(&self) -> Option<(u64, f64)> {
+        self.declared_rate_of_kind().map(|(limit, period, _)| (limit, period))
+    }
+    /// [`Job::declared_rate`] with how it counts ([`RATE_KINDS`]'s index:
+    /// 0 window, 1 bucket, 2 leaky).
+    pub(crate) fn declared_rate_of_kind(&self) -> Option<(u64, f64, usize)> {
         self.group_key()?;
         let limit = self
             .fields
@@ -103,7 +108,11 @@ impl Job {
             None => 1.0,
             Some(period) => period.as_f64().filter(|p| *p > 0.0 && *p <= numbers::LONGEST_SECS)?,
         };
-        Some((limit, period))
+        let kind = match self.str_field("group_rate_kind") {
+            None => 0,
+            Some(kind) => RATE_KINDS.iter().position(|known| *known == kind)?,
+        };
+        Some((limit, period, kind))
     }
     /// The backlog cap its class declares for its group (`group_backlog`:
     /// at most that many of the group's jobs wait at its level), and
@@ -120,19 +129,19 @@ impl Job {
         Some((most, self.str_field("group_backlog_full") == Some("drop_oldest")))
     }
     /// What a push tells its group's declared limits of this job (see
-    /// `scripts/group.lua`): `"<cap> <rate> <period> <backlog> <drop>"`, 0
-    /// for none, or `None` when it declares none.
+    /// `scripts/group.lua`): `"<cap> <rate> <period> <backlog> <drop>
+    /// <rate kind>"`, 0 for none, or `None` when it declares none.
     pub fn declared_limits(&self) -> Option<String> {
         let cap = self.declared_cap();
-        let rate = self.declared_rate();
+        let rate = self.declared_rate_of_kind();
         let backlog = self.declared_backlog();
         if cap.is_none() && rate.is_none() && backlog.is_none() {
             return None;
         }
-        let (limit, period) = rate.unwrap_or((0, 0.0));
+        let (limit, period, kind) = rate.unwrap_or((0, 0.0, 0));
         let (most, drop) = backlog.unwrap_or((0, false));
         Some(format!(
-            "{} {limit} {period} {most} {}",
+            "{} {limit} {period} {most} {} {kind}",
             cap.unwrap_or(0),
             u8::from(drop)
         ))
@@ -353,6 +362,13 @@ pub const GROUP_CAP_MAX: u64 = 1_000_000;
 
 /// The largest backlog cap a group may have (a job's `group_backlog`).
 pub const GROUP_BACKLOG_MAX: u64 = 1_000_000_000;
+
+/// How a group's rate may count (`group_rate_kind`), in the order the
+/// fetch script numbers them (`scripts/fetch_reliable.lua`).
+pub const RATE_KINDS: [&str; 3] = ["window", "bucket", "leaky"];
+
+/// What `group_rate_kind` may be, as a push's error says it.
+pub(crate) const RATE_KIND_RULE: &str = "must be \"window\", \"bucket\" or \"leaky\"";
 
 /// What a group key may be, as a push's error says it.
 pub(crate) const GROUP_RULE: &str = "must be a string of 1 to 256 characters, without control characters";

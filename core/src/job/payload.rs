@@ -59,6 +59,16 @@ impl Job {
             Some(group) => return Err(format!("`group` is {group}, but {}", crate::job::GROUP_RULE)),
             None => {}
         }
+        match fields.get("group_rate_kind") {
+            Some(Value::String(kind)) if crate::job::RATE_KINDS.contains(&kind.as_str()) => {}
+            Some(kind) => {
+                return Err(format!(
+                    "`group_rate_kind` is {kind}, but {}",
+                    crate::job::RATE_KIND_RULE
+                ))
+            }
+            None => {}
+        }
         Ok(Job::of(fields))
     }
 

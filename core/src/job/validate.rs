@@ -82,6 +82,17 @@ impl Job {
                 "says what a push past group_backlog does: give group_backlog too",
             ));
         }
+        match self.fields.get("group_rate_kind") {
+            None => {}
+            Some(Value::String(kind)) if crate::job::RATE_KINDS.contains(&kind.as_str()) => {}
+            Some(v) => return Err(bad("group_rate_kind", v, crate::job::RATE_KIND_RULE)),
+        }
+        if self.fields.contains_key("group_rate_kind") && !self.fields.contains_key("group_rate") {
+            return Err(Error::invalid_job(
+                "group_rate_kind",
+                "says how group_rate counts: give group_rate too",
+            ));
+        }
         if self.fields.contains_key("group_rate_period") && !self.fields.contains_key("group_rate") {
             return Err(Error::invalid_job(
                 "group_rate_period",

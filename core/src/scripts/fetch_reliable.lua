@@ -267,12 +267,14 @@ local function weights_of(queue, groups)
   end)
 end
 
--- The limits `groups` declare (group.lua: "<cap> <rate> <period> ...", 0 for
--- none), where the queue has caps or rates: group -> {cap, rate, period}.
+-- The limits `groups` declare (group.lua: "<cap> <rate> <period> <backlog>
+-- <drop> <rate kind>", 0 for none), where the queue has caps or rates:
+-- group -> {cap, rate, period, rate kind}.
 local function declared_of(queue, groups)
   return fields_of(queue.declared, groups, function(value)
     local cap, rate, period = string.match(value, "^(%S+) (%S+) (%S+)")
-    return { tonumber(cap) or 0, tonumber(rate) or 0, tonumber(period) or 0 }
+    local kind = string.match(value, "^%S+ %S+ %S+ %S+ %S+ (%d)")
+    return { tonumber(cap) or 0, tonumber(rate) or 0, tonumber(period) or 0, tonumber(kind) or 0 }
   end)
 end
 
@@ -299,12 +301,13 @@ end
 
 -- The rate of each of `groups` (one set through the API for it, else the
 -- one its jobs declare, else the API's default for every group): group ->
--- {limit, period}.
+-- {limit, period, kind} (kind: 0 window, 1 bucket, 2 leaky; a rate set
+-- through the API counts by window).
 local function rate_limits_of(queue, groups, declared)
   local rate = {}
   for _, group in ipairs(groups) do
     if declared[group] and declared[group][2] > 0 then
-      rate[group] = { declared[group][2], declared[group][3] }
+      rate[group] = { declared[group][2], declared[group][3], declared[group][4] }
     end
   end
   if queue.rates == "" or #groups == 0 then
@@ -314,7 +317,7 @@ local function rate_limits_of(queue, groups, declared)
   local function read(value)
     local limit, period = string.match(value or "", "^(%S+) (%S+)$")
     limit, period = tonumber(limit), tonumber(period)
-    return limit and period and { limit, period } or nil
+    return limit and period and { limit, period, 0 } or nil
   end
   local default = read(set[1])
   for i, group in ipairs(groups) do
@@ -323,12 +326,21 @@ local function rate_limits_of(queue, groups, declared)
   return rate
 end
 
--- How many more jobs each rated group of `groups` may start in its current
--- period: group -> room (and its window count's key, and its rate).
+-- How many more jobs each rated group of `groups` may start now: group ->
+-- room (and its rate's key, its rate, and how it stands: a window's count,
+-- a bucket's tokens, a leaky rate's next start). A group's rate key
+-- (NS:group_rate:<q> <group>) holds, by the rate's kind:
+--   window: how many started in the period that began with the first of
+--           them (expiring with it): room is the limit less that;
+--   bucket: "<tokens> <when>": the tokens left at that time, refilled at
+--           limit per period up to limit (expiring once full): room is the
+--           whole tokens now;
+--   leaky:  when the next job may start (epoch seconds, expiring then):
+--           room is 1 from then, one job every period / limit.
 local function rates_of(queue, groups, declared)
-  local room, window = {}, {}
+  local room, window, level = {}, {}, {}
   if queue.rate_prefix == "" then
-    return room, window, {}
+    return room, window, {}, level
   end
   local rate = rate_limits_of(queue, groups, declared)
   local rated = {}
@@ -339,26 +351,65 @@ local function rates_of(queue, groups, declared)
     end
   end
   if #rated == 0 then
-    return room, window, rate
+    return room, window, rate, level
   end
   local keys = {}
   for i, group in ipairs(rated) do
     keys[i] = window[group]
   end
-  local started = redis.call("MGET", unpack(keys))
+  local states = redis.call("MGET", unpack(keys))
+  local now
   for i, group in ipairs(rated) do
-    room[group] = rate[group][1] - (tonumber(started[i]) or 0)
+    local limit, period, kind = rate[group][1], rate[group][2], rate[group][3]
+    if kind == 1 then
+      now = now or now_or(queue.clock)
+      local tokens, at = string.match(states[i] or "", "^(%S+) (%S+)$")
+      tokens, at = tonumber(tokens), tonumber(at)
+      local full = tokens and math.min(limit, tokens + math.max(0, now - at) * limit / period) or limit
+      level[group] = full
+      room[group] = math.floor(full)
+    elseif kind == 2 then
+      now = now or now_or(queue.clock)
+      local next_start = tonumber(states[i]) or 0
+      level[group] = next_start
+      room[group] = next_start <= now and 1 or 0
+    else
+      room[group] = limit - (tonumber(states[i]) or 0)
+    end
   end
-  return room, window, rate
+  return room, window, rate, level
 end
 
--- Counts `got` jobs started by a rated group in its period, whose window
--- count is `window`: the period begins with its first job (the count
--- expires with it).
-local function count_started(window, period, got)
-  if redis.call("INCRBY", window, got) == got then
+-- Counts `got` jobs started by a rated group whose rate key is `window`,
+-- its rate {limit, period, kind} and its standing `level` (see rates_of).
+-- A window begins with its first job (the count expires with it).
+local function count_started(queue, window, rate, level, got)
+  local limit, period, kind = rate[1], rate[2], rate[3]
+  if kind == 1 then
+    local now = now_or(queue.clock)
+    local tokens = level - got
+    -- Full again (and so nothing to keep) once refilled.
+    local refill = (limit - tokens) * period / limit
+    redis.call("SET", window, string.format("%.6f %.6f", tokens, now), "PX", math.max(1, math.ceil(refill * 1000)))
+  elseif kind == 2 then
+    local now = now_or(queue.clock)
+    local next_start = math.max(now, level) + got * period / limit
+    redis.call("SET", window, string.format("%.6f", next_start), "PX", math.max(1, math.ceil((next_start - now) * 1000)))
+  elseif redis.call("INCRBY", window, got) == got then
     redis.call("PEXPIRE", window, math.max(1, math.ceil(period * 1000)))
   end
+end
+
+-- How long until a rated group out of its rate may start a job again
+-- (seconds): its window's end, its bucket's next token, or its next start.
+local function rate_wait(queue, window, rate, level)
+  local limit, period, kind = rate[1], rate[2], rate[3]
+  if kind == 1 then
+    return math.max(0.001, (1 - level) * period / limit)
+  elseif kind == 2 then
+    return math.max(0.001, level - now_or(queue.clock))
+  end
+  return math.max(redis.call("PTTL", window), 1) / 1000
 end
 
 -- Groups of `queue` whose period has ended come back into its ring, at
@@ -416,7 +467,7 @@ local function take_grouped(name)
     local weight = weights_of(queue, groups)
     local declared = declared_of(queue, groups)
     local cap, running = caps_of(queue, groups, declared)
-    local room, window, rate = rates_of(queue, groups, declared)
+    local room, window, rate, level = rates_of(queue, groups, declared)
     local turns, gone, parked, leases, empty, waiting = {}, {}, {}, {}, {}, {}
     local gave, passed = false, false
     for m = 1, live do
@@ -462,7 +513,7 @@ local function take_grouped(name)
         end
       end
       if got > 0 and room[group] then
-        count_started(window[group], rate[group][2], got)
+        count_started(queue, window[group], rate[group], level[group], got)
       end
       if got > 0 and cap[group] then
         redis.call("HINCRBY", queue.running, group, got)
@@ -473,8 +524,7 @@ local function take_grouped(name)
       end
       if got == -2 then
         -- Out of its rate: it waits out its period (its timer), off the ring.
-        local left = redis.call("PTTL", window[group])
-        waiting[#waiting + 1] = now_or(queue.clock) + math.max(left, 1) / 1000
+        waiting[#waiting + 1] = now_or(queue.clock) + rate_wait(queue, window[group], rate[group], level[group])
         waiting[#waiting + 1] = group
       elseif got < 0 then
         parked[#parked + 1] = group

@@ -23,7 +23,8 @@ end
 
 -- A job whose class limits its group (`group_cap`, `group_rate`) says so
 -- with every push and requeue: `limits` ("<cap> <rate> <period> <backlog>
--- <drop>", 0 for none; the backlog is the push's business, see
+-- <drop> <rate kind>", 0 for none; the rate kind is 0 window, 1 bucket, 2
+-- leaky, absent from older pushes; the backlog is the push's business, see
 -- backlog_refusal) goes in its queue's declared limits (the latest push
 -- wins) when it has a cap or a rate, read
 -- by fetch_reliable.lua (a cap after one set for the group by
@@ -68,7 +69,7 @@ end
 -- that may wait on a list, and whether the oldest make room for a push
 -- past it (drop_oldest) rather than the push being refused; nil for none.
 local function backlog_of(limits)
-  local most, drop = string.match(limits or "", "^%S+ %S+ %S+ (%S+) (%S+)$")
+  local most, drop = string.match(limits or "", "^%S+ %S+ %S+ (%S+) (%S+)")
   most = tonumber(most)
   if not most or most <= 0 then
     return nil

@@ -57,6 +57,7 @@ class CogworkerTask(_compat.Task):  # type: ignore[misc]
     group_cap: int | None = None
     group_rate: int | None = None
     group_rate_period: float | None = None
+    group_rate_kind: str | None = None
     key: Any = None
     debounce: float | None = None
     throttle: float | None = None
@@ -65,7 +66,16 @@ class CogworkerTask(_compat.Task):  # type: ignore[misc]
 
 
 # The task fields a push takes as they are (None: not given).
-JOB_FIELDS = ("group_cap", "group_rate", "group_rate_period", "debounce", "throttle", "replace", "sequence")
+JOB_FIELDS = (
+    "group_cap",
+    "group_rate",
+    "group_rate_period",
+    "group_rate_kind",
+    "debounce",
+    "throttle",
+    "replace",
+    "sequence",
+)
 
 
 def keyed_options(task: Any, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
