@@ -222,8 +222,13 @@ impl Client {
             if job.priority_level() != crate::priority::DEFAULT {
                 levels.insert(crate::priority::member(job.queue_name(), job.priority_level()));
             }
-            // Unique jobs write theirs in their own script.
-            if let (Some(ttl), None) = (job.result_ttl_secs(), job.unique_for_secs()) {
+            // Unique jobs and flow pushes (whose jid that runs their script
+            // decides) write theirs in their own script.
+            let own_script = job.unique_for_secs().is_some()
+                || job.debounce_secs().is_some()
+                || job.throttle_secs().is_some()
+                || job.replaces();
+            if let (Some(ttl), false) = (job.result_ttl_secs(), own_script) {
                 let (record, ttl) = crate::results::pushed(&job, at, ttl);
                 statuses.push((self.keys.result(job.jid_str()), record, ttl));
             }

@@ -49,6 +49,75 @@ fn index_member(mode: &str, job: &Job) -> String {
     serde_json::to_string(&(mode, job.queue_name(), job.class(), key)).expect("strings always serialize")
 }
 
+/// Where a script splices a jid and a due time into a status record.
+const JID_MARK: &str = "\u{1}jid\u{1}";
+const DUE_MARK: &str = "\u{1}due\u{1}";
+
+/// `job`'s status record (see results.rs) as a flow push's script writes
+/// it for the job that will run (`keep_result` in flow_index.lua), when the
+/// job keeps a result (`result_ttl`): the prefix of its key, then, as
+/// queued, the record's head and rest around its jid, and, as scheduled,
+/// its head, middle and tail around its jid and due time; then how long
+/// it lasts from the push (and, scheduled, its wait). Empty without a
+/// result kept: the script writes nothing.
+struct ResultParts {
+    prefix: String,
+    queued: (String, String),
+    scheduled: (String, String, String),
+    ttl: u64,
+}
+
+impl ResultParts {
+    fn of(keys: &Keys, job: &Job, now: f64) -> ResultParts {
+        let Some(ttl) = job.result_ttl_secs() else {
+            return ResultParts {
+                prefix: String::new(),
+                queued: Default::default(),
+                scheduled: Default::default(),
+                ttl: 0,
+            };
+        };
+        let marked = job.clone().jid(JID_MARK);
+        let around = |record: serde_json::Value, mark: &str| -> (String, String) {
+            let text = record.to_string();
+            let mark = serde_json::to_string(mark).expect("a string serializes");
+            let mark = &mark[1..mark.len() - 1];
+            // The first: the jid comes before the args, where one may be.
+            let at = text.find(mark).expect("the record holds the mark");
+            (text[..at].to_string(), text[at + mark.len()..].to_string())
+        };
+        let queued = around(crate::results::base(&marked, "queued", now), JID_MARK);
+        let mut scheduled = crate::results::base(&marked, "scheduled", now);
+        scheduled["due_at"] = serde_json::Value::from(DUE_MARK);
+        let (head, rest) = around(scheduled, JID_MARK);
+        // The last: due_at is the record's last field, after the args.
+        let due = serde_json::to_string(DUE_MARK).expect("a string serializes");
+        let at = rest.rfind(&due).expect("the record ends with its due time");
+        ResultParts {
+            prefix: keys.result(""),
+            queued,
+            scheduled: (head, rest[..at].to_string(), rest[at + due.len()..].to_string()),
+            ttl: ttl.saturating_add(crate::results::PENDING_SLACK_SECS),
+        }
+    }
+}
+
+impl ResultParts {
+    /// Adds the prefix, the record's head, middle and tail as scheduled and
+    /// how long it lasts (as the debounce and throttle scripts take them);
+    /// returns the record's head and rest as queued.
+    fn add_scheduled(self, invocation: &mut redis::ScriptInvocation<'static>) -> (String, String) {
+        let (head, middle, tail) = self.scheduled;
+        invocation
+            .arg(self.prefix)
+            .arg(head)
+            .arg(middle)
+            .arg(tail)
+            .arg(self.ttl);
+        self.queued
+    }
+}
+
 /// The payload of `job` as a script splices a jid into it: `{"jid":"`,
 /// then the jid, then `",` and the rest of the job (a jid is hex: nothing
 /// to escape; nothing is re-encoded, which would round large integers).
@@ -87,6 +156,12 @@ pub(crate) fn replace_push(keys: &Keys, job: &Job, now: f64) -> redis::ScriptInv
         .arg(REPLACE_STATE_SECS)
         .arg(index_member("replace", job))
         .arg(now);
+    let result = ResultParts::of(keys, job, now);
+    invocation
+        .arg(result.prefix)
+        .arg(result.queued.0)
+        .arg(result.queued.1)
+        .arg(result.ttl);
     invocation
 }
 
@@ -118,6 +193,8 @@ pub(crate) fn throttle_push(keys: &Keys, job: &Job, now: f64) -> redis::ScriptIn
         .arg(crate::priority::listed_member(queue, job.priority_level()))
         .arg(&destination.group_args()[..])
         .arg(index_member("throttle", job));
+    let queued = ResultParts::of(keys, job, now).add_scheduled(&mut invocation);
+    invocation.arg(queued.0).arg(queued.1).arg(job.jid_str());
     invocation
 }
 
@@ -143,5 +220,6 @@ pub(crate) fn debounce_push(keys: &Keys, job: &Job, now: f64) -> redis::ScriptIn
         .arg(window)
         .arg(longest.map_or_else(String::new, |longest| longest.to_string()))
         .arg(index_member("debounce", job));
+    ResultParts::of(keys, job, now).add_scheduled(&mut invocation);
     invocation
 }

@@ -23,9 +23,9 @@ pub const FINAL: [&str; 5] = ["succeeded", "failed", "dead", "expired", "cancell
 
 /// How long a `queued`/`scheduled` status lasts beyond the job's due time
 /// and its `result_ttl`: a day of waiting on a queue.
-const PENDING_SLACK_SECS: u64 = 86_400;
+pub(crate) const PENDING_SLACK_SECS: u64 = 86_400;
 
-fn base(job: &Job, status: &str, at: f64) -> Value {
+pub(crate) fn base(job: &Job, status: &str, at: f64) -> Value {
     json!({
         "status": status,
         "jid": job.jid_str(),

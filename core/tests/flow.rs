@@ -177,7 +177,6 @@ async fn flow_options_are_checked_at_push_and_ignored_on_a_raw_payload() {
             "at",
         ),
         (base().key("k").debounce(1.0, None).unique_for(5.0), "unique_for"),
-        (base().key("k").debounce(1.0, None).result_ttl(60.0), "result_ttl"),
         (base().key("k").debounce(2.0, Some(1.0)), "debounce_max"),
         (base().key("k").field("debounce_max", json!(5)), "debounce_max"),
         (base().key("k").field("debounce", json!(0)), "debounce"),
@@ -405,4 +404,67 @@ async fn the_flow_keys_with_state_are_listed_with_what_a_push_would_find() {
         .find(|k| k.mode == "replace")
         .unwrap();
     assert_eq!(replace.waiting, Some(false));
+}
+
+/// A flow push with `result_ttl` keeps the result of the job that runs:
+/// a debounce's burst job (the last push's args), a throttled job queued
+/// or delayed (none for one dropped), a replacing key's job (the last
+/// push's args, under the first jid).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flow_push_keeps_the_result_of_the_job_that_runs() {
+    let redis = TestRedis::start();
+    let client = Client::new(&redis.config()).unwrap();
+    let api = cogworker::Api::new(client.clone());
+    let burst = client
+        .push(debounced(1, 0.3, None).result_ttl(60.0))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(api.status(&burst).await.unwrap(), "scheduled");
+    let collapsed = debounced(2, 0.3, None).result_ttl(60.0);
+    let other_jid = collapsed.jid_str().to_string();
+    assert_eq!(client.push(collapsed).await.unwrap().as_deref(), Some(burst.as_str()));
+    assert_eq!(
+        api.status(&other_jid).await.unwrap(),
+        "unknown",
+        "a collapsed push's own jid never runs"
+    );
+    let throttled = |n: i64| {
+        Job::new("Step")
+            .args([json!(n)])
+            .key("feed:1")
+            .throttle(30.0, true)
+            .result_ttl(60.0)
+    };
+    let queued = client.push(throttled(10)).await.unwrap().unwrap();
+    assert_eq!(api.status(&queued).await.unwrap(), "queued");
+    let dropped = throttled(11);
+    let dropped_jid = dropped.jid_str().to_string();
+    assert_eq!(client.push(dropped).await.unwrap(), None);
+    assert_eq!(api.status(&dropped_jid).await.unwrap(), "unknown");
+    let replacing = |n: i64| {
+        Job::new("Step")
+            .args([json!(n)])
+            .key("doc:1")
+            .replace()
+            .result_ttl(60.0)
+    };
+    let kept = client.push(replacing(20)).await.unwrap().unwrap();
+    assert_eq!(
+        client.push(replacing(21)).await.unwrap().as_deref(),
+        Some(kept.as_str())
+    );
+    let (worker, ran) = recording_worker(redis.config(), Duration::ZERO);
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    wait_ran(&ran, 3).await;
+    for jid in [&burst, &queued, &kept] {
+        let outcome = api.wait_result(jid, 10.0).await.unwrap().unwrap();
+        assert_eq!(outcome["status"], "succeeded", "{jid}: {outcome}");
+    }
+    let mut ran = ran.lock().unwrap().clone();
+    ran.sort();
+    assert_eq!(ran, [2, 10, 21], "the last args of the burst and of the replaced job");
+    handle.stop();
+    task.await.unwrap().unwrap();
 }

@@ -191,7 +191,6 @@ impl Job {
                 "bid",
                 "a push that collapses into another job or is dropped cannot join a batch",
             ),
-            ("result_ttl", "it keeps no result yet"),
         ] {
             if has(field) {
                 return Err(Error::invalid_job(field, format!("with {policy}, {why}")));

@@ -24,6 +24,10 @@
 -- ARGV[5] the window (seconds)
 -- ARGV[6] the longest wait after the first push (seconds), or ""
 -- ARGV[7] the key's member of NS:flow_keys
+-- ARGV[8..12] the status record of a job pushed with result_ttl, for the
+--         burst's job (see keep_result in flow_index.lua): the prefix of
+--         its key (NS:result:, "" for none), the record's head, middle and
+--         tail around its jid and due time, and how long it lasts
 --
 -- Returns {jid that will run, 1 when this push began a burst, else 0}.
 local now, window = tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -45,4 +49,5 @@ redis.call("ZADD", KEYS[2], string.format("%.6f", due), payload)
 redis.call("HSET", KEYS[1], "jid", jid, "payload", payload, "first", string.format("%.6f", first))
 redis.call("EXPIRE", KEYS[1], math.ceil(due - now) + 60)
 list_flow_key(KEYS[5], ARGV[7], now + math.ceil(due - now) + 60, now)
+keep_result(ARGV[8], jid, ARGV[9], ARGV[10], ARGV[11], ARGV[12], now, due)
 return { jid, began }

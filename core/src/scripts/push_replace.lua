@@ -26,6 +26,10 @@
 -- ARGV[11] how long the key's state lasts after its last push (seconds)
 -- ARGV[12] the key's member of NS:flow_keys
 -- ARGV[13] now (epoch seconds, the fleet's clock)
+-- ARGV[14..17] the status record of a job pushed with result_ttl, as
+--         queued (see keep_result in flow_index.lua): the prefix of its
+--         key (NS:result:, "" for none), the record's head and rest
+--         around its jid, and how long it lasts
 --
 -- Returns {the jid that will run, 1 when this push queued a new job, else 0}.
 local state = redis.call("HMGET", KEYS[1], "jid", "payload", "list")
@@ -37,6 +41,7 @@ if state[1] and state[2] and state[3] == KEYS[3] then
     redis.call("HSET", KEYS[1], "payload", payload)
     redis.call("EXPIRE", KEYS[1], ARGV[11])
     list_flow_key(KEYS[7], ARGV[12], tonumber(ARGV[13]) + tonumber(ARGV[11]), tonumber(ARGV[13]))
+    keep_result(ARGV[14], state[1], ARGV[15], ARGV[16], "", ARGV[17], 0, nil)
     redis.call("INCR", KEYS[5])
     redis.call("INCR", KEYS[6])
     return { state[1], 0 }
@@ -51,4 +56,5 @@ enter_group(ARGV[7], ARGV[8], ARGV[9], ARGV[10], length, 1, KEYS[4], ARGV[5], AR
 redis.call("HSET", KEYS[1], "jid", ARGV[3], "payload", payload, "list", KEYS[3])
 redis.call("EXPIRE", KEYS[1], ARGV[11])
 list_flow_key(KEYS[7], ARGV[12], tonumber(ARGV[13]) + tonumber(ARGV[11]), tonumber(ARGV[13]))
+keep_result(ARGV[14], ARGV[3], ARGV[15], ARGV[16], "", ARGV[17], 0, nil)
 return { ARGV[3], 1 }

@@ -26,6 +26,12 @@
 -- ARGV[8..11] its queue's ring, its group, its queue's declared limits and
 --         the limits it declares (see enter_group in group.lua; "" for none)
 -- ARGV[12] the key's member of NS:flow_keys
+-- ARGV[13..18] the status record of a job pushed with result_ttl (see
+--         keep_result in flow_index.lua): the prefix of its key
+--         (NS:result:, "" for none), the record's head, middle and tail
+--         around its jid and due time as scheduled (a delayed push), how
+--         long it lasts; and the record's head and rest as queued
+-- ARGV[20] this push's jid
 --
 -- Returns {what happened: "queued" | "delayed" | "dropped", when it is due
 -- (epoch seconds, as text)}.
@@ -42,8 +48,10 @@ redis.call("SET", KEYS[1], string.format("%.6f", following), "EX", math.ceil(fol
 list_flow_key(KEYS[8], ARGV[12], now + math.ceil(following - now) + 1, now)
 if due > now then
   redis.call("ZADD", KEYS[4], string.format("%.6f", due), ARGV[1])
+  keep_result(ARGV[13], ARGV[20], ARGV[14], ARGV[15], ARGV[16], ARGV[17], now, due)
   return { "delayed", string.format("%.6f", due) }
 end
+keep_result(ARGV[13], ARGV[20], ARGV[18], ARGV[19], "", ARGV[17], now, nil)
 redis.call("SADD", KEYS[2], ARGV[5])
 list_priority_level(KEYS[5], ARGV[6], ARGV[7])
 local length = redis.call("LPUSH", KEYS[3], ARGV[1])
