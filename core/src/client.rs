@@ -275,7 +275,10 @@ impl Client {
         for (index, job) in replacing {
             let invocation = crate::flow::replace_push(&self.keys, &job, at);
             // A repeat after a lost reply replaces the job it pushed.
-            let (runs, _queued): (String, i64) = self.invoke_once_more_on_drop(&invocation).await?;
+            let (runs, _queued): (String, i64) = self
+                .invoke_once_more_on_drop(&invocation)
+                .await
+                .map_err(crate::error::Error::from_batch_script)?;
             jids[index] = Some(runs);
         }
         for (index, job) in throttled {
@@ -493,7 +496,10 @@ impl Client {
         let invocation = crate::flow::throttle_push(&self.keys, job, at);
         // A repeat after a lost reply finds the key's window taken: it is
         // delayed a window (or dropped), where a push must never be lost.
-        let (what, due): (String, String) = self.invoke_once_more_on_drop(&invocation).await?;
+        let (what, due): (String, String) = self
+            .invoke_once_more_on_drop(&invocation)
+            .await
+            .map_err(crate::error::Error::from_batch_script)?;
         if what != "queued" {
             tracing::debug!("{job} {what} by its key's throttle (window opens at {due})");
         }

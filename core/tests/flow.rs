@@ -468,3 +468,51 @@ async fn a_flow_push_keeps_the_result_of_the_job_that_runs() {
     handle.stop();
     task.await.unwrap().unwrap();
 }
+
+/// A throttled or replacing push that queues a job counts against its
+/// group's backlog cap as any push: refused past it with nothing written
+/// (its key's window not taken), or, with drop_oldest, the oldest dropped;
+/// a debounce (one scheduled job per key) takes no backlog cap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_throttled_or_replacing_push_counts_against_its_groups_backlog() {
+    let redis = TestRedis::start();
+    let client = Client::new(&redis.config()).unwrap();
+    let capped = |job: Job| job.group("g").group_backlog(2, false);
+    for n in 0..2 {
+        client.push(capped(Job::new("Step").args([json!(n)]))).await.unwrap();
+    }
+    let throttled = || capped(Job::new("Step").key("k1").throttle(30.0, true));
+    let replacing = || capped(Job::new("Step").key("d1").replace());
+    for job in [throttled(), replacing()] {
+        match client.push(job).await {
+            Err(cogworker::Error::OverLimit { limiter, .. }) => assert!(limiter.contains("group g"), "{limiter}"),
+            other => panic!("refused past the backlog: {other:?}"),
+        }
+    }
+    let mut conn = redis.conn().await;
+    let throttle_state: Vec<String> = redis::AsyncCommands::keys(&mut conn, "cogworker:throttle:*")
+        .await
+        .unwrap();
+    let replace_state: Vec<String> = redis::AsyncCommands::keys(&mut conn, "cogworker:replace:*")
+        .await
+        .unwrap();
+    assert!(throttle_state.is_empty() && replace_state.is_empty(), "nothing written");
+    let dropping = Job::new("Step")
+        .key("k2")
+        .throttle(30.0, true)
+        .group("g")
+        .group_backlog(2, true);
+    assert!(
+        client.push(dropping).await.unwrap().is_some(),
+        "queued, the oldest dropped"
+    );
+    let api = cogworker::Api::new(client.clone());
+    assert_eq!(api.stats().await.unwrap().backlog_dropped, 1);
+    assert_eq!(api.queue("default").await.unwrap().size, 2);
+    let debounced = Job::new("Step")
+        .key("k3")
+        .debounce(1.0, None)
+        .group("g")
+        .group_backlog(2, false);
+    assert_eq!(client.push(debounced).await.unwrap_err().field(), Some("group_backlog"));
+}

@@ -180,8 +180,13 @@ impl Job {
                 format!("is required with {policy}: it applies to the pushes of one key"),
             ));
         }
+        if policy == "debounce" && has("group_backlog") {
+            return Err(Error::invalid_job(
+                "group_backlog",
+                "with debounce, its job waits in the schedule, one per key: give no group_backlog",
+            ));
+        }
         for (field, why) in [
-            ("group_backlog", "its pushes are not counted against a backlog cap yet"),
             ("at", "its key's window times the job: give no at or delay"),
             (
                 "unique_for",

@@ -15,6 +15,8 @@
 -- KEYS[5] NS:stat:replaced, KEYS[6] NS:stat:replaced:<yyyy-mm-dd>
 --         (counters of the jobs replaced)
 -- KEYS[7] NS:flow_keys (see flow_index.lua)
+-- KEYS[8] NS:stat:backlog_dropped, KEYS[9] its day's count (a group's
+--         backlog cap among the limits it declares: see group.lua)
 -- ARGV[1] the payload up to its jid, ARGV[2] the payload after its jid
 --         (the payload is ARGV[1] .. jid .. ARGV[2]; see push_debounce.lua)
 -- ARGV[3] this push's jid
@@ -31,7 +33,9 @@
 --         key (NS:result:, "" for none), the record's head and rest
 --         around its jid, and how long it lasts
 --
--- Returns {the jid that will run, 1 when this push queued a new job, else 0}.
+-- Returns {the jid that will run, 1 when this push queued a new job, else 0},
+-- or a new job past its group's backlog cap refused (BACKLOG, see
+-- backlog_refusal in group.lua) with nothing written.
 local state = redis.call("HMGET", KEYS[1], "jid", "payload", "list")
 if state[1] and state[2] and state[3] == KEYS[3] then
   local at = redis.call("LPOS", KEYS[3], state[2])
@@ -47,12 +51,17 @@ if state[1] and state[2] and state[3] == KEYS[3] then
     return { state[1], 0 }
   end
 end
+local refused = backlog_refusal(KEYS[3], ARGV[8], ARGV[10], 1)
+if refused then
+  return refused
+end
 local payload = ARGV[1] .. ARGV[3] .. ARGV[2]
 redis.call("SADD", KEYS[2], ARGV[4])
 list_priority_level(KEYS[4], ARGV[5], ARGV[6])
 local length = redis.call("LPUSH", KEYS[3], payload)
 wake_if_was_empty(ARGV[5], ARGV[4], length, 1)
 enter_group(ARGV[7], ARGV[8], ARGV[9], ARGV[10], length, 1, KEYS[4], ARGV[5], ARGV[4])
+trim_backlog(KEYS[3], ARGV[10], length, KEYS[8], KEYS[9])
 redis.call("HSET", KEYS[1], "jid", ARGV[3], "payload", payload, "list", KEYS[3])
 redis.call("EXPIRE", KEYS[1], ARGV[11])
 list_flow_key(KEYS[7], ARGV[12], tonumber(ARGV[13]) + tonumber(ARGV[11]), tonumber(ARGV[13]))

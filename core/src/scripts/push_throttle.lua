@@ -16,6 +16,8 @@
 -- KEYS[6] NS:stat:throttled, KEYS[7] NS:stat:throttled:<yyyy-mm-dd>
 --         (counters of dropped pushes)
 -- KEYS[8] NS:flow_keys (see flow_index.lua)
+-- KEYS[9] NS:stat:backlog_dropped, KEYS[10] its day's count (a group's
+--         backlog cap among the limits it declares: see group.lua)
 -- ARGV[1] the payload
 -- ARGV[2] now (epoch seconds, the fleet's clock)
 -- ARGV[3] the window (seconds)
@@ -34,7 +36,9 @@
 -- ARGV[20] this push's jid
 --
 -- Returns {what happened: "queued" | "delayed" | "dropped", when it is due
--- (epoch seconds, as text)}.
+-- (epoch seconds, as text)}, or a job queued now past its group's backlog
+-- cap refused (BACKLOG, see backlog_refusal in group.lua) with nothing
+-- written.
 local now, window = tonumber(ARGV[2]), tonumber(ARGV[3])
 local opens = tonumber(redis.call("GET", KEYS[1]) or "0") or 0
 local due = math.max(now, opens)
@@ -42,6 +46,12 @@ if due > now and ARGV[4] == "drop" then
   redis.call("INCR", KEYS[6])
   redis.call("INCR", KEYS[7])
   return { "dropped", string.format("%.6f", opens) }
+end
+if due <= now then
+  local refused = backlog_refusal(KEYS[3], ARGV[9], ARGV[11], 1)
+  if refused then
+    return refused
+  end
 end
 local following = due + window
 redis.call("SET", KEYS[1], string.format("%.6f", following), "EX", math.ceil(following - now) + 1)
@@ -57,4 +67,5 @@ list_priority_level(KEYS[5], ARGV[6], ARGV[7])
 local length = redis.call("LPUSH", KEYS[3], ARGV[1])
 wake_if_was_empty(ARGV[6], ARGV[5], length, 1)
 enter_group(ARGV[8], ARGV[9], ARGV[10], ARGV[11], length, 1, KEYS[5], ARGV[6], ARGV[5])
+trim_backlog(KEYS[3], ARGV[11], length, KEYS[9], KEYS[10])
 return { "queued", string.format("%.6f", now) }
