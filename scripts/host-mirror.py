@@ -638,6 +638,9 @@ IDIOMS: dict[str, tuple[list[str], list[str]]] = {
             "../active_job/queue_adapters/cogworker_adapter.rb:JobWrapper#perform",
             "../active_job/queue_adapters/cogworker_limits.rb:CogworkerAdapter.concurrency_fields",
             "../active_job/queue_adapters/cogworker_limits.rb:ConcurrencyLimits#limits_concurrency",
+            "../active_job/queue_adapters/cogworker_limits.rb:CogworkerAdapter.flow_fields",
+            "../active_job/queue_adapters/cogworker_limits.rb:CogworkerAdapter.key_of",
+            "../active_job/queue_adapters/cogworker_limits.rb:FlowControl#cogworker_flow",
         ],
     ),
 }

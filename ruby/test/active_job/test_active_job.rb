@@ -81,6 +81,18 @@ class TestActiveJob < Minitest::Test
     assert_operator other['sync-start'], :<, account1.last['sync-start'], 'another account ran beside them'
   end
 
+  # cogworker_flow: a debounce keyed by a Proc of the arguments, scoped
+  # to the class; the burst's pushes answer with one provider job id.
+  def test_cogworker_flow_debounces_one_keys_burst_into_its_last_arguments
+    ids = 3.times.map { |n| ReindexJob.perform_later(1, n).provider_job_id }
+    other = ReindexJob.perform_later(2, 0).provider_job_id
+    assert_equal 1, ids.uniq.size
+    refute_equal ids.first, other
+    assert_equal 2, @api.flow_keys.count { |k| k['mode'] == 'debounce' && k['key'].start_with?('ReindexJob/doc:') }
+    wait_for('both documents reindexed') { lines.sort == ['reindex 1 2', 'reindex 2 0'] }
+    assert_equal [0, 0], [@api.set_size('scheduled'), @api.queue('default')['size']], 'nothing more to run'
+  end
+
   def test_set_wait_and_wait_until_schedule_the_job
     started = Time.now
     later = GreetJob.set(wait: 2.seconds).perform_later('later', 0, {})

@@ -64,7 +64,7 @@ module ActiveJob
           payload['at'] = at.to_f if at
           level = self.class.priority_level(job.priority)
           payload['priority'] = level if level
-          payload.merge(self.class.concurrency_fields(job))
+          payload.merge(self.class.concurrency_fields(job), self.class.flow_fields(job))
         end
         jids = Cogworker.client.push_payloads(payloads)
         jobs.zip(jids).each { |job, jid| job.provider_job_id = jid }

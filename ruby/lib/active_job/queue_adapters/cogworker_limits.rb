@@ -40,20 +40,59 @@ module ActiveJob
         end
       end
 
+      # Flow control by key (docs/flow-control.md) for an ActiveJob class:
+      #
+      #   class ReindexJob < ApplicationJob
+      #     cogworker_flow key: ->(doc) { doc }, debounce: 5
+      #   end
+      #
+      # `key` as limits_concurrency takes it (a Proc of the arguments, a
+      # Symbol, a value; a record as its GlobalID), scoped to the class
+      # (`<class>/<key>`: every ActiveJob job travels as one wrapper class);
+      # the policy and its options as any cogworker job takes them
+      # (debounce, debounce_max, throttle, throttle_excess, replace,
+      # sequence), checked by the core at each perform_later.
+      module FlowControl
+        extend ActiveSupport::Concern
+
+        included do
+          class_attribute :cogworker_flow_options, instance_accessor: false
+        end
+
+        class_methods do
+          def cogworker_flow(key:, **policy)
+            self.cogworker_flow_options = policy.merge(key: key)
+          end
+        end
+      end
+
       # The group and cap `job`'s class declares for it ({} without a
       # limit): its group is `<group>/<key>`, as Solid Queue names it.
       def self.concurrency_fields(job)
         klass = job.class
         return {} unless klass.respond_to?(:concurrency_limit) && klass.concurrency_limit && klass.concurrency_key
 
-        key = klass.concurrency_key
+        value = key_of(job, klass.concurrency_key)
+        { 'group' => "#{klass.concurrency_group || klass.name}/#{value}", 'group_cap' => klass.concurrency_limit }
+      end
+
+      # The flow key and policy `job`'s class declares ({} without one).
+      def self.flow_fields(job)
+        options = job.class.respond_to?(:cogworker_flow_options) && job.class.cogworker_flow_options
+        return {} unless options
+
+        fields = options.except(:key).transform_keys(&:to_s)
+        fields.merge('key' => "#{job.class.name}/#{key_of(job, options[:key])}")
+      end
+
+      # A key declared as limits_concurrency takes it, for `job`.
+      def self.key_of(job, key)
         value = case key
                 when Proc then job.instance_exec(*job.arguments, &key)
                 when Symbol then job.send(key)
                 else key
                 end
-        value = value.to_global_id.to_s if value.respond_to?(:to_global_id)
-        { 'group' => "#{klass.concurrency_group || klass.name}/#{value}", 'group_cap' => klass.concurrency_limit }
+        value.respond_to?(:to_global_id) ? value.to_global_id.to_s : value
       end
     end
   end
@@ -61,3 +100,4 @@ end
 
 ActiveJob::Base.include(ActiveJob::QueueAdapters::CogworkerAdapter::ConcurrencyLimits) unless
   ActiveJob::Base.respond_to?(:limits_concurrency)
+ActiveJob::Base.include(ActiveJob::QueueAdapters::CogworkerAdapter::FlowControl)

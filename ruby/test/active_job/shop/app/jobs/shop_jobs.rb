@@ -91,3 +91,12 @@ class AccountSyncJob < ApplicationJob
     JobLog.write("sync-end #{account} #{n} #{Process.clock_gettime(Process::CLOCK_REALTIME)}")
   end
 end
+
+# A burst of one document's reindexes runs once, with the last arguments.
+class ReindexJob < ApplicationJob
+  cogworker_flow key: ->(doc, _n) { "doc:#{doc}" }, debounce: 0.3
+
+  def perform(doc, n)
+    JobLog.write("reindex #{doc} #{n}")
+  end
+end
