@@ -800,6 +800,25 @@ async fn a_leaky_rate_spaces_starts_and_a_bucket_allows_a_burst() {
             .group_rate_kind("bucket")
     });
     client.push_bulk(leaky.chain(bucket).collect()).await.unwrap();
+    let api = Api::new(client.clone());
+    let kinds = |groups: Vec<cogworker::GroupInfo>| -> Vec<(String, Option<String>)> {
+        let mut kinds: Vec<_> = groups.into_iter().map(|g| (g.name, g.rate_kind)).collect();
+        kinds.sort();
+        kinds
+    };
+    let declared = kinds(api.groups("default", 0, 10).await.unwrap());
+    assert_eq!(
+        declared,
+        [("bucket".into(), Some("bucket".into())), ("leaky".into(), Some("leaky".into()))]
+    );
+    // One set through the API comes first, counted as it says.
+    api.set_group_rate_counted("default", Some("bucket"), Some((4, 1.0)), "leaky")
+        .await
+        .unwrap();
+    assert_eq!(kinds(api.groups("default", 0, 10).await.unwrap())[0].1.as_deref(), Some("leaky"));
+    let refused = api.set_group_rate_counted("default", None, Some((4, 1.0)), "fast").await;
+    assert_eq!(refused.unwrap_err().field(), Some("kind"));
+    api.set_group_rate("default", Some("bucket"), None).await.unwrap();
     let handle = worker.handle();
     let task = tokio::spawn(worker.run());
     wait_until("14 jobs started", Duration::from_secs(20), || {

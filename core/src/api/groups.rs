@@ -34,6 +34,9 @@ pub struct GroupInfo {
     pub rate: Option<u64>,
     /// The period of its rate, in seconds.
     pub rate_period: Option<f64>,
+    /// How its rate counts: `window`, `bucket` or `leaky` (see
+    /// [`crate::job::RATE_KINDS`]).
+    pub rate_kind: Option<String>,
     /// Out of its rate with jobs waiting: off the turns until then (epoch
     /// seconds), when its next period begins.
     pub waiting_until: Option<f64>,
@@ -57,11 +60,31 @@ pub struct GroupSummary {
 /// a scrape's cost stays bounded however many groups a queue has.
 pub const GROUPS_SUMMARIZED: isize = 1000;
 
+/// A rate: its limit, its period (seconds) and how it counts (an index of
+/// [`crate::job::RATE_KINDS`]).
+type Rate = (u64, f64, usize);
+
 /// A group's rate: one set for it through the API, else the one its jobs
-/// declare (`[cap, rate, period]`), else the API's default.
-fn rate_of(own: Option<(u64, f64)>, declared: [Option<f64>; 3], default: Option<(u64, f64)>) -> Option<(u64, f64)> {
-    let declared = declared[1].map(|rate| (rate as u64, declared[2].unwrap_or(1.0)));
+/// declare (`[cap, rate, period, rate kind]`), else the API's default.
+fn rate_of(own: Option<Rate>, declared: [Option<f64>; 4], default: Option<Rate>) -> Option<Rate> {
+    let declared = declared[1].map(|rate| {
+        (
+            rate as u64,
+            declared[2].unwrap_or(1.0),
+            declared[3].map_or(0, |kind| kind as usize),
+        )
+    });
     own.or(declared).or(default)
+}
+
+/// A rate as `group_control.lua` and the fetch keep it: `"<limit> <period>
+/// <kind>"` (the kind absent from one set before kinds: a window).
+fn parse_rate(text: &str) -> Option<Rate> {
+    let mut parts = text.split(' ');
+    let limit = parts.next()?.parse().ok()?;
+    let period = parts.next()?.parse().ok()?;
+    let kind = parts.next().map_or(Some(0), |kind| kind.parse().ok())?;
+    Some((limit, period, kind))
 }
 
 /// The heaviest weight a group may be given.
@@ -137,21 +160,23 @@ impl Api {
         let caps: Vec<Option<u64>> = numbers(keys.group_caps(name), cap_fields)
             .query_async(&mut conn)
             .await?;
-        // A declared limit is "<cap> <rate> <period>", 0 for none.
+        // A declared limit is "<cap> <rate> <period> <backlog> <drop>
+        // <rate kind>", 0 for none (a kind of 0 read as none: a window).
         let declared: Vec<Option<String>> =
             numbers(keys.group_declared(name), names.iter().map(|n| n.as_str()).collect())
                 .query_async(&mut conn)
                 .await?;
-        let declared: Vec<[Option<f64>; 3]> = declared
+        let declared: Vec<[Option<f64>; 4]> = declared
             .iter()
             .map(|limits| {
-                let mut parts = limits.as_deref().unwrap_or("").split(' ');
-                [(); 3].map(|_| {
-                    parts
-                        .next()
-                        .and_then(|part| part.parse::<f64>().ok())
-                        .filter(|n| *n > 0.0)
-                })
+                let parts: Vec<Option<f64>> = limits
+                    .as_deref()
+                    .unwrap_or("")
+                    .split(' ')
+                    .map(|part| part.parse::<f64>().ok().filter(|n| *n > 0.0))
+                    .collect();
+                let at = |i: usize| parts.get(i).copied().flatten();
+                [at(0), at(1), at(2), at(5)]
             })
             .collect();
         // A rate set through the API: "<limit> <period>" (field "": the default).
@@ -160,13 +185,7 @@ impl Api {
         let rates: Vec<Option<String>> = numbers(keys.group_rates(name), rate_fields)
             .query_async(&mut conn)
             .await?;
-        let rates: Vec<Option<(u64, f64)>> = rates
-            .iter()
-            .map(|rate| {
-                let (limit, period) = rate.as_deref()?.split_once(' ')?;
-                Some((limit.parse().ok()?, period.parse().ok()?))
-            })
-            .collect();
+        let rates: Vec<Option<Rate>> = rates.iter().map(|rate| parse_rate(rate.as_deref()?)).collect();
         let running: Vec<Option<u64>> = numbers(keys.group_running(name), names.iter().map(|n| n.as_str()).collect())
             .query_async(&mut conn)
             .await?;
@@ -185,8 +204,11 @@ impl Api {
                 cap: caps[i + 1].or(declared[i][0].map(|cap| cap as u64)).or(caps[0]),
                 running: running[i].unwrap_or(0),
                 parked: score.is_none() && until.is_none(),
-                rate: rate_of(rates[i + 1], declared[i], rates[0]).map(|(limit, _)| limit),
-                rate_period: rate_of(rates[i + 1], declared[i], rates[0]).map(|(_, period)| period),
+                rate: rate_of(rates[i + 1], declared[i], rates[0]).map(|(limit, ..)| limit),
+                rate_period: rate_of(rates[i + 1], declared[i], rates[0]).map(|(_, period, _)| period),
+                rate_kind: rate_of(rates[i + 1], declared[i], rates[0])
+                    .and_then(|(.., kind)| crate::job::RATE_KINDS.get(kind))
+                    .map(|kind| kind.to_string()),
                 waiting_until: *until,
             })
             .collect())
@@ -303,7 +325,22 @@ impl Api {
     /// the turns, without holding a worker slot, until its period ends. A
     /// rate set here comes before the one its jobs declare (`group_rate`).
     pub async fn set_group_rate(&self, name: &str, group: Option<&str>, rate: Option<(u64, f64)>) -> Result<()> {
+        self.set_group_rate_counted(name, group, rate, "window").await
+    }
+
+    /// [`Api::set_group_rate`] counted as `kind` says: `"window"`,
+    /// `"bucket"` or `"leaky"` (see [`crate::job::RATE_KINDS`]).
+    pub async fn set_group_rate_counted(
+        &self,
+        name: &str,
+        group: Option<&str>,
+        rate: Option<(u64, f64)>,
+        kind: &str,
+    ) -> Result<()> {
         self.check_grouping(name, group)?;
+        let Some(kind_index) = crate::job::RATE_KINDS.iter().position(|known| *known == kind) else {
+            return Err(Error::invalid_argument("kind", kind, crate::job::RATE_KIND_RULE));
+        };
         if let Some((limit, period)) = rate {
             if !(1..=GROUP_CAP_MAX).contains(&limit) {
                 return Err(Error::invalid_argument(
@@ -321,7 +358,9 @@ impl Api {
             }
         }
         let mut invocation = self.group_control(name, group.unwrap_or(""), "rate");
-        invocation.arg(rate.map_or(String::new(), |(limit, period)| format!("{limit} {period}")));
+        invocation.arg(rate.map_or(String::new(), |(limit, period)| {
+            format!("{limit} {period} {kind_index}")
+        }));
         let _: i64 = invocation.invoke_async(&mut self.conn()).await?;
         Ok(())
     }

@@ -105,12 +105,14 @@ pub const CALLS: &[ApiCall] = &[
     ),
     call!(
         "set_group_rate",
-        ["name", "group=null", "rate=null", "period=1"],
-        "let at most rate jobs of a group (null: every group's default) start per period seconds, fleet-wide (rate null: none set)",
+        ["name", "group=null", "rate=null", "period=1", "kind=\"window\""],
+        "let at most rate jobs of a group (null: every group's default) start per period seconds, fleet-wide (rate null: none set), counted by window, bucket or leaky",
         |api, a| {
             let limit = a.optional(2, Value::as_u64, "must be a whole number from 1 to 1000000")?;
             let period = a.optional(3, Value::as_f64, "must be a number of seconds")?.unwrap_or(1.0);
-            api.set_group_rate(a.text(0)?, a.optional_text(1)?, limit.map(|limit| (limit, period))).await?
+            let kind = a.optional_text(4)?.unwrap_or("window");
+            api.set_group_rate_counted(a.text(0)?, a.optional_text(1)?, limit.map(|limit| (limit, period)), kind)
+                .await?
         }
     ),
     call!(

@@ -315,9 +315,9 @@ local function rate_limits_of(queue, groups, declared)
   end
   local set = redis.call("HMGET", queue.rates, "", unpack(groups))
   local function read(value)
-    local limit, period = string.match(value or "", "^(%S+) (%S+)$")
+    local limit, period, kind = string.match(value or "", "^(%S+) (%S+) ?(%d?)$")
     limit, period = tonumber(limit), tonumber(period)
-    return limit and period and { limit, period, 0 } or nil
+    return limit and period and { limit, period, tonumber(kind) or 0 } or nil
   end
   local default = read(set[1])
   for i, group in ipairs(groups) do

@@ -46,7 +46,8 @@
 -- ARGV[4]   the queue's name
 -- ARGV[5]   "weight": the weight (a number > 0), or "" for the default (1);
 --           "cap": the cap (a whole number >= 1), or "" for none;
---           "rate": "<limit> <period>", or "" for none
+--           "rate": "<limit> <period> <kind>" (0 window, 1 bucket, 2
+--           leaky), or "" for none
 -- ARGV[5..] "resume": the group's list at each priority level
 --
 -- Returns 1 when the group's state changed, 0 when it already was so.

@@ -254,7 +254,7 @@ pub(crate) async fn queue(
                             }
                             td.num { (group.size) }
                             td.num { @if let Some(cap) = group.cap { (group.running) " / " (cap) } }
-                            td.num { @if let (Some(rate), Some(period)) = (group.rate, group.rate_period) { (rate) " per " (period) " s" } }
+                            td.num { @if let (Some(rate), Some(period)) = (group.rate, group.rate_period) { (rate) " per " (period) " s" @if let Some(kind) = group.rate_kind.as_deref().filter(|k| *k != "window") { " (" (kind) ")" } } }
                             td.num { (group.weight) }
                             td.num { (group.turns.map(|t| format!("{t:.1}")).unwrap_or_default()) }
                             td.actions {
