@@ -809,14 +809,22 @@ async fn a_leaky_rate_spaces_starts_and_a_bucket_allows_a_burst() {
     let declared = kinds(api.groups("default", 0, 10).await.unwrap());
     assert_eq!(
         declared,
-        [("bucket".into(), Some("bucket".into())), ("leaky".into(), Some("leaky".into()))]
+        [
+            ("bucket".into(), Some("bucket".into())),
+            ("leaky".into(), Some("leaky".into()))
+        ]
     );
     // One set through the API comes first, counted as it says.
     api.set_group_rate_counted("default", Some("bucket"), Some((4, 1.0)), "leaky")
         .await
         .unwrap();
-    assert_eq!(kinds(api.groups("default", 0, 10).await.unwrap())[0].1.as_deref(), Some("leaky"));
-    let refused = api.set_group_rate_counted("default", None, Some((4, 1.0)), "fast").await;
+    assert_eq!(
+        kinds(api.groups("default", 0, 10).await.unwrap())[0].1.as_deref(),
+        Some("leaky")
+    );
+    let refused = api
+        .set_group_rate_counted("default", None, Some((4, 1.0)), "fast")
+        .await;
     assert_eq!(refused.unwrap_err().field(), Some("kind"));
     api.set_group_rate("default", Some("bucket"), None).await.unwrap();
     let handle = worker.handle();

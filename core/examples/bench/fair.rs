@@ -49,9 +49,10 @@ pub async fn run(jobs: usize) -> Result<(), Box<dyn std::error::Error>> {
     }
     println!();
     println!(
-        "| drain of {jobs} no-op jobs | jobs/s | worker CPU per job | redis CPU per job | redis commands per job | top commands per job |"
+        "| drain of {jobs} no-op jobs | jobs/s | of the plain queue's | worker CPU per job | redis CPU per job | redis commands per job | top commands per job |"
     );
-    println!("|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|");
+    let mut plain = None;
     for (groups, cap) in [(0usize, None), (1, None), (1000, None), (1000, Some(2))] {
         let (rate, worker_cpu, cpu, per_job, top) = drain(jobs, groups, cap).await?;
         let label = match (groups, cap) {
@@ -60,7 +61,9 @@ pub async fn run(jobs: usize) -> Result<(), Box<dyn std::error::Error>> {
             (n, None) => format!("over {n} groups"),
             (n, Some(cap)) => format!("over {n} groups, each capped at {cap}"),
         };
-        println!("| {label} | {rate:.0} | {worker_cpu:.1} µs | {cpu:.1} µs | {per_job:.2} | {top} |");
+        let plain_rate = *plain.get_or_insert(rate);
+        let share = 100.0 * rate / plain_rate;
+        println!("| {label} | {rate:.0} | {share:.0}% | {worker_cpu:.1} µs | {cpu:.1} µs | {per_job:.2} | {top} |");
     }
     if drain_only {
         return Ok(());
