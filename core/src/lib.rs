@@ -82,7 +82,7 @@ pub use events::{EventHook, WorkerEvent, EVENT_BACKLOG};
 pub use handler::{ErrorHook, Failure, Handler, HandlerResult, Middleware, Next, Outcome, UNKNOWN_HANDLER};
 pub use job::{
     new_jid, now, safe_string, unique_digest, Job, Retry, CLASS_MAX_LEN, LATEST_EPOCH_SECS, LIMITS_MAX, LONGEST_SECS,
-    UNPARSEABLE_CLASS,
+    RATE_KINDS, UNPARSEABLE_CLASS,
 };
 pub use keys::Keys;
 pub use limiter::{Attempt, Lease, Limit, LimitKind, Limiter, DEFAULT_LEASE_TTL};

@@ -35,7 +35,7 @@ pub struct GroupInfo {
     /// The period of its rate, in seconds.
     pub rate_period: Option<f64>,
     /// How its rate counts: `window`, `bucket` or `leaky` (see
-    /// [`crate::job::RATE_KINDS`]).
+    /// [`crate::RATE_KINDS`]).
     pub rate_kind: Option<String>,
     /// Out of its rate with jobs waiting: off the turns until then (epoch
     /// seconds), when its next period begins.
@@ -61,7 +61,7 @@ pub struct GroupSummary {
 pub const GROUPS_SUMMARIZED: isize = 1000;
 
 /// A rate: its limit, its period (seconds) and how it counts (an index of
-/// [`crate::job::RATE_KINDS`]).
+/// [`crate::RATE_KINDS`]).
 type Rate = (u64, f64, usize);
 
 /// A group's rate: one set for it through the API, else the one its jobs
@@ -329,7 +329,7 @@ impl Api {
     }
 
     /// [`Api::set_group_rate`] counted as `kind` says: `"window"`,
-    /// `"bucket"` or `"leaky"` (see [`crate::job::RATE_KINDS`]).
+    /// `"bucket"` or `"leaky"` (see [`crate::RATE_KINDS`]).
     pub async fn set_group_rate_counted(
         &self,
         name: &str,
