@@ -145,10 +145,37 @@ impl Client {
     pub(crate) async fn push_counting(&self, mut jobs: Vec<Job>, precounted: bool) -> Result<Vec<Option<String>>> {
         let span = crate::trace::push_span(&mut jobs);
         let jids = self.write_jobs(jobs, precounted).instrument(span.clone()).await?;
+        self.confirm_replicated().await?;
         if let [Some(jid)] = jids.as_slice() {
             span.record("messaging.message.id", jid.as_str());
         }
         Ok(jids)
+    }
+
+    /// With `min_replicas_acked`, waits until that many replicas have
+    /// every write this client made (`WAIT` on the connection the pushes
+    /// went through: the shared one, or a host lane's own, which `conn()`
+    /// is on a lane), for at most `replica_ack_timeout`; fewer is
+    /// [`Error::NotReplicated`].
+    async fn confirm_replicated(&self) -> Result<()> {
+        let wanted = self.config.min_replicas_acked();
+        if wanted == 0 {
+            return Ok(());
+        }
+        let waited_ms = self.config.replica_ack_timeout().as_millis() as u64;
+        let acked: u32 = redis::cmd("WAIT")
+            .arg(wanted)
+            .arg(waited_ms)
+            .query_async(&mut self.redis.conn())
+            .await?;
+        if acked < wanted {
+            return Err(Error::NotReplicated {
+                acked,
+                wanted,
+                waited_ms,
+            });
+        }
+        Ok(())
     }
 
     async fn write_jobs(&self, jobs: Vec<Job>, precounted: bool) -> Result<Vec<Option<String>>> {
@@ -523,10 +550,17 @@ impl Client {
         F: Fn(Conn) -> Fut,
         Fut: std::future::Future<Output = redis::RedisResult<T>>,
     {
-        match send(self.redis.conn_for_push()).await {
+        // A durable push's WAIT answers for the writes of its own
+        // connection only: every push then goes through the shared one,
+        // where the WAIT follows it (see confirm_replicated).
+        let conn = || match self.config.min_replicas_acked() {
+            0 => self.redis.conn_for_push(),
+            _ => self.redis.conn(),
+        };
+        match send(conn()).await {
             Err(e) if e.is_connection_dropped() || e.is_io_error() => {
                 tracing::warn!("push failed ({e}); retrying once on a new connection");
-                send(self.redis.conn_for_push()).await
+                send(conn()).await
             }
             other => other,
         }

@@ -63,6 +63,20 @@ pub enum Error {
         reason: String,
     },
 
+    /// A push reached the master, but fewer replicas than
+    /// `min_replicas_acked` confirmed it within `replica_ack_timeout`: the
+    /// job is queued, and a failover before the replicas catch up may lose
+    /// it (a retry of the push may run it twice).
+    #[error("the push reached the master, but {acked} of the {wanted} replica(s) it needs (min_replicas_acked) confirmed it within {waited_ms} ms: the job is queued, and may be lost if the master fails before they catch up")]
+    NotReplicated {
+        /// Replicas that confirmed it.
+        acked: u32,
+        /// Replicas it needed.
+        wanted: u32,
+        /// How long it waited, in milliseconds.
+        waited_ms: u64,
+    },
+
     /// A Lua script returned something other than its header promises.
     #[error("script {script}: {reason}")]
     Script {

@@ -146,6 +146,18 @@ pub const SETTINGS: &[Setting] = &[
         read: |c| HostValue::Float(c.timeout_grace().as_secs_f64()),
     },
     Setting {
+        name: "min_replicas_acked",
+        help: "a push returns only once this many replicas have it (WAIT), else raises NotReplicated (the job is on the master; a failover now may lose it); 0: no wait (a failover may lose a push acknowledged in its last moments)",
+        apply: |c, name, v| c.set_min_replicas_acked(whole(name, v)?).map(drop),
+        read: |c| HostValue::Int(i64::from(c.min_replicas_acked())),
+    },
+    Setting {
+        name: "replica_ack_timeout",
+        help: "seconds a push waits for min_replicas_acked replicas before it raises NotReplicated",
+        apply: |c, name, v| c.set_replica_ack_timeout(seconds(name, v)?).map(drop),
+        read: |c| HostValue::Float(c.replica_ack_timeout().as_secs_f64()),
+    },
+    Setting {
         name: "unique_lock_ttl",
         help: "seconds a periodic until_executed lock lasts while its job waits in a queue",
         apply: |c, name, v| c.set_unique_lock_ttl(seconds(name, v)?).map(drop),

@@ -61,3 +61,13 @@ def test_an_orphan_threshold_shorter_than_two_heartbeats_is_refused() -> None:
     assert "heartbeat_interval" in str(info.value)
     cogworker.configure(orphan_threshold=2, heartbeat_interval=0.5)  # fits
     cogworker._settings.reset()
+
+
+def test_a_push_without_the_replicas_it_wants_raises_not_replicated(configured) -> None:
+    """A durable push (min_replicas_acked): with no replica to confirm it,
+    the push raises NotReplicated, a RedisError, and the job is queued."""
+    cogworker.configure(min_replicas_acked=1, replica_ack_timeout=0.1)
+    with pytest.raises(cogworker.NotReplicated, match="0 of the 1 replica") as raised:
+        cogworker.Client().enqueue("A")
+    assert isinstance(raised.value, cogworker.RedisError)
+    assert cogworker.Api().queue("default")["size"] == 1

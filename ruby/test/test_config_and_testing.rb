@@ -117,3 +117,17 @@ class TestTestingModes < Minitest::Test
     assert_equal "PONG\n", output
   end
 end
+
+# A durable push (min_replicas_acked): with no replica to confirm it, the
+# push raises NotReplicated, a RedisError, and the job is queued.
+class TestDurablePush < Minitest::Test
+  include CogworkerTest
+
+  def test_a_push_without_the_replicas_it_wants_raises_not_replicated
+    config = Cogworker::Config.new(redis_url: @redis.url, min_replicas_acked: 1, replica_ack_timeout: 0.1)
+    error = assert_raises(Cogworker::NotReplicated) { Cogworker::Client.new(config).push('A') }
+    assert_kind_of Cogworker::RedisError, error
+    assert_includes error.message, '0 of the 1 replica(s)'
+    assert_equal 1, Cogworker::Api.new.queue('default')['size']
+  end
+end

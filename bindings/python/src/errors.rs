@@ -25,6 +25,7 @@ exceptions! {
     RedisError(Error): "Talking to Redis failed.";
     ScriptError(Error): "A cogworker Lua script misbehaved.";
     OverLimit(Error): "A rate limiter had no capacity to give within the wait allowed.";
+    NotReplicated(RedisError): "A push reached the master, but fewer replicas than min_replicas_acked confirmed it in time: the job is queued, and may be lost if the master fails now.";
     JobTimeout(pyo3::exceptions::PyBaseException): "Raised in a job's thread when its time limit (`timeout`) passes. A BaseException, so that `except Exception` does not swallow it; however the handler ends, the job fails as cogworker::Timeout and is retried by its policy.";
 }
 
@@ -37,6 +38,7 @@ pub fn to_py(error: cogworker::Error) -> PyErr {
         cogworker::Error::Redis(_) | cogworker::Error::RedisAt { .. } => RedisError::new_err(message),
         cogworker::Error::Script { .. } => ScriptError::new_err(message),
         cogworker::Error::OverLimit { .. } => OverLimit::new_err(message),
+        cogworker::Error::NotReplicated { .. } => NotReplicated::new_err(message),
     };
     Python::attach(|py| {
         let instance = err.value(py);

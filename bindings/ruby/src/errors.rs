@@ -24,6 +24,7 @@ pub fn to_ruby(ruby: &Ruby, error: cogworker::Error) -> Error {
         cogworker::Error::Redis(_) | cogworker::Error::RedisAt { .. } => "RedisError",
         cogworker::Error::Script { .. } => "ScriptError",
         cogworker::Error::OverLimit { .. } => "OverLimit",
+        cogworker::Error::NotReplicated { .. } => "NotReplicated",
     };
     let class = class(ruby, name);
     let built = class.new_instance((error.to_string(),)).and_then(|exception| {

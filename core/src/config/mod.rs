@@ -39,10 +39,15 @@ pub struct Config {
     over_limit_wait: f64,
     dead_max_jobs: usize,
     dead_timeout: f64,
+    min_replicas_acked: u32,
+    replica_ack_timeout: f64,
 }
 
 /// Where Redis is when nothing says otherwise.
 pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379/0";
+
+/// The most replicas a push may wait for (`min_replicas_acked`).
+pub const MAX_REPLICAS_ACKED: i64 = 16;
 
 /// Slack beyond two heartbeats before a silent process counts as dead.
 const ORPHAN_MARGIN_SECS: f64 = 1.0;
@@ -77,6 +82,8 @@ impl Default for Config {
             over_limit_wait: 5.0,
             dead_max_jobs: 10_000,
             dead_timeout: 180.0 * 86_400.0,
+            min_replicas_acked: 0,
+            replica_ack_timeout: 1.0,
         }
     }
 }
@@ -251,6 +258,45 @@ impl Config {
     pub fn set_timeout_grace(&mut self, seconds: f64) -> Result<&mut Self> {
         self.timeout_grace = positive("timeout_grace", seconds)?;
         Ok(self)
+    }
+    /// A push returns only once this many replicas of its Redis have it
+    /// (`WAIT` after the push), else fails with [`Error::NotReplicated`]
+    /// (the job is on the master, but a failover now may lose it); 0, the
+    /// default, does not wait (asynchronous replication: a failover may
+    /// lose a push acknowledged in its last moments).
+    pub fn set_min_replicas_acked(&mut self, replicas: i64) -> Result<&mut Self> {
+        if !(0..=MAX_REPLICAS_ACKED).contains(&replicas) {
+            return Err(Error::config(
+                "min_replicas_acked",
+                replicas,
+                format!("must be between 0 and {MAX_REPLICAS_ACKED}"),
+            ));
+        }
+        self.min_replicas_acked = replicas as u32;
+        Ok(self)
+    }
+    /// How long a push waits for [`Config::set_min_replicas_acked`]'s
+    /// replicas before it fails.
+    pub fn set_replica_ack_timeout(&mut self, seconds: f64) -> Result<&mut Self> {
+        let seconds = positive("replica_ack_timeout", seconds)?;
+        // Within the command timeout (10 s), which a longer WAIT would hit.
+        if seconds > 5.0 {
+            return Err(Error::config(
+                "replica_ack_timeout",
+                seconds,
+                "must be at most 5 seconds",
+            ));
+        }
+        self.replica_ack_timeout = seconds;
+        Ok(self)
+    }
+    /// See [`Config::set_min_replicas_acked`].
+    pub fn min_replicas_acked(&self) -> u32 {
+        self.min_replicas_acked
+    }
+    /// See [`Config::set_replica_ack_timeout`].
+    pub fn replica_ack_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.replica_ack_timeout)
     }
     /// Lifetime of a periodic `until_executed` lock while its job is queued.
     pub fn set_unique_lock_ttl(&mut self, seconds: f64) -> Result<&mut Self> {

@@ -59,7 +59,8 @@ pub const STRICT: &str = "strict";
 
 fn value_of(setting: &str) -> FlagValue {
     match setting {
-        "concurrency" | "async_concurrency" | "history_max" | "dead_max_jobs" | "over_limit_max" => FlagValue::Whole,
+        "concurrency" | "async_concurrency" | "history_max" | "dead_max_jobs" | "over_limit_max"
+        | "min_replicas_acked" => FlagValue::Whole,
         "shard_by_queue" | "prefetch" => FlagValue::Boolean,
         "queues" | "labels" => FlagValue::Repeated,
         name if name.ends_with("_interval")
@@ -189,6 +190,8 @@ mod tests {
                     _ => &["app"],
                 },
                 FlagValue::Whole => &["7"],
+                // A WAIT stays within the command timeout: at most 5 s.
+                FlagValue::Seconds if flag.setting == "replica_ack_timeout" => &["2"],
                 FlagValue::Seconds => &["30"],
                 FlagValue::Boolean => &["true"],
                 FlagValue::Repeated => &["critical,3", "default"],

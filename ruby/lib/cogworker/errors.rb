@@ -47,6 +47,10 @@ module Cogworker
   class ScriptError < Error; end
   # A rate limiter had no capacity to give within the wait allowed.
   class OverLimit < Error; end
+  # A push reached the master, but fewer replicas than min_replicas_acked
+  # confirmed it in time: the job is queued, and may be lost if the master
+  # fails now.
+  class NotReplicated < RedisError; end
   # Raised in a job's thread when its time limit (`timeout`) passes. An
   # Exception, not a StandardError, so that a bare `rescue` does not
   # swallow it; however the job then ends, it fails as cogworker::Timeout
