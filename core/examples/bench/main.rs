@@ -27,6 +27,9 @@
 //! drain rows alone (`--commandstats`: and INFO commandstats after each,
 //! on stderr).
 //!
+//! `--durable`: one-by-one pushes to a master with a replica, with and
+//! without `min_replicas_acked` (see durable.rs).
+//!
 //! `--push-floor`: where a one-by-one push's time goes (see push_floor.rs).
 //!
 //! `--batch`: the bulk-pushed jobs are pushed into one batch (with a
@@ -47,6 +50,7 @@ use std::time::{Duration, Instant};
 const CONCURRENCY: i64 = 10;
 
 mod cluster;
+mod durable;
 mod fair;
 mod hosts;
 mod idle;
@@ -113,6 +117,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if std::env::args().any(|a| a == "--fair") {
         let jobs = arg("--jobs").and_then(|n| n.parse().ok()).unwrap_or(100_000);
         return fair::run(jobs).await;
+    }
+    if std::env::args().any(|a| a == "--durable") {
+        return durable::run().await;
     }
     if std::env::args().any(|a| a == "--hosts") {
         return hosts::run().await;
