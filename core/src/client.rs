@@ -249,16 +249,6 @@ impl Client {
             if job.priority_level() != crate::priority::DEFAULT {
                 levels.insert(crate::priority::member(job.queue_name(), job.priority_level()));
             }
-            // Unique jobs and flow pushes (whose jid that runs their script
-            // decides) write theirs in their own script.
-            let own_script = job.unique_for_secs().is_some()
-                || job.debounce_secs().is_some()
-                || job.throttle_secs().is_some()
-                || job.replaces();
-            if let (Some(ttl), false) = (job.result_ttl_secs(), own_script) {
-                let (record, ttl) = crate::results::pushed(&job, at, ttl);
-                statuses.push((self.keys.result(job.jid_str()), record, ttl));
-            }
             if job.unique_for_secs().is_some() {
                 unique.push((index, job));
                 continue;
@@ -275,6 +265,12 @@ impl Client {
                     false => throttled.push((index, job)),
                 }
                 continue;
+            }
+            // Unique jobs and flow pushes (whose script decides the jid
+            // that runs) write theirs in their own script, above.
+            if let Some(ttl) = job.result_ttl_secs() {
+                let (record, ttl) = crate::results::pushed(&job, at, ttl);
+                statuses.push((self.keys.result(job.jid_str()), record, ttl));
             }
             match job.run_at() {
                 Some(run_at) if run_at > at => scheduled.push((run_at, job.to_json())),

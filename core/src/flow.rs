@@ -100,9 +100,7 @@ impl ResultParts {
             ttl: ttl.saturating_add(crate::results::PENDING_SLACK_SECS),
         }
     }
-}
 
-impl ResultParts {
     /// Adds the prefix, the record's head, middle and tail as scheduled and
     /// how long it lasts (as the debounce and throttle scripts take them);
     /// returns the record's head and rest as queued.

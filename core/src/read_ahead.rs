@@ -71,9 +71,13 @@ impl ReadAhead {
         if self.paused.load(Ordering::Relaxed) {
             return 0;
         }
+        self.jobs_in_work().min((PER_SLOT * concurrency) as f64) as usize
+    }
+
+    /// How many jobs add up to [`WORK_SECS`] at the average job time.
+    fn jobs_in_work(&self) -> f64 {
         let average = f64::from_bits(self.job_time.load(Ordering::Relaxed));
-        let worth = (WORK_SECS / average.max(1e-9)).floor();
-        worth.min((PER_SLOT * concurrency) as f64) as usize
+        (WORK_SECS / average.max(1e-9)).floor()
     }
 
     /// A job kept its slot `secs` and finished: the average moves, and
@@ -95,9 +99,7 @@ impl ReadAhead {
     /// few jobs (over 1,000 groups that was a quarter of the drain rate),
     /// and the groups still alternate faster than anyone can see.
     pub fn group_quantum(&self, wanted: usize) -> usize {
-        let average = f64::from_bits(self.job_time.load(Ordering::Relaxed));
-        let worth = (WORK_SECS / average.max(1e-9)).floor();
-        (worth.min(wanted as f64) as usize).max(1)
+        (self.jobs_in_work().min(wanted as f64) as usize).max(1)
     }
 
     /// Jobs finished so far (to tell whether any finished meanwhile).

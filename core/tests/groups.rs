@@ -719,6 +719,21 @@ fn start_recording_worker(config: cogworker::Config) -> (cogworker::Worker, Star
     (worker, starts)
 }
 
+/// The starts noted once `n` jobs started (awaited, 20 s at most).
+async fn await_starts(starts: &Starts, n: usize) -> Vec<(String, Duration)> {
+    wait_until(&format!("{n} jobs started"), Duration::from_secs(20), || {
+        let starts = starts.clone();
+        async move { starts.lock().unwrap().len() == n }
+    })
+    .await;
+    starts.lock().unwrap().clone()
+}
+
+/// When `group`'s jobs started, in order.
+fn starts_of(starts: &[(String, Duration)], group: &str) -> Vec<Duration> {
+    starts.iter().filter(|(g, _)| g == group).map(|(_, at)| *at).collect()
+}
+
 /// A rate limit keyed by the job's arguments: the class declares a rate
 /// for its group (`group_rate`, 5 per 0.5 s here), which travels with every
 /// job. The rated key's jobs start no faster than its rate (30 of them take
@@ -740,14 +755,8 @@ async fn a_rate_declared_by_the_jobs_paces_its_key_without_holding_slots() {
     push_slow(&client, 30, "free").await;
     let handle = worker.handle();
     let task = tokio::spawn(worker.run());
-    wait_until("60 jobs started", Duration::from_secs(20), || {
-        let starts = starts.clone();
-        async move { starts.lock().unwrap().len() == 60 }
-    })
-    .await;
-    let starts = starts.lock().unwrap().clone();
-    let of = |group: &str| -> Vec<Duration> { starts.iter().filter(|(g, _)| g == group).map(|(_, at)| *at).collect() };
-    let (rated, free) = (of("api:1"), of("free"));
+    let starts = await_starts(&starts, 60).await;
+    let (rated, free) = (starts_of(&starts, "api:1"), starts_of(&starts, "free"));
     let spread = *rated.last().unwrap() - rated[0];
     assert!(spread >= Duration::from_millis(2400), "30 at 5 per 0.5 s: {rated:?}");
     // In any 0.5 s, at most two periods' worth (the end of one and the
@@ -829,16 +838,10 @@ async fn a_leaky_rate_spaces_starts_and_a_bucket_allows_a_burst() {
     api.set_group_rate("default", Some("bucket"), None).await.unwrap();
     let handle = worker.handle();
     let task = tokio::spawn(worker.run());
-    wait_until("14 jobs started", Duration::from_secs(20), || {
-        let starts = starts.clone();
-        async move { starts.lock().unwrap().len() == 14 }
-    })
-    .await;
+    let starts = await_starts(&starts, 14).await;
     handle.stop();
     task.await.unwrap().unwrap();
-    let starts = starts.lock().unwrap().clone();
-    let of = |group: &str| -> Vec<Duration> { starts.iter().filter(|(g, _)| g == group).map(|(_, at)| *at).collect() };
-    let (leaky, bucket) = (of("leaky"), of("bucket"));
+    let (leaky, bucket) = (starts_of(&starts, "leaky"), starts_of(&starts, "bucket"));
     for pair in leaky.windows(2) {
         assert!(
             pair[1] - pair[0] >= Duration::from_millis(90),

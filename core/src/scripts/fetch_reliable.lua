@@ -299,6 +299,12 @@ local function caps_of(queue, groups, declared)
   return cap, running
 end
 
+-- The time, read once per fetch of `queue` (its rates and timers use it).
+local function now_of(queue)
+  queue.now = queue.now or now_or(queue.clock)
+  return queue.now
+end
+
 -- The rate of each of `groups` (one set through the API for it, else the
 -- one its jobs declare, else the API's default for every group): group ->
 -- {limit, period, kind} (kind: 0 window, 1 bucket, 2 leaky; a rate set
@@ -358,18 +364,17 @@ local function rates_of(queue, groups, declared)
     keys[i] = window[group]
   end
   local states = redis.call("MGET", unpack(keys))
-  local now
   for i, group in ipairs(rated) do
     local limit, period, kind = rate[group][1], rate[group][2], rate[group][3]
     if kind == 1 then
-      now = now or now_or(queue.clock)
+      local now = now_of(queue)
       local tokens, at = string.match(states[i] or "", "^(%S+) (%S+)$")
       tokens, at = tonumber(tokens), tonumber(at)
       local full = tokens and math.min(limit, tokens + math.max(0, now - at) * limit / period) or limit
       level[group] = full
       room[group] = math.floor(full)
     elseif kind == 2 then
-      now = now or now_or(queue.clock)
+      local now = now_of(queue)
       local next_start = tonumber(states[i]) or 0
       level[group] = next_start
       room[group] = next_start <= now and 1 or 0
@@ -386,13 +391,13 @@ end
 local function count_started(queue, window, rate, level, got)
   local limit, period, kind = rate[1], rate[2], rate[3]
   if kind == 1 then
-    local now = now_or(queue.clock)
+    local now = now_of(queue)
     local tokens = level - got
     -- Full again (and so nothing to keep) once refilled.
     local refill = (limit - tokens) * period / limit
     redis.call("SET", window, string.format("%.6f %.6f", tokens, now), "PX", math.max(1, math.ceil(refill * 1000)))
   elseif kind == 2 then
-    local now = now_or(queue.clock)
+    local now = now_of(queue)
     local next_start = math.max(now, level) + got * period / limit
     redis.call("SET", window, string.format("%.6f", next_start), "PX", math.max(1, math.ceil((next_start - now) * 1000)))
   elseif redis.call("INCRBY", window, got) == got then
@@ -407,7 +412,7 @@ local function rate_wait(queue, window, rate, level)
   if kind == 1 then
     return math.max(0.001, (1 - level) * period / limit)
   elseif kind == 2 then
-    return math.max(0.001, level - now_or(queue.clock))
+    return math.max(0.001, level - now_of(queue))
   end
   return math.max(redis.call("PTTL", window), 1) / 1000
 end
@@ -418,7 +423,7 @@ local function wake_timers(queue)
   if queue.timers == "" then
     return
   end
-  local due = redis.call("ZRANGEBYSCORE", queue.timers, "-inf", now_or(queue.clock), "LIMIT", 0, 100)
+  local due = redis.call("ZRANGEBYSCORE", queue.timers, "-inf", now_of(queue), "LIMIT", 0, 100)
   if #due == 0 then
     return
   end
@@ -524,7 +529,7 @@ local function take_grouped(name)
       end
       if got == -2 then
         -- Out of its rate: it waits out its period (its timer), off the ring.
-        waiting[#waiting + 1] = now_or(queue.clock) + rate_wait(queue, window[group], rate[group], level[group])
+        waiting[#waiting + 1] = now_of(queue) + rate_wait(queue, window[group], rate[group], level[group])
         waiting[#waiting + 1] = group
       elseif got < 0 then
         parked[#parked + 1] = group
