@@ -124,6 +124,8 @@ class Fleet:
     logdir: str
     concurrency: int = 4
     env: dict[str, str] = field(default_factory=dict)
+    # Put before each worker's command (running it in a network namespace).
+    prefix: list[str] = field(default_factory=list)
     workers: list[Worker] = field(default_factory=list)
     started: int = 0
 
@@ -156,7 +158,7 @@ class Fleet:
         }[language]
         with open(log, "ab") as out:
             proc = subprocess.Popen(
-                command, env=env, cwd=HERE, stdout=out, stderr=out, stdin=subprocess.DEVNULL
+                self.prefix + command, env=env, cwd=HERE, stdout=out, stderr=out, stdin=subprocess.DEVNULL
             )
         worker = Worker(language, proc, log)
         self.workers.append(worker)
@@ -372,6 +374,13 @@ def wait_registered(r: redis.Redis, fleet: Fleet, timeout: float = 60) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"worker processes did not register in {timeout}s:\n{fleet.logs()[-5000:]}")
         time.sleep(0.1)
+
+
+def three_languages(fleet: Fleet, r: redis.Redis) -> None:
+    """One worker of each language, registered."""
+    for language in LANGUAGES:
+        fleet.start(language)
+    wait_registered(r, fleet)
 
 
 def report(name: str, acc: Account, **extra: Any) -> str:

@@ -22,7 +22,6 @@ import time
 import pytest
 import redis
 from harness import (
-    LANGUAGES,
     NS,
     ROOT,
     BlackholeProxy,
@@ -35,6 +34,7 @@ from harness import (
     push_jobs,
     push_mixed_jobs,
     report,
+    three_languages,
     wait_drained,
     wait_registered,
 )
@@ -53,12 +53,6 @@ def paths(tmp_path):
     logdir = tmp_path / "logs"
     logdir.mkdir()
     return str(tmp_path / "results.txt"), str(logdir)
-
-
-def three_languages(fleet: Fleet, r: redis.Redis) -> None:
-    for language in LANGUAGES:
-        fleet.start(language)
-    wait_registered(r, fleet)
 
 
 def fleet_with_jobs(
