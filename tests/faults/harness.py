@@ -33,6 +33,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 NS = "cogworker"
 LANGUAGES = ("rust", "python", "ruby")
+# The long versions (scripts/soak) or the small ones (scripts/test).
+SOAK = os.environ.get("FAULT_SOAK") == "1"
+JOBS = int(os.environ.get("FAULT_JOBS", "100000" if SOAK else "3000"))
+DRAIN_LIMIT = 3600 if SOAK else 180
 
 
 class Redis(RedisServer):

@@ -22,8 +22,11 @@ import time
 import pytest
 import redis
 from harness import (
+    DRAIN_LIMIT,
+    JOBS,
     NS,
     ROOT,
+    SOAK,
     BlackholeProxy,
     Fleet,
     Redis,
@@ -40,10 +43,6 @@ from harness import (
 )
 
 import cogworker
-
-SOAK = os.environ.get("FAULT_SOAK") == "1"
-JOBS = int(os.environ.get("FAULT_JOBS", "100000" if SOAK else "3000"))
-DRAIN_LIMIT = 3600 if SOAK else 180
 
 pytestmark = pytest.mark.timeout(4 * 3600 if SOAK else 600)
 

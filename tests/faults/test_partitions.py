@@ -10,7 +10,6 @@ for 60 s. Skipped, with the reason, where namespaces cannot be made.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from datetime import datetime
@@ -18,7 +17,10 @@ from datetime import datetime
 import pytest
 import redis
 from harness import (
+    DRAIN_LIMIT,
+    JOBS,
     NS,
+    SOAK,
     Account,
     Fleet,
     account,
@@ -32,10 +34,7 @@ from harness import (
 )
 from netns import Network, unavailable
 
-SOAK = os.environ.get("FAULT_SOAK") == "1"
-JOBS = int(os.environ.get("FAULT_JOBS", "100000" if SOAK else "3000"))
 CUT_S = 60 if SOAK else 10
-DRAIN_LIMIT = 3600 if SOAK else 180
 
 pytestmark = [
     pytest.mark.timeout(4 * 3600 if SOAK else 600),
