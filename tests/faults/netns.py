@@ -66,6 +66,71 @@ def unavailable() -> str | None:
     return None
 
 
+class Namespace:
+    """One network namespace joined to the root one by a control pair, with
+    TCP buffers of `tcp_buffer` bytes for every socket inside (the kernel's
+    defaults let a stalled reader's peer write megabytes into its buffers;
+    small ones keep unsent data in the writing process, as a slow or long
+    link does). Servers inside listen on 127.0.0.1 for each other and on
+    `ip` for the harness."""
+
+    def __init__(self, tcp_buffer: int) -> None:
+        pid = os.getpid()
+        self.name = f"cw-ns-{pid}"
+        self._ctl = f"cwns{pid % 100000}"
+        third = 1 + pid % 250
+        self._host_ip, self.ip = f"10.214.{third}.1", f"10.214.{third}.2"
+        try:
+            _ip("netns", "add", self.name)
+            _ip("link", "add", self._ctl, "type", "veth", "peer", "name", "ctl1", "netns", self.name)
+            _ip("addr", "add", f"{self._host_ip}/30", "dev", self._ctl)
+            _ip("-n", self.name, "addr", "add", f"{self.ip}/30", "dev", "ctl1")
+            _ip("link", "set", self._ctl, "up")
+            for dev in ("ctl1", "lo"):
+                _ip("-n", self.name, "link", "set", dev, "up")
+            sizes = f"{tcp_buffer} {tcp_buffer} {tcp_buffer}"
+            subprocess.run(
+                [
+                    *self.prefix,
+                    "sysctl",
+                    "-q",
+                    "-w",
+                    f"net.ipv4.tcp_rmem={sizes}",
+                    f"net.ipv4.tcp_wmem={sizes}",
+                ],
+                check=True,
+            )
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def prefix(self) -> list[str]:
+        """What runs a command inside."""
+        return ["ip", "netns", "exec", self.name]
+
+    def close(self) -> None:
+        _end_namespace(self.name)
+        _ip("link", "del", self._ctl, check=False)
+
+    def __enter__(self) -> Namespace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _end_namespace(name: str) -> None:
+    """Kills what still runs in namespace `name` (it would keep it alive),
+    then removes it."""
+    for pid in _ip("netns", "pids", name, check=False).stdout.split():
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except (ProcessLookupError, ValueError):
+            pass
+    _ip("netns", "del", name, check=False)
+
+
 class Network:
     """The two namespaces, the link between them, and Redis inside."""
 
@@ -190,15 +255,8 @@ class Network:
         if self._redis is not None and self._redis.poll() is None:
             self._redis.send_signal(signal.SIGKILL)
             self._redis.wait()
-        # Processes still inside a namespace keep it alive: end them first.
         for ns in (self.work_ns, self.redis_ns):
-            pids = _ip("netns", "pids", ns, check=False).stdout.split()
-            for pid in pids:
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except (ProcessLookupError, ValueError):
-                    pass
-            _ip("netns", "del", ns, check=False)
+            _end_namespace(ns)
         _ip("link", "del", self.ctl, check=False)
         shutil.rmtree(self.dir, ignore_errors=True)
 
