@@ -156,18 +156,24 @@ impl Client {
     /// every write this client made (`WAIT` on the connection the pushes
     /// went through: the shared one, or a host lane's own, which `conn()`
     /// is on a lane), for at most `replica_ack_timeout`; fewer is
-    /// [`Error::NotReplicated`].
+    /// [`Error::NotReplicated`]. On a cluster, the WAIT goes where the
+    /// pushes went, over the same connection to that node: the node that
+    /// owns the namespace's slot, or with `shard_by_queue` (a push's writes
+    /// on its queues' masters and the namespace's) every master, answering
+    /// with the fewest replicas any of them confirmed.
     async fn confirm_replicated(&self) -> Result<()> {
         let wanted = self.config.min_replicas_acked();
         if wanted == 0 {
             return Ok(());
         }
         let waited_ms = self.config.replica_ack_timeout().as_millis() as u64;
-        let acked: u32 = redis::cmd("WAIT")
-            .arg(wanted)
-            .arg(waited_ms)
-            .query_async(&mut self.redis.conn())
-            .await?;
+        let wait = redis::cmd("WAIT").arg(wanted).arg(waited_ms).clone();
+        let acked: u32 = if self.keys.is_sharded_by_queue() {
+            // The redis crate routes WAIT to every master, taking the least.
+            wait.query_async(&mut self.redis.conn()).await?
+        } else {
+            self.redis.on_namespace_node(&wait).await?
+        };
         if acked < wanted {
             return Err(Error::NotReplicated {
                 acked,

@@ -15,18 +15,7 @@ async fn a_push_waits_for_its_replicas_and_says_so_when_they_do_not_confirm() {
     let port = master.port.to_string();
     let mut replica = TestRedis::start_with(&["--replicaof", "127.0.0.1", &port, "--enable-debug-command", "yes"]);
     let mut replica_conn = replica.conn().await;
-    wait_until("the replica is in sync", Duration::from_secs(10), || {
-        let mut conn = replica_conn.clone();
-        async move {
-            let info: String = redis::cmd("INFO")
-                .arg("replication")
-                .query_async(&mut conn)
-                .await
-                .unwrap();
-            info.contains("master_link_status:up")
-        }
-    })
-    .await;
+    wait_replica_online(&master.conn().await, replica.port).await;
     let mut config = master.config();
     config
         .set_min_replicas_acked(1)
@@ -94,7 +83,7 @@ async fn a_push_waits_for_its_replicas_and_says_so_when_they_do_not_confirm() {
         }) => {}
         other => panic!("NotReplicated: {other:?}"),
     }
-    // Checked where set; refused on a Cluster.
+    // Checked where set.
     let mut bad = master.config();
     assert_eq!(
         bad.set_min_replicas_acked(-1).unwrap_err().field(),
@@ -104,14 +93,63 @@ async fn a_push_waits_for_its_replicas_and_says_so_when_they_do_not_confirm() {
         bad.set_replica_ack_timeout(30.0).unwrap_err().field(),
         Some("replica_ack_timeout")
     );
-    bad.set_redis_url("redis+cluster://127.0.0.1:7000").unwrap();
-    bad.set_namespace("{cogworker}").unwrap();
-    bad.set_min_replicas_acked(1).unwrap();
-    assert_eq!(
-        Client::new(&bad)
-            .err()
-            .and_then(|e| e.field().map(str::to_string))
-            .as_deref(),
-        Some("min_replicas_acked")
-    );
+}
+
+/// Is the job `jid` on `queue` of the replica `node` (READONLY: a
+/// cluster's replica serves reads of its master's slots)?
+async fn on_replica(node: &TestRedis, queue: &str, jid: &str) -> bool {
+    let mut conn = node.conn().await;
+    let _: () = redis::cmd("READONLY").query_async(&mut conn).await.unwrap();
+    let payloads: Vec<String> = redis::AsyncCommands::lrange(&mut conn, queue, 0, -1).await.unwrap();
+    payloads.iter().any(|payload| payload.contains(jid))
+}
+
+fn durable(config: &mut cogworker::Config) -> Client {
+    config
+        .set_min_replicas_acked(1)
+        .unwrap()
+        .set_replica_ack_timeout(0.3)
+        .unwrap();
+    Client::new(config).unwrap()
+}
+
+fn not_replicated(outcome: cogworker::Result<Option<String>>) {
+    match outcome {
+        Err(Error::NotReplicated {
+            acked: 0, wanted: 1, ..
+        }) => {}
+        other => panic!("NotReplicated: {other:?}"),
+    }
+}
+
+/// On a cluster the WAIT goes where the push's writes went, over the
+/// connection they went through: the node owning the namespace's slot;
+/// sharded by queue, every master (the fewest replicas any confirmed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_cluster_a_durable_push_waits_for_the_replicas_of_the_masters_it_wrote_to() {
+    let mut cluster = common::cluster::Cluster::start();
+    let client = durable(&mut cluster.config());
+    not_replicated(client.push(Job::new("Step")).await);
+    // The namespace's node gets a replica: confirmed, and on it.
+    let owner = cluster.owner_index().await;
+    cluster.add_replica(owner).await;
+    let jid = client.push(Job::new("Step")).await.unwrap().unwrap();
+    let queue = format!("{}:queue:default", common::cluster::NS);
+    assert!(on_replica(&cluster.replicas[0], &queue, &jid).await);
+
+    // Sharded by queue: two masters without a replica answer 0.
+    let queues = cluster.queue_per_master();
+    let mut config = cluster.config();
+    config.set_shard_by_queue(true);
+    let sharded = durable(&mut config);
+    not_replicated(sharded.push(Job::new("Step").queue(&queues[owner])).await);
+    for master in (0..queues.len()).filter(|&m| m != owner) {
+        cluster.add_replica(master).await;
+    }
+    for (master, queue) in queues.iter().enumerate() {
+        let jid = sharded.push(Job::new("Step").queue(queue)).await.unwrap().unwrap();
+        let replica = cluster.replica_of(master);
+        let key = format!("{{cogworker:{queue}}}:queue");
+        assert!(on_replica(replica, &key, &jid).await, "{queue} on master {master}");
+    }
 }

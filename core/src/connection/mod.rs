@@ -148,15 +148,6 @@ impl Redis {
         let bad_url = |e: redis::RedisError| Error::config("redis_url", config.redis_url_redacted(), e);
         let mut fixed_server = None;
         let backend = if let Some(cluster) = ClusterUrl::parse(config.redis_url())? {
-            // A push's writes land on its keys' masters; one WAIT cannot
-            // answer for them all (issue #47 goes on).
-            if config.min_replicas_acked() > 0 {
-                return Err(Error::config(
-                    "min_replicas_acked",
-                    config.min_replicas_acked(),
-                    "is not supported on Redis Cluster yet: give 0 there",
-                ));
-            }
             Backend::Cluster(Box::new(ClusterBackend::open(&cluster, config.namespace())?))
         } else if let Some(sentinel) = SentinelUrl::parse(config.redis_url())? {
             let endpoint = Arc::new(RwLock::new(

@@ -136,6 +136,24 @@ where
     }
 }
 
+/// Until the master behind `master` lists the replica listening on
+/// `replica_port` as online (its first acknowledgement came): a `WAIT`
+/// counts it from then on.
+pub async fn wait_replica_online(master: &redis::aio::MultiplexedConnection, replica_port: u16) {
+    wait_until("the replica is in sync", Duration::from_secs(20), || {
+        let mut conn = master.clone();
+        async move {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            info.contains(&format!("port={replica_port},state=online"))
+        }
+    })
+    .await;
+}
+
 pub async fn llen(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> usize {
     conn.llen(key).await.unwrap()
 }
