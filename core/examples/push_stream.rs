@@ -2,8 +2,9 @@
 //! appends each token whose push returned to a file: the Rust producer of
 //! the failover soak (`tests/faults/test_failover.py`).
 //! `push_stream PREFIX FILE` with Redis from COGWORKER_REDIS_URL and
-//! STREAM_MIN_REPLICAS_ACKED (default 0), STREAM_PAUSE_MS between pushes
-//! (default 2) and STREAM_SECONDS (default 600). A failed push (Redis
+//! STREAM_MIN_REPLICAS_ACKED (default 0), STREAM_NAMESPACE (default
+//! cogworker's), STREAM_PAUSE_MS between pushes (default 2) and
+//! STREAM_SECONDS (default 600). A failed push (Redis
 //! unreachable, `NotReplicated`) is not retried: its token is not written.
 
 use std::io::Write;
@@ -24,6 +25,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let mut config = Config::from_env()?;
     config.set_min_replicas_acked(env_number("STREAM_MIN_REPLICAS_ACKED", 0) as i64)?;
+    if let Ok(namespace) = std::env::var("STREAM_NAMESPACE") {
+        config.set_namespace(&namespace)?;
+    }
     let client = Client::new(&config)?;
     let pause = Duration::from_millis(env_number("STREAM_PAUSE_MS", 2));
     let deadline = Instant::now() + Duration::from_secs(env_number("STREAM_SECONDS", 600));

@@ -1,8 +1,9 @@
 """Pushes numbered jobs one by one until SIGTERM (or the deadline), and
 appends each token whose push returned to a file: the Python producer of
 the failover soak. `python push_stream.py PREFIX FILE`, Redis from
-COGWORKER_REDIS_URL, STREAM_MIN_REPLICAS_ACKED, STREAM_PAUSE_MS and
-STREAM_SECONDS as core/examples/push_stream.rs reads them. A failed push
+COGWORKER_REDIS_URL, STREAM_MIN_REPLICAS_ACKED, STREAM_NAMESPACE,
+STREAM_PAUSE_MS and STREAM_SECONDS as core/examples/push_stream.rs reads
+them. A failed push
 is not retried: its token is not written."""
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ def main(prefix: str, path: str) -> None:
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     cogworker.configure(min_replicas_acked=int(os.environ.get("STREAM_MIN_REPLICAS_ACKED", "0")))
+    if "STREAM_NAMESPACE" in os.environ:
+        cogworker.configure(namespace=os.environ["STREAM_NAMESPACE"])
     client = cogworker.Client()
     pause = int(os.environ.get("STREAM_PAUSE_MS", "2")) / 1000
     deadline = time.monotonic() + int(os.environ.get("STREAM_SECONDS", "600"))

@@ -3,18 +3,21 @@
 # Pushes numbered jobs one by one until SIGTERM (or the deadline), and
 # appends each token whose push returned to a file: the Ruby producer of
 # the failover soak. `ruby push_stream.rb PREFIX FILE`, Redis from
-# COGWORKER_REDIS_URL, STREAM_MIN_REPLICAS_ACKED, STREAM_PAUSE_MS and
-# STREAM_SECONDS as core/examples/push_stream.rs reads them. A failed push
+# COGWORKER_REDIS_URL, STREAM_MIN_REPLICAS_ACKED, STREAM_NAMESPACE,
+# STREAM_PAUSE_MS and STREAM_SECONDS as core/examples/push_stream.rs reads
+# them. A failed push
 # is not retried: its token is not written.
 require 'cogworker'
 
 prefix, path = ARGV
 stopping = false
 Signal.trap('TERM') { stopping = true }
-config = Cogworker::Config.new(
+settings = {
   redis_url: ENV.fetch('COGWORKER_REDIS_URL'),
   min_replicas_acked: Integer(ENV.fetch('STREAM_MIN_REPLICAS_ACKED', '0'))
-)
+}
+settings[:namespace] = ENV.fetch('STREAM_NAMESPACE') if ENV.key?('STREAM_NAMESPACE')
+config = Cogworker::Config.new(**settings)
 client = Cogworker::Client.new(config)
 pause = Integer(ENV.fetch('STREAM_PAUSE_MS', '2')) / 1000.0
 deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + Integer(ENV.fetch('STREAM_SECONDS', '600'))

@@ -30,7 +30,7 @@ from cogworker.testing import free_port
 SERVICE = "mymaster"
 
 
-def _wait(what: str, condition, timeout: float = 60) -> None:
+def wait_for(what: str, condition, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -45,18 +45,27 @@ def _wait(what: str, condition, timeout: float = 60) -> None:
 
 class Server:
     """One redis-server (no persistence) on a fixed port, restartable; in
-    `ns` when given (reached from here at its address)."""
+    `ns` when given (reached from here at its address); `extra` arguments
+    at every start."""
 
-    def __init__(self, root: str, ns: Namespace | None, replica_of: int | None = None) -> None:
+    def __init__(
+        self,
+        root: str,
+        ns: Namespace | None,
+        replica_of: int | None = None,
+        extra: tuple[str, ...] = (),
+        port: int | None = None,
+    ) -> None:
         self.ns = ns
+        self.extra = extra
         self.host = ns.ip if ns else "127.0.0.1"
-        self.port = free_port()
+        self.port = port or free_port()
         self.dir = os.path.join(root, f"server-{self.port}")
         os.makedirs(self.dir)
         self.proc: subprocess.Popen[bytes] | None = None
         self.start(replica_of)
 
-    def start(self, replica_of: int | None) -> None:
+    def start(self, replica_of: int | None = None) -> None:
         """Starts (again), as the replica of `replica_of` if given: an empty
         server must never come back as a master, nor be promoted before it
         has synced (priority 0 until `promotable`)."""
@@ -68,12 +77,12 @@ class Server:
         self.proc = subprocess.Popen(
             [*prefix, "redis-server", "--port", str(self.port), "--bind", *{"127.0.0.1", self.host}]
             + ["--dir", self.dir, "--save", "", "--appendonly", "no", "--protected-mode", "no"]
-            + ["--repl-diskless-sync-delay", "0", *follow],
+            + ["--repl-diskless-sync-delay", "0", *self.extra, *follow],
             stdout=log,
             stderr=log,
             stdin=subprocess.DEVNULL,
         )
-        _wait(f"redis-server on {self.port}", self.client().ping, 20)
+        wait_for(f"redis-server on {self.port}", self.client().ping, 20)
 
     def client(self) -> redis.Redis:
         return redis.Redis(host=self.host, port=self.port, socket_timeout=30)
@@ -98,6 +107,17 @@ class Server:
         return self.client().info("replication")["role"]
 
 
+def stop_servers(servers: list[Server], root: str) -> None:
+    """kill -9 (a frozen one thawed first), then their directories gone
+    (kept with KEEP_FAULT_DIRS=1, to read their logs)."""
+    for server in servers:
+        if server.proc and server.proc.poll() is None:
+            server.thaw()
+        server.kill9()
+    if not os.environ.get("KEEP_FAULT_DIRS"):
+        shutil.rmtree(root, ignore_errors=True)
+
+
 class Sentinels:
     """The master, its replica and three sentinels (quorum 2), in `ns` when
     given."""
@@ -118,7 +138,7 @@ class Sentinels:
             replica.promotable()
             for _ in range(3):
                 self._start_sentinel(master.port)
-            _wait(
+            wait_for(
                 "the sentinels see the replica",
                 lambda: all(self._sees_replica(p) for p in self.sentinel_ports),
             )
@@ -185,7 +205,7 @@ class Sentinels:
                 and master.client().info("replication")["connected_slaves"] >= 1
             )
 
-        _wait(f"replica {replica.port} linked to {master.port}", linked)
+        wait_for(f"replica {replica.port} linked to {master.port}", linked)
 
     def fail_over(self, behind_s: float) -> None:
         """The replica falls `behind_s` behind, the master is killed with
@@ -196,15 +216,15 @@ class Sentinels:
         time.sleep(behind_s)
         old.kill9()
         new.thaw()
-        _wait(
+        wait_for(
             f"every sentinel names {new.port}",
             lambda: all(self.named_master(p) == new.port for p in self.sentinel_ports),
         )
-        _wait(f"{new.port} promoted", lambda: new.role() == "master")
+        wait_for(f"{new.port} promoted", lambda: new.role() == "master")
         old.start(replica_of=new.port)
         self._await_linked(new, old)
         old.promotable()
-        _wait(
+        wait_for(
             "the sentinels see the replica", lambda: all(self._sees_replica(p) for p in self.sentinel_ports)
         )
 
@@ -212,12 +232,7 @@ class Sentinels:
         for proc in self.sentinels:
             proc.kill()
             proc.wait()
-        for server in self.servers:
-            if server.proc and server.proc.poll() is None:
-                server.thaw()
-            server.kill9()
-        if not os.environ.get("KEEP_SENTINELS"):
-            shutil.rmtree(self.root, ignore_errors=True)
+        stop_servers(self.servers, self.root)
 
     def __enter__(self) -> Sentinels:
         return self

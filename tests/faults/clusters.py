@@ -1,0 +1,144 @@
+"""A Redis Cluster of three masters, each with one replica, and the
+failover the soak repeats on the master that owns the namespace's slot:
+its replica falls behind (frozen with SIGSTOP), the master is killed with
+`kill -9`, the replica resumes and the cluster promotes it; the old master
+starts again, empty but with its `nodes.conf`, and rejoins as the new
+master's replica. Run in a namespace with small TCP buffers (see
+sentinels.py for why). Every server is stopped by pid.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+import time
+
+from netns import Namespace
+from sentinels import Server, stop_servers, wait_for
+
+CLUSTER = (
+    "--cluster-enabled",
+    "yes",
+    "--cluster-node-timeout",
+    "1000",
+    "--cluster-config-file",
+    "nodes.conf",
+)
+
+
+class ReplicatedCluster:
+    """Six nodes: three masters and a replica of each."""
+
+    def __init__(self, ns: Namespace, namespace: str) -> None:
+        self.ns = ns
+        self.root = tempfile.mkdtemp(prefix="cw-cluster-")
+        self.servers: list[Server] = []
+        try:
+            # Ports of the namespace's own (a cluster bus is the port + 10000).
+            self.servers = [Server(self.root, ns, extra=CLUSTER, port=7000 + i) for i in range(6)]
+            subprocess.run(
+                [*ns.prefix, "redis-cli", "--cluster", "create"]
+                + [f"127.0.0.1:{s.port}" for s in self.servers]
+                + ["--cluster-replicas", "1", "--cluster-yes"],
+                check=True,
+                capture_output=True,
+                timeout=60,
+            )
+            self.slot = int(self.servers[0].client().execute_command("CLUSTER", "KEYSLOT", namespace))
+            wait_for("every node ok", self._all_ok)
+            wait_for("every replica online", self._replicas_online)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def url(self) -> str:
+        """For clients beside the servers (inside the namespace)."""
+        return "redis+cluster://" + ",".join(f"127.0.0.1:{s.port}" for s in self.servers)
+
+    def _nodes(self) -> list[list[str]]:
+        """CLUSTER NODES, one row per node, as seen by a live node."""
+        for server in self.servers:
+            try:
+                text = server.client().execute_command("CLUSTER", "NODES")
+            except Exception:
+                continue
+            if isinstance(text, bytes):
+                text = text.decode()
+            return [line.split() for line in text.strip().splitlines()]
+        raise AssertionError("no node answers")
+
+    def _by_port(self, row: list[str]) -> Server:
+        port = int(row[1].split("@")[0].rsplit(":", 1)[1])
+        return next(s for s in self.servers if s.port == port)
+
+    def _owner(self) -> tuple[Server, Server] | None:
+        """The master of the namespace's slot and its live replica, as the
+        cluster says now (None while it has neither)."""
+        rows = self._nodes()
+        for row in rows:
+            if "master" not in row[2] or "fail" in row[2]:
+                continue
+            for span in row[8:]:
+                low, _, high = span.partition("-")
+                if low.isdigit() and int(low) <= self.slot <= int(high or low):
+                    replicas = [r for r in rows if r[3] == row[0] and "fail" not in r[2]]
+                    return (self._by_port(row), self._by_port(replicas[0])) if replicas else None
+        return None
+
+    def owner(self) -> tuple[Server, Server]:
+        """The master of the namespace's slot, and its replica."""
+        found = self._owner()
+        assert found, f"no master with a replica serves slot {self.slot}"
+        return found
+
+    def master_client(self):
+        """A plain connection to the master of the namespace's slot."""
+        return self.owner()[0].client()
+
+    def _serves(self, server: Server) -> bool:
+        found = self._owner()
+        if found:
+            return found[0] is server
+        rows = self._nodes()
+        return any(self._by_port(r) is server and "master" in r[2] and len(r) > 8 for r in rows)
+
+    def _all_ok(self) -> bool:
+        live = [s for s in self.servers if s.proc and s.proc.poll() is None]
+        return all(b"cluster_state:ok" in s.client().execute_command("CLUSTER", "INFO") for s in live)
+
+    def _replicas_online(self) -> bool:
+        rows = self._nodes()
+        masters = [r for r in rows if "master" in r[2] and "fail" not in r[2] and len(r) > 8]
+        for master in masters:
+            info = self._by_port(master).client().info("replication")
+            if not any(
+                isinstance(v, dict) and v.get("state") == "online"
+                for k, v in info.items()
+                if k.startswith("slave")
+            ):
+                return False
+        return len(masters) == 3
+
+    def fail_over(self, behind_s: float) -> None:
+        """The owner's replica falls `behind_s` behind, the owner is killed
+        with -9, the replica resumes and takes over; the old owner starts
+        again and rejoins as its replica."""
+        old, new = self.owner()
+        new.freeze()
+        time.sleep(behind_s)
+        old.kill9()
+        new.thaw()
+        wait_for(f"{new.port} takes over", lambda: self._serves(new) and self._all_ok())
+        old.start()
+        wait_for("every replica online", self._replicas_online)
+        wait_for(f"{old.port} is {new.port}'s replica", lambda: self._owner() == (new, old))
+
+    def close(self) -> None:
+        stop_servers(self.servers, self.root)
+
+    def __enter__(self) -> ReplicatedCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
