@@ -61,9 +61,13 @@ class Partitioned:
         self.watcher = Fleet(
             net.control_url, self.results, str(watcher_logs), concurrency=watcher_slots, env=env
         )
-        three_languages(self.fleet, self.r)
-        self.watcher.start("rust")
-        wait_registered(self.r, self.watcher)
+        try:
+            three_languages(self.fleet, self.r)
+            self.watcher.start("rust")
+            wait_registered(self.r, self.watcher)
+        except BaseException:
+            self.__exit__()
+            raise
         self.tokens: list[str] = []
 
     def push(self, millis: int) -> None:
@@ -71,8 +75,12 @@ class Partitioned:
         self.tokens = push_jobs(self.net.control_url, JOBS, millis=millis)
 
     def ran(self) -> int:
-        with open(self.results, encoding="utf-8", errors="replace") as f:
-            return sum(1 for _ in f)
+        """Runs so far (none before the first job's line)."""
+        try:
+            with open(self.results, encoding="utf-8", errors="replace") as f:
+                return sum(1 for _ in f)
+        except FileNotFoundError:
+            return 0
 
     def await_ran(self, count: int, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
@@ -87,6 +95,16 @@ class Partitioned:
 
     def logs(self) -> str:
         return self.fleet.logs() + self.watcher.logs()
+
+    def __enter__(self) -> Partitioned:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # Whatever happened, no worker outlives the test: one left running
+        # would take the next test's jobs (its Redis has the same address).
+        for fleet in (self.fleet, self.watcher):
+            for worker in list(fleet.workers):
+                fleet.kill9(worker)
 
     def finish(self, name: str, **extra) -> tuple[Account, str]:
         drained = wait_drained(self.r, DRAIN_LIMIT)
@@ -112,8 +130,7 @@ def test_a_partition_shorter_than_orphan_threshold_re_runs_nothing(tmp_path):
     beating, declares none dead before orphan_threshold (CUT_S + 30 s);
     healed, they settle what they hold and drain the rest with the watcher.
     Every job runs exactly once."""
-    with Network() as net:
-        p = Partitioned(net, tmp_path, threshold=CUT_S + 30)
+    with Network() as net, Partitioned(net, tmp_path, threshold=CUT_S + 30) as p:
         p.push(millis=5 if SOAK else 20)
         p.await_ran(JOBS // 10)
         net.cut()
@@ -150,8 +167,7 @@ def test_a_partition_longer_than_orphan_threshold_recovers_no_sooner(tmp_path):
     on (their late acknowledgements change nothing). Nothing is lost; the
     jobs run twice are at most those the cut-off processes held."""
     threshold = 20.0 if SOAK else 4.0
-    with Network() as net:
-        p = Partitioned(net, tmp_path, threshold=threshold)
+    with Network() as net, Partitioned(net, tmp_path, threshold=threshold) as p:
         p.push(millis=5 if SOAK else 20)
         p.await_ran(JOBS // 10)
         net.cut()
@@ -187,8 +203,7 @@ def test_a_slow_lossy_link_degrades_throughput_without_a_retry_storm(tmp_path):
     without the fault) plus a margin, so the workers did not storm it."""
     rows = {}
     for name, fault in (("healthy", None), ("slow", ("2mbit", "200ms"))):
-        with Network() as net:
-            p = Partitioned(net, tmp_path / name, threshold=60)
+        with Network() as net, Partitioned(net, tmp_path / name, threshold=60) as p:
             if fault:
                 net.slow(*fault)
             before, started = commands(p.r), time.monotonic()
@@ -215,8 +230,7 @@ def test_half_open_links_during_an_ack_burst(tmp_path):
     their answers never come back) for 8 s, is healed, then drops the
     workers' commands only for 8 s. A reply lost after its script ran is
     reconciled: nothing lost, nothing run twice, nobody declared dead."""
-    with Network() as net:
-        p = Partitioned(net, tmp_path, threshold=60, watcher_slots=1)
+    with Network() as net, Partitioned(net, tmp_path, threshold=60, watcher_slots=1) as p:
         p.push(millis=10)
         p.await_ran(JOBS // 5)
         net.cut_replies()
