@@ -29,6 +29,9 @@ pub(crate) async fn run(shared: Arc<Shared>, slots: SlotFeed, waiting: Intake) {
     // only if one finished since (the slots are turning over), so a worker
     // whose slots all hang on long jobs takes no more than it took.
     let mut finished_at_fetch = None;
+    // When this process last looked, with nothing outstanding, for jobs
+    // its in-progress record still holds (see `reconcile_in_progress`).
+    let mut looked_idle = tokio::time::Instant::now();
     loop {
         if shared.is_quiet() {
             break;
@@ -48,10 +51,23 @@ pub(crate) async fn run(shared: Arc<Shared>, slots: SlotFeed, waiting: Intake) {
         }
         finished_at_fetch = Some(finished);
         match fetcher.fetch(&shared, free).await {
-            Ok(batch) if batch.is_empty() => tokio::select! {
-                _ = fetcher.wait(&shared) => {}
-                _ = stalled(&shared) => give_back_read_ahead(&shared, &waiting),
-            },
+            Ok(batch) if batch.is_empty() => {
+                // Nothing to take, nothing outstanding: whatever the record
+                // holds is left over (a failover or a restart lost writes
+                // this process made). Looked for at most once a heartbeat
+                // interval, and only here, where no pickup waits on it.
+                if shared.is_reliable()
+                    && shared.is_idle()
+                    && looked_idle.elapsed() >= shared.config.heartbeat_interval()
+                {
+                    looked_idle = tokio::time::Instant::now();
+                    reconcile |= !reconcile_in_progress(&shared).await;
+                }
+                tokio::select! {
+                    _ = fetcher.wait(&shared) => {}
+                    _ = stalled(&shared) => give_back_read_ahead(&shared, &waiting),
+                }
+            }
             Ok(batch) => {
                 backoff = Duration::from_millis(100);
                 hand_over(&shared, &slots, batch);
@@ -110,7 +126,9 @@ fn give_back_read_ahead(shared: &Shared, waiting: &Intake) {
 }
 
 /// With no job outstanding here, everything on our in-progress list is a
-/// job whose fetch reply was lost: put it back on its queue. Pending
+/// job whose fetch reply was lost, or one whose acknowledgement a failover
+/// or a restart lost (the new master has the record as it was before):
+/// put it back on its queue (it runs again: at least once). Pending
 /// acknowledgements are written first, so a finished job is not requeued.
 /// Returns true when done.
 async fn reconcile_in_progress(shared: &Shared) -> bool {
@@ -124,7 +142,10 @@ async fn reconcile_in_progress(shared: &Shared) -> bool {
     match crate::recovery::requeue_held(shared, &shared.identity, 0).await {
         Ok(0) => true,
         Ok(n) => {
-            tracing::warn!("requeued {n} job(s) whose fetch reply was lost");
+            tracing::warn!(
+                "requeued {n} job(s) left in this process's in-progress record with none outstanding \
+                 (a fetch reply lost, or writes a failover or restart lost)"
+            );
             true
         }
         Err(e) => {

@@ -13,6 +13,8 @@ import subprocess
 import tempfile
 import time
 
+import redis
+import redis.cluster
 from netns import Namespace
 from sentinels import Server, stop_servers, wait_for
 
@@ -35,7 +37,10 @@ class ReplicatedCluster:
         self.servers: list[Server] = []
         try:
             # Ports of the namespace's own (a cluster bus is the port + 10000).
-            self.servers = [Server(self.root, ns, extra=CLUSTER, port=7000 + i) for i in range(6)]
+            # Each announces the namespace's address: reachable from inside
+            # (it is local there) and from the harness outside.
+            announce = ("--cluster-announce-ip", ns.ip)
+            self.servers = [Server(self.root, ns, extra=CLUSTER + announce, port=7000 + i) for i in range(6)]
             subprocess.run(
                 [*ns.prefix, "redis-cli", "--cluster", "create"]
                 + [f"127.0.0.1:{s.port}" for s in self.servers]
@@ -44,7 +49,7 @@ class ReplicatedCluster:
                 capture_output=True,
                 timeout=60,
             )
-            self.slot = int(self.servers[0].client().execute_command("CLUSTER", "KEYSLOT", namespace))
+            self.slot = self.slot_of(namespace)
             wait_for("every node ok", self._all_ok)
             wait_for("every replica online", self._replicas_online)
         except BaseException:
@@ -53,8 +58,15 @@ class ReplicatedCluster:
 
     @property
     def url(self) -> str:
-        """For clients beside the servers (inside the namespace)."""
-        return "redis+cluster://" + ",".join(f"127.0.0.1:{s.port}" for s in self.servers)
+        """For clients inside the namespace or outside it."""
+        return "redis+cluster://" + ",".join(f"{self.ns.ip}:{s.port}" for s in self.servers)
+
+    def client(self) -> redis.cluster.RedisCluster:
+        """The harness's cluster client."""
+        return redis.cluster.RedisCluster(host=self.ns.ip, port=self.servers[0].port, socket_timeout=30)
+
+    def slot_of(self, key: str) -> int:
+        return int(self.servers[0].client().execute_command("CLUSTER", "KEYSLOT", key))
 
     def _nodes(self) -> list[list[str]]:
         """CLUSTER NODES, one row per node, as seen by a live node."""
@@ -72,32 +84,33 @@ class ReplicatedCluster:
         port = int(row[1].split("@")[0].rsplit(":", 1)[1])
         return next(s for s in self.servers if s.port == port)
 
-    def _owner(self) -> tuple[Server, Server] | None:
-        """The master of the namespace's slot and its live replica, as the
-        cluster says now (None while it has neither)."""
+    def _owner(self, slot: int | None = None) -> tuple[Server, Server] | None:
+        """The master of `slot` (the namespace's by default) and its live
+        replica, as the cluster says now (None while it has neither)."""
+        slot = self.slot if slot is None else slot
         rows = self._nodes()
         for row in rows:
             if "master" not in row[2] or "fail" in row[2]:
                 continue
             for span in row[8:]:
                 low, _, high = span.partition("-")
-                if low.isdigit() and int(low) <= self.slot <= int(high or low):
+                if low.isdigit() and int(low) <= slot <= int(high or low):
                     replicas = [r for r in rows if r[3] == row[0] and "fail" not in r[2]]
                     return (self._by_port(row), self._by_port(replicas[0])) if replicas else None
         return None
 
-    def owner(self) -> tuple[Server, Server]:
-        """The master of the namespace's slot, and its replica."""
-        found = self._owner()
-        assert found, f"no master with a replica serves slot {self.slot}"
+    def owner(self, slot: int | None = None) -> tuple[Server, Server]:
+        """The master of `slot` (the namespace's by default), and its replica."""
+        found = self._owner(slot)
+        assert found, f"no master with a replica serves slot {slot}"
         return found
 
     def master_client(self):
         """A plain connection to the master of the namespace's slot."""
         return self.owner()[0].client()
 
-    def _serves(self, server: Server) -> bool:
-        found = self._owner()
+    def _serves(self, server: Server, slot: int) -> bool:
+        found = self._owner(slot)
         if found:
             return found[0] is server
         rows = self._nodes()
@@ -120,19 +133,30 @@ class ReplicatedCluster:
                 return False
         return len(masters) == 3
 
-    def fail_over(self, behind_s: float) -> None:
-        """The owner's replica falls `behind_s` behind, the owner is killed
-        with -9, the replica resumes and takes over; the old owner starts
-        again and rejoins as its replica."""
-        old, new = self.owner()
+    def fail_over(self, behind_s: float, slot: int | None = None) -> None:
+        """The replica of `slot`'s master (the namespace's by default) falls
+        `behind_s` behind, the master is killed with -9, the replica
+        resumes and takes over; the old master starts again and rejoins as
+        its replica."""
+        slot = self.slot if slot is None else slot
+        old, new = self.owner(slot)
         new.freeze()
         time.sleep(behind_s)
         old.kill9()
         new.thaw()
-        wait_for(f"{new.port} takes over", lambda: self._serves(new) and self._all_ok())
+        wait_for(f"{new.port} takes over", lambda: self._serves(new, slot) and self._all_ok())
         old.start()
         wait_for("every replica online", self._replicas_online)
-        wait_for(f"{old.port} is {new.port}'s replica", lambda: self._owner() == (new, old))
+        wait_for(f"{old.port} is {new.port}'s replica", lambda: self._owner(slot) == (new, old))
+
+    def switch_over(self, slot: int) -> None:
+        """`CLUSTER FAILOVER` on the replica of `slot`'s master: the two
+        swap roles without a loss (the master stops writes until its
+        replica has caught up)."""
+        old, new = self.owner(slot)
+        new.client().execute_command("CLUSTER", "FAILOVER")
+        wait_for(f"{new.port} takes over", lambda: self._owner(slot) == (new, old) and self._all_ok())
+        wait_for("every replica online", self._replicas_online)
 
     def close(self) -> None:
         stop_servers(self.servers, self.root)

@@ -12,6 +12,7 @@ Cogworker.configure do |c|
   c.fetch_idle_max_interval = 0.5
   c.shutdown_timeout = 5.0
   c.shard_by_queue = ENV['TEST_SHARD_BY_QUEUE'] == '1'
+  c.namespace = ENV.fetch('TEST_NAMESPACE', 'cogworker')
 end
 
 # `fail_once` jobs: does this attempt fail? Only the first, in any process:

@@ -18,6 +18,7 @@ cogworker.configure(
     fetch_idle_max_interval=0.5,
     shutdown_timeout=5.0,
     shard_by_queue=os.environ.get("TEST_SHARD_BY_QUEUE") == "1",
+    namespace=os.environ.get("TEST_NAMESPACE", "cogworker"),
 )
 
 

@@ -194,8 +194,8 @@ class Fleet:
         return "\n".join(text)
 
 
-def identity_of(r: redis.Redis, pid: int) -> str | None:
-    for member in r.smembers(f"{NS}:processes"):
+def identity_of(r: redis.Redis, pid: int, ns: str = NS) -> str | None:
+    for member in r.smembers(f"{ns}:processes"):
         identity = member.decode()
         if identity.split(":")[-2] == str(pid):
             return identity
@@ -371,20 +371,20 @@ def kill_until_drained(
     return killed
 
 
-def wait_registered(r: redis.Redis, fleet: Fleet, timeout: float = 60) -> None:
+def wait_registered(r: redis.Redis, fleet: Fleet, timeout: float = 60, ns: str = NS) -> None:
     """Until every running worker of the fleet has beaten (so it handles TERM)."""
     deadline = time.monotonic() + timeout
-    while any(identity_of(r, w.proc.pid) is None for w in fleet.workers):
+    while any(identity_of(r, w.proc.pid, ns) is None for w in fleet.workers):
         if time.monotonic() > deadline:
             raise AssertionError(f"worker processes did not register in {timeout}s:\n{fleet.logs()[-5000:]}")
         time.sleep(0.1)
 
 
-def three_languages(fleet: Fleet, r: redis.Redis) -> None:
-    """One worker of each language, registered."""
+def three_languages(fleet: Fleet, r: redis.Redis, ns: str = NS) -> None:
+    """One worker of each language, registered (in namespace `ns`)."""
     for language in LANGUAGES:
         fleet.start(language)
-    wait_registered(r, fleet)
+    wait_registered(r, fleet, ns=ns)
 
 
 def report(name: str, acc: Account, **extra: Any) -> str:

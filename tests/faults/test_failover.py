@@ -20,12 +20,15 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 
 import pytest
 from clusters import ReplicatedCluster
-from harness import HERE, LANGUAGES, NS, ROOT, SOAK, report
+from harness import HERE, JOBS, LANGUAGES, NS, ROOT, SOAK, Fleet, report, three_languages
 from netns import Namespace, unavailable
 from sentinels import Sentinels
+
+import cogworker
 
 FAILOVERS = 20 if SOAK else 3
 # How far the replica falls behind before each kill.
@@ -57,16 +60,15 @@ def lines(path: str) -> list[str]:
         return [line.strip() for line in f if line.strip()]
 
 
-def producers_through_failovers(
-    tmp_path, ns: Namespace, url: str, namespace: str, fail_over, master, name: str
-) -> dict[tuple[str, int], int]:
-    """The six producers against `url` (keys under `namespace`) while
-    `fail_over()` runs FAILOVERS times; then each producer's acknowledged
-    pushes looked for on `master()`. Reports a row per producer and
-    returns how many each lost."""
+Producer = tuple[str, int, subprocess.Popen[bytes], str]
+
+
+def start_producers(tmp_path, ns: Namespace, url: str, namespace: str, modes=(0, 1)) -> list[Producer]:
+    """A producer per language and per `min_replicas_acked` in `modes`,
+    pushing to `url` (keys under `namespace`), once each has pushed."""
     producers = []
     for language in LANGUAGES:
-        for durable in (0, 1):
+        for durable in modes:
             path = str(tmp_path / f"{language}-{durable}.txt")
             log = open(tmp_path / f"{language}-{durable}.log", "ab")
             env = {
@@ -87,13 +89,29 @@ def producers_through_failovers(
     while not all(os.path.exists(p) and lines(p) for *_, p in producers):
         assert time.monotonic() < deadline, "a producer pushed nothing in 60 s"
         time.sleep(0.1)
+    return producers
+
+
+def stop_producers(tmp_path, producers: list[Producer]) -> None:
+    for *_, proc, _ in producers:
+        proc.send_signal(signal.SIGTERM)
+    codes = [proc.wait(30) for *_, proc, _ in producers]
+    assert codes == [0] * len(producers), (codes, (tmp_path / "rust-1.log").read_text()[-3000:])
+
+
+def producers_through_failovers(
+    tmp_path, ns: Namespace, url: str, namespace: str, fail_over, master, name: str
+) -> dict[tuple[str, int], int]:
+    """The six producers against `url` (keys under `namespace`) while
+    `fail_over()` runs FAILOVERS times; then each producer's acknowledged
+    pushes looked for on `master()`. Reports a row per producer and
+    returns how many each lost."""
+    producers = start_producers(tmp_path, ns, url, namespace)
     for _ in range(FAILOVERS):
         time.sleep(1)
         fail_over(BEHIND_S)
     time.sleep(1)
-    for *_, proc, _ in producers:
-        proc.send_signal(signal.SIGTERM)
-    codes = [proc.wait(30) for *_, proc, _ in producers]
+    stop_producers(tmp_path, producers)
     queued = {
         raw.split(b'"args":["', 1)[1].split(b'"', 1)[0].decode()
         for raw in master().lrange(f"{namespace}:queue:default", 0, -1)
@@ -109,7 +127,6 @@ def producers_through_failovers(
             failovers=FAILOVERS,
             behind_s=BEHIND_S,
         )
-    assert codes == [0] * len(producers), (codes, (tmp_path / "rust-0.log").read_text()[-3000:])
     return lost
 
 
@@ -147,3 +164,92 @@ class _Row:
 
     def row(self) -> dict[str, int]:
         return {"total": self.acknowledged, "lost": self.lost}
+
+
+def push_durably(url: str, namespace: str, count: int, millis: int) -> list[str]:
+    """`count` Account jobs (tokens b0000000...), pushed in bulk with
+    min_replicas_acked = 1: each bulk push returned only once replicated."""
+    cogworker.configure(namespace=namespace, min_replicas_acked=1)
+    try:
+        client = cogworker.Client(redis_url=url)
+        tokens = [f"b{i:07d}" for i in range(count)]
+        for start in range(0, count, 1000):
+            client.enqueue_many("Account", [(t, millis) for t in tokens[start : start + 1000]])
+        return tokens
+    finally:
+        cogworker.configure(namespace="cogworker", min_replicas_acked=0)
+
+
+def test_workers_and_producers_follow_cluster_failovers_and_switch_overs(tmp_path):
+    """Rust, Python and Ruby workers drain a backlog and what durable
+    producers of the three languages push, on a cluster whose namespace's master is killed
+    with -9 (its replica behind) and, in turn, handed over by `CLUSTER
+    FAILOVER` on its replica. No process is restarted: each follows the
+    new topology. Every acknowledged push runs; the jobs run twice (an
+    acknowledgement or a fetch the dead master had not replicated) are
+    counted."""
+    namespace = "{cogworker}"
+    results, logdir = str(tmp_path / "results.txt"), tmp_path / "logs"
+    logdir.mkdir()
+    with Namespace(tcp_buffer=16384) as ns, ReplicatedCluster(ns, namespace) as cluster:
+        r = cluster.client()
+        env = {"TEST_NAMESPACE": namespace, "TEST_ORPHAN_THRESHOLD": "5"}
+        fleet = Fleet(cluster.url, results, str(logdir), env=env, prefix=ns.prefix)
+        three_languages(fleet, r, ns=namespace)
+        # A backlog, so that fetches and acknowledgements are under way at
+        # every failover; then the producers.
+        millis = 5 if SOAK else 20
+        backlog = push_durably(cluster.url, namespace, JOBS, millis=millis)
+        producers = start_producers(tmp_path, ns, cluster.url, namespace, modes=(1,))
+        kills = switches = 0
+        for round in range(FAILOVERS):
+            time.sleep(1)
+            if round % 2 == 0:
+                cluster.fail_over(BEHIND_S)
+                kills += 1
+            else:
+                cluster.switch_over(cluster.slot)
+                switches += 1
+        time.sleep(1)
+        stop_producers(tmp_path, producers)
+        acknowledged = backlog + [t for *_, path in producers for t in lines(path)]
+
+        def runs() -> Counter[str]:
+            with open(results, encoding="utf-8") as f:
+                return Counter(line.strip() for line in f if line.strip())
+
+        deadline = time.monotonic() + 120
+        while any(runs()[t] == 0 for t in acknowledged) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        ran = runs()
+        lost = [t for t in acknowledged if ran[t] == 0]
+        # Nothing left queued or held: an acknowledgement the dead master
+        # had not replicated leaves its job in the live worker's record on
+        # the new master, which the worker must not keep holding.
+        held = lambda: sum(r.hlen(k) for k in r.scan_iter(f"{namespace}:in_progress:*"))  # noqa: E731
+        queued = lambda: r.llen(f"{namespace}:queue:default")  # noqa: E731
+        deadline = time.monotonic() + 60
+        while (held() or queued()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = (queued(), held())
+        twice = sum(1 for t in acknowledged if ran[t] > 1)
+        assert fleet.started == len(LANGUAGES), "no worker was restarted"
+        codes = fleet.stop_all()
+        # A kill loses what the master did while its replica lagged: the
+        # fetches (their jobs are queued again) and the acknowledgements
+        # (their jobs are requeued from the record) of BEHIND_S, at most
+        # every slot's jobs of that long, each way; a switch-over loses
+        # nothing.
+        slots = fleet.concurrency * len(LANGUAGES)
+        bound = kills * 2 * slots * (int(BEHIND_S * 1000 / millis) + 1)
+        report(
+            f"{FAILOVERS} Cluster failovers ({kills} kill -9, {switches} CLUSTER FAILOVER) under load",
+            _Row(len(acknowledged), len(lost)),
+            ran_twice=twice,
+            duplicate_bound=bound,
+            failovers=FAILOVERS,
+        )
+        assert lost == [], f"lost {len(lost)}: {lost[:20]}\n{fleet.logs()[-5000:]}"
+        assert left == (0, 0), f"queued, held after the drain: {left}"
+        assert twice <= bound, (twice, bound)
+        assert codes == [0] * len(LANGUAGES), (codes, fleet.logs()[-5000:])
