@@ -219,7 +219,7 @@ def test_workers_and_producers_follow_cluster_failovers_and_switch_overs(tmp_pat
                 return Counter(line.strip() for line in f if line.strip())
 
         deadline = time.monotonic() + 120
-        while any(runs()[t] == 0 for t in acknowledged) and time.monotonic() < deadline:
+        while (ran := runs()) and any(ran[t] == 0 for t in acknowledged) and time.monotonic() < deadline:
             time.sleep(0.2)
         ran = runs()
         lost = [t for t in acknowledged if ran[t] == 0]
