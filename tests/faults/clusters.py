@@ -158,6 +158,35 @@ class ReplicatedCluster:
         wait_for(f"{new.port} takes over", lambda: self._owner(slot) == (new, old) and self._all_ok())
         wait_for("every replica online", self._replicas_online)
 
+    def _id(self, server: Server) -> str:
+        value = server.client().execute_command("CLUSTER", "MYID")
+        return value.decode() if isinstance(value, bytes) else value
+
+    def move_slot(self, slot: int, batch: int = 1, pause: float = 0.05) -> int:
+        """Migrates `slot` from its master to another master while clients
+        use it, as `redis-cli --cluster reshard` does: the target imports,
+        the source migrates (keys it no longer has answer with ASK, scripts
+        whose keys are split answer TRYAGAIN), keys move `batch` at a time
+        with MIGRATE, `pause` apart (so that traffic meets a half-moved
+        slot), then every master is told the slot's new owner. Returns how
+        many keys moved."""
+        source, _ = self.owner(slot)
+        rows = self._nodes()
+        masters = [self._by_port(r) for r in rows if "master" in r[2] and "fail" not in r[2] and len(r) > 8]
+        target = next(m for m in masters if m is not source)
+        source_id, target_id = self._id(source), self._id(target)
+        target.client().execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
+        source.client().execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
+        moved = 0
+        while keys := source.client().execute_command("CLUSTER", "GETKEYSINSLOT", slot, batch):
+            source.client().execute_command("MIGRATE", self.ns.ip, target.port, "", 0, 5000, "KEYS", *keys)
+            moved += len(keys)
+            time.sleep(pause)
+        for master in masters:
+            master.client().execute_command("CLUSTER", "SETSLOT", slot, "NODE", target_id)
+        wait_for(f"slot {slot} on {target.port}", lambda: self._serves(target, slot) and self._all_ok())
+        return moved
+
     def close(self) -> None:
         stop_servers(self.servers, self.root)
 

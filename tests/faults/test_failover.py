@@ -180,14 +180,13 @@ def push_durably(url: str, namespace: str, count: int, millis: int) -> list[str]
         cogworker.configure(namespace="cogworker", min_replicas_acked=0)
 
 
-def test_workers_and_producers_follow_cluster_failovers_and_switch_overs(tmp_path):
+def workers_and_producers_through(tmp_path, name: str, disturb, kills_of) -> None:
     """Rust, Python and Ruby workers drain a backlog and what durable
-    producers of the three languages push, on a cluster whose namespace's master is killed
-    with -9 (its replica behind) and, in turn, handed over by `CLUSTER
-    FAILOVER` on its replica. No process is restarted: each follows the
-    new topology. Every acknowledged push runs; the jobs run twice (an
-    acknowledgement or a fetch the dead master had not replicated) are
-    counted."""
+    producers of the three languages push, on a replicated cluster, while
+    `disturb(cluster, round)` runs FAILOVERS times; no process is
+    restarted. Every acknowledged push runs, nothing is left queued or
+    held, and the jobs run twice are at most what `kills_of(rounds)` kills
+    of the master can lose."""
     namespace = "{cogworker}"
     results, logdir = str(tmp_path / "results.txt"), tmp_path / "logs"
     logdir.mkdir()
@@ -197,19 +196,13 @@ def test_workers_and_producers_follow_cluster_failovers_and_switch_overs(tmp_pat
         fleet = Fleet(cluster.url, results, str(logdir), env=env, prefix=ns.prefix)
         three_languages(fleet, r, ns=namespace)
         # A backlog, so that fetches and acknowledgements are under way at
-        # every failover; then the producers.
+        # every disturbance; then the producers.
         millis = 5 if SOAK else 20
         backlog = push_durably(cluster.url, namespace, JOBS, millis=millis)
         producers = start_producers(tmp_path, ns, cluster.url, namespace, modes=(1,))
-        kills = switches = 0
         for round in range(FAILOVERS):
             time.sleep(1)
-            if round % 2 == 0:
-                cluster.fail_over(BEHIND_S)
-                kills += 1
-            else:
-                cluster.switch_over(cluster.slot)
-                switches += 1
+            disturb(cluster, round)
         time.sleep(1)
         stop_producers(tmp_path, producers)
         acknowledged = backlog + [t for *_, path in producers for t in lines(path)]
@@ -238,18 +231,45 @@ def test_workers_and_producers_follow_cluster_failovers_and_switch_overs(tmp_pat
         # A kill loses what the master did while its replica lagged: the
         # fetches (their jobs are queued again) and the acknowledgements
         # (their jobs are requeued from the record) of BEHIND_S, at most
-        # every slot's jobs of that long, each way; a switch-over loses
-        # nothing.
+        # every slot's jobs of that long, each way.
         slots = fleet.concurrency * len(LANGUAGES)
-        bound = kills * 2 * slots * (int(BEHIND_S * 1000 / millis) + 1)
+        bound = kills_of(FAILOVERS) * 2 * slots * (int(BEHIND_S * 1000 / millis) + 1)
         report(
-            f"{FAILOVERS} Cluster failovers ({kills} kill -9, {switches} CLUSTER FAILOVER) under load",
-            _Row(len(acknowledged), len(lost)),
-            ran_twice=twice,
-            duplicate_bound=bound,
-            failovers=FAILOVERS,
+            name, _Row(len(acknowledged), len(lost)), ran_twice=twice, duplicate_bound=bound, rounds=FAILOVERS
         )
         assert lost == [], f"lost {len(lost)}: {lost[:20]}\n{fleet.logs()[-5000:]}"
         assert left == (0, 0), f"queued, held after the drain: {left}"
         assert twice <= bound, (twice, bound)
         assert codes == [0] * len(LANGUAGES), (codes, fleet.logs()[-5000:])
+
+
+def test_workers_and_producers_follow_cluster_failovers_and_switch_overs(tmp_path):
+    """The master of the namespace's slot killed with -9 (its replica
+    behind) and, in turn, handed over by `CLUSTER FAILOVER` on its
+    replica (which loses nothing)."""
+
+    def disturb(cluster: ReplicatedCluster, round: int) -> None:
+        if round % 2 == 0:
+            cluster.fail_over(BEHIND_S)
+        else:
+            cluster.switch_over(cluster.slot)
+
+    kills = (FAILOVERS + 1) // 2
+    name = f"{FAILOVERS} Cluster failovers ({kills} kill -9, {FAILOVERS - kills} CLUSTER FAILOVER) under load"
+    workers_and_producers_through(tmp_path, name, disturb, lambda rounds: (rounds + 1) // 2)
+
+
+def test_workers_and_producers_follow_the_namespace_slot_moving_between_masters(tmp_path):
+    """The namespace's slot, with every key of the backlog, the in-progress
+    records and the statistics, migrated from master to master while the
+    fleet works (ASK and TRYAGAIN followed, scripts retried): nothing lost,
+    nothing left held, no job run twice (no master dies)."""
+    moved: list[int] = []
+    name = f"the namespace's slot moved {FAILOVERS} times between masters under load"
+    workers_and_producers_through(
+        tmp_path, name, lambda cluster, _: moved.append(cluster.move_slot(cluster.slot)), lambda rounds: 0
+    )
+    # Each move carried the queue, the records and the statistics, a key at
+    # a time, while the fleet worked.
+    print(f"keys moved, each move: {moved}", file=sys.stderr)
+    assert len(moved) == FAILOVERS and min(moved) >= 5, moved
