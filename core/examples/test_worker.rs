@@ -111,10 +111,14 @@ async fn main() -> cogworker::Result<()> {
         Client::new(&config)?.limiter(limit).await?;
     }
     // The events of `Span`/`Record` jobs go through a plain connection: on
-    // a cluster, to its first node (the cluster fault tests run `Account`
-    // jobs only, which record to a file).
-    let url = match config.redis_url().strip_prefix("redis+cluster://") {
-        Some(nodes) => format!("redis://{}", nodes.split(',').next().unwrap_or_default()),
+    // a cluster or behind sentinels, to the first address given (the fault
+    // tests there run `Account` jobs only, which record to a file).
+    let first_address = ["redis+cluster://", "redis+sentinel://"]
+        .iter()
+        .find_map(|scheme| config.redis_url().strip_prefix(scheme))
+        .map(|hosts| hosts.split([',', '/']).next().unwrap_or_default().to_string());
+    let url = match first_address {
+        Some(address) => format!("redis://{address}"),
         None => config.redis_url().to_string(),
     };
     let results = redis::Client::open(url.as_str()).expect("url");

@@ -61,6 +61,12 @@ class ReplicatedCluster:
         """For clients inside the namespace or outside it."""
         return "redis+cluster://" + ",".join(f"{self.ns.ip}:{s.port}" for s in self.servers)
 
+    @property
+    def harness_url(self) -> str:
+        """For cogworker clients in the harness (every node announces an
+        address reachable from outside the namespace too)."""
+        return self.url
+
     def client(self) -> redis.cluster.RedisCluster:
         """The harness's cluster client."""
         return redis.cluster.RedisCluster(host=self.ns.ip, port=self.servers[0].port, socket_timeout=30)

@@ -186,6 +186,17 @@ class Sentinels:
         hosts = ",".join(f"127.0.0.1:{p}" for p in self.sentinel_ports)
         return f"redis+sentinel://{hosts}/{SERVICE}"
 
+    @property
+    def harness_url(self) -> str:
+        """For cogworker clients in the harness, outside the namespace: the
+        master the sentinels name now, at its address there (the sentinels
+        answer with 127.0.0.1, which is the namespace's own)."""
+        return f"redis://{self.host}:{self.master().port}/0"
+
+    def client(self) -> redis.Redis:
+        """A connection to the master the sentinels name now."""
+        return self.master().client()
+
     def master(self) -> Server:
         port = self.named_master(self.sentinel_ports[0])
         return next(s for s in self.servers if s.port == port)

@@ -15,6 +15,7 @@ Small versions (3 failovers each) in `scripts/test`; `scripts/soak` runs 20.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -180,17 +181,20 @@ def push_durably(url: str, namespace: str, count: int, millis: int) -> list[str]
         cogworker.configure(namespace="cogworker", min_replicas_acked=0)
 
 
-def workers_and_producers_through(tmp_path, name: str, disturb, kills_of) -> None:
+def workers_and_producers_through(tmp_path, name: str, disturb, kills_of, sentinel: bool = False) -> None:
     """Rust, Python and Ruby workers drain a backlog and what durable
-    producers of the three languages push, on a replicated cluster, while
-    `disturb(cluster, round)` runs FAILOVERS times; no process is
+    producers of the three languages push, on a replicated cluster (or,
+    `sentinel`, a master and replica behind three sentinels), while
+    `disturb(topology, round)` runs FAILOVERS times; no process is
     restarted. Every acknowledged push runs, nothing is left queued or
     held, and the jobs run twice are at most what `kills_of(rounds)` kills
     of the master can lose."""
-    namespace = "{cogworker}"
+    namespace = NS if sentinel else "{cogworker}"
     results, logdir = str(tmp_path / "results.txt"), tmp_path / "logs"
     logdir.mkdir()
-    with Namespace(tcp_buffer=16384) as ns, ReplicatedCluster(ns, namespace) as cluster:
+    with contextlib.ExitStack() as stack:
+        ns = stack.enter_context(Namespace(tcp_buffer=16384))
+        cluster = stack.enter_context(Sentinels(ns) if sentinel else ReplicatedCluster(ns, namespace))
         r = cluster.client()
         env = {"TEST_NAMESPACE": namespace, "TEST_ORPHAN_THRESHOLD": "5"}
         fleet = Fleet(cluster.url, results, str(logdir), env=env, prefix=ns.prefix)
@@ -198,7 +202,7 @@ def workers_and_producers_through(tmp_path, name: str, disturb, kills_of) -> Non
         # A backlog, so that fetches and acknowledgements are under way at
         # every disturbance; then the producers.
         millis = 5 if SOAK else 20
-        backlog = push_durably(cluster.url, namespace, JOBS, millis=millis)
+        backlog = push_durably(cluster.harness_url, namespace, JOBS, millis=millis)
         producers = start_producers(tmp_path, ns, cluster.url, namespace, modes=(1,))
         for round in range(FAILOVERS):
             time.sleep(1)
@@ -206,6 +210,7 @@ def workers_and_producers_through(tmp_path, name: str, disturb, kills_of) -> Non
         time.sleep(1)
         stop_producers(tmp_path, producers)
         acknowledged = backlog + [t for *_, path in producers for t in lines(path)]
+        r = cluster.client()  # the master now (a sentinel's may have moved)
 
         def runs() -> Counter[str]:
             with open(results, encoding="utf-8") as f:
@@ -273,3 +278,17 @@ def test_workers_and_producers_follow_the_namespace_slot_moving_between_masters(
     # a time, while the fleet worked.
     print(f"keys moved, each move: {moved}", file=sys.stderr)
     assert len(moved) == FAILOVERS and min(moved) >= 5, moved
+
+
+def test_workers_and_producers_follow_sentinel_failovers(tmp_path):
+    """The same behind Sentinel: the master killed with -9 (its replica
+    behind) FAILOVERS times, the workers and producers following the
+    sentinels to each new master."""
+    name = f"{FAILOVERS} Sentinel failovers (kill -9) under load"
+    workers_and_producers_through(
+        tmp_path,
+        name,
+        lambda sentinels, _: sentinels.fail_over(BEHIND_S),
+        lambda rounds: rounds,
+        sentinel=True,
+    )
