@@ -126,18 +126,14 @@ class ReplicatedCluster:
         live = [s for s in self.servers if s.proc and s.proc.poll() is None]
         return all(b"cluster_state:ok" in s.client().execute_command("CLUSTER", "INFO") for s in live)
 
-    def _replicas_online(self) -> bool:
+    def _masters(self) -> list[Server]:
+        """The live masters that serve slots."""
         rows = self._nodes()
-        masters = [r for r in rows if "master" in r[2] and "fail" not in r[2] and len(r) > 8]
-        for master in masters:
-            info = self._by_port(master).client().info("replication")
-            if not any(
-                isinstance(v, dict) and v.get("state") == "online"
-                for k, v in info.items()
-                if k.startswith("slave")
-            ):
-                return False
-        return len(masters) == 3
+        return [self._by_port(r) for r in rows if "master" in r[2] and "fail" not in r[2] and len(r) > 8]
+
+    def _replicas_online(self) -> bool:
+        masters = self._masters()
+        return len(masters) == 3 and all(m.has_online_replica() for m in masters)
 
     def fail_over(self, behind_s: float, slot: int | None = None) -> None:
         """The replica of `slot`'s master (the namespace's by default) falls
@@ -177,8 +173,7 @@ class ReplicatedCluster:
         slot), then every master is told the slot's new owner. Returns how
         many keys moved."""
         source, _ = self.owner(slot)
-        rows = self._nodes()
-        masters = [self._by_port(r) for r in rows if "master" in r[2] and "fail" not in r[2] and len(r) > 8]
+        masters = self._masters()
         target = next(m for m in masters if m is not source)
         source_id, target_id = self._id(source), self._id(target)
         target.client().execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)

@@ -202,19 +202,25 @@ def identity_of(r: redis.Redis, pid: int, ns: str = NS) -> str | None:
     return None
 
 
-def _client(url: str, sharded: bool) -> cogworker.Client:
-    """A client of `url`, with `shard_by_queue` if `sharded`."""
-    cogworker.configure(shard_by_queue=sharded)
+# What `_client` puts back after making a client with other settings.
+_DEFAULTS = {"shard_by_queue": False, "namespace": NS, "min_replicas_acked": 0}
+
+
+def _client(url: str, **settings: Any) -> cogworker.Client:
+    """A client of `url` with `settings` (of `_DEFAULTS`), which it keeps;
+    the process's settings are the defaults again afterwards."""
+    cogworker.configure(**settings)
     try:
         return cogworker.Client(redis_url=url)
     finally:
-        cogworker.configure(shard_by_queue=False)
+        cogworker.configure(**{name: _DEFAULTS[name] for name in settings})
 
 
-def push_jobs(url: str, count: int, millis: int, batch: int = 1000, sharded: bool = False) -> list[str]:
-    """`count` jobs with unique tokens, pushed in bulk (`sharded`: with
-    `shard_by_queue`)."""
-    client = _client(url, sharded)
+def push_jobs(url: str, count: int, millis: int, batch: int = 1000, **settings: Any) -> list[str]:
+    """`count` jobs with unique tokens, pushed in bulk by a client with
+    `settings` (`shard_by_queue`, `namespace`, `min_replicas_acked`: then
+    each bulk push returned only once replicated)."""
+    client = _client(url, **settings)
     tokens = [f"t{i:07d}" for i in range(count)]
     for start in range(0, count, batch):
         client.enqueue_many("Account", [(t, millis) for t in tokens[start : start + batch]])
@@ -227,7 +233,7 @@ def push_mixed_jobs(url: str, count: int, millis: int) -> list[str]:
     back), every seventh is scheduled 0.5-3 s ahead (a hand-over from the
     schedule), the rest plain; pushed one by one, so the workers run them
     while they arrive."""
-    client = _client(url, sharded=True)
+    client = _client(url, shard_by_queue=True)
     tokens = [f"t{i:07d}" for i in range(count)]
     for i, token in enumerate(tokens):
         fail_once = i % 5 == 0

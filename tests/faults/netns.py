@@ -67,19 +67,20 @@ def unavailable() -> str | None:
 
 
 class Namespace:
-    """One network namespace joined to the root one by a control pair, with
-    TCP buffers of `tcp_buffer` bytes for every socket inside (the kernel's
-    defaults let a stalled reader's peer write megabytes into its buffers;
-    small ones keep unsent data in the writing process, as a slow or long
-    link does). Servers inside listen on 127.0.0.1 for each other and on
-    `ip` for the harness."""
+    """One network namespace joined to the root one by a control pair
+    (10.<subnet>.N.1 outside, `ip` = 10.<subnet>.N.2 inside). With
+    `tcp_buffer`, every socket inside has TCP buffers of that many bytes
+    (the kernel's defaults let a stalled reader's peer write megabytes into
+    its buffers; small ones keep unsent data in the writing process, as a
+    slow or long link does). Servers inside listen on 127.0.0.1 for each
+    other and on `ip` for the harness."""
 
-    def __init__(self, tcp_buffer: int) -> None:
+    def __init__(self, tcp_buffer: int | None = None, name: str = "ns", subnet: int = 214) -> None:
         pid = os.getpid()
-        self.name = f"cw-ns-{pid}"
-        self._ctl = f"cwns{pid % 100000}"
+        self.name = f"cw-{name}-{pid}"
+        self._ctl = f"cw{name[:2]}{pid % 100000}"
         third = 1 + pid % 250
-        self._host_ip, self.ip = f"10.214.{third}.1", f"10.214.{third}.2"
+        self._host_ip, self.ip = f"10.{subnet}.{third}.1", f"10.{subnet}.{third}.2"
         try:
             _ip("netns", "add", self.name)
             _ip("link", "add", self._ctl, "type", "veth", "peer", "name", "ctl1", "netns", self.name)
@@ -88,18 +89,19 @@ class Namespace:
             _ip("link", "set", self._ctl, "up")
             for dev in ("ctl1", "lo"):
                 _ip("-n", self.name, "link", "set", dev, "up")
-            sizes = f"{tcp_buffer} {tcp_buffer} {tcp_buffer}"
-            subprocess.run(
-                [
-                    *self.prefix,
-                    "sysctl",
-                    "-q",
-                    "-w",
-                    f"net.ipv4.tcp_rmem={sizes}",
-                    f"net.ipv4.tcp_wmem={sizes}",
-                ],
-                check=True,
-            )
+            if tcp_buffer is not None:
+                sizes = f"{tcp_buffer} {tcp_buffer} {tcp_buffer}"
+                subprocess.run(
+                    [
+                        *self.prefix,
+                        "sysctl",
+                        "-q",
+                        "-w",
+                        f"net.ipv4.tcp_rmem={sizes}",
+                        f"net.ipv4.tcp_wmem={sizes}",
+                    ],
+                    check=True,
+                )
         except BaseException:
             self.close()
             raise
@@ -137,37 +139,29 @@ class Network:
     PORT = 6379
 
     def __init__(self) -> None:
-        pid = os.getpid()
-        third = 1 + pid % 250
-        self.redis_ns = f"cw-redis-{pid}"
-        self.work_ns = f"cw-work-{pid}"
-        self.ctl = f"cwctl{pid % 100000}"
-        self.control_ip = f"10.213.{third}.2"
-        self.link_ip = f"10.213.{third}.5"
-        self._host_ip = f"10.213.{third}.1"
-        self._worker_ip = f"10.213.{third}.6"
+        third = 1 + os.getpid() % 250
         self.dir = tempfile.mkdtemp(prefix="cw-netns-redis-")
         self._redis: subprocess.Popen[bytes] | None = None
         self._faulted: list[tuple[str, str]] = []
+        self._redis_side: Namespace | None = None
+        self.work_ns = f"cw-work-{os.getpid()}"
+        self.link_ip = f"10.213.{third}.5"
+        self._worker_ip = f"10.213.{third}.6"
         try:
-            self._build()
+            # Redis's namespace, which the harness reaches over its control
+            # pair; then the workers', and the link between the two.
+            self._redis_side = Namespace(name="redis", subnet=213)
+            self.redis_ns, self.control_ip = self._redis_side.name, self._redis_side.ip
+            r, w = self.redis_ns, self.work_ns
+            _ip("netns", "add", w)
+            _ip("-n", r, "link", "add", "link0", "type", "veth", "peer", "name", "link1", "netns", w)
+            _ip("-n", r, "addr", "add", f"{self.link_ip}/30", "dev", "link0")
+            _ip("-n", w, "addr", "add", f"{self._worker_ip}/30", "dev", "link1")
+            for ns, dev in ((r, "link0"), (w, "link1"), (w, "lo")):
+                _ip("-n", ns, "link", "set", dev, "up")
         except BaseException:
             self.close()
             raise
-
-    def _build(self) -> None:
-        r, w = self.redis_ns, self.work_ns
-        _ip("netns", "add", r)
-        _ip("netns", "add", w)
-        _ip("link", "add", self.ctl, "type", "veth", "peer", "name", "ctl1", "netns", r)
-        _ip("-n", r, "link", "add", "link0", "type", "veth", "peer", "name", "link1", "netns", w)
-        _ip("addr", "add", f"{self._host_ip}/30", "dev", self.ctl)
-        _ip("-n", r, "addr", "add", f"{self.control_ip}/30", "dev", "ctl1")
-        _ip("-n", r, "addr", "add", f"{self.link_ip}/30", "dev", "link0")
-        _ip("-n", w, "addr", "add", f"{self._worker_ip}/30", "dev", "link1")
-        _ip("link", "set", self.ctl, "up")
-        for ns, dev in ((r, "ctl1"), (r, "link0"), (w, "link1"), (r, "lo"), (w, "lo")):
-            _ip("-n", ns, "link", "set", dev, "up")
 
     # Redis ------------------------------------------------------------
 
@@ -255,9 +249,9 @@ class Network:
         if self._redis is not None and self._redis.poll() is None:
             self._redis.send_signal(signal.SIGKILL)
             self._redis.wait()
-        for ns in (self.work_ns, self.redis_ns):
-            _end_namespace(ns)
-        _ip("link", "del", self.ctl, check=False)
+        _end_namespace(self.work_ns)
+        if self._redis_side is not None:
+            self._redis_side.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> Network:

@@ -100,6 +100,16 @@ class Server:
         assert self.proc
         self.proc.send_signal(signal.SIGCONT)
 
+    def has_online_replica(self, port: int | None = None) -> bool:
+        """Does this master list a replica (the one on `port`, if given) as
+        online? A WAIT counts it from then on."""
+        info = self.client().info("replication")
+        return any(
+            isinstance(v, dict) and v.get("state") == "online" and port in (None, v.get("port"))
+            for k, v in info.items()
+            if k.startswith("slave")
+        )
+
     def promotable(self) -> None:
         self.client().config_set("replica-priority", 100)
 
@@ -213,7 +223,7 @@ class Sentinels:
                 info["role"] == "slave"
                 and info.get("master_port") == master.port
                 and info.get("master_link_status") == "up"
-                and master.client().info("replication")["connected_slaves"] >= 1
+                and master.has_online_replica(replica.port)
             )
 
         wait_for(f"replica {replica.port} linked to {master.port}", linked)

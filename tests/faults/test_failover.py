@@ -25,11 +25,9 @@ from collections import Counter
 
 import pytest
 from clusters import ReplicatedCluster
-from harness import HERE, JOBS, LANGUAGES, NS, ROOT, SOAK, Fleet, report, three_languages
+from harness import HERE, JOBS, LANGUAGES, NS, ROOT, SOAK, Fleet, push_jobs, report, three_languages
 from netns import Namespace, unavailable
 from sentinels import Sentinels
-
-import cogworker
 
 FAILOVERS = 20 if SOAK else 3
 # How far the replica falls behind before each kill.
@@ -167,20 +165,6 @@ class _Row:
         return {"total": self.acknowledged, "lost": self.lost}
 
 
-def push_durably(url: str, namespace: str, count: int, millis: int) -> list[str]:
-    """`count` Account jobs (tokens b0000000...), pushed in bulk with
-    min_replicas_acked = 1: each bulk push returned only once replicated."""
-    cogworker.configure(namespace=namespace, min_replicas_acked=1)
-    try:
-        client = cogworker.Client(redis_url=url)
-        tokens = [f"b{i:07d}" for i in range(count)]
-        for start in range(0, count, 1000):
-            client.enqueue_many("Account", [(t, millis) for t in tokens[start : start + 1000]])
-        return tokens
-    finally:
-        cogworker.configure(namespace="cogworker", min_replicas_acked=0)
-
-
 def workers_and_producers_through(tmp_path, name: str, disturb, kills_of, sentinel: bool = False) -> None:
     """Rust, Python and Ruby workers drain a backlog and what durable
     producers of the three languages push, on a replicated cluster (or,
@@ -202,7 +186,7 @@ def workers_and_producers_through(tmp_path, name: str, disturb, kills_of, sentin
         # A backlog, so that fetches and acknowledgements are under way at
         # every disturbance; then the producers.
         millis = 5 if SOAK else 20
-        backlog = push_durably(cluster.harness_url, namespace, JOBS, millis=millis)
+        backlog = push_jobs(cluster.harness_url, JOBS, millis, namespace=namespace, min_replicas_acked=1)
         producers = start_producers(tmp_path, ns, cluster.url, namespace, modes=(1,))
         for round in range(FAILOVERS):
             time.sleep(1)
