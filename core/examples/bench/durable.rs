@@ -15,16 +15,19 @@ pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let master = cogworker::redis_server::RedisServer::start(&[])?;
     let port = master.port().to_string();
     let replica = cogworker::redis_server::RedisServer::start(&["--replicaof", "127.0.0.1", &port])?;
-    let mut replica_conn = redis::Client::open(replica.url())?
+    let mut master_conn = redis::Client::open(master.url())?
         .get_multiplexed_async_connection()
         .await?;
+    // Online on the master (its first acknowledgement came), which is when
+    // a WAIT counts it: the warm-up push below would fail before.
+    let online = format!("port={},state=online", replica.port());
     let synced = Instant::now();
     loop {
         let info: String = redis::cmd("INFO")
             .arg("replication")
-            .query_async(&mut replica_conn)
+            .query_async(&mut master_conn)
             .await?;
-        if info.contains("master_link_status:up") {
+        if info.contains(&online) {
             break;
         }
         if synced.elapsed() > Duration::from_secs(20) {
