@@ -52,6 +52,7 @@ pub(crate) async fn run(shared: Arc<Shared>, slots: SlotFeed, waiting: Intake) {
         finished_at_fetch = Some(finished);
         match fetcher.fetch(&shared, free).await {
             Ok(batch) if batch.is_empty() => {
+                shared.set_jobs_flowing(false);
                 // Nothing to take, nothing outstanding: whatever the record
                 // holds is left over (a failover or a restart lost writes
                 // this process made). Looked for at most once a heartbeat
@@ -69,6 +70,7 @@ pub(crate) async fn run(shared: Arc<Shared>, slots: SlotFeed, waiting: Intake) {
                 }
             }
             Ok(batch) => {
+                shared.set_jobs_flowing(true);
                 backoff = Duration::from_millis(100);
                 hand_over(&shared, &slots, batch);
             }

@@ -68,6 +68,8 @@ pub(crate) struct Shared {
     busy: Mutex<HashMap<u64, BusyEntry>>,
     next_token: AtomicU64,
     outstanding: AtomicUsize,
+    /// The last fetch found jobs ([`Shared::jobs_flowing`]).
+    flowing: AtomicBool,
     /// How many jobs may be held beyond the slots ([`Shared::prefetch`]).
     pub read_ahead: ReadAhead,
     /// Deliveries moved off their thread slot to a host's event loop.
@@ -135,6 +137,7 @@ impl Shared {
             busy: Mutex::new(HashMap::new()),
             next_token: AtomicU64::new(1),
             outstanding: AtomicUsize::new(0),
+            flowing: AtomicBool::new(false),
             read_ahead: ReadAhead::default(),
             detached: AtomicUsize::new(0),
             capacity_freed: Notify::new(),
@@ -219,6 +222,18 @@ impl Shared {
     /// Nothing taken here is unsettled: no thread slot's job, no coroutine's.
     pub fn is_idle(&self) -> bool {
         self.outstanding.load(Ordering::SeqCst) == 0 && self.detached.load(Ordering::SeqCst) == 0
+    }
+
+    /// Did the last fetch find jobs? Then more are on their way, though
+    /// every slot may be idle for the fetch's round trip (see
+    /// `completion::LINGER`).
+    pub fn jobs_flowing(&self) -> bool {
+        self.flowing.load(Ordering::Relaxed)
+    }
+
+    /// The fetch loop says what its last fetch found.
+    pub(crate) fn set_jobs_flowing(&self, found: bool) {
+        self.flowing.store(found, Ordering::Relaxed);
     }
 
     /// See [`Delivery::detach`].
