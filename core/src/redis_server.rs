@@ -221,8 +221,13 @@ impl Drop for RedisServer {
 /// replicas, and waits up to 30 s until every node reports
 /// `cluster_state:ok`. `redis-cli` is given 60 s: it waits for the nodes
 /// to meet without end, so a node that died meanwhile made a test (and the
-/// suite) hang instead of fail.
+/// suite) hang instead of fail. Fewer than three nodes, which `redis-cli`
+/// refuses, are joined by hand: the slots split evenly, then `MEET`.
 pub fn join_cluster(ports: &[u16]) -> Result<()> {
+    if ports.len() < 3 {
+        join_small_cluster(ports)?;
+        return wait_cluster_ok(ports);
+    }
     let mut create = Command::new("redis-cli");
     create.args(["--cluster", "create"]);
     create.args(ports.iter().map(|port| format!("127.0.0.1:{port}")));
@@ -249,6 +254,36 @@ pub fn join_cluster(ports: &[u16]) -> Result<()> {
     if !status.success() {
         return Err(failed(format!("redis-cli --cluster create failed ({status})")));
     }
+    wait_cluster_ok(ports)
+}
+
+/// One or two masters (see [`join_cluster`]): each node takes its even
+/// share of the 16,384 slots, and the others meet the first.
+fn join_small_cluster(ports: &[u16]) -> Result<()> {
+    const SLOTS: usize = 16384;
+    let share = SLOTS.div_ceil(ports.len().max(1));
+    for (i, port) in ports.iter().enumerate() {
+        let mut conn = redis::Client::open(format!("redis://127.0.0.1:{port}/0"))?.get_connection()?;
+        let first = i * share;
+        let last = ((i + 1) * share).min(SLOTS) - 1;
+        redis::cmd("CLUSTER")
+            .arg("ADDSLOTSRANGE")
+            .arg(first)
+            .arg(last)
+            .query::<()>(&mut conn)?;
+        if i > 0 {
+            redis::cmd("CLUSTER")
+                .arg("MEET")
+                .arg("127.0.0.1")
+                .arg(ports[0])
+                .query::<()>(&mut conn)?;
+        }
+    }
+    Ok(())
+}
+
+/// Waits up to 30 s until every node on `ports` reports `cluster_state:ok`.
+fn wait_cluster_ok(ports: &[u16]) -> Result<()> {
     let node_ok = |port: &u16| {
         redis::Client::open(format!("redis://127.0.0.1:{port}/0"))
             .and_then(|client| client.get_connection())
@@ -269,23 +304,29 @@ pub fn join_cluster(ports: &[u16]) -> Result<()> {
 /// ...), `names[i]` the first whose keys live on the node listening on
 /// `ports[i]` (asked for the queue's key, the other nodes answer MOVED).
 pub fn queue_per_node(ports: &[u16], namespace: &str) -> Result<Vec<String>> {
+    queues_per_node(ports, namespace, 1)
+}
+
+/// [`queue_per_node`], `per` queues per node: the names of node `i` are
+/// `names[i * per .. (i + 1) * per]`.
+pub fn queues_per_node(ports: &[u16], namespace: &str, per: usize) -> Result<Vec<String>> {
     let keys = crate::keys::Keys::sharded_by_queue(namespace);
     let mut conns = Vec::new();
     for port in ports {
         let client = redis::Client::open(format!("redis://127.0.0.1:{port}/0"))?;
         conns.push(client.get_connection()?);
     }
-    let mut names = vec![String::new(); ports.len()];
+    let mut names: Vec<Vec<String>> = vec![Vec::new(); ports.len()];
     for i in 0..1000 {
         let name = format!("q{i}");
         for (n, conn) in conns.iter_mut().enumerate() {
             let owns = redis::cmd("LLEN").arg(keys.queue(&name)).query::<i64>(conn).is_ok();
-            if owns && names[n].is_empty() {
-                names[n] = name.clone();
+            if owns && names[n].len() < per {
+                names[n].push(name.clone());
             }
         }
-        if names.iter().all(|n| !n.is_empty()) {
-            return Ok(names);
+        if names.iter().all(|n| n.len() == per) {
+            return Ok(names.concat());
         }
     }
     Err(failed("no queue name among q0..q999 for some node".to_string()))

@@ -13,7 +13,8 @@
 //! `--idle --sharded`: the same with `shard_by_queue`.
 //!
 //! `--cluster`: three queues on a three-master cluster, all on one master
-//! vs `shard_by_queue` (see cluster.rs).
+//! vs `shard_by_queue` (see cluster.rs); `--cluster --sweep`: six queues
+//! spread over 1, 2 and 3 masters, the table of docs/scaling.md.
 //!
 //! `--hosts`: the Rust, Ruby and Python workers drain the same jobs with the
 //! same handlers, in alternating rounds (see hosts.rs).
