@@ -209,6 +209,11 @@ impl Client {
         let mut replacing: Vec<(usize, Job)> = Vec::new();
         // Jobs joining each batch (counted into it by the push).
         let mut batches: BTreeMap<String, usize> = BTreeMap::new();
+        // Sharded by queue, a batch's immediate jobs are handed over
+        // (outbox.rs): counted into their batch and written to the outbox
+        // in one step on the namespace's slot, then pushed onto their
+        // queues' slots. (id, "<queue>\n<payload>")
+        let mut handed: Vec<(String, String)> = Vec::new();
         for (index, mut job) in jobs.into_iter().enumerate() {
             let in_bulk = |e: crate::error::Error| {
                 if index > 0 {
@@ -283,6 +288,11 @@ impl Client {
                 _ => {
                     job.remove("at");
                     job.set("enqueued_at", float(at));
+                    if self.keys.is_sharded_by_queue() && job.batch_id().is_some() {
+                        let id = crate::outbox::handover_id(job.jid_str());
+                        handed.push((id, format!("{}\n{}", job.queue_name(), job.to_json())));
+                        continue;
+                    }
                     immediate
                         .entry(crate::groups::list_of(&job))
                         .or_default()
@@ -315,7 +325,7 @@ impl Client {
                 jids[index] = None;
             }
         }
-        if immediate.is_empty() && scheduled.is_empty() {
+        if immediate.is_empty() && scheduled.is_empty() && handed.is_empty() {
             return Ok(jids);
         }
         let sharded = self.keys.is_sharded_by_queue();
@@ -384,15 +394,37 @@ impl Client {
         for (_, record, ttl) in &statuses {
             invocation.arg(*ttl).arg(record);
         }
+        if !handed.is_empty() {
+            invocation.key(self.keys.outbox()).arg(handed.len());
+            for (id, entry) in &handed {
+                invocation.arg(id).arg(entry);
+            }
+        }
         // At worst a push whose reply was lost is pushed twice, which
         // at-least-once delivery allows; a push must never be lost.
         // (Sharded by queue, the levels are listed here, on the
         // namespace's slot, before the jobs are pushed onto their queues.)
-        if !on_this_slot.is_empty() || !scheduled.is_empty() || !statuses.is_empty() || !levels.is_empty() {
+        if !on_this_slot.is_empty()
+            || !scheduled.is_empty()
+            || !statuses.is_empty()
+            || !levels.is_empty()
+            || !handed.is_empty()
+        {
             let _: usize = self
                 .invoke_once_more_on_drop(&invocation)
                 .await
                 .map_err(crate::error::Error::from_batch_script)?;
+        }
+        if !handed.is_empty() {
+            // Counted and in the outbox: should this fail, recovery
+            // pushes them (the push is done either way).
+            let ids: Vec<String> = handed.into_iter().map(|(id, _)| id).collect();
+            if let Err(e) = crate::outbox::deliver(&self.redis, &self.keys, &ids).await {
+                tracing::warn!(
+                    "pushing {} job(s) of a batch onto their queues failed; recovery pushes them: {e}",
+                    ids.len()
+                );
+            }
         }
         if sharded {
             for ((queue, level, ..), payloads) in &immediate_sharded {
@@ -403,19 +435,12 @@ impl Client {
     }
 
     /// Can `job` (which names a batch) join it? A unique job's push is a
-    /// script of its own, which counts no batch; sharded by queue, the
-    /// jobs are pushed apart from the script that would count them.
+    /// script of its own, which counts no batch.
     pub(crate) fn check_joins_batch(&self, job: &Job) -> Result<()> {
         if job.unique_for_secs().is_some() {
             return Err(crate::error::Error::invalid_job(
                 "bid",
                 "a unique job (unique_for) cannot join a batch",
-            ));
-        }
-        if self.keys.is_sharded_by_queue() {
-            return Err(crate::error::Error::invalid_job(
-                "bid",
-                "batches need queues on the namespace's slot (shard_by_queue is on)",
             ));
         }
         Ok(())

@@ -123,6 +123,26 @@ pub(crate) async fn take_acknowledged(
     Ok(())
 }
 
+/// Sharded by queue: which of this process's deliveries (`(queue,
+/// token)`) their queues' in-progress hashes still hold, one `HMGET` per
+/// queue.
+pub(crate) async fn still_held(shared: &Shared, deliveries: &[(&str, u64)]) -> redis::RedisResult<HashSet<u64>> {
+    let mut by_queue: HashMap<&str, Vec<u64>> = HashMap::new();
+    for (queue, token) in deliveries {
+        by_queue.entry(queue).or_default().push(*token);
+    }
+    let mut held = HashSet::new();
+    for (queue, tokens) in by_queue {
+        let values: Vec<Option<Vec<u8>>> = redis::cmd("HMGET")
+            .arg(shared.keys.in_progress_from(&shared.identity, queue))
+            .arg(&tokens)
+            .query_async(&mut shared.redis.conn())
+            .await?;
+        held.extend(tokens.iter().zip(values).filter(|(_, v)| v.is_some()).map(|(t, _)| *t));
+    }
+    Ok(held)
+}
+
 /// Of `deliveries`, the tokens [`take_acknowledged`] took off: their
 /// queue's script ran and they were still held.
 pub(crate) fn acknowledged(deliveries: &[(&str, u64)], done: &HashMap<String, Vec<u64>>) -> HashSet<u64> {

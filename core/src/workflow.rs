@@ -232,13 +232,6 @@ impl Client {
     /// Pushes `workflow`: its first step now, each next step once the one
     /// before has succeeded (see [`Workflow`]).
     pub async fn push_workflow(&self, mut workflow: Workflow) -> Result<PushedWorkflow> {
-        if self.keys().is_sharded_by_queue() {
-            return Err(Error::invalid_argument(
-                "workflow",
-                "shard_by_queue",
-                "workflows need queues on the namespace's slot (shard_by_queue is on)",
-            ));
-        }
         let at = now();
         let id = new_jid();
         let bids: Vec<String> = workflow.steps.iter().map(|_| new_jid()).collect();

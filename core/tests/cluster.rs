@@ -5,13 +5,13 @@
 
 mod common;
 
-use cogworker::{Api, Client, Failure, Job, JobSet, Periodic, Retry, Worker};
+use cogworker::{Api, Batch, BatchEvent, Client, Failure, Job, JobSet, Periodic, Retry, Step, Worker, Workflow};
 use common::cluster::{Cluster, NS};
 use common::*;
 use redis::AsyncCommands;
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -94,12 +94,7 @@ async fn push_run_retry_schedule_unique_groups_and_periodic_on_a_cluster() {
     })
     .await;
 
-    handle.stop();
-    tokio::time::timeout(Duration::from_secs(20), running)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    stop_within_20s(&handle, running).await;
     // 224 Count runs and Flaky's successful retry.
     assert_eq!(api.stats().await.unwrap().processed, 225);
 }
@@ -125,10 +120,7 @@ async fn a_namespace_without_a_hash_tag_is_refused_at_start() {
 /// taken off, not run again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sharded_by_queue_three_queues_live_on_three_masters() {
-    let cluster = Cluster::start();
-    let queues = cluster.queue_per_master();
-    let mut config = cluster.config();
-    config.set_shard_by_queue(true).set_queues(&queues).unwrap();
+    let (cluster, queues, mut config) = sharded_cluster();
     config.set_over_limit_wait(0.1).unwrap();
     let client = Client::new(&config).unwrap();
     let api = Api::new(client.clone());
@@ -281,12 +273,7 @@ async fn sharded_by_queue_three_queues_live_on_three_masters() {
         0
     );
 
-    handle.stop();
-    tokio::time::timeout(Duration::from_secs(20), running)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    stop_within_20s(&handle, running).await;
     assert_eq!(never.load(Ordering::SeqCst), 0, "the filed job did not run again");
     assert_eq!(ran.load(Ordering::SeqCst), 36, "the handed-over job ran once");
     // 36 Count runs and Flaky's successful retry.
@@ -339,12 +326,242 @@ async fn sharded_by_queue_priority_levels_live_on_the_queues_slot() {
     })
     .await;
     assert_eq!(*ran.lock().unwrap(), vec![10, 11, 12, 0, 1, 2]);
+    stop_within_20s(&handle, running).await;
+}
+
+/// `shard_by_queue`: batches and workflows over three masters. A batch of
+/// jobs over the three queues (one failing once) completes once, its
+/// callback run once on another master; a workflow's chain and chord pass
+/// results between masters; and the three crash points of a batch's job
+/// between the slots: handed over but not yet pushed (recovery pushes it,
+/// counted once), counted and marked but not yet taken off in progress
+/// (recovery takes it off: not run again, not counted again), held but not
+/// yet counted (recovery puts it back; counted when it runs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_by_queue_batches_and_workflows_across_masters() {
+    let (cluster, queues, config) = sharded_cluster();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    let (worker, ran) = batch_worker(config);
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+
+    // A batch named `name` whose success callback is Done(name) on queue q.
+    let done_on = |name: &str, q: usize| {
+        Batch::new(name).on(
+            BatchEvent::Success,
+            Job::new("Done").args([json!(name)]).queue(&queues[q]),
+        )
+    };
+    // A batch over the three masters, its callback on a third.
+    let spread = client.open_batch(done_on("spread", 2)).await.unwrap();
+    let mut jobs: Vec<Job> = (0..30)
+        .map(|i| Job::new("Count").args([json!(i)]).queue(&queues[i % 3]))
+        .collect();
+    jobs.push(Job::new("Flaky").queue(&queues[1]));
+    spread.push_bulk(jobs).await.unwrap();
+    spread.close().await.unwrap();
+
+    // A chain and a chord whose steps live on different masters.
+    let step = |job: Job, q: usize| job.queue(&queues[q]);
+    let workflow = Workflow::new("across")
+        .then(Step::job(step(Job::new("Add").args([json!(1), json!(2)]), 0)))
+        .then(Step::job(step(Job::new("Add").args([json!(10)]), 1)).taking_result())
+        .then(
+            Step::group([
+                step(Job::new("Add").args([json!(0.5)]), 2),
+                step(Job::new("Add").args([json!(1)]), 0),
+            ])
+            .taking_result(),
+        )
+        .then(Step::job(step(Job::new("Done").args([json!("end")]), 1)).taking_result())
+        .batch(done_on("workflow", 2));
+    let pushed = client.push_workflow(workflow).await.unwrap();
+
+    // The crash points, planted in a batch of two Count jobs, as a process
+    // that died between its two steps leaves them.
+    let planted = client.open_batch(done_on("planted", 0)).await.unwrap();
+    planted
+        .push_bulk(vec![
+            Job::new("Count").args([json!("p1")]).queue(&queues[1]),
+            Job::new("Count").args([json!("p2")]).queue(&queues[2]),
+        ])
+        .await
+        .unwrap();
+    let of_planted = |job: Job, jid: char, q: usize| {
+        job.jid(jid.to_string().repeat(24))
+            .queue(&queues[q])
+            .field("bid", json!(planted.bid()))
+            .to_json()
+    };
+    let batch_key = format!("{NS}:batch:{}", planted.bid());
+    let mut owner = cluster.owner().await;
+    let _: () = redis::pipe()
+        // Handed over (counted, in the outbox), not yet pushed.
+        .hincr(&batch_key, "total", 1)
+        .hincr(&batch_key, "pending", 1)
+        .hset(
+            format!("{NS}:outbox"),
+            "xxxx-1",
+            format!(
+                "{}\n{}",
+                queues[2],
+                of_planted(Job::new("Count").args([json!("x")]), 'x', 2)
+            ),
+        )
+        // Counted and marked, not yet taken off in progress.
+        .hincr(&batch_key, "total", 1)
+        .set(format!("{NS}:filed:ghost:9"), 1)
+        // Held, not yet counted.
+        .hincr(&batch_key, "total", 1)
+        .hincr(&batch_key, "pending", 1)
+        .sadd(format!("{NS}:in_progress_identities"), "ghost")
+        .hset(format!("{NS}:last_beat"), "ghost", 1)
+        .query_async(&mut owner)
+        .await
+        .unwrap();
+    let ghost_at = |q: usize| format!("{{cogworker:{}}}:in_progress:ghost", queues[q]);
+    let mut q0_node = cluster.nodes[0].conn().await;
+    let _: () = q0_node
+        .hset(ghost_at(0), "9", of_planted(Job::new("Never"), 'y', 0))
+        .await
+        .unwrap();
+    let mut q1_node = cluster.nodes[1].conn().await;
+    let _: () = q1_node
+        .hset(
+            ghost_at(1),
+            "10",
+            of_planted(Job::new("Count").args([json!("z")]), 'z', 1),
+        )
+        .await
+        .unwrap();
+    planted.close().await.unwrap();
+
+    let r = ran.clone();
+    wait_until("the three batches' callbacks ran", Duration::from_secs(30), move || {
+        let r = r.clone();
+        async move { ran_with(&r, "Done").len() == 4 }
+    })
+    .await;
+    // Nothing more comes: each callback once, each step once.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut done: Vec<String> = ran_with(&ran, "Done")
+        .iter()
+        .map(|args| args.last().unwrap().to_string())
+        .collect();
+    done.sort();
+    assert_eq!(done, ["\"end\"", "\"planted\"", "\"spread\"", "\"workflow\""]);
+    let end = ran_with(&ran, "Done")
+        .into_iter()
+        .find(|args| args.last() == Some(&json!("end")))
+        .unwrap();
+    assert_eq!(
+        end[0],
+        json!([13.5, 14.0]),
+        "the chord's results, in its order, across masters"
+    );
+    assert_eq!(ran_with(&ran, "Add").len(), 4);
+    assert_eq!(ran_with(&ran, "Never").len(), 0, "counted and marked: not run again");
+    let counts = ran_with(&ran, "Count");
+    assert_eq!(
+        counts.len(),
+        34,
+        "30 + p1, p2, the handed-over one and the held one, each once"
+    );
+    for (bid, total) in [(spread.bid(), 31), (pushed.id.as_str(), 4), (planted.bid(), 5)] {
+        let status = api.batch(bid).await.unwrap().unwrap();
+        assert_eq!(
+            (status.total, status.pending, status.state()),
+            (total, 0, "success"),
+            "{bid}"
+        );
+    }
+    let outbox: usize = owner.hlen(format!("{NS}:outbox")).await.unwrap();
+    let marker: bool = owner.exists(format!("{NS}:filed:ghost:9")).await.unwrap();
+    assert_eq!((outbox, marker), (0, false), "the outbox and the marker cleared");
+    assert_eq!(held(&mut q0_node, &ghost_at(0)).await, 0);
+    assert_eq!(held(&mut q1_node, &ghost_at(1)).await, 0);
+    // A live worker's own markers go with its entries.
+    let markers: Vec<String> = owner.keys(format!("{NS}:filed:*")).await.unwrap();
+    assert!(markers.is_empty(), "{markers:?}");
+
+    stop_within_20s(&handle, running).await;
+}
+
+/// What each handler of [`batch_worker`] ran with: (class, args).
+type Ran = Arc<Mutex<Vec<(String, Vec<serde_json::Value>)>>>;
+
+fn ran_with(ran: &Ran, class: &str) -> Vec<Vec<serde_json::Value>> {
+    ran.lock()
+        .unwrap()
+        .iter()
+        .filter(|(c, _)| c == class)
+        .map(|(_, args)| args.clone())
+        .collect()
+}
+
+/// `Count`, `Done` and `Never` record their args; `Add` returns the sum of
+/// its numbers; `Flaky` fails its first attempt (retry in 0.2 s).
+fn batch_worker(config: cogworker::Config) -> (Worker, Ran) {
+    let ran: Ran = Arc::default();
+    let recording = |class: &'static str| {
+        let ran = ran.clone();
+        move |job: Job| {
+            ran.lock().unwrap().push((class.to_string(), job.args_slice().to_vec()));
+            async { Ok(()) }
+        }
+    };
+    let (adds, flaky) = (ran.clone(), Arc::new(AtomicUsize::new(0)));
+    let worker = Worker::builder(config)
+        .register("Count", recording("Count"))
+        .register("Done", recording("Done"))
+        .register("Never", recording("Never"))
+        .register_returning("Add", move |job| {
+            adds.lock()
+                .unwrap()
+                .push(("Add".to_string(), job.args_slice().to_vec()));
+            async move {
+                Ok(json!(job
+                    .args_slice()
+                    .iter()
+                    .filter_map(serde_json::Value::as_f64)
+                    .sum::<f64>()))
+            }
+        })
+        .register("Flaky", move |_job| {
+            let first = flaky.fetch_add(1, Ordering::SeqCst) == 0;
+            async move {
+                match first {
+                    true => Err(Failure::new("E", "first attempt fails")),
+                    false => Ok(()),
+                }
+            }
+        })
+        .retry_in("Flaky", |_count, _job| Some(0.2))
+        .build()
+        .unwrap();
+    (worker, ran)
+}
+
+/// Stops the worker of `handle`, whose run is `running`: it ends well,
+/// within 20 s.
+async fn stop_within_20s(handle: &cogworker::WorkerHandle, running: tokio::task::JoinHandle<cogworker::Result<()>>) {
     handle.stop();
     tokio::time::timeout(Duration::from_secs(20), running)
         .await
         .unwrap()
         .unwrap()
         .unwrap();
+}
+
+/// A three-master cluster, a queue on each, and a config sharded by
+/// queue serving them.
+fn sharded_cluster() -> (Cluster, Vec<String>, cogworker::Config) {
+    let cluster = Cluster::start();
+    let queues = cluster.queue_per_master();
+    let mut config = cluster.config();
+    config.set_shard_by_queue(true).set_queues(&queues).unwrap();
+    (cluster, queues, config)
 }
 
 /// The worker of the scenarios: `Count` counts its runs, `Flaky` fails its

@@ -96,6 +96,14 @@ pub(super) async fn ack(
     invocation.key(shared.keys.outbox()).arg(batched.len());
     if !batched.is_empty() {
         invocation.arg(shared.keys.batch_prefix()).arg(now());
+        // Sharded by queue, each is taken off in progress after this
+        // (on its queue's slot): marked here, in the step that counts it.
+        match shared.keys.is_sharded_by_queue() && shared.is_reliable() {
+            true => invocation
+                .arg(shared.keys.filed(&shared.identity, ""))
+                .arg(super::file::FILED_MARKER_TTL_SECS),
+            false => invocation.arg("").arg(0),
+        };
         for (index, bid, delivery) in batched {
             let value = match (delivery.job.keeps_result_in_batch(), delivery.returned.as_deref()) {
                 (true, Some(value)) => value.to_string(),
@@ -133,16 +141,73 @@ pub(super) async fn deliver_callbacks(shared: &Shared, handed: &[String]) {
 /// hashes (on the queues' slots) and keeps those that were still held, for
 /// `ack` to count and record on the namespace's slot. A job no longer held
 /// was put back on its queue while it ran; its copy will run again.
+///
+/// A job of a batch goes the other way round, as a failure does
+/// (completion/file.rs): kept if still held, counted and marked by `ack`,
+/// and only then taken off ([`take_marked`]); so a crash between the two
+/// steps neither loses its batch's count (taken off, never counted) nor
+/// counts it twice (recovery takes a marked entry off instead of running
+/// it again).
 pub(super) async fn take_acknowledged(shared: &Shared, successes: Vec<(Delivery, f64)>) -> Vec<(Delivery, f64)> {
-    let deliveries: Vec<(&str, u64)> = successes.iter().map(|(d, _)| (d.queue.as_str(), d.token)).collect();
+    let (batched, plain): (Vec<_>, Vec<_>) = successes
+        .into_iter()
+        .partition(|(delivery, _)| delivery.job.batch_id().is_some());
+    let mut kept = still_held(shared, batched).await;
+    let deliveries: Vec<(&str, u64)> = plain.iter().map(|(d, _)| (d.queue.as_str(), d.token)).collect();
     let done = Mutex::new(HashMap::new());
     persist(shared, "taking finished jobs off in progress", || {
         crate::in_progress::take_acknowledged(shared, &deliveries, &done)
     })
     .await;
     let taken = crate::in_progress::acknowledged(&deliveries, &done.into_inner().unwrap());
-    successes
+    kept.extend(
+        plain
+            .into_iter()
+            .filter(|(delivery, _)| taken.contains(&delivery.token)),
+    );
+    kept
+}
+
+/// Of a batch's successes (sharded by queue), those their queues'
+/// in-progress hashes still hold.
+async fn still_held(shared: &Shared, batched: Vec<(Delivery, f64)>) -> Vec<(Delivery, f64)> {
+    if batched.is_empty() {
+        return batched;
+    }
+    let deliveries: Vec<(&str, u64)> = batched.iter().map(|(d, _)| (d.queue.as_str(), d.token)).collect();
+    let held = persist(shared, "reading which finished jobs are held", || {
+        crate::in_progress::still_held(shared, &deliveries)
+    })
+    .await
+    .unwrap_or_default();
+    batched
         .into_iter()
-        .filter(|(delivery, _)| taken.contains(&delivery.token))
+        .filter(|(delivery, _)| held.contains(&delivery.token))
         .collect()
+}
+
+/// Sharded by queue, after `ack` counted and marked them: takes a batch's
+/// successes off their queues' in-progress hashes, then their markers.
+pub(super) async fn take_marked(shared: &Shared, successes: &[(Delivery, f64)]) {
+    let deliveries: Vec<(&str, u64)> = successes
+        .iter()
+        .filter(|(delivery, _)| delivery.job.batch_id().is_some())
+        .map(|(d, _)| (d.queue.as_str(), d.token))
+        .collect();
+    if deliveries.is_empty() {
+        return;
+    }
+    let done = Mutex::new(HashMap::new());
+    persist(shared, "taking finished jobs off in progress", || {
+        crate::in_progress::take_acknowledged(shared, &deliveries, &done)
+    })
+    .await;
+    let markers: Vec<String> = deliveries
+        .iter()
+        .map(|(_, token)| shared.keys.filed(&shared.identity, &token.to_string()))
+        .collect();
+    // Best effort: a marker left behind expires, and marks nothing held.
+    if let Err(e) = redis::AsyncCommands::del::<_, i64>(&mut shared.redis.conn(), &markers).await {
+        tracing::debug!(target: super::TARGET, "deleting {} acknowledgement marker(s) failed: {e}", markers.len());
+    }
 }

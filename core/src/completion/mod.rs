@@ -15,7 +15,7 @@ mod bury;
 mod file;
 mod lines;
 
-use ack::{ack, take_acknowledged};
+use ack::{ack, take_acknowledged, take_marked};
 pub(crate) use bury::bury_unparseable;
 
 /// The target (a host's logger name: `cogworker.completion`) of every line
@@ -287,6 +287,9 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
             ack(shared, &successes, &busy, due.as_ref())
         })
         .await;
+        if shared.keys.is_sharded_by_queue() {
+            take_marked(shared, &successes).await;
+        }
         recorded.retain(|token| !busy.ended.contains(token));
         recorded.extend(busy.started.iter().map(|(token, _)| *token));
     }

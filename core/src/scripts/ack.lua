@@ -35,13 +35,21 @@
 -- KEYS[6+m+2r]        NS:outbox (hash), where their callbacks are handed over
 -- ARGV[d]             t, the number of jobs that belong to a batch
 -- ARGV[d+1], [d+2]    (only when t > 0) the batch keys' prefix NS:batch:, now
--- ARGV[d+3 ..]        t quadruples {index of the job (1..n), its batch id,
+-- ARGV[d+3], [d+4]    sharded by queue, the prefix of the filed markers
+--                     (NS:filed:<identity>:) and their TTL; else "" and 0
+-- ARGV[d+5 ..]        t quadruples {index of the job (1..n), its batch id,
 --                     its jid, the value it returned (JSON) or "" (kept
 --                     only for batch_result jobs)}: each acknowledged here
 --                     counts as a success of its batch (a batch's jobs
 --                     counted together), its value kept in the batch's
---                     results when given
--- then, from e = d+1 (t = 0) or d+3+4t, the metrics section
+--                     results when given. Sharded by queue, a job's entry
+--                     is taken off in progress after this, on its queue's
+--                     slot: its marker (the prefix and its token) is set
+--                     here, and a job whose marker is set already (a
+--                     repeat) is not counted again; recovery takes an entry
+--                     with a marker off instead of running it again (the
+--                     same two steps as a failure filed, completion/file.rs)
+-- then, from e = d+1 (t = 0) or d+5+4t, the metrics section
 -- (scripts/metrics.lua), its keys from KEYS[7+m+2r]: the executions
 -- settled since the last metrics written (K = 0 most calls: they are
 -- written once a second)
@@ -111,9 +119,15 @@ local handed = {}
 if t > 0 then
   -- Counted per batch: one call for all of a batch's jobs here.
   local prefix, at, units, values, order = ARGV[d + 1], ARGV[d + 2], {}, {}, {}
+  local markers, marker_ttl = ARGV[d + 3], ARGV[d + 4]
   for k = 1, t do
-    local i = d + 4 * k - 1
-    if kept[tonumber(ARGV[i])] then
+    local i = d + 4 * k + 1
+    local index = tonumber(ARGV[i])
+    local count = kept[index]
+    if count and markers ~= "" then
+      count = redis.call("SET", markers .. ARGV[3 + index], "1", "NX", "EX", marker_ttl)
+    end
+    if count then
       local bid, jid = ARGV[i + 1], ARGV[i + 2]
       if not units[bid] then
         units[bid], values[bid] = {}, {}
@@ -130,7 +144,7 @@ if t > 0 then
     batch_succeeded(prefix, bid, units[bid], at, KEYS[6 + m + 2 * r], handed, values[bid])
   end
 end
-record_metrics(7 + m + 2 * r, t > 0 and d + 3 + 4 * t or d + 1)
+record_metrics(7 + m + 2 * r, t > 0 and d + 5 + 4 * t or d + 1)
 if counted > 0 then
   redis.call("INCRBY", KEYS[2], counted)
   redis.call("INCRBY", KEYS[3], counted)

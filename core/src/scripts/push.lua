@@ -41,7 +41,14 @@
 --                 job count n, then the n payloads (pushed in that order);
 --                 then per scheduled job:
 --                 run-at score, payload; then per record: TTL (whole
---                 seconds), record
+--                 seconds), record; then, sharded by queue, H (absent: 0)
+--                 and H pairs {hand-over id, "<queue>\n<payload>"}: jobs
+--                 of a batch, written to the outbox (KEYS[6+Q+R],
+--                 NS:outbox, present when H > 0) in the step that counts
+--                 them into their batch, for outbox.rs to push onto their
+--                 queues' slots (a crash between the two leaves them
+--                 there, for recovery: a batch never counts a job that
+--                 cannot arrive)
 --
 -- A list whose group's jobs declare a backlog cap (group.lua) is checked
 -- first: a push past it is refused before anything is written (error
@@ -105,5 +112,10 @@ end
 for r = 1, records do
   redis.call("SET", KEYS[3 + queues + r], ARGV[at + 1], "EX", ARGV[at])
   at = at + 2
+end
+local handed = tonumber(ARGV[at] or "0")
+for h = 1, handed do
+  redis.call("HSET", KEYS[6 + queues + records], ARGV[at + 2 * h - 1], ARGV[at + 2 * h])
+  written = written + 1
 end
 return written
