@@ -237,8 +237,13 @@ impl Client {
                 job.set("at", float(run_at + offset));
             }
             if self.keys.is_sharded_by_queue() {
+                // A group's cap, rate and backlog, and the flow modes,
+                // keep their state on the namespace's slot.
                 let on_the_namespace = [
-                    ("group", job.group_key().is_some()),
+                    ("sequence", job.in_sequence()),
+                    ("group_cap", job.declared_cap().is_some()),
+                    ("group_rate", job.declared_rate_of_kind().is_some()),
+                    ("group_backlog", job.declared_backlog().is_some()),
                     ("debounce", job.debounce_secs().is_some()),
                     ("throttle", job.throttle_secs().is_some()),
                     ("replace", job.replaces()),
@@ -259,6 +264,11 @@ impl Client {
             jids.push(Some(job.jid_str().to_string()));
             if job.priority_level() != crate::priority::DEFAULT {
                 levels.insert(crate::priority::member(job.queue_name(), job.priority_level()));
+            }
+            if self.keys.is_sharded_by_queue() && job.group_key().is_some() {
+                // Listed with the levels, on the namespace's slot: the
+                // push onto the group's list cannot reach the registry.
+                levels.insert(crate::groups::grouped_member(job.queue_name()));
             }
             if job.unique_for_secs().is_some() {
                 unique.push((index, job));
@@ -427,8 +437,11 @@ impl Client {
             }
         }
         if sharded {
-            for ((queue, level, ..), payloads) in &immediate_sharded {
-                self.push_onto_own_slot(queue, *level, payloads).await?;
+            for ((queue, level, group, _), payloads) in &immediate_sharded {
+                match group {
+                    Some(group) => self.push_into_group_on_own_slot(queue, *level, group, payloads).await?,
+                    None => self.push_onto_own_slot(queue, *level, payloads).await?,
+                }
             }
         }
         Ok(jids)
@@ -460,6 +473,36 @@ impl Client {
         if length == payloads.len() {
             let _: i64 = redis::AsyncCommands::publish(&mut self.redis.conn(), self.keys.wake(), queue).await?;
         }
+        Ok(())
+    }
+
+    /// Sharded by queue: pushes onto one group's list of a queue, entering
+    /// the group in the queue's ring, on the queue's slot (`push_once.lua`
+    /// without markers; the queue was listed as grouped first).
+    async fn push_into_group_on_own_slot(
+        &self,
+        queue: &str,
+        level: u8,
+        group: &str,
+        payloads: &[String],
+    ) -> Result<()> {
+        let destination = Destination::of(&self.keys, queue, level, Some(group), None);
+        let mut invocation = SCRIPTS.push_once.prepare_invoke();
+        invocation
+            .key(&destination.list)
+            .arg(self.keys.wake())
+            .arg(queue)
+            .arg(0)
+            .arg(&destination.ring)
+            .arg(&destination.group)
+            .arg("")
+            .arg(&destination.declared)
+            .arg(&destination.limits)
+            .arg(payloads);
+        let _: usize = self
+            .invoke_once_more_on_drop(&invocation)
+            .await
+            .map_err(crate::error::Error::from_batch_script)?;
         Ok(())
     }
 

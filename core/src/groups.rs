@@ -65,6 +65,18 @@ pub(crate) enum Listed<'a> {
     Rated(&'a str),
 }
 
+/// The registry member that lists `queue` as grouped (what a script's
+/// `enter_group` lists when it makes the queue's ring): sharded by queue,
+/// listed on the namespace's slot before a job lands in a group.
+pub(crate) fn grouped_member(queue: &str) -> String {
+    format!("{MEMBER_PREFIX}{queue}")
+}
+
+/// The registry member that lists `queue` as having weighted groups.
+pub(crate) fn weighted_member(queue: &str) -> String {
+    format!("{WEIGHTS_PREFIX}{queue}")
+}
+
 /// What a registry member says of a queue's groups; `None` for a member
 /// that is not about groups.
 pub(crate) fn parse_member(member: &str) -> Option<Listed<'_>> {
@@ -103,11 +115,10 @@ pub(crate) struct Destination {
 
 impl Destination {
     /// The list of `queue`'s jobs of `group` (if any) at priority `level`,
-    /// with the limits they declare for it (if any).
-    /// Sharded by queue, groups are not read (a push of one is refused):
-    /// a job that carries one anyway waits on its queue's list.
+    /// with the limits they declare for it (if any). Sharded by queue,
+    /// these are all on the queue's slot.
     pub fn of(keys: &Keys, queue: &str, level: u8, group: Option<&str>, limits: Option<&str>) -> Self {
-        match group.filter(|_| !keys.is_sharded_by_queue()) {
+        match group {
             Some(group) => Destination {
                 list: keys.group_list(queue, level, group),
                 ring: keys.group_ring(queue),

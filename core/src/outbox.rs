@@ -91,10 +91,16 @@ async fn deliver_entries(redis: &Redis, keys: &Keys, entries: Vec<(String, Vec<u
     // Named first (list_queues.lua): each queue and level is listed before a
     // job lands on it, from every hand-over (batch callbacks, workflow steps,
     // due jobs and unique pushes sharded by queue, periodic ticks).
+    // Sharded by queue, a group's queue is listed here too: push_once.lua
+    // runs on the queue's slot, which cannot reach the registry.
+    let sharded = keys.is_sharded_by_queue();
     let mut listing = SCRIPTS.list_queues.prepare_invoke();
     listing.key(keys.queues()).key(keys.priorities()).arg(keys.wake());
-    for (queue, level, ..) in by_queue.keys() {
+    for (queue, level, group, _) in by_queue.keys() {
         listing.arg(queue).arg(crate::priority::listed_member(queue, *level));
+        if sharded && group.is_some() {
+            listing.arg(queue).arg(crate::groups::grouped_member(queue));
+        }
     }
     let _: usize = listing.invoke_async(&mut redis.conn()).await?;
     let mut pushed = 0;
@@ -111,7 +117,7 @@ async fn deliver_entries(redis: &Redis, keys: &Keys, entries: Vec<(String, Vec<u
             .arg(LANDED_TTL_SECS)
             .arg(&destination.ring)
             .arg(&destination.group)
-            .arg(keys.priorities())
+            .arg(if sharded { String::new() } else { keys.priorities() })
             .arg(&destination.declared)
             .arg(&destination.limits);
         for payload in &payloads {

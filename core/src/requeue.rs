@@ -84,19 +84,23 @@ async fn requeue_on_its_slot(
         return Ok(0);
     }
     let level = job.priority_level();
-    let queue_key = keys.queue_at(from, level);
+    // Back into its group, if it has one: its ring is on this slot too.
+    let destination = crate::groups::Destination::of(keys, from, level, job.group_key(), None);
+    let queue_key = destination.list.clone();
     // Listed first, on the namespace's slot (list_queues.lua): a queued job
-    // is always in a listed queue and level; a listing whose push then
-    // finds nothing to give back is harmless.
-    let _: usize = SCRIPTS
-        .list_queues
+    // is always in a listed queue, level and grouped queue; a listing whose
+    // push then finds nothing to give back is harmless.
+    let mut listing = SCRIPTS.list_queues.prepare_invoke();
+    listing
         .key(keys.queues())
         .key(keys.priorities())
         .arg(keys.wake())
         .arg(from)
-        .arg(crate::priority::listed_member(from, level))
-        .invoke_async(&mut conn)
-        .await?;
+        .arg(crate::priority::listed_member(from, level));
+    if job.group_key().is_some() {
+        listing.arg(from).arg(crate::groups::grouped_member(from));
+    }
+    let _: usize = listing.invoke_async(&mut conn).await?;
     // KEYS[2], [4], [5] and [6] are not touched (no listing, no staleness
     // check, no lock here) but must be on the queue's slot.
     let result: i64 = SCRIPTS
@@ -119,6 +123,7 @@ async fn requeue_on_its_slot(
         .arg(keys.wake())
         .arg("0")
         .arg("")
+        .arg(&destination.group_args()[..])
         .invoke_async(&mut conn)
         .await?;
     if result == 1 {

@@ -488,6 +488,93 @@ async fn sharded_by_queue_batches_and_workflows_across_masters() {
     stop_within_20s(&handle, running).await;
 }
 
+/// `shard_by_queue`: fair groups on a queue's own master. Tenant A's 60
+/// jobs and tenant B's 3, pushed to a paused queue, wait in their groups'
+/// lists on that master, counted in the queue's size; once it is unpaused,
+/// B's jobs run among A's first, not behind A's backlog; a group paused
+/// through the API waits until resumed; a scheduled grouped job (handed
+/// over through the outbox) and a grouped job a dead process held
+/// (recovered on the queue's slot) go back into their groups; and once
+/// drained, no group key is left on the queue's master. A group's cap is
+/// refused by name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_by_queue_groups_take_turns_on_the_queues_master() {
+    let (cluster, queues, config) = sharded_cluster();
+    let q = &queues[1];
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    api.pause_queue(q).await.unwrap();
+    let step = |n: i64, group: &str| Job::new("Step").args([json!(n)]).queue(q).group(group);
+    client.push_bulk((0..60).map(|n| step(n, "a")).collect()).await.unwrap();
+    client
+        .push_bulk((100..103).map(|n| step(n, "b")).collect())
+        .await
+        .unwrap();
+    client
+        .push_bulk((200..202).map(|n| step(n, "c")).collect())
+        .await
+        .unwrap();
+    assert!(api.pause_group(q, "c").await.unwrap());
+    client.push(step(300, "b").delay(0.3)).await.unwrap().unwrap();
+    let err = client.push(step(0, "a").group_cap(2)).await.unwrap_err();
+    assert_eq!(err.field(), Some("group_cap"), "{err}");
+    let mut node = cluster.nodes[1].conn().await;
+    assert_eq!(llen(&mut node, &format!("{{cogworker:{q}}}:group a")).await, 60);
+    assert_eq!(api.queue(q).await.unwrap().size, 65, "every group's jobs counted");
+    // A grouped job a dead process held, on the queue's slot.
+    let orphan = step(400, "d").jid("d".repeat(24)).to_json();
+    let _: () = node
+        .hset(format!("{{cogworker:{q}}}:in_progress:ghost"), "11", &orphan)
+        .await
+        .unwrap();
+    let _: () = redis::pipe()
+        .sadd(format!("{NS}:in_progress_identities"), "ghost")
+        .hset(format!("{NS}:last_beat"), "ghost", 1)
+        .query_async(&mut cluster.owner().await)
+        .await
+        .unwrap();
+
+    let (worker, ran) = recording_worker(config, Duration::ZERO);
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    let n = node.clone();
+    let ring = format!("{{cogworker:{q}}}:groups");
+    wait_until("the orphan is back in its group", Duration::from_secs(20), move || {
+        let (mut n, ring) = (n.clone(), ring.clone());
+        async move {
+            let d: Option<f64> = n.zscore(&ring, "d").await.unwrap();
+            d.is_some()
+        }
+    })
+    .await;
+    api.unpause_queue(q).await.unwrap();
+    let r = ran.clone();
+    wait_until("all but the paused group ran", Duration::from_secs(20), move || {
+        let r = r.clone();
+        async move { r.lock().unwrap().len() == 65 }
+    })
+    .await;
+    {
+        let ran = ran.lock().unwrap();
+        let first: Vec<i64> = ran[..20].to_vec();
+        for b in 100..103 {
+            assert!(first.contains(&b), "B's {b} among the first 20 runs: {ran:?}");
+        }
+        assert!(ran.contains(&300) && ran.contains(&400), "{ran:?}");
+        assert!(!ran.contains(&200), "the paused group waits");
+    }
+    assert!(api.resume_group(q, "c").await.unwrap());
+    let r = ran.clone();
+    wait_until("the resumed group ran", Duration::from_secs(20), move || {
+        let r = r.clone();
+        async move { r.lock().unwrap().len() == 67 }
+    })
+    .await;
+    stop_within_20s(&handle, running).await;
+    let left: Vec<String> = node.keys(format!("{{cogworker:{q}}}:group*")).await.unwrap();
+    assert!(left.is_empty(), "no group key left: {left:?}");
+}
+
 /// What each handler of [`batch_worker`] ran with: (class, args).
 type Ran = Arc<Mutex<Vec<(String, Vec<serde_json::Value>)>>>;
 

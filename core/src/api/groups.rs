@@ -256,6 +256,8 @@ impl Api {
     /// it was paused already.
     pub async fn pause_group(&self, name: &str, group: &str) -> Result<bool> {
         self.check_grouping(name, Some(group))?;
+        self.list_first_on_a_shard(name, crate::groups::grouped_member(name))
+            .await?;
         let changed: i64 = self
             .group_control(name, group, "pause")
             .invoke_async(&mut self.conn())
@@ -267,6 +269,8 @@ impl Api {
     /// False when it was not paused.
     pub async fn resume_group(&self, name: &str, group: &str) -> Result<bool> {
         self.check_grouping(name, Some(group))?;
+        self.list_first_on_a_shard(name, crate::groups::grouped_member(name))
+            .await?;
         let keys = self.client.keys();
         let mut invocation = self.group_control(name, group, "resume");
         for level in 0..=crate::job::HIGHEST_PRIORITY {
@@ -292,6 +296,8 @@ impl Api {
                 ))
             }
         };
+        self.list_first_on_a_shard(name, crate::groups::weighted_member(name))
+            .await?;
         let mut invocation = self.group_control(name, group, "weight");
         invocation.arg(weight.map_or(String::new(), |w| w.to_string()));
         let _: i64 = invocation.invoke_async(&mut self.conn()).await?;
@@ -306,6 +312,7 @@ impl Api {
     /// (basic fetch does not count).
     pub async fn set_group_cap(&self, name: &str, group: Option<&str>, cap: Option<u64>) -> Result<()> {
         self.check_grouping(name, group)?;
+        self.check_limit_on_a_shard(name, "cap")?;
         if let Some(cap) = cap.filter(|cap| !(1..=GROUP_CAP_MAX).contains(cap)) {
             return Err(Error::invalid_argument(
                 "cap",
@@ -338,6 +345,7 @@ impl Api {
         kind: &str,
     ) -> Result<()> {
         self.check_grouping(name, group)?;
+        self.check_limit_on_a_shard(name, "rate")?;
         let Some(kind_index) = crate::job::RATE_KINDS.iter().position(|known| *known == kind) else {
             return Err(Error::invalid_argument("kind", kind, crate::job::RATE_KIND_RULE));
         };
@@ -369,9 +377,14 @@ impl Api {
     fn group_control(&self, name: &str, group: &str, mode: &str) -> redis::ScriptInvocation<'static> {
         let keys = self.client.keys();
         let mut invocation = SCRIPTS.group_control.prepare_invoke();
+        // Sharded by queue, the ring again (see list_first_on_a_shard).
+        let registry = match keys.is_sharded_by_queue() {
+            true => keys.group_ring(name),
+            false => keys.priorities(),
+        };
         invocation
             .key(keys.group_ring(name))
-            .key(keys.priorities())
+            .key(registry)
             .key(keys.group_weights(name))
             .key(keys.group_caps(name))
             .key(keys.group_parked(name))
@@ -394,13 +407,40 @@ impl Api {
                 crate::job::GROUP_RULE,
             ));
         }
+        Ok(())
+    }
+
+    /// Sharded by queue, a group's cap or rate (kept on the namespace's
+    /// slot, with the leases and windows) is refused, naming it.
+    fn check_limit_on_a_shard(&self, name: &str, what: &str) -> Result<()> {
         if self.client.keys().is_sharded_by_queue() {
             return Err(Error::invalid_argument(
-                "queue",
+                what,
                 name,
-                "groups need queues on the namespace's slot (shard_by_queue is on)",
+                "group caps and rates need queues on the namespace's slot (shard_by_queue is on)",
             ));
         }
+        Ok(())
+    }
+
+    /// Sharded by queue, `group_control.lua` runs on the queue's slot,
+    /// which cannot reach the registry: `member` is listed first, on the
+    /// namespace's slot (a listing whose change then does nothing is
+    /// harmless).
+    async fn list_first_on_a_shard(&self, name: &str, member: String) -> Result<()> {
+        let keys = self.client.keys();
+        if !keys.is_sharded_by_queue() {
+            return Ok(());
+        }
+        let _: usize = SCRIPTS
+            .list_queues
+            .key(keys.queues())
+            .key(keys.priorities())
+            .arg(keys.wake())
+            .arg(name)
+            .arg(member)
+            .invoke_async(&mut self.conn())
+            .await?;
         Ok(())
     }
 }

@@ -76,7 +76,7 @@ impl Api {
         let keys = self.client.keys();
         let levels = crate::priority::lists(keys, name, &listing.levels);
         let mut lists: Vec<String> = levels.iter().map(|(key, _)| key.clone()).collect();
-        if !listing.grouped.contains(name) || keys.is_sharded_by_queue() {
+        if !listing.grouped.contains(name) {
             return Ok((lists, None));
         }
         let ring = keys.group_ring(name);

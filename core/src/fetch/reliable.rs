@@ -87,18 +87,29 @@ pub(super) async fn take(
             invocation.key(list).arg(*name);
         }
     }
-    // A grouped queue is read through its ring (see groups.rs).
-    for name in order.iter().filter(|name| shared.levels.is_grouped(name)) {
-        let reading = crate::groups::Reading {
-            used: shared.levels.used(name),
-            weighted: shared.levels.is_weighted(name),
-            capped_for: shared.levels.is_capped(name).then_some(shared.identity.as_str()),
-            rated: shared.levels.is_rated(name),
-            quantum: shared.read_ahead.group_quantum(max),
-        };
-        invocation.arg(crate::groups::fetch_args(&shared.keys, name, &reading));
+    for name in order {
+        if let Some(args) = grouped_args(shared, name, max) {
+            invocation.arg(args);
+        }
     }
     Ok(invocation.invoke_async(&mut shared.redis.conn()).await?)
+}
+
+/// What `fetch_reliable.lua` is told of queue `name` when it is grouped
+/// (read through its ring, see groups.rs), for a fetch of `max` jobs;
+/// `None` for a queue without groups.
+pub(super) fn grouped_args(shared: &Shared, name: &str, max: usize) -> Option<Vec<String>> {
+    if !shared.levels.is_grouped(name) {
+        return None;
+    }
+    let reading = crate::groups::Reading {
+        used: shared.levels.used(name),
+        weighted: shared.levels.is_weighted(name),
+        capped_for: shared.levels.is_capped(name).then_some(shared.identity.as_str()),
+        rated: shared.levels.is_rated(name),
+        quantum: shared.read_ahead.group_quantum(max),
+    };
+    Some(crate::groups::fetch_args(&shared.keys, name, &reading))
 }
 
 /// The script's `{queue, payload, ...}`, the i-th job under token

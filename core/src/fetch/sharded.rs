@@ -97,6 +97,10 @@ pub(crate) async fn fetch_queue_by_queue<'a>(
         for list in shared.levels.lists(&shared.keys, name) {
             invocation.key(list).arg(*name);
         }
+        // A grouped queue's ring and lists are on its slot too.
+        if let Some(args) = super::reliable::grouped_args(shared, name, wanted) {
+            invocation.arg(args);
+        }
         let flat: Vec<Vec<u8>> = invocation.invoke_async(&mut shared.redis.conn()).await?;
         taken.extend(pairs(flat, first_token)?);
     }

@@ -27,7 +27,9 @@
 --
 -- KEYS[1]   NS:groups:<q> (zset, the ring)
 -- KEYS[2]   NS:priorities (set, the registry; see list_priority_level in
---           wake.lua, prepended)
+--           wake.lua, prepended), or KEYS[1] again sharded by queue: the
+--           registry is on the namespace's slot, where the caller lists
+--           the queue first (list_queues.lua)
 -- KEYS[3]   NS:group_weights:<q> (hash: group -> weight)
 -- KEYS[4]   NS:group_caps:<q> (hash: group -> cap)
 -- A group's rate (its jobs started per period) is a field of the queue's
@@ -52,6 +54,7 @@
 --
 -- Returns 1 when the group's state changed, 0 when it already was so.
 local ring, mode, group, channel, queue = KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local registry = KEYS[2] ~= KEYS[1] and KEYS[2] or ""
 
 if mode == "pause" then
   if redis.call("ZSCORE", ring, group) == "inf" then
@@ -59,7 +62,7 @@ if mode == "pause" then
   end
   redis.call("ZADD", ring, "NX", lowest_turn(ring), "")
   redis.call("ZADD", ring, "inf", group)
-  list_priority_level(KEYS[2], channel, "group " .. queue)
+  list_priority_level(registry, channel, "group " .. queue)
   return 1
 elseif mode == "resume" then
   if redis.call("ZSCORE", ring, group) ~= "inf" then
@@ -83,7 +86,7 @@ elseif mode == "cap" or mode == "rate" then
     redis.call("HDEL", limits, group)
   else
     redis.call("HSET", limits, group, ARGV[5])
-    list_priority_level(KEYS[2], channel, "group-" .. mode .. "s " .. queue)
+    list_priority_level(registry, channel, "group-" .. mode .. "s " .. queue)
   end
   if #held > 0 then
     for _, g in ipairs(held) do
@@ -98,7 +101,7 @@ elseif mode == "weight" then
     return redis.call("HDEL", KEYS[3], group)
   end
   redis.call("HSET", KEYS[3], group, ARGV[5])
-  list_priority_level(KEYS[2], channel, "group-weights " .. queue)
+  list_priority_level(registry, channel, "group-weights " .. queue)
   return 1
 end
 return redis.error_reply("ERR unknown mode " .. tostring(mode))

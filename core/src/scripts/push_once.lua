@@ -7,26 +7,42 @@
 --
 -- KEYS[1]   {NS:<q>}:queue, or {NS:<q>}:queue@<level> for a priority level
 --           other than the default, or a group's list (see groups.rs)
--- KEYS[2..] {NS:<q>}:landed:<hand-over id>, one per payload
+-- KEYS[2..] {NS:<q>}:landed:<hand-over id>, one per payload; or none: a
+--           direct push of every payload (sharded by queue, a client's
+--           push of grouped jobs, whose ring is on the queue's slot)
 -- ARGV[1]   the wake channel (NS:wake; see wake.lua, prepended)
 -- ARGV[2]   queue name
 -- ARGV[3]   marker TTL (whole seconds)
 -- ARGV[4]   the queue's ring (NS:groups:<q>) for a group's list, else ""
 -- ARGV[5]   the group, or ""
--- ARGV[6]   NS:priorities, where a queue's first group lists it (group.lua;
---           never sharded by queue: groups are on the namespace's slot)
+-- ARGV[6]   NS:priorities, where a queue's first group lists it (group.lua),
+--           or "" sharded by queue (the caller lists it first, on the
+--           namespace's slot: list_queues.lua)
 -- ARGV[7]   the queue's declared limits (NS:group_declared:<q>), or ""
 --           when the jobs declare no limit for their group (group.lua)
 -- ARGV[8]   the limits they declare, or ""
 -- ARGV[9..] the payloads, aligned with KEYS[2..]
 --
 -- Returns the number of jobs pushed (repeats are not counted).
+--
+-- A group's backlog cap is not checked here: it is refused under
+-- shard_by_queue, and a hand-over is a job already accepted.
 -- Fail before writing anything (a marker without its job would lose it).
 local kind = redis.call("TYPE", KEYS[1])["ok"]
 if kind ~= "list" and kind ~= "none" then
   return redis.error_reply("WRONGTYPE " .. KEYS[1] .. " is a " .. kind .. ", not a queue")
 end
 local pushed = 0
+if #KEYS == 1 then
+  local n = #ARGV - 8
+  local length = 0
+  for first = 9, #ARGV, 1000 do
+    length = redis.call("LPUSH", KEYS[1], unpack(ARGV, first, math.min(first + 999, #ARGV)))
+  end
+  wake_if_was_empty(ARGV[1], ARGV[2], length, n)
+  enter_group(ARGV[4], ARGV[5], ARGV[7], ARGV[8], length, n, ARGV[6], ARGV[1], ARGV[2])
+  return n
+end
 for i = 2, #KEYS do
   if redis.call("SET", KEYS[i], "1", "NX", "EX", ARGV[3]) then
     pushed = pushed + 1

@@ -30,9 +30,10 @@
 -- ARGV[9] this host's clock (epoch seconds), used only where TIME is refused
 --         (see clock.lua, prepended)
 -- ARGV[10] the wake channel (NS:wake; see wake.lua, prepended)
--- ARGV[11] "0" not to add the queue's name to KEYS[2] nor the level to
---          KEYS[6] (sharded by queue, where both are on the namespace's
---          slot and the caller lists them first, see list_queues.lua)
+-- ARGV[11] "0" not to add the queue's name to KEYS[2] nor the level or
+--          the group's queue to KEYS[6] (sharded by queue, where both are
+--          on the namespace's slot and the caller lists them first, see
+--          list_queues.lua)
 -- KEYS[6] NS:priorities (set; see list_priority_level in wake.lua)
 -- ARGV[12] "<level> <queue>", or "" at the default level
 -- ARGV[13] the queue's ring (NS:groups:<q>), or "" for a job without a group
@@ -65,7 +66,7 @@ if ARGV[11] ~= "0" then
 end
 local length = redis.call("RPUSH", KEYS[3], ARGV[1])
 wake_if_was_empty(ARGV[10], ARGV[2], length, 1)
-enter_group(ARGV[13], ARGV[14], ARGV[15], ARGV[16], length, 1, KEYS[6], ARGV[10], ARGV[2])
+enter_group(ARGV[13], ARGV[14], ARGV[15], ARGV[16], length, 1, ARGV[11] ~= "0" and KEYS[6] or "", ARGV[10], ARGV[2])
 if ARGV[5] == "1" then
   local owner = redis.call("GET", KEYS[5])
   if not owner then

@@ -17,9 +17,12 @@ end
 -- is where workers learn which lists of a queue to read. The push that
 -- lists it first says so on the wake channel ("priority <member>"), so
 -- running workers read the level's list from their next fetch. Nothing
--- happens for an empty `member` (the default level).
+-- happens for an empty `member` (the default level), nor for an empty
+-- `registry` (sharded by queue: a script on a queue's slot cannot reach
+-- the registry, on the namespace's, so the caller lists first with
+-- list_queues.lua).
 local function list_priority_level(registry, channel, member)
-  if member == nil or member == "" then
+  if member == nil or member == "" or registry == nil or registry == "" then
     return
   end
   if redis.call("SADD", registry, member) == 1 and channel ~= nil and channel ~= "" then
