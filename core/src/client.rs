@@ -237,12 +237,11 @@ impl Client {
                 job.set("at", float(run_at + offset));
             }
             if self.keys.is_sharded_by_queue() {
-                // A group's cap, rate and backlog, and the flow modes,
-                // keep their state on the namespace's slot.
+                // A group's backlog (its dropped count), a sequence (its
+                // retries' holds) and the flow modes keep state on the
+                // namespace's slot.
                 let on_the_namespace = [
                     ("sequence", job.in_sequence()),
-                    ("group_cap", job.declared_cap().is_some()),
-                    ("group_rate", job.declared_rate_of_kind().is_some()),
                     ("group_backlog", job.declared_backlog().is_some()),
                     ("debounce", job.debounce_secs().is_some()),
                     ("throttle", job.throttle_secs().is_some()),
@@ -265,10 +264,10 @@ impl Client {
             if job.priority_level() != crate::priority::DEFAULT {
                 levels.insert(crate::priority::member(job.queue_name(), job.priority_level()));
             }
-            if self.keys.is_sharded_by_queue() && job.group_key().is_some() {
+            if self.keys.is_sharded_by_queue() {
                 // Listed with the levels, on the namespace's slot: the
                 // push onto the group's list cannot reach the registry.
-                levels.insert(crate::groups::grouped_member(job.queue_name()));
+                levels.extend(crate::groups::members_for(&job));
             }
             if job.unique_for_secs().is_some() {
                 unique.push((index, job));
@@ -437,9 +436,12 @@ impl Client {
             }
         }
         if sharded {
-            for ((queue, level, group, _), payloads) in &immediate_sharded {
+            for ((queue, level, group, limits), payloads) in &immediate_sharded {
                 match group {
-                    Some(group) => self.push_into_group_on_own_slot(queue, *level, group, payloads).await?,
+                    Some(group) => {
+                        let destination = Destination::of(&self.keys, queue, *level, Some(group), limits.as_deref());
+                        self.push_into_group_on_own_slot(queue, &destination, payloads).await?
+                    }
                     None => self.push_onto_own_slot(queue, *level, payloads).await?,
                 }
             }
@@ -482,11 +484,9 @@ impl Client {
     async fn push_into_group_on_own_slot(
         &self,
         queue: &str,
-        level: u8,
-        group: &str,
+        destination: &Destination,
         payloads: &[String],
     ) -> Result<()> {
-        let destination = Destination::of(&self.keys, queue, level, Some(group), None);
         let mut invocation = SCRIPTS.push_once.prepare_invoke();
         invocation
             .key(&destination.list)

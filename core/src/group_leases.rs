@@ -24,7 +24,7 @@ impl Lease {
     /// queue has capped groups and the job is grouped. Reliable fetch only
     /// (basic fetch takes no lease).
     pub fn of(shared: &Shared, queue: &str, job: &Job, token: u64) -> Option<Lease> {
-        if !shared.is_reliable() || shared.keys.is_sharded_by_queue() || !shared.levels.is_capped(queue) {
+        if !shared.is_reliable() || !shared.levels.is_capped(queue) {
             return None;
         }
         Some(Lease {
@@ -35,10 +35,26 @@ impl Lease {
     }
 }
 
-/// Ends the leases of jobs this process settled, in one script. Best
+/// Ends the leases of jobs this process settled, in one script (sharded
+/// by queue, one per queue: each queue's leases are on its slot). Best
 /// effort: one not ended here is ended by the next sweep.
 pub(crate) async fn end(shared: &Shared, leases: &[Lease]) {
-    if leases.is_empty() {
+    if !shared.keys.is_sharded_by_queue() {
+        return end_in_one_script(shared, leases).await;
+    }
+    let mut by_queue: std::collections::BTreeMap<&str, Vec<&Lease>> = Default::default();
+    for lease in leases {
+        by_queue.entry(lease.queue.as_str()).or_default().push(lease);
+    }
+    for leases in by_queue.into_values() {
+        end_in_one_script(shared, leases).await;
+    }
+}
+
+/// [`end`] for leases whose keys share a slot.
+async fn end_in_one_script<'a>(shared: &Shared, leases: impl IntoIterator<Item = &'a Lease>) {
+    let mut leases = leases.into_iter().peekable();
+    if leases.peek().is_none() {
         return;
     }
     let keys = &shared.keys;
@@ -71,7 +87,10 @@ pub(crate) fn held_by_retry(
     job: &Job,
     plan: &crate::retry::FailurePlan,
 ) -> Option<(String, String, String, String)> {
-    if plan.disposition != crate::retry::Disposition::Retry || !job.in_sequence() {
+    // Sharded by queue no sequence is pushed (a raw payload that says it
+    // is one runs as a plain grouped job): fail.lua, on the namespace's
+    // slot, cannot reach the queue's leases.
+    if plan.disposition != crate::retry::Disposition::Retry || !job.in_sequence() || shared.keys.is_sharded_by_queue() {
         return None;
     }
     let token = entry.parse().ok()?;
@@ -88,10 +107,12 @@ pub(crate) fn held_by_retry(
 /// Ends, for each capped queue this process serves, the leases whose jobs
 /// are no longer in progress where they were taken; returns how many.
 pub(crate) async fn sweep(shared: &Shared) -> Result<usize> {
-    if shared.keys.is_sharded_by_queue() {
-        return Ok(0);
-    }
     let keys = &shared.keys;
+    // Sharded by queue, a queue's leases and the in-progress hashes they
+    // name are on its slot; the retry set is not, nor needed there (no
+    // sequence, whose holds it checks, runs sharded): the holds key
+    // stands in for it.
+    let sharded = keys.is_sharded_by_queue();
     let mut ended = 0;
     for queue in shared.config.queues().iter().map(|q| q.name.as_str()) {
         if !shared.levels.is_capped(queue) {
@@ -104,10 +125,10 @@ pub(crate) async fn sweep(shared: &Shared) -> Result<usize> {
             .key(keys.group_parked(queue))
             .key(keys.group_ring(queue))
             .key(keys.group_holds(queue))
-            .key(keys.retry())
+            .key(if sharded { keys.group_holds(queue) } else { keys.retry() })
             .arg(keys.wake())
             .arg(queue)
-            .arg(keys.in_progress(""))
+            .arg(keys.in_progress_from("", queue))
             .invoke_async(&mut shared.redis.conn())
             .await?;
         ended += n;

@@ -72,6 +72,35 @@ pub(crate) fn grouped_member(queue: &str) -> String {
     format!("{MEMBER_PREFIX}{queue}")
 }
 
+/// Sharded by queue, what the registry must list before `job` lands in
+/// its group (the scripts on the queue's slot cannot): its queue as
+/// grouped, and as capped or rated where the job declares a cap or a rate
+/// for its group. Nothing for a job without a group.
+pub(crate) fn members_for(job: &crate::job::Job) -> Vec<String> {
+    if job.group_key().is_none() {
+        return Vec::new();
+    }
+    let queue = job.queue_name();
+    let mut members = vec![grouped_member(queue)];
+    if job.declared_cap().is_some() {
+        members.push(capped_member(queue));
+    }
+    if job.declared_rate_of_kind().is_some() {
+        members.push(rated_member(queue));
+    }
+    members
+}
+
+/// The registry member that lists `queue` as having capped groups.
+pub(crate) fn capped_member(queue: &str) -> String {
+    format!("{CAPS_PREFIX}{queue}")
+}
+
+/// The registry member that lists `queue` as having rated groups.
+pub(crate) fn rated_member(queue: &str) -> String {
+    format!("{RATES_PREFIX}{queue}")
+}
+
 /// The registry member that lists `queue` as having weighted groups.
 pub(crate) fn weighted_member(queue: &str) -> String {
     format!("{WEIGHTS_PREFIX}{queue}")

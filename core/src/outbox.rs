@@ -70,6 +70,11 @@ type HandOvers = (Vec<String>, Vec<Vec<u8>>);
 async fn deliver_entries(redis: &Redis, keys: &Keys, entries: Vec<(String, Vec<u8>)>) -> Result<usize> {
     // Per queue, priority level and group (a list each).
     let mut by_queue: BTreeMap<crate::groups::ListOf, HandOvers> = BTreeMap::new();
+    // Sharded by queue, what the registry lists before the jobs land in
+    // their groups (push_once.lua runs on the queue's slot, which cannot
+    // reach it): (queue, member).
+    let sharded = keys.is_sharded_by_queue();
+    let mut members: std::collections::BTreeSet<(String, String)> = Default::default();
     for (id, value) in entries {
         let Some(split) = value.iter().position(|&b| b == b'\n') else {
             tracing::error!("outbox entry {id} has no queue name (left in place)");
@@ -77,6 +82,9 @@ async fn deliver_entries(redis: &Redis, keys: &Keys, entries: Vec<(String, Vec<u
         };
         let queue = String::from_utf8_lossy(&value[..split]).into_owned();
         let job = Job::parse(&value[split + 1..]).ok();
+        if let Some(job) = job.as_ref().filter(|_| sharded) {
+            members.extend(crate::groups::members_for(job).into_iter().map(|m| (queue.clone(), m)));
+        }
         let (_, level, group, cap) = job.as_ref().map_or_else(
             || (String::new(), crate::priority::DEFAULT, None, None),
             crate::groups::list_of,
@@ -91,16 +99,13 @@ async fn deliver_entries(redis: &Redis, keys: &Keys, entries: Vec<(String, Vec<u
     // Named first (list_queues.lua): each queue and level is listed before a
     // job lands on it, from every hand-over (batch callbacks, workflow steps,
     // due jobs and unique pushes sharded by queue, periodic ticks).
-    // Sharded by queue, a group's queue is listed here too: push_once.lua
-    // runs on the queue's slot, which cannot reach the registry.
-    let sharded = keys.is_sharded_by_queue();
     let mut listing = SCRIPTS.list_queues.prepare_invoke();
     listing.key(keys.queues()).key(keys.priorities()).arg(keys.wake());
-    for (queue, level, group, _) in by_queue.keys() {
+    for (queue, level, ..) in by_queue.keys() {
         listing.arg(queue).arg(crate::priority::listed_member(queue, *level));
-        if sharded && group.is_some() {
-            listing.arg(queue).arg(crate::groups::grouped_member(queue));
-        }
+    }
+    for (queue, member) in &members {
+        listing.arg(queue).arg(member);
     }
     let _: usize = listing.invoke_async(&mut redis.conn()).await?;
     let mut pushed = 0;

@@ -85,7 +85,8 @@ async fn requeue_on_its_slot(
     }
     let level = job.priority_level();
     // Back into its group, if it has one: its ring is on this slot too.
-    let destination = crate::groups::Destination::of(keys, from, level, job.group_key(), None);
+    let destination =
+        crate::groups::Destination::of(keys, from, level, job.group_key(), job.declared_limits().as_deref());
     let queue_key = destination.list.clone();
     // Listed first, on the namespace's slot (list_queues.lua): a queued job
     // is always in a listed queue, level and grouped queue; a listing whose
@@ -97,8 +98,8 @@ async fn requeue_on_its_slot(
         .arg(keys.wake())
         .arg(from)
         .arg(crate::priority::listed_member(from, level));
-    if job.group_key().is_some() {
-        listing.arg(from).arg(crate::groups::grouped_member(from));
+    for member in crate::groups::members_for(job) {
+        listing.arg(from).arg(member);
     }
     let _: usize = listing.invoke_async(&mut conn).await?;
     // KEYS[2], [4], [5] and [6] are not touched (no listing, no staleness

@@ -495,8 +495,8 @@ async fn sharded_by_queue_batches_and_workflows_across_masters() {
 /// through the API waits until resumed; a scheduled grouped job (handed
 /// over through the outbox) and a grouped job a dead process held
 /// (recovered on the queue's slot) go back into their groups; and once
-/// drained, no group key is left on the queue's master. A group's cap is
-/// refused by name.
+/// drained, no group key is left on the queue's master. A group's backlog
+/// cap is refused by name.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sharded_by_queue_groups_take_turns_on_the_queues_master() {
     let (cluster, queues, config) = sharded_cluster();
@@ -516,11 +516,16 @@ async fn sharded_by_queue_groups_take_turns_on_the_queues_master() {
         .unwrap();
     assert!(api.pause_group(q, "c").await.unwrap());
     client.push(step(300, "b").delay(0.3)).await.unwrap().unwrap();
-    let err = client.push(step(0, "a").group_cap(2)).await.unwrap_err();
-    assert_eq!(err.field(), Some("group_cap"), "{err}");
+    let err = client.push(step(0, "a").group_backlog(5, false)).await.unwrap_err();
+    assert_eq!(err.field(), Some("group_backlog"), "{err}");
+    // A singleton (its lock on the namespace's slot, handed over to the
+    // queue's): a second push answers with the first one's jid.
+    let single = || Job::new("Step").args([json!(500)]).queue(q).key("s").unique_for(60.0);
+    let first = client.push(single()).await.unwrap().unwrap();
+    assert_eq!(client.push(single()).await.unwrap(), Some(first));
     let mut node = cluster.nodes[1].conn().await;
     assert_eq!(llen(&mut node, &format!("{{cogworker:{q}}}:group a")).await, 60);
-    assert_eq!(api.queue(q).await.unwrap().size, 65, "every group's jobs counted");
+    assert_eq!(api.queue(q).await.unwrap().size, 66, "every group's jobs counted");
     // A grouped job a dead process held, on the queue's slot.
     let orphan = step(400, "d").jid("d".repeat(24)).to_json();
     let _: () = node
@@ -551,7 +556,7 @@ async fn sharded_by_queue_groups_take_turns_on_the_queues_master() {
     let r = ran.clone();
     wait_until("all but the paused group ran", Duration::from_secs(20), move || {
         let r = r.clone();
-        async move { r.lock().unwrap().len() == 65 }
+        async move { r.lock().unwrap().len() == 66 }
     })
     .await;
     {
@@ -561,18 +566,118 @@ async fn sharded_by_queue_groups_take_turns_on_the_queues_master() {
             assert!(first.contains(&b), "B's {b} among the first 20 runs: {ran:?}");
         }
         assert!(ran.contains(&300) && ran.contains(&400), "{ran:?}");
+        assert_eq!(ran.iter().filter(|n| **n == 500).count(), 1, "the singleton once");
         assert!(!ran.contains(&200), "the paused group waits");
     }
     assert!(api.resume_group(q, "c").await.unwrap());
     let r = ran.clone();
     wait_until("the resumed group ran", Duration::from_secs(20), move || {
         let r = r.clone();
-        async move { r.lock().unwrap().len() == 67 }
+        async move { r.lock().unwrap().len() == 68 }
     })
     .await;
     stop_within_20s(&handle, running).await;
     let left: Vec<String> = node.keys(format!("{{cogworker:{q}}}:group*")).await.unwrap();
     assert!(left.is_empty(), "no group key left: {left:?}");
+}
+
+/// `shard_by_queue`: a group's cap and rate, kept on the queue's master.
+/// Group "capped" (its jobs declare at most 2 running) never runs more
+/// than 2 at once while group "free" beside it runs 4 (the worker's
+/// slots); group "rated" (2 starts a second, declared) starts no third job
+/// within a second of the first; a lease a dead process left is swept, and
+/// no lease, count or group key is left once drained.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_by_queue_group_caps_and_rates_hold_on_the_queues_master() {
+    let (cluster, queues, mut config) = sharded_cluster();
+    let q = &queues[2];
+    config.set_concurrency(4).unwrap();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    let job = |group: &str, n: i64| Job::new("Nap").args([json!(group), json!(n)]).queue(q).group(group);
+    api.pause_queue(q).await.unwrap();
+    client
+        .push_bulk((0..8).map(|n| job("capped", n).group_cap(2)).collect())
+        .await
+        .unwrap();
+    client
+        .push_bulk((0..8).map(|n| job("free", n)).collect())
+        .await
+        .unwrap();
+    client
+        .push_bulk((0..6).map(|n| job("rated", n).group_rate(2, 1.0)).collect())
+        .await
+        .unwrap();
+    // A lease a dead process left on the capped group.
+    let mut node = cluster.nodes[2].conn().await;
+    let _: () = redis::pipe()
+        .hset(format!("{{cogworker:{q}}}:group_leases"), "ghost 5", "capped")
+        .hincr(format!("{{cogworker:{q}}}:group_running"), "capped", 1)
+        .query_async(&mut node)
+        .await
+        .unwrap();
+
+    // Per group: how many run now, the most at once, and each start's time.
+    type Seen = Arc<Mutex<std::collections::HashMap<String, (usize, usize, Vec<f64>)>>>;
+    let seen: Seen = Arc::default();
+    let s = seen.clone();
+    let worker = Worker::builder(config)
+        .register("Nap", move |job| {
+            let s = s.clone();
+            async move {
+                let group = job.args_slice()[0].as_str().unwrap().to_string();
+                {
+                    let mut seen = s.lock().unwrap();
+                    let (now, most, starts) = seen.entry(group.clone()).or_default();
+                    *now += 1;
+                    *most = (*most).max(*now);
+                    starts.push(cogworker::now());
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                s.lock().unwrap().get_mut(&group).unwrap().0 -= 1;
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap();
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    let (n, leases) = (node.clone(), format!("{{cogworker:{q}}}:group_leases"));
+    wait_until(
+        "the dead process's lease is swept",
+        Duration::from_secs(20),
+        move || {
+            let (mut n, leases) = (n.clone(), leases.clone());
+            async move { !n.hexists::<_, _, bool>(&leases, "ghost 5").await.unwrap() }
+        },
+    )
+    .await;
+    api.unpause_queue(q).await.unwrap();
+    let s = seen.clone();
+    wait_until("all 22 jobs ran", Duration::from_secs(30), move || {
+        let s = s.clone();
+        async move {
+            let seen = s.lock().unwrap();
+            seen.values().map(|(now, _, starts)| starts.len() - now).sum::<usize>() == 22
+        }
+    })
+    .await;
+    stop_within_20s(&handle, running).await;
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen["capped"].1, 2, "the capped group at most 2 at once: {seen:?}");
+    assert!(seen["free"].1 > 2, "the free group uses the slots: {seen:?}");
+    let mut starts = seen["rated"].2.clone();
+    starts.sort_by(f64::total_cmp);
+    for pair in starts.windows(3) {
+        assert!(pair[2] - pair[0] >= 0.9, "no third start within a second: {starts:?}");
+    }
+    let left: Vec<String> = node.keys(format!("{{cogworker:{q}}}:group*")).await.unwrap();
+    let leases: usize = node.hlen(format!("{{cogworker:{q}}}:group_leases")).await.unwrap();
+    assert_eq!(leases, 0, "every lease ended");
+    assert!(
+        left.iter().all(|key| key.ends_with("group_rate rated")),
+        "no group key left but the rate's window: {left:?}"
+    );
 }
 
 /// What each handler of [`batch_worker`] ran with: (class, args).

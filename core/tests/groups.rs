@@ -252,10 +252,10 @@ async fn buried_when_raw(redis: &TestRedis, config: cogworker::Config, raw: &str
 }
 
 /// A job without a group costs nothing: the queue is one list and nothing
-/// is listed; sharded by queue, a group's cap (kept on the namespace's
-/// slot) is refused by name.
+/// is listed; sharded by queue, a group's backlog cap and a sequence
+/// (their state on the namespace's slot) are refused by name.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_group_touches_no_group_key_and_sharding_refuses_a_cap() {
+async fn no_group_touches_no_group_key_and_sharding_refuses_a_backlog() {
     let redis = TestRedis::start();
     let config = redis.config();
     let client = Client::new(&config).unwrap();
@@ -271,13 +271,13 @@ async fn no_group_touches_no_group_key_and_sharding_refuses_a_cap() {
     let mut sharded = redis.config();
     sharded.set_shard_by_queue(true);
     let client = Client::new(&sharded).unwrap();
-    let err = client.push(Job::new("Step").group("g").group_cap(2)).await.unwrap_err();
-    assert_eq!(err.field(), Some("group_cap"), "{err}");
     let err = client
-        .push(Job::new("Step").group("g").group_rate(2, 1.0))
+        .push(Job::new("Step").group("g").group_backlog(5, true))
         .await
         .unwrap_err();
-    assert_eq!(err.field(), Some("group_rate"), "{err}");
+    assert_eq!(err.field(), Some("group_backlog"), "{err}");
+    let err = client.push(Job::new("Step").key("k").sequence()).await.unwrap_err();
+    assert_eq!(err.field(), Some("sequence"), "{err}");
 }
 
 /// A group's weight gives it that many turns for another's one; a paused

@@ -312,7 +312,6 @@ impl Api {
     /// (basic fetch does not count).
     pub async fn set_group_cap(&self, name: &str, group: Option<&str>, cap: Option<u64>) -> Result<()> {
         self.check_grouping(name, group)?;
-        self.check_limit_on_a_shard(name, "cap")?;
         if let Some(cap) = cap.filter(|cap| !(1..=GROUP_CAP_MAX).contains(cap)) {
             return Err(Error::invalid_argument(
                 "cap",
@@ -320,6 +319,8 @@ impl Api {
                 "must be a whole number from 1 to 1000000",
             ));
         }
+        self.list_first_on_a_shard(name, crate::groups::capped_member(name))
+            .await?;
         let mut invocation = self.group_control(name, group.unwrap_or(""), "cap");
         invocation.arg(cap.map_or(String::new(), |cap| cap.to_string()));
         let _: i64 = invocation.invoke_async(&mut self.conn()).await?;
@@ -345,7 +346,6 @@ impl Api {
         kind: &str,
     ) -> Result<()> {
         self.check_grouping(name, group)?;
-        self.check_limit_on_a_shard(name, "rate")?;
         let Some(kind_index) = crate::job::RATE_KINDS.iter().position(|known| *known == kind) else {
             return Err(Error::invalid_argument("kind", kind, crate::job::RATE_KIND_RULE));
         };
@@ -365,6 +365,8 @@ impl Api {
                 ));
             }
         }
+        self.list_first_on_a_shard(name, crate::groups::rated_member(name))
+            .await?;
         let mut invocation = self.group_control(name, group.unwrap_or(""), "rate");
         invocation.arg(rate.map_or(String::new(), |(limit, period)| {
             format!("{limit} {period} {kind_index}")
@@ -405,19 +407,6 @@ impl Api {
                 "group",
                 format!("{group:?}"),
                 crate::job::GROUP_RULE,
-            ));
-        }
-        Ok(())
-    }
-
-    /// Sharded by queue, a group's cap or rate (kept on the namespace's
-    /// slot, with the leases and windows) is refused, naming it.
-    fn check_limit_on_a_shard(&self, name: &str, what: &str) -> Result<()> {
-        if self.client.keys().is_sharded_by_queue() {
-            return Err(Error::invalid_argument(
-                what,
-                name,
-                "group caps and rates need queues on the namespace's slot (shard_by_queue is on)",
             ));
         }
         Ok(())
