@@ -238,13 +238,13 @@ impl Client {
             }
             if self.keys.is_sharded_by_queue() {
                 // A group's backlog (its dropped count), a sequence (its
-                // retries' holds) and the flow modes keep state on the
-                // namespace's slot.
+                // retries' holds) and a replace (its job found on its
+                // queue's list) keep state on the namespace's slot. (A
+                // debounce waits in the schedule, a throttled job queued
+                // now is handed over: both start there.)
                 let on_the_namespace = [
                     ("sequence", job.in_sequence()),
                     ("group_backlog", job.declared_backlog().is_some()),
-                    ("debounce", job.debounce_secs().is_some()),
-                    ("throttle", job.throttle_secs().is_some()),
                     ("replace", job.replaces()),
                 ];
                 if let Some((field, _)) = on_the_namespace.iter().find(|(_, given)| *given) {
@@ -590,7 +590,12 @@ impl Client {
 
     /// Pushes throttled `job` (see flow.rs); false when it was dropped.
     async fn push_throttled(&self, job: &Job, at: f64) -> Result<bool> {
-        let invocation = crate::flow::throttle_push(&self.keys, job, at);
+        // Sharded by queue, a job queued now is handed over (outbox.rs).
+        let handover = self
+            .keys
+            .is_sharded_by_queue()
+            .then(|| crate::outbox::handover_id(job.jid_str()));
+        let invocation = crate::flow::throttle_push(&self.keys, job, at, handover.as_deref());
         // A repeat after a lost reply finds the key's window taken: it is
         // delayed a window (or dropped), where a push must never be lost.
         let (what, due): (String, String) = self
@@ -599,6 +604,11 @@ impl Client {
             .map_err(crate::error::Error::from_batch_script)?;
         if what != "queued" {
             tracing::debug!("{job} {what} by its key's throttle (window opens at {due})");
+        }
+        if let (Some(id), "queued") = (handover, what.as_str()) {
+            if let Err(e) = crate::outbox::deliver(&self.redis, &self.keys, &[id]).await {
+                tracing::warn!("pushing a throttled job onto its queue failed; recovery pushes it: {e}");
+            }
         }
         Ok(what != "dropped")
     }

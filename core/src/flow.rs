@@ -169,10 +169,27 @@ pub(crate) fn replace_push(keys: &Keys, job: &Job, now: f64) -> redis::ScriptInv
 /// (validated, `at`-less, `enqueued_at` stamped) at `now` on the fleet's
 /// clock. Its answer: `queued`, `delayed` or `dropped`, and when the job is
 /// (or the key's next window would have been) due.
-pub(crate) fn throttle_push(keys: &Keys, job: &Job, now: f64) -> redis::ScriptInvocation<'static> {
+///
+/// Sharded by queue, `handover` names the hand-over a job queued now
+/// becomes (written to the outbox; the caller delivers it).
+pub(crate) fn throttle_push(
+    keys: &Keys,
+    job: &Job,
+    now: f64,
+    handover: Option<&str>,
+) -> redis::ScriptInvocation<'static> {
     let (window, drop) = job.throttle_secs().expect("a throttled job");
     let digest = job.flow_digest().expect("throttle is validated with its key");
-    let destination = Destination::of_job(keys, job);
+    let destination = match handover {
+        Some(_) => Destination {
+            list: keys.outbox(),
+            ring: String::new(),
+            group: String::new(),
+            declared: String::new(),
+            limits: String::new(),
+        },
+        None => Destination::of_job(keys, job),
+    };
     let queue = job.queue_name();
     let mut invocation = crate::scripts::SCRIPTS.push_throttle.prepare_invoke();
     invocation
@@ -196,7 +213,11 @@ pub(crate) fn throttle_push(keys: &Keys, job: &Job, now: f64) -> redis::ScriptIn
         .arg(&destination.group_args()[..])
         .arg(index_member("throttle", job));
     let queued = ResultParts::of(keys, job, now).add_scheduled(&mut invocation);
-    invocation.arg(queued.0).arg(queued.1).arg(job.jid_str());
+    invocation
+        .arg(queued.0)
+        .arg(queued.1)
+        .arg(job.jid_str())
+        .arg(handover.unwrap_or(""));
     invocation
 }
 

@@ -680,6 +680,56 @@ async fn sharded_by_queue_group_caps_and_rates_hold_on_the_queues_master() {
     );
 }
 
+/// `shard_by_queue`: a debounce and a throttle keep their key's state on
+/// the namespace's slot and hand their job over to its queue's. 50 pushes
+/// of one debounced key in a burst run once, with the last push's args; of
+/// 5 pushes of a key throttled to one run a minute with the rest dropped,
+/// one runs; 3 pushes of a key throttled with the rest delayed all run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_by_queue_debounce_and_throttle_hand_their_jobs_over() {
+    let (_cluster, queues, config) = sharded_cluster();
+    let client = Client::new(&config).unwrap();
+    let step = |n: i64, q: usize| Job::new("Step").args([json!(n)]).queue(&queues[q]);
+    let mut jids = std::collections::HashSet::new();
+    for n in 0..50 {
+        jids.insert(
+            client
+                .push(step(n, 0).key("d").debounce(0.3, None))
+                .await
+                .unwrap()
+                .unwrap(),
+        );
+    }
+    assert_eq!(jids.len(), 1, "one burst, one jid");
+    let mut pushed = 0;
+    for n in 100..105 {
+        let drop = step(n, 1).key("t").throttle(60.0, true);
+        pushed += usize::from(client.push(drop).await.unwrap().is_some());
+    }
+    assert_eq!(pushed, 1, "the rest dropped");
+    for n in 200..203 {
+        client
+            .push(step(n, 2).key("u").throttle(0.3, false))
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    let (worker, ran) = recording_worker(config, Duration::ZERO);
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    let r = ran.clone();
+    wait_until("the five runs", Duration::from_secs(20), move || {
+        let r = r.clone();
+        async move { r.lock().unwrap().len() == 5 }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop_within_20s(&handle, running).await;
+    let mut ran = ran.lock().unwrap().clone();
+    ran.sort();
+    assert_eq!(ran, [49, 100, 200, 201, 202]);
+}
+
 /// What each handler of [`batch_worker`] ran with: (class, args).
 type Ran = Arc<Mutex<Vec<(String, Vec<serde_json::Value>)>>>;
 

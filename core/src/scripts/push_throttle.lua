@@ -34,6 +34,10 @@
 --         around its jid and due time as scheduled (a delayed push), how
 --         long it lasts; and the record's head and rest as queued
 -- ARGV[20] this push's jid
+-- ARGV[21] sharded by queue, a hand-over id: a job queued now is written
+--         to the outbox (KEYS[3] is NS:outbox then, and ARGV[8..11] are
+--         "") for outbox.rs to push onto its queue's slot; absent or ""
+--         otherwise
 --
 -- Returns {what happened: "queued" | "delayed" | "dropped", when it is due
 -- (epoch seconds, as text)}, or a job queued now past its group's backlog
@@ -64,6 +68,10 @@ end
 keep_result(ARGV[13], ARGV[20], ARGV[18], ARGV[19], "", ARGV[17], now, nil)
 redis.call("SADD", KEYS[2], ARGV[5])
 list_priority_level(KEYS[5], ARGV[6], ARGV[7])
+if ARGV[21] and ARGV[21] ~= "" then
+  redis.call("HSET", KEYS[3], ARGV[21], ARGV[5] .. "\n" .. ARGV[1])
+  return { "queued", string.format("%.6f", now) }
+end
 local length = redis.call("LPUSH", KEYS[3], ARGV[1])
 wake_if_was_empty(ARGV[6], ARGV[5], length, 1)
 enter_group(ARGV[8], ARGV[9], ARGV[10], ARGV[11], length, 1, KEYS[5], ARGV[6], ARGV[5])
