@@ -255,8 +255,9 @@ impl Client {
                 }
             }
             if let Some(bid) = job.batch_id() {
-                self.check_joins_batch(&job).map_err(in_bulk)?;
-                if !precounted {
+                // A unique job joins its batch in its own push's step,
+                // if it is pushed (a duplicate joins nothing).
+                if !precounted && job.unique_for_secs().is_none() {
                     *batches.entry(bid.to_string()).or_default() += 1;
                 }
             }
@@ -449,18 +450,6 @@ impl Client {
         Ok(jids)
     }
 
-    /// Can `job` (which names a batch) join it? A unique job's push is a
-    /// script of its own, which counts no batch.
-    pub(crate) fn check_joins_batch(&self, job: &Job) -> Result<()> {
-        if job.unique_for_secs().is_some() {
-            return Err(crate::error::Error::invalid_job(
-                "bid",
-                "a unique job (unique_for) cannot join a batch",
-            ));
-        }
-        Ok(())
-    }
-
     /// Sharded by queue: pushes onto one queue (its own slot; its result
     /// records and its name were written on the namespace's slot first).
     /// A push that finds the queue empty wakes idle workers.
@@ -560,6 +549,10 @@ impl Client {
             .arg(&destination.group_args()[..])
             .key(self.keys.stat("backlog_dropped", None))
             .key(self.keys.stat("backlog_dropped", Some(&crate::retry::day_of(at))));
+        // A job of a batch joins it in the same step, if it is pushed.
+        if let Some(bid) = job.batch_id() {
+            invocation.arg(self.keys.batch_prefix()).arg(bid);
+        }
         // A retry of a push that did land finds the lock held by this jid
         // and pushes nothing more.
         let holder: String = self

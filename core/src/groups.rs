@@ -354,9 +354,12 @@ mod tests {
         let sharded = Keys::sharded_by_queue("{ns}");
         assert_eq!(sharded.group_list_prefix("mail", 0), "{ns:mail}:group@0 ");
         assert_eq!(sharded.group_ring("mail"), "{ns:mail}:groups");
+        // Sharded by queue, a group's list and ring are on its queue's slot.
+        let on_its_slot = Destination::of(&sharded, "mail", 0, Some("t"), Some("2 0 0"));
+        assert_eq!(on_its_slot.list, "{ns:mail}:group@0 t");
         assert_eq!(
-            Destination::of(&sharded, "mail", 0, Some("t"), Some("2 0 0")).list,
-            "{ns:mail}:queue@0"
+            on_its_slot.group_args(),
+            ["{ns:mail}:groups", "t", "{ns:mail}:group_declared", "2 0 0"]
         );
     }
 }

@@ -322,14 +322,53 @@ async fn jobs_added_by_a_running_job_and_a_child_batch_count_before_success() {
     task.await.unwrap().unwrap();
 }
 
+/// A unique job joins its batch in the step that takes its lock and
+/// pushes it (now or scheduled); a duplicate joins nothing; a repeat of a
+/// push whose reply was lost counts nothing more. The batch completes once
+/// its unique jobs have run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unique_job_joins_its_batch_and_a_duplicate_joins_nothing() {
+    let (_redis, config, client, api) = setup();
+    let batch = client.open_batch(with_callbacks("unique")).await.unwrap();
+    let unique = |n: i64| Job::new("Work").args([json!(n)]).unique_for(60.0);
+    let first = batch.push(unique(1)).await.unwrap().unwrap();
+    assert_eq!(batch.push(unique(1)).await.unwrap(), None, "a duplicate");
+    batch.push(unique(2).delay(0.3)).await.unwrap().unwrap();
+    // The first push again, as a repeat after a lost reply sends it.
+    let again = unique(1).jid(first.as_str()).field("bid", json!(batch.bid()));
+    assert_eq!(
+        client.push(again).await.unwrap(),
+        Some(first.clone()),
+        "holds its own lock: answered as pushed, pushed once"
+    );
+    let status = api.batch(batch.bid()).await.unwrap().unwrap();
+    assert_eq!((status.total, status.pending), (2, 2), "two joined");
+    batch.close().await.unwrap();
+    let (worker, calls, ran) = batch_worker(config, client.clone());
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    wait_calls(&calls, 2).await;
+    called(&calls, batch.bid(), "success");
+    called(&calls, batch.bid(), "complete");
+    assert_eq!(ran.load(Ordering::SeqCst), 2);
+    handle.stop();
+    task.await.unwrap().unwrap();
+    let status = api.batch(batch.bid()).await.unwrap().unwrap();
+    assert_eq!((status.total, status.pending, status.state()), (2, 0, "success"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_batches_are_refused_and_a_killed_or_cancelled_job_counts() {
     let (redis, _config, client, api) = setup();
     let error = client.batch("nosuchbatch").push(Job::new("Work")).await.unwrap_err();
     assert_eq!(error.field(), Some("bid"), "{error}");
     let batch = client.open_batch(with_callbacks("bad")).await.unwrap();
-    let error = batch.push(Job::new("Work").unique_for(60.0)).await.unwrap_err();
-    assert_eq!(error.field(), Some("bid"), "{error}");
+    let error = client
+        .batch("nosuchbatch")
+        .push(Job::new("Work").unique_for(60.0))
+        .await
+        .unwrap_err();
+    assert_eq!(error.field(), Some("bid"), "a unique job into no batch: {error}");
     let error = client
         .open_batch(Batch::new("x").on(BatchEvent::Success, Job::new("Done").delay(5.0)))
         .await

@@ -330,8 +330,9 @@ async fn sharded_by_queue_priority_levels_live_on_the_queues_slot() {
 }
 
 /// `shard_by_queue`: batches and workflows over three masters. A batch of
-/// jobs over the three queues (one failing once) completes once, its
-/// callback run once on another master; a workflow's chain and chord pass
+/// jobs over the three queues (one failing once, one unique whose
+/// duplicate joins nothing) completes once, its callback run once on
+/// another master; a workflow's chain and chord pass
 /// results between masters; and the three crash points of a batch's job
 /// between the slots: handed over but not yet pushed (recovery pushes it,
 /// counted once), counted and marked but not yet taken off in progress
@@ -360,6 +361,11 @@ async fn sharded_by_queue_batches_and_workflows_across_masters() {
         .collect();
     jobs.push(Job::new("Flaky").queue(&queues[1]));
     spread.push_bulk(jobs).await.unwrap();
+    // A unique job joins (handed over to its queue's master), its
+    // duplicate does not.
+    let unique = || Job::new("Count").args([json!("u")]).queue(&queues[2]).unique_for(60.0);
+    spread.push(unique()).await.unwrap().unwrap();
+    assert_eq!(spread.push(unique()).await.unwrap(), None);
     spread.close().await.unwrap();
 
     // A chain and a chord whose steps live on different masters.
@@ -465,10 +471,10 @@ async fn sharded_by_queue_batches_and_workflows_across_masters() {
     let counts = ran_with(&ran, "Count");
     assert_eq!(
         counts.len(),
-        34,
-        "30 + p1, p2, the handed-over one and the held one, each once"
+        35,
+        "30, u, p1, p2, the handed-over one and the held one, each once"
     );
-    for (bid, total) in [(spread.bid(), 31), (pushed.id.as_str(), 4), (planted.bid(), 5)] {
+    for (bid, total) in [(spread.bid(), 32), (pushed.id.as_str(), 4), (planted.bid(), 5)] {
         let status = api.batch(bid).await.unwrap().unwrap();
         assert_eq!(
             (status.total, status.pending, status.state()),

@@ -30,9 +30,15 @@
 -- ARGV[15] the limits it declares, or "" (a backlog cap among them is
 --          kept as push.lua keeps it)
 -- KEYS[6] NS:stat:backlog_dropped, KEYS[7] its day's count
+-- ARGV[16] the batch keys' prefix (NS:batch:) and ARGV[17] the batch the
+--          job joins, or both absent: a job that is pushed joins its
+--          batch in this step (its total and pending grow by one); a
+--          duplicate joins nothing, and a batch that does not exist fails
+--          the push before anything is written (error NOBATCH <id>)
 --
 -- Returns the jid holding the lock: this push's if it was pushed (or
--- already was, under this jid), else that of the job holding it.
+-- already was, under this jid: a repeat counts nothing more), else that
+-- of the job holding it.
 local owner = redis.call("GET", KEYS[1])
 if owner then
   -- This very push already landed (a retry after a lost reply), or
@@ -50,6 +56,14 @@ if ARGV[3] == "queue" then
   if refused then
     return refused
   end
+end
+local batch = ARGV[17] and ARGV[17] ~= "" and ARGV[16] .. ARGV[17]
+if batch then
+  if redis.call("EXISTS", batch) == 0 then
+    return redis.error_reply("NOBATCH " .. ARGV[17])
+  end
+  redis.call("HINCRBY", batch, "total", 1)
+  redis.call("HINCRBY", batch, "pending", 1)
 end
 redis.call("SET", KEYS[1], ARGV[1], "EX", ARGV[2])
 list_priority_level(KEYS[5], ARGV[9], ARGV[11])
