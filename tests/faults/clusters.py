@@ -41,6 +41,11 @@ class ReplicatedCluster:
             # (it is local there) and from the harness outside.
             announce = ("--cluster-announce-ip", ns.ip)
             self.servers = [Server(self.root, ns, extra=CLUSTER + announce, port=7000 + i) for i in range(6)]
+            # Per kill: the writes the killed master, started again, ran
+            # while it still took itself for a master (see fail_over).
+            self.stale_writes: list[int] = []
+            # Per kill: how far the replica was behind before it was frozen.
+            self.behind_at_kill: list[int] = []
             subprocess.run(
                 [*ns.prefix, "redis-cli", "--cluster", "create"]
                 + [f"127.0.0.1:{s.port}" for s in self.servers]
@@ -142,14 +147,47 @@ class ReplicatedCluster:
         its replica."""
         slot = self.slot if slot is None else slot
         old, new = self.owner(slot)
+        self.behind_at_kill.append(self._bytes_behind(old))
         new.freeze()
         time.sleep(behind_s)
         old.kill9()
         new.thaw()
         wait_for(f"{new.port} takes over", lambda: self._serves(new, slot) and self._all_ok())
         old.start()
+        self.stale_writes.append(self._writes_while_master(old))
         wait_for("every replica online", self._replicas_online)
         wait_for(f"{old.port} is {new.port}'s replica", lambda: self._owner(slot) == (new, old))
+
+    @staticmethod
+    def _bytes_behind(master: Server) -> int:
+        """How far (bytes of the replication stream) `master`'s replica is
+        behind it now."""
+        info = master.client().info("replication")
+        replica = info.get("slave0", {})
+        return int(info.get("master_repl_offset", 0)) - int(replica.get("offset", 0))
+
+    @staticmethod
+    def _writes_while_master(server: Server, limit: float = 30.0) -> int:
+        """How many scripts and hash, list and key writes `server`, just
+        started again with its `nodes.conf`, ran while it still took itself
+        for a master (before gossip made it a replica, which drops its
+        data): writes clients sent to a stale master are lost."""
+        written = 0
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            try:
+                client = server.client()
+                stats = client.info("commandstats")
+                role = client.info("replication").get("role")
+            except redis.exceptions.ConnectionError:
+                time.sleep(0.01)
+                continue
+            if role != "master":
+                return written
+            names = ("evalsha", "eval", "hset", "hdel", "lpush", "rpush", "del", "incrby")
+            written = sum(stats.get(f"cmdstat_{n}", {}).get("calls", 0) for n in names)
+            time.sleep(0.01)
+        return written
 
     def switch_over(self, slot: int) -> None:
         """`CLUSTER FAILOVER` on the replica of `slot`'s master: the two
