@@ -214,6 +214,7 @@ impl Client {
         // in one step on the namespace's slot, then pushed onto their
         // queues' slots. (id, "<queue>\n<payload>")
         let mut handed: Vec<(String, String)> = Vec::new();
+        let sharded = self.keys.is_sharded_by_queue();
         for (index, mut job) in jobs.into_iter().enumerate() {
             let in_bulk = |e: crate::error::Error| {
                 if index > 0 {
@@ -236,7 +237,7 @@ impl Client {
             if let Some(run_at) = job.run_at() {
                 job.set("at", float(run_at + offset));
             }
-            if self.keys.is_sharded_by_queue() {
+            if sharded {
                 // A group's backlog (its dropped count), a sequence (its
                 // retries' holds) and a replace (its job found on its
                 // queue's list) keep state on the namespace's slot. (A
@@ -265,7 +266,7 @@ impl Client {
             if job.priority_level() != crate::priority::DEFAULT {
                 levels.insert(crate::priority::member(job.queue_name(), job.priority_level()));
             }
-            if self.keys.is_sharded_by_queue() {
+            if sharded {
                 // Listed with the levels, on the namespace's slot: the
                 // push onto the group's list cannot reach the registry.
                 levels.extend(crate::groups::members_for(&job));
@@ -298,7 +299,7 @@ impl Client {
                 _ => {
                     job.remove("at");
                     job.set("enqueued_at", float(at));
-                    if self.keys.is_sharded_by_queue() && job.batch_id().is_some() {
+                    if sharded && job.batch_id().is_some() {
                         let id = crate::outbox::handover_id(job.jid_str());
                         handed.push((id, format!("{}\n{}", job.queue_name(), job.to_json())));
                         continue;
@@ -338,7 +339,6 @@ impl Client {
         if immediate.is_empty() && scheduled.is_empty() && handed.is_empty() {
             return Ok(jids);
         }
-        let sharded = self.keys.is_sharded_by_queue();
         if sharded && !immediate.is_empty() {
             // Named first, so a queued job is always in a listed queue.
             let names: BTreeSet<&String> = immediate.keys().map(|(queue, ..)| queue).collect();

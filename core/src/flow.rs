@@ -181,13 +181,7 @@ pub(crate) fn throttle_push(
     let (window, drop) = job.throttle_secs().expect("a throttled job");
     let digest = job.flow_digest().expect("throttle is validated with its key");
     let destination = match handover {
-        Some(_) => Destination {
-            list: keys.outbox(),
-            ring: String::new(),
-            group: String::new(),
-            declared: String::new(),
-            limits: String::new(),
-        },
+        Some(_) => Destination::onto(keys.outbox()),
         None => Destination::of_job(keys, job),
     };
     let queue = job.queue_name();

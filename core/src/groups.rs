@@ -155,13 +155,19 @@ impl Destination {
                 declared: limits.map_or_else(String::new, |_| keys.group_declared(queue)),
                 limits: limits.unwrap_or_default().to_string(),
             },
-            None => Destination {
-                list: keys.queue_at(queue, level),
-                ring: String::new(),
-                group: String::new(),
-                declared: String::new(),
-                limits: String::new(),
-            },
+            None => Destination::onto(keys.queue_at(queue, level)),
+        }
+    }
+
+    /// `list` itself, no group entered anywhere: a queue's own list, or
+    /// the outbox a job is handed over through.
+    pub fn onto(list: String) -> Self {
+        Destination {
+            list,
+            ring: String::new(),
+            group: String::new(),
+            declared: String::new(),
+            limits: String::new(),
         }
     }
 

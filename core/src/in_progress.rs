@@ -104,11 +104,7 @@ pub(crate) async fn take_acknowledged(
     deliveries: &[(&str, u64)],
     done: &Mutex<HashMap<String, Vec<u64>>>,
 ) -> redis::RedisResult<()> {
-    let mut by_queue: HashMap<&str, Vec<u64>> = HashMap::new();
-    for (queue, token) in deliveries {
-        by_queue.entry(queue).or_default().push(*token);
-    }
-    for (queue, tokens) in by_queue {
+    for (queue, tokens) in by_queue(deliveries) {
         if done.lock().unwrap().contains_key(queue) {
             continue;
         }
@@ -127,12 +123,8 @@ pub(crate) async fn take_acknowledged(
 /// token)`) their queues' in-progress hashes still hold, one `HMGET` per
 /// queue.
 pub(crate) async fn still_held(shared: &Shared, deliveries: &[(&str, u64)]) -> redis::RedisResult<HashSet<u64>> {
-    let mut by_queue: HashMap<&str, Vec<u64>> = HashMap::new();
-    for (queue, token) in deliveries {
-        by_queue.entry(queue).or_default().push(*token);
-    }
     let mut held = HashSet::new();
-    for (queue, tokens) in by_queue {
+    for (queue, tokens) in by_queue(deliveries) {
         let values: Vec<Option<Vec<u8>>> = redis::cmd("HMGET")
             .arg(shared.keys.in_progress_from(&shared.identity, queue))
             .arg(&tokens)
@@ -141,6 +133,15 @@ pub(crate) async fn still_held(shared: &Shared, deliveries: &[(&str, u64)]) -> r
         held.extend(tokens.iter().zip(values).filter(|(_, v)| v.is_some()).map(|(t, _)| *t));
     }
     Ok(held)
+}
+
+/// The tokens of `deliveries` (`(queue, token)`), by queue.
+fn by_queue<'a>(deliveries: &[(&'a str, u64)]) -> HashMap<&'a str, Vec<u64>> {
+    let mut by_queue: HashMap<&str, Vec<u64>> = HashMap::new();
+    for (queue, token) in deliveries {
+        by_queue.entry(queue).or_default().push(*token);
+    }
+    by_queue
 }
 
 /// Of `deliveries`, the tokens [`take_acknowledged`] took off: their

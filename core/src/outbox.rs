@@ -57,6 +57,16 @@ pub(crate) async fn deliver(redis: &Redis, keys: &Keys, ids: &[String]) -> Resul
     deliver_entries(redis, keys, entries).await
 }
 
+/// `list_queues.lua` on the namespace's slot, ready for its `(queue,
+/// member)` pairs: what every writer onto a queue's own slot lists first
+/// (a hand-over here, a requeue, the API's group calls), since a script
+/// there cannot reach the registry.
+pub(crate) fn listing(keys: &Keys) -> redis::ScriptInvocation<'static> {
+    let mut invocation = SCRIPTS.list_queues.prepare_invoke();
+    invocation.key(keys.queues()).key(keys.priorities()).arg(keys.wake());
+    invocation
+}
+
 /// Delivers every entry of the outbox: the hand-overs a crash interrupted
 /// (and any in flight, harmlessly).
 pub(crate) async fn deliver_all(redis: &Redis, keys: &Keys) -> Result<usize> {
@@ -99,8 +109,7 @@ async fn deliver_entries(redis: &Redis, keys: &Keys, entries: Vec<(String, Vec<u
     // Named first (list_queues.lua): each queue and level is listed before a
     // job lands on it, from every hand-over (batch callbacks, workflow steps,
     // due jobs and unique pushes sharded by queue, periodic ticks).
-    let mut listing = SCRIPTS.list_queues.prepare_invoke();
-    listing.key(keys.queues()).key(keys.priorities()).arg(keys.wake());
+    let mut listing = listing(keys);
     for (queue, level, ..) in by_queue.keys() {
         listing.arg(queue).arg(crate::priority::listed_member(queue, *level));
     }

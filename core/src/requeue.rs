@@ -91,13 +91,8 @@ async fn requeue_on_its_slot(
     // Listed first, on the namespace's slot (list_queues.lua): a queued job
     // is always in a listed queue, level and grouped queue; a listing whose
     // push then finds nothing to give back is harmless.
-    let mut listing = SCRIPTS.list_queues.prepare_invoke();
-    listing
-        .key(keys.queues())
-        .key(keys.priorities())
-        .arg(keys.wake())
-        .arg(from)
-        .arg(crate::priority::listed_member(from, level));
+    let mut listing = crate::outbox::listing(keys);
+    listing.arg(from).arg(crate::priority::listed_member(from, level));
     for member in crate::groups::members_for(job) {
         listing.arg(from).arg(member);
     }

@@ -559,14 +559,10 @@ async fn sharded_by_queue_groups_take_turns_on_the_queues_master() {
     })
     .await;
     api.unpause_queue(q).await.unwrap();
-    let r = ran.clone();
-    wait_until("all but the paused group ran", Duration::from_secs(20), move || {
-        let r = r.clone();
-        async move { r.lock().unwrap().len() == 66 }
-    })
-    .await;
+    wait_ran(&ran, 66).await;
     {
         let ran = ran.lock().unwrap();
+        assert_eq!(ran.len(), 66, "{ran:?}");
         let first: Vec<i64> = ran[..20].to_vec();
         for b in 100..103 {
             assert!(first.contains(&b), "B's {b} among the first 20 runs: {ran:?}");
@@ -576,12 +572,8 @@ async fn sharded_by_queue_groups_take_turns_on_the_queues_master() {
         assert!(!ran.contains(&200), "the paused group waits");
     }
     assert!(api.resume_group(q, "c").await.unwrap());
-    let r = ran.clone();
-    wait_until("the resumed group ran", Duration::from_secs(20), move || {
-        let r = r.clone();
-        async move { r.lock().unwrap().len() == 68 }
-    })
-    .await;
+    wait_ran(&ran, 68).await;
+    assert_eq!(ran.lock().unwrap().len(), 68);
     stop_within_20s(&handle, running).await;
     let left: Vec<String> = node.keys(format!("{{cogworker:{q}}}:group*")).await.unwrap();
     assert!(left.is_empty(), "no group key left: {left:?}");
@@ -723,12 +715,7 @@ async fn sharded_by_queue_debounce_and_throttle_hand_their_jobs_over() {
     let (worker, ran) = recording_worker(config, Duration::ZERO);
     let handle = worker.handle();
     let running = tokio::spawn(worker.run());
-    let r = ran.clone();
-    wait_until("the five runs", Duration::from_secs(20), move || {
-        let r = r.clone();
-        async move { r.lock().unwrap().len() == 5 }
-    })
-    .await;
+    wait_ran(&ran, 5).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     stop_within_20s(&handle, running).await;
     let mut ran = ran.lock().unwrap().clone();

@@ -421,11 +421,7 @@ impl Api {
         if !keys.is_sharded_by_queue() {
             return Ok(());
         }
-        let _: usize = SCRIPTS
-            .list_queues
-            .key(keys.queues())
-            .key(keys.priorities())
-            .arg(keys.wake())
+        let _: usize = crate::outbox::listing(keys)
             .arg(name)
             .arg(member)
             .invoke_async(&mut self.conn())

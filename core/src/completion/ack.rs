@@ -11,7 +11,7 @@ use crate::results;
 use crate::retry::{day_of, history_entry};
 use crate::scripts::SCRIPTS;
 use crate::shared::Shared;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 pub(super) async fn ack(
@@ -154,12 +154,7 @@ pub(super) async fn take_acknowledged(shared: &Shared, successes: Vec<(Delivery,
         .partition(|(delivery, _)| delivery.job.batch_id().is_some());
     let mut kept = still_held(shared, batched).await;
     let deliveries: Vec<(&str, u64)> = plain.iter().map(|(d, _)| (d.queue.as_str(), d.token)).collect();
-    let done = Mutex::new(HashMap::new());
-    persist(shared, "taking finished jobs off in progress", || {
-        crate::in_progress::take_acknowledged(shared, &deliveries, &done)
-    })
-    .await;
-    let taken = crate::in_progress::acknowledged(&deliveries, &done.into_inner().unwrap());
+    let taken = take_off(shared, &deliveries).await;
     kept.extend(
         plain
             .into_iter()
@@ -186,6 +181,17 @@ async fn still_held(shared: &Shared, batched: Vec<(Delivery, f64)>) -> Vec<(Deli
         .collect()
 }
 
+/// Takes `deliveries` (`(queue, token)`) off their queues' in-progress
+/// hashes, retried until written; returns the tokens that were still held.
+async fn take_off(shared: &Shared, deliveries: &[(&str, u64)]) -> HashSet<u64> {
+    let done = Mutex::new(HashMap::new());
+    persist(shared, "taking finished jobs off in progress", || {
+        crate::in_progress::take_acknowledged(shared, deliveries, &done)
+    })
+    .await;
+    crate::in_progress::acknowledged(deliveries, &done.into_inner().unwrap())
+}
+
 /// Sharded by queue, after `ack` counted and marked them: takes a batch's
 /// successes off their queues' in-progress hashes, then their markers.
 pub(super) async fn take_marked(shared: &Shared, successes: &[(Delivery, f64)]) {
@@ -197,11 +203,7 @@ pub(super) async fn take_marked(shared: &Shared, successes: &[(Delivery, f64)]) 
     if deliveries.is_empty() {
         return;
     }
-    let done = Mutex::new(HashMap::new());
-    persist(shared, "taking finished jobs off in progress", || {
-        crate::in_progress::take_acknowledged(shared, &deliveries, &done)
-    })
-    .await;
+    take_off(shared, &deliveries).await;
     let markers: Vec<String> = deliveries
         .iter()
         .map(|(_, token)| shared.keys.filed(&shared.identity, &token.to_string()))
