@@ -214,6 +214,12 @@ impl Client {
         // in one step on the namespace's slot, then pushed onto their
         // queues' slots. (id, "<queue>\n<payload>")
         let mut handed: Vec<(String, String)> = Vec::new();
+        // Of those, the ones whose group refuses a push past its backlog
+        // cap, by list: checked before they are accepted (check_backlogs).
+        let mut handed_capped = crate::groups::CappedLists::new();
+        // Sharded, the lists pushed straight onto whose group may refuse
+        // the push (pushed first, below).
+        let mut refusing_lists: BTreeSet<crate::groups::ListOf> = BTreeSet::new();
         let sharded = self.keys.is_sharded_by_queue();
         for (index, mut job) in jobs.into_iter().enumerate() {
             let in_bulk = |e: crate::error::Error| {
@@ -238,16 +244,12 @@ impl Client {
                 job.set("at", float(run_at + offset));
             }
             if sharded {
-                // A group's backlog (its dropped count), a sequence (its
-                // retries' holds) and a replace (its job found on its
-                // queue's list) keep state on the namespace's slot. (A
-                // debounce waits in the schedule, a throttled job queued
-                // now is handed over: both start there.)
-                let on_the_namespace = [
-                    ("sequence", job.in_sequence()),
-                    ("group_backlog", job.declared_backlog().is_some()),
-                    ("replace", job.replaces()),
-                ];
+                // A sequence (its retries' holds) and a replace (its job
+                // found on its queue's list) keep state on the
+                // namespace's slot. (A debounce waits in the schedule, a
+                // throttled job queued now is handed over: both start
+                // there.)
+                let on_the_namespace = [("sequence", job.in_sequence()), ("replace", job.replaces())];
                 if let Some((field, _)) = on_the_namespace.iter().find(|(_, given)| *given) {
                     return Err(in_bulk(crate::error::Error::invalid_job(
                         field,
@@ -302,12 +304,16 @@ impl Client {
                     if sharded && job.batch_id().is_some() {
                         let id = crate::outbox::handover_id(job.jid_str());
                         handed.push((id, format!("{}\n{}", job.queue_name(), job.to_json())));
+                        if let Some((list, most, group)) = crate::groups::refusing_backlog(&self.keys, &job) {
+                            handed_capped.entry(list).or_insert((most, group, 0)).2 += 1;
+                        }
                         continue;
                     }
-                    immediate
-                        .entry(crate::groups::list_of(&job))
-                        .or_default()
-                        .push(job.to_json());
+                    let list = crate::groups::list_of(&job);
+                    if sharded && matches!(job.declared_backlog(), Some((_, false))) {
+                        refusing_lists.insert(list.clone());
+                    }
+                    immediate.entry(list).or_default().push(job.to_json());
                 }
             }
         }
@@ -339,6 +345,7 @@ impl Client {
         if immediate.is_empty() && scheduled.is_empty() && handed.is_empty() {
             return Ok(jids);
         }
+        self.check_backlogs(&handed_capped).await?;
         if sharded && !immediate.is_empty() {
             // Named first, so a queued job is always in a listed queue.
             let names: BTreeSet<&String> = immediate.keys().map(|(queue, ..)| queue).collect();
@@ -437,17 +444,74 @@ impl Client {
             }
         }
         if sharded {
-            for ((queue, level, group, limits), payloads) in &immediate_sharded {
+            // The lists whose group may refuse the push (a backlog cap)
+            // first: a refusal then comes before any other queue's jobs
+            // are pushed (each queue is a step of its own).
+            let (first, rest): (Vec<_>, Vec<_>) = immediate_sharded
+                .iter()
+                .partition(|(list, _)| refusing_lists.contains(*list));
+            for ((queue, level, group, limits), payloads) in first.into_iter().chain(rest) {
                 match group {
                     Some(group) => {
                         let destination = Destination::of(&self.keys, queue, *level, Some(group), limits.as_deref());
-                        self.push_into_group_on_own_slot(queue, &destination, payloads).await?
+                        let pushed = self.push_into_group_on_own_slot(queue, &destination, payloads).await;
+                        if pushed.is_err() && !statuses.is_empty() {
+                            self.forget_records(payloads).await;
+                        }
+                        pushed?
                     }
                     None => self.push_onto_own_slot(queue, *level, payloads).await?,
                 }
             }
         }
         Ok(jids)
+    }
+
+    /// Sharded by queue, a job handed over (outbox.rs) lands on its queue's
+    /// slot after it was accepted on the namespace's (counted into its
+    /// batch, its unique lock or throttle window taken): a group that
+    /// refuses a push past its backlog cap is checked here first. Pushes
+    /// racing this check may pass the cap by as many jobs as race it; a
+    /// job pushed straight onto its list is checked where it lands, in the
+    /// same step (push_once.lua).
+    async fn check_backlogs(&self, lists: &crate::groups::CappedLists) -> Result<()> {
+        for (list, (most, group, n)) in lists {
+            let waiting: u64 = self
+                .retry_once_on_drop(|mut conn| async move { redis::AsyncCommands::llen(&mut conn, list).await })
+                .await?;
+            if waiting + *n as u64 > *most {
+                return Err(Error::backlog_full(waiting, most, group));
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Client::check_backlogs`] for one job handed over.
+    async fn check_backlog_of(&self, job: &Job) -> Result<()> {
+        match crate::groups::refusing_backlog(&self.keys, job) {
+            Some((list, most, group)) if self.keys.is_sharded_by_queue() => {
+                self.check_backlogs(&[(list, (most, group, 1))].into_iter().collect())
+                    .await
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Sharded by queue, the result records written for jobs whose push
+    /// onto their queue's slot was then refused: deleted, so that no
+    /// record says a job is queued that never was (best effort: a record
+    /// left by a failure here expires with its TTL).
+    async fn forget_records(&self, payloads: &[String]) {
+        let keys: Vec<String> = payloads
+            .iter()
+            .filter_map(|payload| Job::parse(payload.as_bytes()).ok())
+            .map(|job| self.keys.result(job.jid_str()))
+            .collect();
+        for key in keys {
+            if let Err(e) = redis::AsyncCommands::del::<_, i64>(&mut self.redis.conn(), &key).await {
+                tracing::warn!("could not delete {key}, the record of a refused push: {e}");
+            }
+        }
     }
 
     /// Sharded by queue: pushes onto one queue (its own slot; its result
@@ -476,9 +540,12 @@ impl Client {
         destination: &Destination,
         payloads: &[String],
     ) -> Result<()> {
+        let day = crate::retry::day_of(now());
         let mut invocation = SCRIPTS.push_once.prepare_invoke();
         invocation
             .key(&destination.list)
+            .key(self.keys.backlog_dropped(queue, None))
+            .key(self.keys.backlog_dropped(queue, Some(&day)))
             .arg(self.keys.wake())
             .arg(queue)
             .arg(0)
@@ -518,6 +585,7 @@ impl Client {
                 job.remove("at");
                 job.set("enqueued_at", float(at));
                 if self.keys.is_sharded_by_queue() {
+                    self.check_backlog_of(&job).await?;
                     (self.keys.outbox(), "outbox")
                 } else {
                     (destination.list.clone(), "queue")
@@ -583,6 +651,7 @@ impl Client {
 
     /// Pushes throttled `job` (see flow.rs); false when it was dropped.
     async fn push_throttled(&self, job: &Job, at: f64) -> Result<bool> {
+        self.check_backlog_of(job).await?;
         // Sharded by queue, a job queued now is handed over (outbox.rs).
         let handover = self
             .keys

@@ -138,6 +138,14 @@ impl Error {
     /// the deepest nesting it names, or a group's backlog: waiting, cap,
     /// group; scripts/batch_open.lua, push.lua, group.lua) as the error it
     /// means; any other Redis error as it is.
+    /// A push past its group's backlog cap (`group_backlog`), refused.
+    pub(crate) fn backlog_full(waiting: impl std::fmt::Display, most: impl std::fmt::Display, group: &str) -> Self {
+        Error::OverLimit {
+            limiter: format!("the backlog of group {group}"),
+            reason: format!("{waiting} of its jobs wait already, at most {most} (group_backlog)"),
+        }
+    }
+
     pub(crate) fn from_batch_script(error: redis::RedisError) -> Self {
         let named = error.detail().unwrap_or_default().trim().to_string();
         match error.code() {
@@ -148,10 +156,7 @@ impl Error {
                     parts.next().unwrap_or(""),
                     parts.next().unwrap_or(""),
                 );
-                Error::OverLimit {
-                    limiter: format!("the backlog of group {group}"),
-                    reason: format!("{waiting} of its jobs wait already, at most {most} (group_backlog)"),
-                }
+                Error::backlog_full(waiting, most, group)
             }
             Some("NOBATCH") => Error::invalid_argument("bid", named, "no such batch (never opened, or expired)"),
             Some("BATCHEXISTS") => Error::invalid_argument("bid", named, "a batch with this id exists already"),

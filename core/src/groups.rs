@@ -33,6 +33,7 @@
 //! capped at 1 whose failed job's retry holds it.
 
 use crate::keys::Keys;
+use std::collections::BTreeMap;
 
 pub use crate::job::GROUP_MAX_LEN;
 
@@ -140,6 +141,22 @@ pub(crate) struct Destination {
     /// The limits the job declares for its group (`"<cap> <rate>
     /// <period>"`, see [`crate::Job::declared_limits`]; `""`: none).
     pub limits: String,
+}
+
+/// Lists whose group refuses a push past its backlog cap: list -> (the
+/// cap, the group, the jobs about to be pushed onto it).
+pub(crate) type CappedLists = BTreeMap<String, (u64, String, usize)>;
+
+/// For a job whose group refuses a push past its backlog cap (not
+/// drop_oldest): its list, the cap and the group.
+pub(crate) fn refusing_backlog(keys: &Keys, job: &crate::job::Job) -> Option<(String, u64, String)> {
+    match job.declared_backlog()? {
+        (_, true) => None,
+        (most, false) => {
+            let destination = Destination::of_job(keys, job);
+            Some((destination.list, most, destination.group))
+        }
+    }
 }
 
 impl Destination {

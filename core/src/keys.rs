@@ -348,6 +348,18 @@ impl Keys {
             None => format!("{}:stat:{}", self.ns, stat),
         }
     }
+    /// Counter: the jobs of queue `name` a group's backlog cap dropped
+    /// (`day`: that UTC day's count). Sharded by queue it is the queue's
+    /// own (a push onto its slot counts there, see `push_once.lua`); else
+    /// the namespace's `stat:backlog_dropped`. [`crate::api::Api::stats`]
+    /// adds them up.
+    pub fn backlog_dropped(&self, name: &str, day: Option<&str>) -> String {
+        match (self.queue_slot(name), day) {
+            (Some(slot), Some(day)) => format!("{slot}:stat:backlog_dropped:{day}"),
+            (Some(slot), None) => format!("{slot}:stat:backlog_dropped"),
+            (None, day) => self.stat("backlog_dropped", day),
+        }
+    }
     /// One minute's per-class metrics (`minute`: epoch seconds / 60).
     pub fn metrics_minute(&self, minute: u64) -> String {
         format!("{}:metrics:{}", self.ns, minute)

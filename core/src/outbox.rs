@@ -118,10 +118,14 @@ async fn deliver_entries(redis: &Redis, keys: &Keys, entries: Vec<(String, Vec<u
     }
     let _: usize = listing.invoke_async(&mut redis.conn()).await?;
     let mut pushed = 0;
+    let day = crate::retry::day_of(crate::job::now());
     for ((queue, level, group, limits), (ids, payloads)) in by_queue {
         let destination = crate::groups::Destination::of(keys, &queue, level, group.as_deref(), limits.as_deref());
         let mut invocation = SCRIPTS.push_once.prepare_invoke();
-        invocation.key(&destination.list);
+        invocation
+            .key(&destination.list)
+            .key(keys.backlog_dropped(&queue, None))
+            .key(keys.backlog_dropped(&queue, Some(&day)));
         for id in &ids {
             invocation.key(keys.landed(&queue, id));
         }

@@ -522,8 +522,6 @@ async fn sharded_by_queue_groups_take_turns_on_the_queues_master() {
         .unwrap();
     assert!(api.pause_group(q, "c").await.unwrap());
     client.push(step(300, "b").delay(0.3)).await.unwrap().unwrap();
-    let err = client.push(step(0, "a").group_backlog(5, false)).await.unwrap_err();
-    assert_eq!(err.field(), Some("group_backlog"), "{err}");
     // A singleton (its lock on the namespace's slot, handed over to the
     // queue's): a second push answers with the first one's jid.
     let single = || Job::new("Step").args([json!(500)]).queue(q).key("s").unique_for(60.0);
@@ -577,6 +575,77 @@ async fn sharded_by_queue_groups_take_turns_on_the_queues_master() {
     stop_within_20s(&handle, running).await;
     let left: Vec<String> = node.keys(format!("{{cogworker:{q}}}:group*")).await.unwrap();
     assert!(left.is_empty(), "no group key left: {left:?}");
+}
+
+/// `shard_by_queue`: a group's backlog cap, kept on the queue's master.
+/// A push straight onto the group's list past it is refused where it
+/// lands, naming the group, and leaves no result record; a bulk push over
+/// two queues tries the capped list first, so the other queue gets
+/// nothing; a batch's job and a unique job (handed over from the
+/// namespace's slot) are checked before they are accepted; with
+/// drop_oldest the oldest make room, counted on the queue's slot and in
+/// the stats. The jobs that stayed run once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_by_queue_group_backlog_caps_hold_on_the_queues_master() {
+    let (cluster, queues, config) = sharded_cluster();
+    let q = &queues[0];
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    let capped = |n: i64| {
+        Job::new("Step")
+            .args([json!(n)])
+            .queue(q)
+            .group("t1")
+            .group_backlog(2, false)
+    };
+    client.push_bulk(vec![capped(0), capped(1)]).await.unwrap();
+    let refused = capped(2).result_ttl(600.0);
+    let jid = refused.jid_str().to_string();
+    let err = client.push(refused).await.unwrap_err();
+    assert!(matches!(err, cogworker::Error::OverLimit { .. }), "{err}");
+    assert!(
+        err.to_string().contains("group t1") && err.to_string().contains("at most 2"),
+        "{err}"
+    );
+    assert_eq!(
+        api.status(&jid).await.unwrap(),
+        "unknown",
+        "no record of a refused push"
+    );
+    let elsewhere = Job::new("Step").args([json!(50)]).queue(&queues[1]);
+    assert!(client.push_bulk(vec![elsewhere, capped(3)]).await.is_err());
+    assert_eq!(api.queue(&queues[1]).await.unwrap().size, 0, "the capped list first");
+    let batch = client.open_batch(Batch::new("capped")).await.unwrap();
+    let err = batch.push(capped(4)).await.unwrap_err();
+    assert!(matches!(err, cogworker::Error::OverLimit { .. }), "{err}");
+    let err = client.push(capped(5).unique_for(60.0)).await.unwrap_err();
+    assert!(matches!(err, cogworker::Error::OverLimit { .. }), "{err}");
+    let dropping = |n: i64| {
+        Job::new("Step")
+            .args([json!(n)])
+            .queue(q)
+            .group("t2")
+            .group_backlog(2, true)
+    };
+    for n in 10..15 {
+        client.push(dropping(n)).await.unwrap();
+    }
+    let mut node = cluster.nodes[0].conn().await;
+    let args = first_args_on(&mut node, &format!("{{cogworker:{q}}}:group t2")).await;
+    assert_eq!(args, [14, 13], "the newest two wait");
+    assert_eq!(api.stats().await.unwrap().backlog_dropped, 3);
+    assert_eq!(api.stats_today().await.unwrap().backlog_dropped, 3);
+
+    let (worker, ran) = recording_worker(config, Duration::ZERO);
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    wait_ran(&ran, 4).await;
+    stop_within_20s(&handle, running).await;
+    let mut ran = ran.lock().unwrap().clone();
+    ran.sort();
+    assert_eq!(ran, [0, 1, 13, 14]);
+    let batch = api.batch(batch.bid()).await.unwrap().unwrap();
+    assert_eq!(batch.total, 0, "the refused job never joined its batch");
 }
 
 /// `shard_by_queue`: a group's cap and rate, kept on the queue's master.

@@ -252,10 +252,10 @@ async fn buried_when_raw(redis: &TestRedis, config: cogworker::Config, raw: &str
 }
 
 /// A job without a group costs nothing: the queue is one list and nothing
-/// is listed; sharded by queue, a group's backlog cap and a sequence
-/// (their state on the namespace's slot) are refused by name.
+/// is listed; sharded by queue, a sequence (its state on the namespace's
+/// slot) is refused by name.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_group_touches_no_group_key_and_sharding_refuses_a_backlog() {
+async fn no_group_touches_no_group_key_and_sharding_refuses_a_sequence() {
     let redis = TestRedis::start();
     let config = redis.config();
     let client = Client::new(&config).unwrap();
@@ -271,11 +271,6 @@ async fn no_group_touches_no_group_key_and_sharding_refuses_a_backlog() {
     let mut sharded = redis.config();
     sharded.set_shard_by_queue(true);
     let client = Client::new(&sharded).unwrap();
-    let err = client
-        .push(Job::new("Step").group("g").group_backlog(5, true))
-        .await
-        .unwrap_err();
-    assert_eq!(err.field(), Some("group_backlog"), "{err}");
     let err = client.push(Job::new("Step").key("k").sequence()).await.unwrap_err();
     assert_eq!(err.field(), Some("sequence"), "{err}");
 }
@@ -987,21 +982,7 @@ async fn a_backlog_cap_refuses_a_push_past_it_or_drops_the_oldest() {
         client.push(dropping(n)).await.unwrap();
     }
     let mut conn = redis.conn().await;
-    let waiting: Vec<String> = redis::cmd("LRANGE")
-        .arg("cogworker:group:default tenant:3")
-        .arg(0)
-        .arg(-1)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    let args: Vec<i64> = waiting
-        .iter()
-        .map(|raw| {
-            serde_json::from_str::<serde_json::Value>(raw).unwrap()["args"][0]
-                .as_i64()
-                .unwrap()
-        })
-        .collect();
+    let args = first_args_on(&mut conn, "cogworker:group:default tenant:3").await;
     assert_eq!(args, [14, 13], "the newest two kept");
     assert_eq!(api.stats().await.unwrap().backlog_dropped, 3);
     for (field, bad) in [

@@ -7,7 +7,10 @@
 --
 -- KEYS[1]   {NS:<q>}:queue, or {NS:<q>}:queue@<level> for a priority level
 --           other than the default, or a group's list (see groups.rs)
--- KEYS[2..] {NS:<q>}:landed:<hand-over id>, one per payload; or none: a
+-- KEYS[2]   the jobs a group's backlog cap dropped, counted on the queue's
+--           slot ({NS:<q>}:stat:backlog_dropped), KEYS[3] its day's count
+--           (see Keys::backlog_dropped)
+-- KEYS[4..] {NS:<q>}:landed:<hand-over id>, one per payload; or none: a
 --           direct push of every payload (sharded by queue, a client's
 --           push of grouped jobs, whose ring is on the queue's slot)
 -- ARGV[1]   the wake channel (NS:wake; see wake.lua, prepended)
@@ -21,34 +24,44 @@
 -- ARGV[7]   the queue's declared limits (NS:group_declared:<q>), or ""
 --           when the jobs declare no limit for their group (group.lua)
 -- ARGV[8]   the limits they declare, or ""
--- ARGV[9..] the payloads, aligned with KEYS[2..]
+-- ARGV[9..] the payloads, aligned with KEYS[4..]
 --
 -- Returns the number of jobs pushed (repeats are not counted).
 --
--- A group's backlog cap is not checked here: it is refused under
--- shard_by_queue, and a hand-over is a job already accepted.
+-- A group's backlog cap (group.lua): a direct push past it is refused
+-- before anything is written (error BACKLOG <waiting> <cap> <group>), or
+-- the group's oldest jobs make room (drop_oldest). A hand-over is a job
+-- already accepted (its pusher checked the cap, see Client::check_backlog):
+-- it only makes room.
 -- Fail before writing anything (a marker without its job would lose it).
 local kind = redis.call("TYPE", KEYS[1])["ok"]
 if kind ~= "list" and kind ~= "none" then
   return redis.error_reply("WRONGTYPE " .. KEYS[1] .. " is a " .. kind .. ", not a queue")
 end
 local pushed = 0
-if #KEYS == 1 then
+local dropped_stat, dropped_day = KEYS[2], KEYS[3]
+if #KEYS == 3 then
   local n = #ARGV - 8
+  local refused = backlog_refusal(KEYS[1], ARGV[5], ARGV[8], n)
+  if refused then
+    return refused
+  end
   local length = 0
   for first = 9, #ARGV, 1000 do
     length = redis.call("LPUSH", KEYS[1], unpack(ARGV, first, math.min(first + 999, #ARGV)))
   end
   wake_if_was_empty(ARGV[1], ARGV[2], length, n)
   enter_group(ARGV[4], ARGV[5], ARGV[7], ARGV[8], length, n, ARGV[6], ARGV[1], ARGV[2])
+  trim_backlog(KEYS[1], ARGV[8], length, dropped_stat, dropped_day)
   return n
 end
-for i = 2, #KEYS do
+for i = 4, #KEYS do
   if redis.call("SET", KEYS[i], "1", "NX", "EX", ARGV[3]) then
     pushed = pushed + 1
-    local length = redis.call("LPUSH", KEYS[1], ARGV[7 + i])
+    local length = redis.call("LPUSH", KEYS[1], ARGV[5 + i])
     wake_if_was_empty(ARGV[1], ARGV[2], length, 1)
     enter_group(ARGV[4], ARGV[5], ARGV[7], ARGV[8], length, 1, ARGV[6], ARGV[1], ARGV[2])
+    trim_backlog(KEYS[1], ARGV[8], length, dropped_stat, dropped_day)
   end
 end
 return pushed

@@ -158,6 +158,20 @@ pub async fn llen(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> us
     conn.llen(key).await.unwrap()
 }
 
+/// The first argument (a number) of each job waiting on list `key`, head
+/// (newest) first.
+pub async fn first_args_on(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> Vec<i64> {
+    let waiting: Vec<String> = conn.lrange(key, 0, -1).await.unwrap();
+    waiting
+        .iter()
+        .map(|raw| {
+            serde_json::from_str::<serde_json::Value>(raw).unwrap()["args"][0]
+                .as_i64()
+                .unwrap()
+        })
+        .collect()
+}
+
 /// Jobs held in progress under `key`: a hash (this release) or a list (an
 /// earlier one, as recovery tests plant).
 pub async fn held(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> usize {
