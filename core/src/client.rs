@@ -243,19 +243,15 @@ impl Client {
             if let Some(run_at) = job.run_at() {
                 job.set("at", float(run_at + offset));
             }
-            if sharded {
-                // A sequence (its retries' holds) and a replace (its job
-                // found on its queue's list) keep state on the
-                // namespace's slot. (A debounce waits in the schedule, a
-                // throttled job queued now is handed over: both start
-                // there.)
-                let on_the_namespace = [("sequence", job.in_sequence()), ("replace", job.replaces())];
-                if let Some((field, _)) = on_the_namespace.iter().find(|(_, given)| *given) {
-                    return Err(in_bulk(crate::error::Error::invalid_job(
-                        field,
-                        format!("{field} needs queues on the namespace's slot (shard_by_queue is on)"),
-                    )));
-                }
+            if sharded && job.replaces() {
+                // A replace finds its key's job on its queue's list, in
+                // the step that keeps its key's index on the namespace's
+                // slot. (A debounce waits in the schedule, a throttled job
+                // queued now is handed over: both start there.)
+                return Err(in_bulk(crate::error::Error::invalid_job(
+                    "replace",
+                    "replace needs queues on the namespace's slot (shard_by_queue is on)",
+                )));
             }
             if let Some(bid) = job.batch_id() {
                 // A unique job joins its batch in its own push's step,
@@ -554,6 +550,7 @@ impl Client {
             .arg("")
             .arg(&destination.declared)
             .arg(&destination.limits)
+            .arg("")
             .arg(payloads);
         let _: usize = self
             .invoke_once_more_on_drop(&invocation)

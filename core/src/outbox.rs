@@ -85,6 +85,9 @@ async fn deliver_entries(redis: &Redis, keys: &Keys, entries: Vec<(String, Vec<u
     // reach it): (queue, member).
     let sharded = keys.is_sharded_by_queue();
     let mut members: std::collections::BTreeSet<(String, String)> = Default::default();
+    // The lists of sequences' jobs: a retry among them comes back to the
+    // head of its key, ending its hold (push_once.lua).
+    let mut sequences: std::collections::BTreeSet<crate::groups::ListOf> = Default::default();
     for (id, value) in entries {
         let Some(split) = value.iter().position(|&b| b == b'\n') else {
             tracing::error!("outbox entry {id} has no queue name (left in place)");
@@ -99,7 +102,11 @@ async fn deliver_entries(redis: &Redis, keys: &Keys, entries: Vec<(String, Vec<u
             || (String::new(), crate::priority::DEFAULT, None, None),
             crate::groups::list_of,
         );
-        let slot = by_queue.entry((queue, level, group, cap)).or_default();
+        let list = (queue, level, group, cap);
+        if job.as_ref().is_some_and(Job::in_sequence) {
+            sequences.insert(list.clone());
+        }
+        let slot = by_queue.entry(list).or_default();
         slot.0.push(id);
         slot.1.push(value[split + 1..].to_vec());
     }
@@ -119,13 +126,21 @@ async fn deliver_entries(redis: &Redis, keys: &Keys, entries: Vec<(String, Vec<u
     let _: usize = listing.invoke_async(&mut redis.conn()).await?;
     let mut pushed = 0;
     let day = crate::retry::day_of(crate::job::now());
-    for ((queue, level, group, limits), (ids, payloads)) in by_queue {
+    for (list, (ids, payloads)) in by_queue {
+        let sequence = sequences.contains(&list);
+        let (queue, level, group, limits) = list;
         let destination = crate::groups::Destination::of(keys, &queue, level, group.as_deref(), limits.as_deref());
         let mut invocation = SCRIPTS.push_once.prepare_invoke();
         invocation
             .key(&destination.list)
             .key(keys.backlog_dropped(&queue, None))
             .key(keys.backlog_dropped(&queue, Some(&day)));
+        if sequence {
+            invocation
+                .key(keys.group_holds(&queue))
+                .key(keys.group_running(&queue))
+                .key(keys.group_parked(&queue));
+        }
         for id in &ids {
             invocation.key(keys.landed(&queue, id));
         }
@@ -137,7 +152,8 @@ async fn deliver_entries(redis: &Redis, keys: &Keys, entries: Vec<(String, Vec<u
             .arg(&destination.group)
             .arg(if sharded { String::new() } else { keys.priorities() })
             .arg(&destination.declared)
-            .arg(&destination.limits);
+            .arg(&destination.limits)
+            .arg(if sequence { "1" } else { "" });
         for payload in &payloads {
             invocation.arg(&payload[..]);
         }

@@ -35,6 +35,7 @@ pub(crate) struct Scripts {
     pub group_control: Script,
     pub group_release: Script,
     pub group_sweep: Script,
+    pub group_hold: Script,
     pub push_debounce: Script,
     pub push_throttle: Script,
     pub push_replace: Script,
@@ -108,7 +109,7 @@ const PUSH_UNIQUE: ScriptSource = script!("push_unique.lua", "wake.lua", "group.
 const KILL: ScriptSource = script_with_batch!("kill.lua");
 const SIGNAL: ScriptSource = script!("signal.lua");
 const CLAIM_TO_OUTBOX: ScriptSource = script!("claim_to_outbox.lua");
-const PUSH_ONCE: ScriptSource = script!("push_once.lua", "wake.lua", "group.lua");
+const PUSH_ONCE: ScriptSource = script!("push_once.lua", "wake.lua", "group.lua", "group_lease.lua");
 const LIST_QUEUES: ScriptSource = script!("list_queues.lua", "wake.lua");
 const TAKE_HELD: ScriptSource = script!("take_held.lua", "take_fields.lua");
 const LIMIT_DEFINE: ScriptSource = script!("limit_define.lua");
@@ -120,6 +121,7 @@ const DROP_FROM_SET: ScriptSource = script_with_batch!("drop_from_set.lua");
 const GROUP_CONTROL: ScriptSource = script!("group_control.lua", "wake.lua", "group.lua");
 const GROUP_RELEASE: ScriptSource = script!("group_release.lua", "wake.lua", "group.lua", "group_lease.lua");
 const GROUP_SWEEP: ScriptSource = script!("group_sweep.lua", "wake.lua", "group.lua", "group_lease.lua");
+const GROUP_HOLD: ScriptSource = script!("group_hold.lua", "wake.lua", "group.lua", "group_lease.lua");
 const PUSH_DEBOUNCE: ScriptSource = script!("push_debounce.lua", "flow_index.lua");
 const PUSH_THROTTLE: ScriptSource = script!("push_throttle.lua", "wake.lua", "group.lua", "flow_index.lua");
 const PUSH_REPLACE: ScriptSource = script!("push_replace.lua", "wake.lua", "group.lua", "flow_index.lua");
@@ -127,7 +129,7 @@ const GROUP_WAKE: ScriptSource = script!("group_wake.lua", "clock.lua", "wake.lu
 
 /// Every script, for the header check.
 #[cfg(test)]
-const ALL: [&ScriptSource; 31] = [
+const ALL: [&ScriptSource; 32] = [
     &FETCH_RELIABLE,
     &ACK,
     &FAIL,
@@ -155,6 +157,7 @@ const ALL: [&ScriptSource; 31] = [
     &GROUP_CONTROL,
     &GROUP_RELEASE,
     &GROUP_SWEEP,
+    &GROUP_HOLD,
     &PUSH_DEBOUNCE,
     &PUSH_THROTTLE,
     &PUSH_REPLACE,
@@ -189,6 +192,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     group_control: GROUP_CONTROL.load(),
     group_release: GROUP_RELEASE.load(),
     group_sweep: GROUP_SWEEP.load(),
+    group_hold: GROUP_HOLD.load(),
     push_debounce: PUSH_DEBOUNCE.load(),
     push_throttle: PUSH_THROTTLE.load(),
     push_replace: PUSH_REPLACE.load(),

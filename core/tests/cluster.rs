@@ -648,6 +648,124 @@ async fn sharded_by_queue_group_backlog_caps_hold_on_the_queues_master() {
     assert_eq!(batch.total, 0, "the refused job never joined its batch");
 }
 
+/// `shard_by_queue`: a sequence. The jobs of a key run one at a time in
+/// push order, a failed job's retry before the next (its lease becomes a
+/// hold on the queue's slot before the job is filed on the namespace's,
+/// and the retry lands back at the head of its key, ending the hold).
+/// Crash points: a hold taken but its job not filed (the job recovered
+/// from a dead process, the hold swept once the job is nowhere on its way);
+/// a retry handed over but not landed (the outbox delivers it to the head
+/// of its key). No hold, lease or count is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_by_queue_sequences_keep_their_order_across_masters() {
+    let (cluster, queues, mut config) = sharded_cluster();
+    let q = &queues[1];
+    config.set_concurrency(4).unwrap();
+    let client = Client::new(&config).unwrap();
+    // Per run: key, n, its retry count, when it started and ended.
+    type Runs = Arc<Mutex<Vec<(String, i64, u32, f64, f64)>>>;
+    let runs: Runs = Arc::default();
+    let seen = runs.clone();
+    let worker = Worker::builder(config)
+        .register("Hook", move |job| {
+            let seen = seen.clone();
+            async move {
+                let started = cogworker::now();
+                let n = job.args_slice()[0].as_i64().unwrap();
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                let key = job.group_key().unwrap().to_string();
+                seen.lock()
+                    .unwrap()
+                    .push((key, n, job.retry_count(), started, cogworker::now()));
+                if n == 1 && job.retry_count() == 0 {
+                    return Err(Failure::new("Down", "the endpoint is down").with_retry_in(0.5));
+                }
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap();
+    let hook = |key: &str, n: i64| Job::new("Hook").args([json!(n)]).queue(q).key(key).sequence();
+    let jobs = (0..6)
+        .flat_map(|n| ["acct:1", "acct:2"].map(|key| hook(key, n)))
+        .collect();
+    client.push_bulk(jobs).await.unwrap();
+    // A dead process's job whose hold was taken before it was filed, and
+    // a retry claimed into the outbox but not landed: each holds its key.
+    let planted = |key: &str, jid: char| {
+        Job::new("Hook")
+            .args([json!(0)])
+            .queue(q)
+            .jid(jid.to_string().repeat(24))
+            .group(key)
+            .sequence()
+            .group_cap(1)
+            .to_json()
+    };
+    let (recovered, handed) = (planted("acct:9", '9'), planted("acct:8", '8'));
+    let mut node = cluster.nodes[1].conn().await;
+    let _: () = redis::pipe()
+        .hset(format!("{{cogworker:{q}}}:in_progress:ghost"), "7", &recovered)
+        .hset(
+            format!("{{cogworker:{q}}}:group_holds"),
+            "9".repeat(24),
+            "acct:9\n{\"retry\":1}\nghost 7",
+        )
+        .hset(
+            format!("{{cogworker:{q}}}:group_holds"),
+            "8".repeat(24),
+            "acct:8\n{\"retry\":2}\nghost 3",
+        )
+        .hincr(format!("{{cogworker:{q}}}:group_running"), "acct:9", 1)
+        .hincr(format!("{{cogworker:{q}}}:group_running"), "acct:8", 1)
+        .query_async(&mut node)
+        .await
+        .unwrap();
+    let _: () = redis::pipe()
+        .hset(
+            format!("{NS}:outbox"),
+            format!("{}-1", "8".repeat(24)),
+            format!("{q}\n{handed}"),
+        )
+        .sadd(format!("{NS}:in_progress_identities"), "ghost")
+        .hset(format!("{NS}:last_beat"), "ghost", 1)
+        .query_async(&mut cluster.owner().await)
+        .await
+        .unwrap();
+    client
+        .push_bulk(vec![hook("acct:9", 1), hook("acct:8", 1)])
+        .await
+        .unwrap();
+
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    let r = runs.clone();
+    wait_until("20 runs", Duration::from_secs(40), move || {
+        let r = r.clone();
+        async move { r.lock().unwrap().len() == 20 }
+    })
+    .await;
+    stop_within_20s(&handle, running).await;
+    let runs = runs.lock().unwrap().clone();
+    for (key, order) in [
+        ("acct:1", vec![0, 1, 1, 2, 3, 4, 5]),
+        ("acct:2", vec![0, 1, 1, 2, 3, 4, 5]),
+        ("acct:9", vec![0, 1, 1]),
+        ("acct:8", vec![0, 1, 1]),
+    ] {
+        let mut of: Vec<_> = runs.iter().filter(|run| run.0 == key).collect();
+        of.sort_by(|a, b| a.3.total_cmp(&b.3));
+        assert_eq!(of.iter().map(|run| run.1).collect::<Vec<_>>(), order, "{key}: {runs:?}");
+        for pair in of.windows(2) {
+            assert!(pair[1].3 >= pair[0].4, "{key}: one at a time, in order: {runs:?}");
+        }
+    }
+    for what in ["group_holds", "group_leases", "group_running", "group_parked"] {
+        let left: usize = node.exists(format!("{{cogworker:{q}}}:{what}")).await.unwrap();
+        assert_eq!(left, 0, "{what} left");
+    }
+}
+
 /// `shard_by_queue`: a group's cap and rate, kept on the queue's master.
 /// Group "capped" (its jobs declare at most 2 running) never runs more
 /// than 2 at once while group "free" beside it runs 4 (the worker's

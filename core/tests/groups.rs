@@ -252,10 +252,10 @@ async fn buried_when_raw(redis: &TestRedis, config: cogworker::Config, raw: &str
 }
 
 /// A job without a group costs nothing: the queue is one list and nothing
-/// is listed; sharded by queue, a sequence (its state on the namespace's
+/// is listed; sharded by queue, a replace (its state on the namespace's
 /// slot) is refused by name.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_group_touches_no_group_key_and_sharding_refuses_a_sequence() {
+async fn no_group_touches_no_group_key_and_sharding_refuses_a_replace() {
     let redis = TestRedis::start();
     let config = redis.config();
     let client = Client::new(&config).unwrap();
@@ -271,8 +271,8 @@ async fn no_group_touches_no_group_key_and_sharding_refuses_a_sequence() {
     let mut sharded = redis.config();
     sharded.set_shard_by_queue(true);
     let client = Client::new(&sharded).unwrap();
-    let err = client.push(Job::new("Step").key("k").sequence()).await.unwrap_err();
-    assert_eq!(err.field(), Some("sequence"), "{err}");
+    let err = client.push(Job::new("Step").key("k").replace()).await.unwrap_err();
+    assert_eq!(err.field(), Some("replace"), "{err}");
 }
 
 /// A group's weight gives it that many turns for another's one; a paused

@@ -100,12 +100,19 @@ pub(super) async fn file(
     let sharded = shared.keys.is_sharded_by_queue() && entry != NOT_HELD;
     let held_at = shared.keys.in_progress_from(owner, queue);
     let filed_marker = shared.keys.filed(owner, entry);
+    // A sequence's retry holds its key: its lease becomes a hold (see
+    // group_leases.rs), in the step that files it, or sharded by queue
+    // (the leases on another slot) just before.
+    let retry_hold = crate::group_leases::RetryHold::of(shared, owner, entry, queue, job, plan);
     if sharded {
         let held: bool = redis::AsyncCommands::hexists(&mut shared.redis.conn(), &held_at, entry).await?;
         if !held {
             // Put back on its queue by shutdown or recovery (that copy
             // runs again), or this is a repeat and all is done.
             return Ok(());
+        }
+        if let Some(hold) = &retry_hold {
+            hold.take(shared).await?;
         }
     }
     // Sharded, fail.lua takes nothing off (its in-progress key is this
@@ -116,9 +123,10 @@ pub(super) async fn file(
     } else {
         (entry, 0)
     };
-    // A sequence's retry holds its key: its lease becomes a hold in the
-    // same step (see group_leases.rs).
-    let held_lease = crate::group_leases::held_by_retry(shared, owner, entry, queue, job, plan);
+    let held_lease = retry_hold
+        .as_ref()
+        .filter(|_| !sharded)
+        .map(|hold| hold.in_fail_script(&shared.keys));
     let run_lock_ttl = locks::retry_ttl(&shared.config, plan.score - at);
     let unique_ttl = locks::unique_retry_ttl(job, plan.score - at);
     let jid = job.jid_str();

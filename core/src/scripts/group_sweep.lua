@@ -16,6 +16,8 @@
 -- ARGV[2] the queue's name
 -- ARGV[3] the in-progress hashes' prefix (NS:in_progress:), the identity
 --         following
+-- ARGV[4] "1" to leave the holds (sharded by queue, where the retry set
+--         is on another slot: group_leases.rs sweeps them), else ""
 --
 -- A hold whose retry entry is no longer in NS:retry (deleted, or killed
 -- into dead, by hand: its requeue would have ended the hold in the same
@@ -31,6 +33,9 @@ for i = 1, #leases, 2 do
   if not held and end_group_lease(KEYS[1], field, KEYS[2], KEYS[3], KEYS[4], group, ARGV[1], ARGV[2]) then
     ended = ended + 1
   end
+end
+if ARGV[4] == "1" then
+  return ended
 end
 local holds = redis.call("HGETALL", KEYS[5])
 for i = 1, #holds, 2 do
