@@ -243,16 +243,6 @@ impl Client {
             if let Some(run_at) = job.run_at() {
                 job.set("at", float(run_at + offset));
             }
-            if sharded && job.replaces() {
-                // A replace finds its key's job on its queue's list, in
-                // the step that keeps its key's index on the namespace's
-                // slot. (A debounce waits in the schedule, a throttled job
-                // queued now is handed over: both start there.)
-                return Err(in_bulk(crate::error::Error::invalid_job(
-                    "replace",
-                    "replace needs queues on the namespace's slot (shard_by_queue is on)",
-                )));
-            }
             if let Some(bid) = job.batch_id() {
                 // A unique job joins its batch in its own push's step,
                 // if it is pushed (a duplicate joins nothing).
@@ -325,13 +315,7 @@ impl Client {
             jids[index] = Some(self.push_debounced(&job, at).await?);
         }
         for (index, job) in replacing {
-            let invocation = crate::flow::replace_push(&self.keys, &job, at);
-            // A repeat after a lost reply replaces the job it pushed.
-            let (runs, _queued): (String, i64) = self
-                .invoke_once_more_on_drop(&invocation)
-                .await
-                .map_err(crate::error::Error::from_batch_script)?;
-            jids[index] = Some(runs);
+            jids[index] = Some(self.push_replacing(&job, at).await?);
         }
         for (index, job) in throttled {
             if !self.push_throttled(&job, at).await? {
@@ -540,8 +524,8 @@ impl Client {
         let mut invocation = SCRIPTS.push_once.prepare_invoke();
         invocation
             .key(&destination.list)
-            .key(self.keys.backlog_dropped(queue, None))
-            .key(self.keys.backlog_dropped(queue, Some(&day)))
+            .key(self.keys.queue_stat(queue, "backlog_dropped", None))
+            .key(self.keys.queue_stat(queue, "backlog_dropped", Some(&day)))
             .arg(self.keys.wake())
             .arg(queue)
             .arg(0)
@@ -642,6 +626,36 @@ impl Client {
         let (runs, began): (String, i64) = self.invoke_once_more_on_drop(&invocation).await?;
         if began == 0 {
             tracing::debug!("{job} collapsed into {runs} (debounced)");
+        }
+        Ok(runs)
+    }
+
+    /// Pushes replacing `job` (see flow.rs): the jid that will run.
+    /// Sharded by queue, in three steps: its queue (level, group) listed
+    /// on the namespace's slot, the push on the queue's, the key's index
+    /// entry and status record on the namespace's.
+    async fn push_replacing(&self, job: &Job, at: f64) -> Result<String> {
+        let sharded = self.keys.is_sharded_by_queue();
+        if sharded {
+            let queue = job.queue_name();
+            let mut listing = crate::outbox::listing(&self.keys);
+            listing
+                .arg(queue)
+                .arg(crate::priority::listed_member(queue, job.priority_level()));
+            for member in crate::groups::members_for(job) {
+                listing.arg(queue).arg(member);
+            }
+            let _: usize = self.invoke_once_more_on_drop(&listing).await?;
+        }
+        let invocation = crate::flow::replace_push(&self.keys, job, at);
+        // A repeat after a lost reply replaces the job it pushed.
+        let (runs, _queued): (String, i64) = self
+            .invoke_once_more_on_drop(&invocation)
+            .await
+            .map_err(Error::from_batch_script)?;
+        if sharded {
+            let listed = crate::flow::replace_listed(&self.keys, job, at, &runs);
+            let _: i64 = self.invoke_once_more_on_drop(&listed).await?;
         }
         Ok(runs)
     }

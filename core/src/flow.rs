@@ -135,17 +135,23 @@ pub(crate) fn replace_push(keys: &Keys, job: &Job, now: f64) -> redis::ScriptInv
     let destination = Destination::of_job(keys, job);
     let queue = job.queue_name();
     let (head, tail) = around_its_jid(job);
+    // Sharded by queue every key is on the queue's slot: the namespace's
+    // three (listed before, written after: replace_listed) are stood in
+    // for by the list, untouched.
+    let sharded = keys.is_sharded_by_queue();
+    let on_the_namespace = |key: String| if sharded { destination.list.clone() } else { key };
+    let day = crate::retry::day_of(now);
     let mut invocation = crate::scripts::SCRIPTS.push_replace.prepare_invoke();
     invocation
-        .key(keys.replace(&digest))
-        .key(keys.queues())
+        .key(keys.replace(queue, &digest))
+        .key(on_the_namespace(keys.queues()))
         .key(&destination.list)
-        .key(keys.priorities())
-        .key(keys.stat("replaced", None))
-        .key(keys.stat("replaced", Some(&crate::retry::day_of(now))))
-        .key(keys.flow_keys())
-        .key(keys.stat("backlog_dropped", None))
-        .key(keys.stat("backlog_dropped", Some(&crate::retry::day_of(now))))
+        .key(on_the_namespace(keys.priorities()))
+        .key(keys.queue_stat(queue, "replaced", None))
+        .key(keys.queue_stat(queue, "replaced", Some(&day)))
+        .key(on_the_namespace(keys.flow_keys()))
+        .key(keys.queue_stat(queue, "backlog_dropped", None))
+        .key(keys.queue_stat(queue, "backlog_dropped", Some(&day)))
         .arg(head)
         .arg(tail)
         .arg(job.jid_str())
@@ -159,6 +165,26 @@ pub(crate) fn replace_push(keys: &Keys, job: &Job, now: f64) -> redis::ScriptInv
     let result = ResultParts::of(keys, job, now);
     invocation
         .arg(result.prefix)
+        .arg(result.queued.0)
+        .arg(result.queued.1)
+        .arg(result.ttl)
+        .arg(if sharded { "1" } else { "" });
+    invocation
+}
+
+/// Sharded by queue, after [`replace_push`] answered that `runs` is the
+/// key's job: its entry in the index of flow keys and its status record,
+/// on the namespace's slot (`flow_listed.lua`).
+pub(crate) fn replace_listed(keys: &Keys, job: &Job, now: f64, runs: &str) -> redis::ScriptInvocation<'static> {
+    let result = ResultParts::of(keys, job, now);
+    let mut invocation = crate::scripts::SCRIPTS.flow_listed.prepare_invoke();
+    invocation
+        .key(keys.flow_keys())
+        .arg(index_member("replace", job))
+        .arg(now + REPLACE_STATE_SECS as f64)
+        .arg(now)
+        .arg(result.prefix)
+        .arg(runs)
         .arg(result.queued.0)
         .arg(result.queued.1)
         .arg(result.ttl);

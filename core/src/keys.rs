@@ -308,8 +308,11 @@ impl Keys {
     }
     /// Hash: the job waiting on its queue for a replacing class, queue and
     /// key (see [`crate::flow`]; `digest` of the three).
-    pub fn replace(&self, digest: &str) -> String {
-        format!("{}:replace:{}", self.ns, digest)
+    pub fn replace(&self, queue: &str, digest: &str) -> String {
+        match self.queue_slot(queue) {
+            Some(slot) => format!("{slot}:replace:{digest}"),
+            None => format!("{}:replace:{}", self.ns, digest),
+        }
     }
     /// String: when the next window of a throttled class, queue and key
     /// opens (see [`crate::flow`]; `digest` of the three).
@@ -348,16 +351,17 @@ impl Keys {
             None => format!("{}:stat:{}", self.ns, stat),
         }
     }
-    /// Counter: the jobs of queue `name` a group's backlog cap dropped
-    /// (`day`: that UTC day's count). Sharded by queue it is the queue's
-    /// own (a push onto its slot counts there, see `push_once.lua`); else
-    /// the namespace's `stat:backlog_dropped`. [`crate::api::Api::stats`]
-    /// adds them up.
-    pub fn backlog_dropped(&self, name: &str, day: Option<&str>) -> String {
+    /// Counter `stat` of queue `name`'s jobs (`day`: that UTC day's
+    /// count): the jobs a group's backlog cap dropped (`backlog_dropped`)
+    /// or a replacing push replaced (`replaced`). Sharded by queue each
+    /// queue keeps its own, on its slot (a push there counts in its step:
+    /// `push_once.lua`, `push_replace.lua`); else the namespace's
+    /// `stat:<stat>`. [`crate::api::Api::stats`] adds them up.
+    pub fn queue_stat(&self, name: &str, stat: &str, day: Option<&str>) -> String {
         match (self.queue_slot(name), day) {
-            (Some(slot), Some(day)) => format!("{slot}:stat:backlog_dropped:{day}"),
-            (Some(slot), None) => format!("{slot}:stat:backlog_dropped"),
-            (None, day) => self.stat("backlog_dropped", day),
+            (Some(slot), Some(day)) => format!("{slot}:stat:{stat}:{day}"),
+            (Some(slot), None) => format!("{slot}:stat:{stat}"),
+            (None, day) => self.stat(stat, day),
         }
     }
     /// One minute's per-class metrics (`minute`: epoch seconds / 60).

@@ -133,8 +133,8 @@ async fn deliver_entries(redis: &Redis, keys: &Keys, entries: Vec<(String, Vec<u
         let mut invocation = SCRIPTS.push_once.prepare_invoke();
         invocation
             .key(&destination.list)
-            .key(keys.backlog_dropped(&queue, None))
-            .key(keys.backlog_dropped(&queue, Some(&day)));
+            .key(keys.queue_stat(&queue, "backlog_dropped", None))
+            .key(keys.queue_stat(&queue, "backlog_dropped", Some(&day)));
         if sequence {
             invocation
                 .key(keys.group_holds(&queue))

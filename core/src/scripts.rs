@@ -36,6 +36,7 @@ pub(crate) struct Scripts {
     pub group_release: Script,
     pub group_sweep: Script,
     pub group_hold: Script,
+    pub flow_listed: Script,
     pub push_debounce: Script,
     pub push_throttle: Script,
     pub push_replace: Script,
@@ -122,6 +123,7 @@ const GROUP_CONTROL: ScriptSource = script!("group_control.lua", "wake.lua", "gr
 const GROUP_RELEASE: ScriptSource = script!("group_release.lua", "wake.lua", "group.lua", "group_lease.lua");
 const GROUP_SWEEP: ScriptSource = script!("group_sweep.lua", "wake.lua", "group.lua", "group_lease.lua");
 const GROUP_HOLD: ScriptSource = script!("group_hold.lua", "wake.lua", "group.lua", "group_lease.lua");
+const FLOW_LISTED: ScriptSource = script!("flow_listed.lua", "flow_index.lua");
 const PUSH_DEBOUNCE: ScriptSource = script!("push_debounce.lua", "flow_index.lua");
 const PUSH_THROTTLE: ScriptSource = script!("push_throttle.lua", "wake.lua", "group.lua", "flow_index.lua");
 const PUSH_REPLACE: ScriptSource = script!("push_replace.lua", "wake.lua", "group.lua", "flow_index.lua");
@@ -129,7 +131,7 @@ const GROUP_WAKE: ScriptSource = script!("group_wake.lua", "clock.lua", "wake.lu
 
 /// Every script, for the header check.
 #[cfg(test)]
-const ALL: [&ScriptSource; 32] = [
+const ALL: [&ScriptSource; 33] = [
     &FETCH_RELIABLE,
     &ACK,
     &FAIL,
@@ -158,6 +160,7 @@ const ALL: [&ScriptSource; 32] = [
     &GROUP_RELEASE,
     &GROUP_SWEEP,
     &GROUP_HOLD,
+    &FLOW_LISTED,
     &PUSH_DEBOUNCE,
     &PUSH_THROTTLE,
     &PUSH_REPLACE,
@@ -193,6 +196,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     group_release: GROUP_RELEASE.load(),
     group_sweep: GROUP_SWEEP.load(),
     group_hold: GROUP_HOLD.load(),
+    flow_listed: FLOW_LISTED.load(),
     push_debounce: PUSH_DEBOUNCE.load(),
     push_throttle: PUSH_THROTTLE.load(),
     push_replace: PUSH_REPLACE.load(),

@@ -766,6 +766,59 @@ async fn sharded_by_queue_sequences_keep_their_order_across_masters() {
     }
 }
 
+/// `shard_by_queue`: a replacing push. The key's state and its job are on
+/// the queue's master: a push while the key's job waits replaces it in
+/// place (same jid, the last args, its place in line; in a group's list
+/// too), counted in the stats; the key is listed with its waiting job, and
+/// a job pushed with `result_ttl` has its status record; once its job is
+/// taken, the next push is a new job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_by_queue_replace_keeps_one_waiting_job_per_key() {
+    let (_cluster, queues, config) = sharded_cluster();
+    let q = &queues[2];
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    api.pause_queue(q).await.unwrap();
+    let replacing = |key: &str, n: i64| Job::new("Step").args([json!(n)]).queue(q).key(key).replace();
+    let first = client.push(replacing("user:1", 1)).await.unwrap().unwrap();
+    let other = client.push(replacing("user:2", 100)).await.unwrap().unwrap();
+    for n in 2..=4 {
+        let job = replacing("user:1", n).result_ttl(600.0);
+        assert_eq!(client.push(job).await.unwrap().unwrap(), first);
+    }
+    let grouped = |n: i64| replacing("user:3", n).group("tenant:1");
+    let in_group = client.push(grouped(200)).await.unwrap().unwrap();
+    assert_eq!(client.push(grouped(201)).await.unwrap().unwrap(), in_group);
+    assert_ne!(first, other);
+    assert_eq!(api.queue(q).await.unwrap().size, 3);
+    assert_eq!(api.stats().await.unwrap().replaced, 4);
+    assert_eq!(
+        api.status(&first).await.unwrap(),
+        "queued",
+        "the record of the last push"
+    );
+    let listed = api.flow_keys(100).await.unwrap();
+    let user1 = listed.iter().find(|k| k.key == "user:1").expect("user:1 listed");
+    assert_eq!(
+        (user1.jid.as_deref(), user1.waiting),
+        (Some(first.as_str()), Some(true))
+    );
+    assert_eq!(listed.len(), 3, "{listed:?}");
+
+    let (worker, ran) = recording_worker(config, Duration::ZERO);
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    api.unpause_queue(q).await.unwrap();
+    wait_ran(&ran, 3).await;
+    let next = client.push(replacing("user:1", 5)).await.unwrap().unwrap();
+    assert_ne!(next, first, "its job was taken: a new one");
+    wait_ran(&ran, 4).await;
+    stop_within_20s(&handle, running).await;
+    let mut ran = ran.lock().unwrap().clone();
+    ran.sort();
+    assert_eq!(ran, [4, 5, 100, 201], "each key's job once, with its last args");
+}
+
 /// `shard_by_queue`: a group's cap and rate, kept on the queue's master.
 /// Group "capped" (its jobs declare at most 2 running) never runs more
 /// than 2 at once while group "free" beside it runs 4 (the worker's

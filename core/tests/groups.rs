@@ -252,10 +252,9 @@ async fn buried_when_raw(redis: &TestRedis, config: cogworker::Config, raw: &str
 }
 
 /// A job without a group costs nothing: the queue is one list and nothing
-/// is listed; sharded by queue, a replace (its state on the namespace's
-/// slot) is refused by name.
+/// is listed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_group_touches_no_group_key_and_sharding_refuses_a_replace() {
+async fn no_group_touches_no_group_key() {
     let redis = TestRedis::start();
     let config = redis.config();
     let client = Client::new(&config).unwrap();
@@ -268,11 +267,6 @@ async fn no_group_touches_no_group_key_and_sharding_refuses_a_replace() {
         .await
         .unwrap();
     assert!(!listed);
-    let mut sharded = redis.config();
-    sharded.set_shard_by_queue(true);
-    let client = Client::new(&sharded).unwrap();
-    let err = client.push(Job::new("Step").key("k").replace()).await.unwrap_err();
-    assert_eq!(err.field(), Some("replace"), "{err}");
 }
 
 /// A group's weight gives it that many turns for another's one; a paused

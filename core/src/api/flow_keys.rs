@@ -93,7 +93,7 @@ impl Api {
                 "throttle" => states.cmd("GET").arg(keys.throttle(digest)),
                 _ => states
                     .cmd("HMGET")
-                    .arg(keys.replace(digest))
+                    .arg(keys.replace(&entry.queue, digest))
                     .arg(&["jid", "payload", "list"]),
             };
         }

@@ -142,14 +142,20 @@ impl Api {
             .get(keys.stat("backlog_dropped", day))
             .query_async(&mut self.conn())
             .await?;
-        let [processed, failed, expired, cancelled, collapsed, throttled, replaced, mut backlog_dropped] =
+        let [processed, failed, expired, cancelled, collapsed, throttled, mut replaced, mut backlog_dropped] =
             counts.map(|count| count.unwrap_or(0));
         if keys.is_sharded_by_queue() {
-            // Sharded by queue, each queue counts its own (push_once.lua).
+            // Sharded by queue, each queue counts these on its own slot
+            // (push_once.lua, push_replace.lua).
             let queues: Vec<String> = self.conn().smembers(keys.queues()).await?;
             for queue in queues {
-                let dropped: Option<u64> = self.conn().get(keys.backlog_dropped(&queue, day)).await?;
-                backlog_dropped += dropped.unwrap_or(0);
+                let counts: [Option<u64>; 2] = redis::pipe()
+                    .get(keys.queue_stat(&queue, "replaced", day))
+                    .get(keys.queue_stat(&queue, "backlog_dropped", day))
+                    .query_async(&mut self.conn())
+                    .await?;
+                replaced += counts[0].unwrap_or(0);
+                backlog_dropped += counts[1].unwrap_or(0);
             }
         }
         Ok(Stats {

@@ -9,7 +9,7 @@
 --           other than the default, or a group's list (see groups.rs)
 -- KEYS[2]   the jobs a group's backlog cap dropped, counted on the queue's
 --           slot ({NS:<q>}:stat:backlog_dropped), KEYS[3] its day's count
---           (see Keys::backlog_dropped)
+--           (see Keys::queue_stat)
 -- KEYS[4..6] with ARGV[9] "1": the queue's sequence holds, running
 --           counts and parked groups ({NS:<q>}:group_holds, _running,
 --           _parked): a sequence's retry comes back (see below)
