@@ -52,6 +52,18 @@ fn account(token: &str) -> std::io::Result<()> {
     file.write_all(format!("{token}\n").as_bytes())
 }
 
+/// With TEST_RUNS_FILE: which delivery ran (`token jid language pid
+/// time`), to tell a job delivered twice from one pushed twice.
+fn run_line(token: &str, jid: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let Ok(path) = std::env::var("TEST_RUNS_FILE") else {
+        return Ok(());
+    };
+    let mut file = std::fs::OpenOptions::new().append(true).create(true).open(path)?;
+    let line = format!("{token} {jid} rust {} {:.6}\n", std::process::id(), cogworker::now());
+    file.write_all(line.as_bytes())
+}
+
 /// `start`/`end` lines of a `Span` job: what ran when, and where.
 fn span_line(what: &str, token: &str) -> std::io::Result<()> {
     account(&format!(
@@ -156,7 +168,8 @@ async fn main() -> cogworker::Result<()> {
             if args.get(2).and_then(|v| v.as_bool()) == Some(true) && first_attempt(&token) {
                 return Err(Failure::new("FailOnce", "the first attempt fails"));
             }
-            account(&token).map_err(|e| Failure::new("IoError", e.to_string()))
+            account(&token).map_err(|e| Failure::new("IoError", e.to_string()))?;
+            run_line(&token, job.jid_str()).map_err(|e| Failure::new("IoError", e.to_string()))
         })
         .retry_in("Account", |_count, _job| Some(0.2))
         .register("BatchCallback", |job| async move {

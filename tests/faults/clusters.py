@@ -46,6 +46,17 @@ class ReplicatedCluster:
             self.stale_writes: list[int] = []
             # Per kill: how far the replica was behind before it was frozen.
             self.behind_at_kill: list[int] = []
+            # Per kill: when (wall clock), and when the replica served the slot.
+            self.killed_at: list[float] = []
+            self.promoted_at: list[float] = []
+            # Per failover or switch-over: what each node of the slot held
+            # (see _state), before and after.
+            self.states: list[dict[str, object]] = []
+            self.namespace = namespace
+            # Per kill: from when the replica may have missed the master's
+            # writes (it was last read in step, just before its freeze) to
+            # its promotion; see lag_windows.
+            self.lag_from: list[float] = []
             subprocess.run(
                 [*ns.prefix, "redis-cli", "--cluster", "create"]
                 + [f"127.0.0.1:{s.port}" for s in self.servers]
@@ -148,15 +159,59 @@ class ReplicatedCluster:
         slot = self.slot if slot is None else slot
         old, new = self.owner(slot)
         self.behind_at_kill.append(self._bytes_behind(old))
+        # Slack for the lag the replica had before (`behind`: bytes, some ms).
+        self.lag_from.append(time.time() - 0.1)
+        before = {"master": self._state(old), "replica": self._state(new)}
         new.freeze()
         time.sleep(behind_s)
         old.kill9()
+        self.killed_at.append(time.time())
         new.thaw()
         wait_for(f"{new.port} takes over", lambda: self._serves(new, slot) and self._all_ok())
+        self.promoted_at.append(time.time())
+        self.states.append({"kill": len(self.killed_at) - 1, **before, "promoted": self._state(new)})
         old.start()
         self.stale_writes.append(self._writes_while_master(old))
         wait_for("every replica online", self._replicas_online)
         wait_for(f"{old.port} is {new.port}'s replica", lambda: self._owner(slot) == (new, old))
+
+    def lag_windows(self) -> list[tuple[float, float]]:
+        """Per kill, when what the killed master did may be missing from
+        its promoted replica: from the replica's last read in step (before
+        it was frozen behind) to its promotion. Fetches and
+        acknowledgements the master made then are lost with it, so the
+        jobs they took or settled run again; nothing else does."""
+        return list(zip(self.lag_from, self.promoted_at))
+
+    def _state(self, server: Server) -> dict[str, object]:
+        """What `server` holds of the namespace now: its role and
+        replication offset, whom it replicates and how, the default
+        queue's length and the jobs held in progress (read on one
+        connection, READONLY on a replica)."""
+        client = redis.Redis(
+            host=server.host, port=server.port, socket_timeout=5, single_connection_client=True
+        )
+        try:
+            info = client.info("replication")
+            if info.get("role") == "slave":
+                client.execute_command("READONLY")
+            held = sum(client.hlen(k) for k in client.scan_iter(f"{self.namespace}:in_progress:*"))
+            at = f"{time.time():.3f}"
+            return {
+                "port": server.port,
+                "role": info.get("role"),
+                "offset": info.get("master_repl_offset"),
+                "link": info.get("master_link_status"),
+                "of": info.get("master_port"),
+                "replicas": info.get("connected_slaves"),
+                "queued": client.llen(f"{self.namespace}:queue:default"),
+                "held": held,
+                "at": at,
+            }
+        except redis.exceptions.RedisError as e:
+            return {"port": server.port, "error": str(e)}
+        finally:
+            client.close()
 
     @staticmethod
     def _bytes_behind(master: Server) -> int:
@@ -194,9 +249,12 @@ class ReplicatedCluster:
         swap roles without a loss (the master stops writes until its
         replica has caught up)."""
         old, new = self.owner(slot)
+        before = {"master": self._state(old), "replica": self._state(new)}
         new.client().execute_command("CLUSTER", "FAILOVER")
         wait_for(f"{new.port} takes over", lambda: self._owner(slot) == (new, old) and self._all_ok())
         wait_for("every replica online", self._replicas_online)
+        after = {"new master": self._state(new), "new replica": self._state(old)}
+        self.states.append({"switch_over_at": round(time.time(), 3), **before, **after})
 
     def _id(self, server: Server) -> str:
         value = server.client().execute_command("CLUSTER", "MYID")

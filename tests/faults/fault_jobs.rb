@@ -39,6 +39,10 @@ class Account
     raise 'the first attempt fails' if fail_once && FailOnce.first_attempt?(token)
 
     File.open(ENV.fetch('TEST_RESULTS_FILE'), 'a') { |f| f.write("#{token}\n") }
+    # With TEST_RUNS_FILE: which delivery ran, to tell a job delivered
+    # twice from one pushed twice.
+    runs = ENV.fetch('TEST_RUNS_FILE', nil)
+    File.open(runs, 'a') { |f| f.write(format("%s %s ruby %d %.6f\n", token, jid, Process.pid, Time.now.to_f)) } if runs
   end
 end
 

@@ -57,3 +57,15 @@ def account(token: str, millis: int = 0, fail_once: bool = False) -> None:
         raise RuntimeError("the first attempt fails")
     with open(os.environ["TEST_RESULTS_FILE"], "a", encoding="utf-8") as f:
         f.write(f"{token}\n")
+    _run_line(token)
+
+
+def _run_line(token: str) -> None:
+    """With TEST_RUNS_FILE: which delivery ran (`token jid language pid
+    time`), to tell a job delivered twice from one pushed twice."""
+    path = os.environ.get("TEST_RUNS_FILE")
+    if path:
+        job = cogworker.current_job()
+        jid = job.jid if job else "?"
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(f"{token} {jid} python {os.getpid()} {time.time():.6f}\n")
