@@ -111,20 +111,7 @@ async fn a_running_rust_handler_is_stopped_within_a_second_and_not_retried() {
     let config = redis.config();
     let client = Client::new(&config).unwrap();
     let api = Api::new(client.clone());
-    let (started, finished) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-    let (s, f) = (started.clone(), finished.clone());
-    let worker = Worker::builder(config)
-        .register("Long", move |_job| {
-            let (s, f) = (s.clone(), f.clone());
-            async move {
-                s.fetch_add(1, Ordering::SeqCst);
-                tokio::time::sleep(Duration::from_secs(30)).await;
-                f.fetch_add(1, Ordering::SeqCst);
-                Ok(())
-            }
-        })
-        .build()
-        .unwrap();
+    let (worker, started, finished) = long_worker(config);
     let handle = worker.handle();
     let task = tokio::spawn(worker.run());
     let jid = client.push(Job::new("Long").result_ttl(600.0)).await.unwrap().unwrap();

@@ -819,6 +819,75 @@ async fn sharded_by_queue_replace_keeps_one_waiting_job_per_key() {
     assert_eq!(ran, [4, 5, 100, 201], "each key's job once, with its last args");
 }
 
+/// `shard_by_queue`: cancellation and expiry with the queue on another
+/// master than the namespace. A scheduled job is taken off the schedule,
+/// a queued one is dropped unrun when taken, a running one is stopped
+/// within a second and filed as cancelled (its in-progress entry on the
+/// queue's slot, its record on the namespace's), never retried; a job
+/// past its expiry is dropped unrun and counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_by_queue_cancellation_and_expiry_across_masters() {
+    let (_cluster, queues, config) = sharded_cluster();
+    let q = &queues[1];
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    let job = |class: &str| Job::new(class).queue(q).result_ttl(600.0);
+    let later = client.push(job("Long").delay(3600.0)).await.unwrap().unwrap();
+    assert_eq!(api.cancel(&later).await.unwrap(), "scheduled");
+    assert_eq!(api.set_size(JobSet::Scheduled).await.unwrap(), 0);
+    api.pause_queue(q).await.unwrap();
+    let queued = client.push(job("Long")).await.unwrap().unwrap();
+    assert_eq!(api.cancel(&queued).await.unwrap(), "queued");
+    client.push(job("Long").expires_in(0.2)).await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let (worker, started, finished) = long_worker(config);
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    api.unpause_queue(q).await.unwrap();
+    let a = api.clone();
+    let q2 = q.clone();
+    wait_until(
+        "the cancelled and the expired job dropped",
+        Duration::from_secs(20),
+        move || {
+            let (a, q) = (a.clone(), q2.clone());
+            async move {
+                let stats = a.stats().await.unwrap();
+                a.queue(&q).await.unwrap().size == 0 && stats.expired == 1 && stats.cancelled == 2
+            }
+        },
+    )
+    .await;
+    assert_eq!(started.load(Ordering::SeqCst), 0, "neither ran");
+    let long = client.push(job("Long")).await.unwrap().unwrap();
+    wait_for_count("it started", &started, 1, Duration::from_secs(10)).await;
+    let asked = std::time::Instant::now();
+    assert_eq!(api.cancel(&long).await.unwrap(), "running");
+    let a = api.clone();
+    let j = long.clone();
+    wait_until("stopped and filed", Duration::from_secs(5), move || {
+        let (a, j) = (a.clone(), j.clone());
+        async move {
+            a.result(&j)
+                .await
+                .unwrap()
+                .is_some_and(|record| record["error_message"] == "cancelled while it ran; stopped")
+        }
+    })
+    .await;
+    assert!(asked.elapsed() < Duration::from_secs(2), "{:?}", asked.elapsed());
+    for jid in [&later, &queued, &long] {
+        assert_eq!(api.status(jid).await.unwrap(), "cancelled", "{jid}");
+    }
+    stop_within_20s(&handle, running).await;
+    assert_eq!(finished.load(Ordering::SeqCst), 0, "the handler ran no further");
+    assert_eq!(api.set_size(JobSet::Retry).await.unwrap(), 0, "not retried");
+    assert_eq!(api.stats().await.unwrap().cancelled, 3);
+    let held: Vec<_> = api.busy().await.unwrap();
+    assert!(held.is_empty(), "{held:?}");
+}
+
 /// `shard_by_queue`: a group's cap and rate, kept on the queue's master.
 /// Group "capped" (its jobs declare at most 2 running) never runs more
 /// than 2 at once while group "free" beside it runs 4 (the worker's

@@ -376,3 +376,23 @@ impl cogworker::host::HostWait for PlainWait {
         Ok(poll(slice))
     }
 }
+
+/// A worker whose `Long` handler counts its start, sleeps 30 s and counts
+/// its end: (the worker, started, finished), for cancellation tests.
+pub fn long_worker(config: Config) -> (Worker, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+    let (started, finished) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (s, f) = (started.clone(), finished.clone());
+    let worker = Worker::builder(config)
+        .register("Long", move |_job| {
+            let (s, f) = (s.clone(), f.clone());
+            async move {
+                s.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                f.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap();
+    (worker, started, finished)
+}
