@@ -237,8 +237,18 @@ async fn on_its_way(shared: &Shared, queue: &str, jid: &str, entry: &str, field:
     if waiting.is_some() {
         return Ok(true);
     }
+    // Its hand-over's id is the jid, a dash and a random part (the jid's
+    // glob characters escaped).
+    let mut pattern = String::with_capacity(jid.len() + 4);
+    for c in jid.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push_str("-*");
     let mut handed = conn
-        .hscan_match::<_, _, (String, String)>(keys.outbox(), format!("{jid}-*"))
+        .hscan_match::<_, _, (String, String)>(keys.outbox(), pattern)
         .await?;
     Ok(futures_util::StreamExt::next(&mut handed).await.is_some())
 }
