@@ -66,6 +66,16 @@ async fn a_scheduled_job_is_taken_off_and_a_queued_one_is_dropped_unrun() {
         "no result kept: not found"
     );
     client.push(Job::new("Count")).await.unwrap().unwrap();
+    // The worker hears of a cancellation on the wake channel; its idle
+    // poll may take the job first if the message is late (a loaded CI run
+    // ran it): unpaused once both cancellations are heard (the first read
+    // when it subscribed).
+    let h = handle.clone();
+    wait_until("the worker heard both", Duration::from_secs(10), move || {
+        let h = h.clone();
+        async move { h.interruptions() >= 2 }
+    })
+    .await;
     api.unpause_queue("default").await.unwrap();
     wait_for_count("the one job not cancelled ran", &ran, 1, Duration::from_secs(10)).await;
     let a = api.clone();
