@@ -770,11 +770,12 @@ async fn sharded_by_queue_sequences_keep_their_order_across_masters() {
 /// the queue's master: a push while the key's job waits replaces it in
 /// place (same jid, the last args, its place in line; in a group's list
 /// too), counted in the stats; the key is listed with its waiting job, and
-/// a job pushed with `result_ttl` has its status record; once its job is
-/// taken, the next push is a new job.
+/// a job pushed with `result_ttl` has its status record; a crash after
+/// the push, before the index entry and record are written, is mended by
+/// the key's next push; once its job is taken, the next push is a new job.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sharded_by_queue_replace_keeps_one_waiting_job_per_key() {
-    let (_cluster, queues, config) = sharded_cluster();
+    let (cluster, queues, config) = sharded_cluster();
     let q = &queues[2];
     let client = Client::new(&config).unwrap();
     let api = Api::new(client.clone());
@@ -804,6 +805,22 @@ async fn sharded_by_queue_replace_keeps_one_waiting_job_per_key() {
         (Some(first.as_str()), Some(true))
     );
     assert_eq!(listed.len(), 3, "{listed:?}");
+    // Crash point: the push replaced its key's job on the queue's master,
+    // and its process died before the index entry and the record were
+    // written on the namespace's. The key's next push lists it again.
+    let mut owner = cluster.owner().await;
+    let _: () = redis::pipe()
+        .del(format!("{NS}:flow_keys"))
+        .del(format!("{NS}:result:{first}"))
+        .query_async(&mut owner)
+        .await
+        .unwrap();
+    assert!(api.flow_keys(100).await.unwrap().is_empty());
+    let job = replacing("user:1", 4).result_ttl(600.0);
+    assert_eq!(client.push(job).await.unwrap().unwrap(), first);
+    let listed = api.flow_keys(100).await.unwrap();
+    assert_eq!(listed.iter().filter(|k| k.key == "user:1").count(), 1, "{listed:?}");
+    assert_eq!(api.status(&first).await.unwrap(), "queued");
 
     let (worker, ran) = recording_worker(config, Duration::ZERO);
     let handle = worker.handle();
