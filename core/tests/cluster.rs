@@ -648,6 +648,67 @@ async fn sharded_by_queue_group_backlog_caps_hold_on_the_queues_master() {
     assert_eq!(batch.total, 0, "the refused job never joined its batch");
 }
 
+/// `shard_by_queue`: nested batches. A child batch whose jobs live on two
+/// masters and its parent's job on the third: the child's success
+/// callback fires once, then the parent's (the child counted as one of
+/// its units), each once; once succeeded, each batch's keys live for its
+/// `keep_for`, not its `ttl`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_by_queue_nested_batches_complete_once_across_masters() {
+    let (cluster, queues, config) = sharded_cluster();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    let done_on = |name: &str, q: usize| {
+        Batch::new(name)
+            .on(
+                BatchEvent::Success,
+                Job::new("Done").args([json!(name)]).queue(&queues[q]),
+            )
+            .keep_for(120)
+            .ttl(3600)
+    };
+    let parent = client.open_batch(done_on("parent", 0)).await.unwrap();
+    parent
+        .push(Job::new("Count").args([json!("p")]).queue(&queues[2]))
+        .await
+        .unwrap();
+    let child = parent.open_child(done_on("child", 1)).await.unwrap();
+    child
+        .push_bulk(vec![
+            Job::new("Count").args([json!("c0")]).queue(&queues[0]),
+            Job::new("Flaky").queue(&queues[1]),
+        ])
+        .await
+        .unwrap();
+    child.close().await.unwrap();
+    parent.close().await.unwrap();
+    let (worker, ran) = batch_worker(config);
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    let r = ran.clone();
+    wait_until("both callbacks ran", Duration::from_secs(30), move || {
+        let r = r.clone();
+        async move { ran_with(&r, "Done").len() == 2 }
+    })
+    .await;
+    let a = api.clone();
+    let bid = parent.bid().to_string();
+    wait_until("the parent succeeded", Duration::from_secs(10), move || {
+        let (a, bid) = (a.clone(), bid.clone());
+        async move { a.batch(&bid).await.unwrap().is_some_and(|b| b.pending == 0) }
+    })
+    .await;
+    stop_within_20s(&handle, running).await;
+    let order: Vec<serde_json::Value> = ran_with(&ran, "Done").into_iter().map(|args| args[1].clone()).collect();
+    assert_eq!(order, [json!("child"), json!("parent")], "the child first, each once");
+    assert_eq!(ran_with(&ran, "Count").len(), 2);
+    let mut owner = cluster.owner().await;
+    for bid in [parent.bid(), child.bid()] {
+        let ttl: i64 = owner.ttl(format!("{NS}:batch:{bid}")).await.unwrap();
+        assert!((1..=120).contains(&ttl), "kept for keep_for once succeeded: {ttl}");
+    }
+}
+
 /// `shard_by_queue`: a sequence. The jobs of a key run one at a time in
 /// push order, a failed job's retry before the next (its lease becomes a
 /// hold on the queue's slot before the job is filed on the namespace's,
