@@ -134,10 +134,6 @@ impl Error {
         }
     }
 
-    /// A push or batch script's refusal (its code, then the batch id or
-    /// the deepest nesting it names, or a group's backlog: waiting, cap,
-    /// group; scripts/batch_open.lua, push.lua, group.lua) as the error it
-    /// means; any other Redis error as it is.
     /// A push past its group's backlog cap (`group_backlog`), refused.
     pub(crate) fn backlog_full(waiting: impl std::fmt::Display, most: impl std::fmt::Display, group: &str) -> Self {
         Error::OverLimit {
@@ -146,6 +142,10 @@ impl Error {
         }
     }
 
+    /// A push or batch script's refusal (its code, then the batch id or
+    /// the deepest nesting it names, or a group's backlog: waiting, cap,
+    /// group; scripts/batch_open.lua, push.lua, group.lua) as the error it
+    /// means; any other Redis error as it is.
     pub(crate) fn from_batch_script(error: redis::RedisError) -> Self {
         let named = error.detail().unwrap_or_default().trim().to_string();
         match error.code() {

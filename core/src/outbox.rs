@@ -67,6 +67,20 @@ pub(crate) fn listing(keys: &Keys) -> redis::ScriptInvocation<'static> {
     invocation
 }
 
+/// [`listing`] of what `job` needs listed before it lands on `queue`'s
+/// slot: the queue, its priority level and, grouped, the queue's group
+/// memberships.
+pub(crate) fn listing_of(keys: &Keys, queue: &str, job: &Job) -> redis::ScriptInvocation<'static> {
+    let mut invocation = listing(keys);
+    invocation
+        .arg(queue)
+        .arg(crate::priority::listed_member(queue, job.priority_level()));
+    for member in crate::groups::members_for(job) {
+        invocation.arg(queue).arg(member);
+    }
+    invocation
+}
+
 /// Delivers every entry of the outbox: the hand-overs a crash interrupted
 /// (and any in flight, harmlessly).
 pub(crate) async fn deliver_all(redis: &Redis, keys: &Keys) -> Result<usize> {

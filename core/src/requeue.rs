@@ -91,11 +91,7 @@ async fn requeue_on_its_slot(
     // Listed first, on the namespace's slot (list_queues.lua): a queued job
     // is always in a listed queue, level and grouped queue; a listing whose
     // push then finds nothing to give back is harmless.
-    let mut listing = crate::outbox::listing(keys);
-    listing.arg(from).arg(crate::priority::listed_member(from, level));
-    for member in crate::groups::members_for(job) {
-        listing.arg(from).arg(member);
-    }
+    let listing = crate::outbox::listing_of(keys, from, job);
     let _: usize = listing.invoke_async(&mut conn).await?;
     // KEYS[2], [4], [5] and [6] are not touched (no listing, no staleness
     // check, no lock here) but must be on the queue's slot.

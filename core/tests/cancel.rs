@@ -136,16 +136,7 @@ async fn a_running_rust_handler_is_stopped_within_a_second_and_not_retried() {
     assert_eq!(api.cancel(&jid).await.unwrap(), "running");
     // Cancelled at once; filed by the worker that stopped it soon after.
     assert_eq!(api.status(&jid).await.unwrap(), "cancelled");
-    let a = api.clone();
-    let j = jid.clone();
-    wait_until("stopped and filed", Duration::from_secs(1), move || {
-        let (a, j) = (a.clone(), j.clone());
-        async move {
-            let record = a.result(&j).await.unwrap().unwrap();
-            record["error_message"] == "cancelled while it ran; stopped"
-        }
-    })
-    .await;
+    wait_stopped_and_filed(&api, &jid, Duration::from_secs(1)).await;
     assert!(asked.elapsed() < Duration::from_secs(1), "{:?}", asked.elapsed());
     let JobOutcome::Failed(record) = api.outcome(&jid, None).await.unwrap() else {
         panic!("a cancelled job's outcome is final")

@@ -943,18 +943,7 @@ async fn sharded_by_queue_cancellation_and_expiry_across_masters() {
     wait_for_count("it started", &started, 1, Duration::from_secs(10)).await;
     let asked = std::time::Instant::now();
     assert_eq!(api.cancel(&long).await.unwrap(), "running");
-    let a = api.clone();
-    let j = long.clone();
-    wait_until("stopped and filed", Duration::from_secs(5), move || {
-        let (a, j) = (a.clone(), j.clone());
-        async move {
-            a.result(&j)
-                .await
-                .unwrap()
-                .is_some_and(|record| record["error_message"] == "cancelled while it ran; stopped")
-        }
-    })
-    .await;
+    wait_stopped_and_filed(&api, &long, Duration::from_secs(5)).await;
     assert!(asked.elapsed() < Duration::from_secs(2), "{:?}", asked.elapsed());
     for jid in [&later, &queued, &long] {
         assert_eq!(api.status(jid).await.unwrap(), "cancelled", "{jid}");

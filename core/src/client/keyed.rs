@@ -102,14 +102,7 @@ impl Client {
     pub(super) async fn push_replacing(&self, job: &Job, at: f64) -> Result<String> {
         let sharded = self.keys.is_sharded_by_queue();
         if sharded {
-            let queue = job.queue_name();
-            let mut listing = crate::outbox::listing(&self.keys);
-            listing
-                .arg(queue)
-                .arg(crate::priority::listed_member(queue, job.priority_level()));
-            for member in crate::groups::members_for(job) {
-                listing.arg(queue).arg(member);
-            }
+            let listing = crate::outbox::listing_of(&self.keys, job.queue_name(), job);
             let _: usize = self.invoke_once_more_on_drop(&listing).await?;
         }
         let invocation = crate::flow::replace_push(&self.keys, job, at);

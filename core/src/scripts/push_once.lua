@@ -41,7 +41,7 @@
 -- A group's backlog cap (group.lua): a direct push past it is refused
 -- before anything is written (error BACKLOG <waiting> <cap> <group>), or
 -- the group's oldest jobs make room (drop_oldest). A hand-over is a job
--- already accepted (its pusher checked the cap, see Client::check_backlog):
+-- already accepted (its pusher checked the cap, see Client::check_backlogs):
 -- it only makes room.
 -- Fail before writing anything (a marker without its job would lose it).
 local kind = redis.call("TYPE", KEYS[1])["ok"]

@@ -396,3 +396,19 @@ pub fn long_worker(config: Config) -> (Worker, Arc<AtomicUsize>, Arc<AtomicUsize
         .unwrap();
     (worker, started, finished)
 }
+
+/// Waits up to `limit` until `jid`, cancelled while it ran, was stopped
+/// and filed by its worker (its kept result says so).
+pub async fn wait_stopped_and_filed(api: &cogworker::Api, jid: &str, limit: Duration) {
+    let (api, jid) = (api.clone(), jid.to_string());
+    wait_until("stopped and filed", limit, move || {
+        let (api, jid) = (api.clone(), jid.clone());
+        async move {
+            api.result(&jid)
+                .await
+                .unwrap()
+                .is_some_and(|record| record["error_message"] == "cancelled while it ran; stopped")
+        }
+    })
+    .await;
+}
