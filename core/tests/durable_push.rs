@@ -106,11 +106,14 @@ async fn on_replica(node: &TestRedis, queue: &str, jid: &str) -> bool {
     payloads.iter().any(|payload| payload.contains(jid))
 }
 
-fn durable(config: &mut cogworker::Config) -> Client {
+/// A client whose pushes wait for one replica for up to `timeout`
+/// seconds: short where no replica exists (the push waits it all), long
+/// where one does (a loaded machine may take more than 300 ms to answer).
+fn durable(config: &mut cogworker::Config, timeout: f64) -> Client {
     config
         .set_min_replicas_acked(1)
         .unwrap()
-        .set_replica_ack_timeout(0.3)
+        .set_replica_ack_timeout(timeout)
         .unwrap();
     Client::new(config).unwrap()
 }
@@ -130,8 +133,8 @@ fn not_replicated(outcome: cogworker::Result<Option<String>>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_a_cluster_a_durable_push_waits_for_the_replicas_of_the_masters_it_wrote_to() {
     let mut cluster = common::cluster::Cluster::start();
-    let client = durable(&mut cluster.config());
-    not_replicated(client.push(Job::new("Step")).await);
+    not_replicated(durable(&mut cluster.config(), 0.3).push(Job::new("Step")).await);
+    let client = durable(&mut cluster.config(), 5.0);
     // The namespace's node gets a replica: confirmed, and on it.
     let owner = cluster.owner_index().await;
     cluster.add_replica(owner).await;
@@ -143,8 +146,12 @@ async fn on_a_cluster_a_durable_push_waits_for_the_replicas_of_the_masters_it_wr
     let queues = cluster.queue_per_master();
     let mut config = cluster.config();
     config.set_shard_by_queue(true);
-    let sharded = durable(&mut config);
-    not_replicated(sharded.push(Job::new("Step").queue(&queues[owner])).await);
+    not_replicated(
+        durable(&mut config.clone(), 0.3)
+            .push(Job::new("Step").queue(&queues[owner]))
+            .await,
+    );
+    let sharded = durable(&mut config, 5.0);
     for master in (0..queues.len()).filter(|&m| m != owner) {
         cluster.add_replica(master).await;
     }
