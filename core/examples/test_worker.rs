@@ -18,6 +18,10 @@
 //!   limiter fault test measures how many run at once from these); with
 //!   `fail_once`, the first attempt anywhere fails after its sleep, with no
 //!   `end` line, retried in 0.2 s.
+//! - `Import total [micros]`: a long job (docs/long-jobs.md) over items
+//!   `0..total` from its cursor: per item, appends `item <i> <pid>` to
+//!   `TEST_RESULTS_FILE`, spins `micros`, and checkpoints `i + 1`; once
+//!   `stopping`, appends `stopped <cursor> <pid>`, interrupts and returns.
 //!
 //! `TEST_LIMITER=name:kind:limit:seconds` defines a rate limiter at boot
 //! (`seconds`: a concurrent limiter's lease TTL, the others' interval; the
@@ -200,6 +204,32 @@ async fn main() -> cogworker::Result<()> {
             span_line("end", &token).map_err(io)
         })
         .retry_in("Span", |_count, _job| Some(0.2))
+        .register_blocking("Import", |job| {
+            let args = job.args_slice();
+            let total = args.first().and_then(|v| v.as_u64()).unwrap_or(0);
+            let micros = args.get(1).and_then(|v| v.as_u64()).unwrap_or(0);
+            let running = cogworker::Running::current().expect("run by a worker");
+            let io = |e: std::io::Error| Failure::new("IoError", e.to_string());
+            let pid = std::process::id();
+            let mut next = running.cursor().and_then(|c| c.as_u64()).unwrap_or(0);
+            while next < total {
+                if running.stopping() {
+                    account(&format!("stopped {next} {pid}")).map_err(io)?;
+                    running.interrupt();
+                    return Ok(());
+                }
+                account(&format!("item {next} {pid}")).map_err(io)?;
+                let spin = std::time::Instant::now();
+                while spin.elapsed() < Duration::from_micros(micros) {
+                    std::hint::spin_loop();
+                }
+                next += 1;
+                running
+                    .checkpoint(serde_json::json!(next))
+                    .map_err(|e| Failure::new("Checkpoint", e.to_string()))?;
+            }
+            Ok(())
+        })
         .register("Overlap", move |job| {
             let (mut conn, ns) = (r3.clone(), ns3.clone());
             async move {

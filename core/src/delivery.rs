@@ -150,6 +150,14 @@ impl Delivery {
             .is_some_and(|owner| owner.cancellations.contains(self.job.jid_str()))
     }
 
+    /// The job's handle on itself while it runs (progress, checkpoint,
+    /// stopping; see [`crate::long_jobs`]); `None` once settled.
+    pub fn running(&self) -> Option<crate::long_jobs::Running> {
+        let owner: Arc<dyn crate::long_jobs::Control> = self.owner.clone()?;
+        let jid = self.job.jid_str().to_string();
+        Some(crate::long_jobs::Running::new(owner, self.token, jid))
+    }
+
     /// Who settles it (`None` once settled).
     pub(crate) fn owner(&self) -> Option<&Arc<Shared>> {
         self.owner.as_ref()

@@ -148,8 +148,11 @@ where
     fn call(&self, job: Job) -> BoxFuture<'static, HandlerResult> {
         let f = self.0.clone();
         let running = crate::logging::RUNNING_JOB.try_with(Clone::clone).ok();
+        let handle = crate::long_jobs::Running::current();
         Box::pin(async move {
-            let blocking = move || crate::logging::with_blocking_job(running, || f(job));
+            let blocking = move || {
+                crate::logging::with_blocking_job(running, || crate::long_jobs::with_blocking(handle, || f(job)))
+            };
             match tokio::task::spawn_blocking(blocking).await {
                 Ok(result) => result.map(Returned::into_result),
                 Err(e) => Err(panic_failure(e)),
@@ -270,7 +273,7 @@ impl Registry {
     /// in them (the synchronous part of a closure or of `Middleware::call`
     /// included) or in the handler's `retry_in` is caught and reported as
     /// a failure; a failure carries the handler's retry delay when it has one.
-    pub(crate) async fn run(&self, job: &Job) -> HandlerResult {
+    pub(crate) async fn run(&self, job: &Job, handle: Option<crate::long_jobs::Running>) -> HandlerResult {
         let Some(handler) = self.handlers.get(job.class()).cloned() else {
             return Err(unknown_handler(job));
         };
@@ -286,7 +289,9 @@ impl Registry {
             jid: job.jid_str().to_string(),
             class: job.display_class().to_string(),
         };
-        let task = crate::logging::RUNNING_JOB.scope(running, async move { next.run(owned).await });
+        let task = crate::logging::RUNNING_JOB.scope(running, async move {
+            crate::long_jobs::scope(handle, next.run(owned)).await
+        });
         let result = match tokio::spawn(task).await {
             Ok(result) => result,
             Err(e) => Err(panic_failure(e)),
@@ -346,7 +351,7 @@ mod tests {
         );
         for class in ["Async", "Blocking"] {
             let job = Job::new(class).jid(format!("jid-{class}"));
-            assert!(registry.run(&job).await.is_ok());
+            assert!(registry.run(&job, None).await.is_ok());
         }
         assert_eq!(
             *seen.lock().unwrap(),

@@ -331,6 +331,11 @@ impl Keys {
     pub fn result(&self, jid: &str) -> String {
         format!("{}:result:{}", self.ns, jid)
     }
+    /// String: a running job's last progress report (JSON, see
+    /// [`crate::long_jobs`]); also the channel its reports are published on.
+    pub fn progress(&self, jid: &str) -> String {
+        format!("{}:progress:{}", self.ns, jid)
+    }
     /// List: one token once a job's outcome is final (waiters block on it
     /// with `BLMOVE` back onto itself, which wakes every waiter).
     pub fn result_ready(&self, jid: &str) -> String {

@@ -37,6 +37,7 @@ mod host_slots;
 mod host_value;
 mod locks;
 pub mod logging;
+pub mod long_jobs;
 mod metrics;
 mod outbox;
 mod periodic;
@@ -48,6 +49,7 @@ mod read_ahead;
 mod recovery;
 pub mod redis_server;
 mod redis_url;
+mod report_writer;
 mod requeue;
 mod results;
 mod retry;
@@ -86,6 +88,7 @@ pub use job::{
 };
 pub use keys::Keys;
 pub use limiter::{Attempt, Lease, Limit, LimitKind, Limiter, DEFAULT_LEASE_TTL};
+pub use long_jobs::Running;
 pub use metrics::{
     ClassMetrics, MinuteMetrics, TotalMetrics, BUCKETS_SECS, MAX_CLASSES as METRICS_MAX_CLASSES, OTHER_CLASSES,
     UNKNOWN_CLASS,

@@ -26,6 +26,7 @@ pub(crate) struct Scripts {
     pub push_once: Script,
     pub list_queues: Script,
     pub take_held: Script,
+    pub checkpoint: Script,
     pub limit_define: Script,
     pub limit_acquire: Script,
     pub cancel: Script,
@@ -113,6 +114,7 @@ const CLAIM_TO_OUTBOX: ScriptSource = script!("claim_to_outbox.lua");
 const PUSH_ONCE: ScriptSource = script!("push_once.lua", "wake.lua", "group.lua", "group_lease.lua");
 const LIST_QUEUES: ScriptSource = script!("list_queues.lua", "wake.lua");
 const TAKE_HELD: ScriptSource = script!("take_held.lua", "take_fields.lua");
+const CHECKPOINT: ScriptSource = script!("checkpoint.lua");
 const LIMIT_DEFINE: ScriptSource = script!("limit_define.lua");
 const LIMIT_ACQUIRE: ScriptSource = script!("limit_acquire.lua", "clock.lua");
 const CANCEL: ScriptSource = script!("cancel.lua");
@@ -186,6 +188,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     push_once: PUSH_ONCE.load(),
     list_queues: LIST_QUEUES.load(),
     take_held: TAKE_HELD.load(),
+    checkpoint: CHECKPOINT.load(),
     limit_define: LIMIT_DEFINE.load(),
     limit_acquire: LIMIT_ACQUIRE.load(),
     cancel: CANCEL.load(),

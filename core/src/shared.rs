@@ -47,6 +47,16 @@ pub struct BusyEntry {
     pub run_at: f64,
     /// The periodic run lock the job owns (kept alive by the heartbeat).
     pub(crate) run_lock: Option<String>,
+    /// The job, with its latest checkpoint (see [`crate::long_jobs`]).
+    pub(crate) job: Job,
+    /// It checkpointed: it settles with this entry's job and payload.
+    pub(crate) checkpointed: bool,
+    /// It asked to be put back when it ends ([`crate::long_jobs::Running::interrupt`]).
+    pub(crate) interrupted: bool,
+    /// It reported progress.
+    pub(crate) reported: bool,
+    /// Its time limit, if it has one (it is `stopping` near its end).
+    pub(crate) time_limit: Option<Arc<crate::time_limit::TimeLimit>>,
 }
 
 impl BusyEntry {
@@ -113,6 +123,8 @@ pub(crate) struct Shared {
     /// Rate limiters every job of a class runs within (see
     /// [`crate::admission`]); empty for most workers.
     pub class_limits: HashMap<String, Vec<String>>,
+    /// Running jobs' progress and checkpoints, on their way to Redis.
+    pub reports: crate::long_jobs::Reports,
 }
 
 impl Shared {
@@ -155,6 +167,7 @@ impl Shared {
             events,
             quiet: false,
             class_limits: HashMap::new(),
+            reports: Default::default(),
         }
     }
 
@@ -355,6 +368,11 @@ impl Shared {
                 .job
                 .run_lock_pjid()
                 .map(|pjid| self.keys.periodic_running(pjid)),
+            job: delivery.job.clone(),
+            checkpointed: false,
+            interrupted: false,
+            reported: false,
+            time_limit: delivery.time_limit.clone(),
         };
         if let Some(lock) = entry.run_lock.clone() {
             let jid = entry.jid.clone();
@@ -371,7 +389,7 @@ impl Shared {
 
     /// `delivery` ended with `outcome`: free the slot, hand the outcome over
     /// to be written to Redis. (Called by [`Delivery::settle`].)
-    pub(crate) fn finish(&self, delivery: Delivery, outcome: Outcome) {
+    pub(crate) fn finish(&self, mut delivery: Delivery, outcome: Outcome) {
         let (token, detached) = (delivery.token, delivery.detached);
         if self.given_back().is_some() {
             // Shutdown has put it back on its queue: it runs again, once,
@@ -383,6 +401,18 @@ impl Shared {
             );
             self.busy.lock().unwrap().remove(&token);
             return self.release(detached);
+        }
+        if self.take_reports(&mut delivery) && matches!(outcome, Outcome::Success) {
+            // Interrupted to resume later: back on its queue with its
+            // cursor, neither a success nor a failure.
+            let Delivery { queue, raw, job, .. } = &mut delivery;
+            let requeue = Completion::Requeue {
+                token,
+                queue: std::mem::take(queue),
+                raw: std::mem::take(raw),
+                job: std::mem::replace(job, Job::placeholder()),
+            };
+            return self.set_aside(token, detached, requeue);
         }
         let finished_at = job::now();
         if delivery.started && !detached {
@@ -427,7 +457,7 @@ impl Shared {
     ///   is stopping (reliable fetch; with basic fetch memory holds the only
     ///   copy, so it is put back);
     /// - otherwise filed as failed ([`delivery::HANDLER_ABORTED`]).
-    pub(crate) fn abandon(&self, delivery: Delivery, how: &str) {
+    pub(crate) fn abandon(&self, mut delivery: Delivery, how: &str) {
         if delivery.started && !self.is_stopping() {
             tracing::warn!("{} abandoned by its handler ({how}); filed as failed", delivery.job);
             let failure = Failure::new(
@@ -436,6 +466,7 @@ impl Shared {
             );
             return self.finish(delivery, Outcome::Failure(failure));
         }
+        self.take_reports(&mut delivery);
         self.busy.lock().unwrap().remove(&delivery.token);
         self.release(delivery.detached);
         if delivery.started && self.is_reliable() {
@@ -465,6 +496,27 @@ impl Shared {
         if self.free_slots(true) >= self.refill_at() || self.is_quiet() {
             self.capacity_freed.notify_one();
         }
+    }
+
+    /// `f` of the busy entry of delivery `token`, while it runs.
+    pub(crate) fn with_busy<R>(&self, token: u64, f: impl FnOnce(&mut BusyEntry) -> R) -> Option<R> {
+        self.busy.lock().unwrap().get_mut(&token).map(f)
+    }
+
+    /// What a running delivery changed of itself (see [`crate::long_jobs`]):
+    /// a checkpointed job and its payload replace the ones it was fetched
+    /// with, so a retry or a give-back carries the cursor. Returns whether
+    /// it asked to be put back ([`crate::long_jobs::Running::interrupt`]).
+    fn take_reports(&self, delivery: &mut Delivery) -> bool {
+        let busy = self.busy.lock().unwrap();
+        let Some(entry) = busy.get(&delivery.token) else {
+            return false;
+        };
+        if entry.checkpointed {
+            delivery.job = entry.job.clone();
+            delivery.raw = entry.job.to_json().into_bytes();
+        }
+        entry.interrupted
     }
 
     pub fn busy_snapshot(&self) -> Vec<(u64, BusyEntry)> {

@@ -81,6 +81,11 @@ impl TimeLimit {
         }
     }
 
+    /// How long it is (a limit no clock can reach: a very long time).
+    pub fn duration(&self) -> Duration {
+        Duration::try_from_secs_f64(self.seconds).unwrap_or(Duration::MAX)
+    }
+
     /// When it passes.
     pub fn deadline(&self) -> Instant {
         self.deadline

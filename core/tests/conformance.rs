@@ -139,6 +139,21 @@ impl Run {
                 Err(Failure::new("ConformanceError", "boom"))
             })
             .retry_in("ConformanceBoom", |_count, _job| Some(3600.0))
+            .register_returning("ConformanceLong", |job| async move {
+                let running = cogworker::Running::current().expect("run by a worker");
+                let Some(cursor) = running.cursor() else {
+                    let fail = |e: cogworker::Error| Failure::new("Error", e.to_string());
+                    running
+                        .progress(Some(50.0), Some("half"), Some(json!({"step": 1})))
+                        .map_err(fail)?;
+                    running.checkpoint(json!({"at": 1})).map_err(fail)?;
+                    if job.args_slice()[0] == "interrupt" {
+                        running.interrupt();
+                    }
+                    return Ok(Value::Null);
+                };
+                Ok(json!({"cursor": cursor, "stopping": running.stopping()}))
+            })
             .register("ConformanceSlow", |job| {
                 let seconds = job.args_slice()[0].as_f64().unwrap_or(0.0);
                 async move {
@@ -249,6 +264,9 @@ impl Run {
         if let Some(window) = options["throttle"].as_f64() {
             job = job.throttle(window, options["throttle_excess"] == "drop");
         }
+        if let Some(cursor) = options.get("cursor") {
+            job = job.with_cursor(cursor.clone());
+        }
         for name in options.as_object().into_iter().flat_map(|o| o.keys()) {
             let known = [
                 "result_ttl",
@@ -268,6 +286,7 @@ impl Run {
                 "throttle_excess",
                 "replace",
                 "sequence",
+                "cursor",
             ];
             assert!(
                 known.contains(&name.as_str()),
@@ -282,6 +301,7 @@ impl Run {
     /// cannot hold: `{"$float": "nan"}`), as a raw field otherwise.
     fn job_with_option(class: &str, option: &str, value: &Value) -> Job {
         let job = Job::new(class);
+        let value = &repeated(value);
         let number = match value.get("$float").and_then(Value::as_str) {
             Some(text) => Some(text.parse::<f64>().unwrap()),
             None => value.as_f64().filter(|_| value.is_number()),
@@ -477,6 +497,11 @@ impl Run {
                 async move { api.status(&jid).await.unwrap() == wanted }
             })
             .await;
+        } else if step.get("progress").is_some() {
+            let report = self.api.progress(&jid("progress")).await.unwrap().expect("a report");
+            for (field, wanted) in step["has"].as_object().unwrap() {
+                assert_eq!(&report[field], wanted, "{field} of {report}");
+            }
         } else if step.get("status").is_some() {
             assert_eq!(
                 self.api.status(&jid("status")).await.unwrap(),
@@ -715,4 +740,19 @@ async fn every_scenario_for_rust_behaves_as_written() {
         ran += 1;
     }
     assert!(ran >= 8, "{ran} scenarios ran");
+}
+
+/// `value` with every `{"$repeat": text, "times": n}` made that text.
+fn repeated(value: &Value) -> Value {
+    match value {
+        Value::Object(map) if map.contains_key("$repeat") => Value::String(
+            map["$repeat"]
+                .as_str()
+                .unwrap()
+                .repeat(map["times"].as_u64().unwrap() as usize),
+        ),
+        Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), repeated(v))).collect()),
+        Value::Array(items) => Value::Array(items.iter().map(repeated).collect()),
+        other => other.clone(),
+    }
 }

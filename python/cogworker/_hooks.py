@@ -86,6 +86,47 @@ class RunningJob:
         ``async def`` handler is cancelled outright.)"""
         return self._delivery is not None and bool(self._delivery.cancelled)
 
+    def progress(self, percent: float | None = None, message: str | None = None, data: Any = None) -> None:
+        """Reports how far the job is (docs/long-jobs.md): ``percent`` 0 to
+        100 (None when there is no total), a short ``message``, small
+        JSON ``data``. Cheap in a tight loop: the latest is written at most
+        every 250 ms; ``Api().progress(jid)`` reads it from any language.
+        A bad value raises ``InvalidArgument`` naming it."""
+        if self._delivery is not None:
+            self._delivery.progress(percent, message, data)
+
+    def checkpoint(self, cursor: Any) -> None:
+        """Saves ``cursor`` (JSON data, at most 64 KiB) as where the job
+        resumes: whatever runs it again (recovery after a crash, a
+        shutdown's give-back, a retry, ``interrupt()``) starts it with
+        ``cursor`` set to this."""
+        if self._delivery is not None:
+            self._delivery.checkpoint(cursor)
+        else:
+            self.payload["cursor"] = cursor
+
+    @property
+    def cursor(self) -> Any:
+        """Where the job resumes: its last checkpoint, the one it was pushed
+        with (``cursor=``), or None on a first run."""
+        if self._delivery is not None:
+            return self._delivery.cursor
+        return self.payload.get("cursor")
+
+    @property
+    def stopping(self) -> bool:
+        """Whether the job should stop now: its worker is shutting down, it
+        was cancelled, or its time limit is near. Stop between items, then
+        return (or ``interrupt()`` to resume later)."""
+        return self._delivery is not None and bool(self._delivery.stopping)
+
+    def interrupt(self) -> None:
+        """The job stops here to resume later: when the handler returns it
+        goes back on its queue with its last checkpoint, not counted as a
+        failure or a retry."""
+        if self._delivery is not None:
+            self._delivery.interrupt()
+
     def get(self, field: str, default: Any = None) -> Any:
         """A payload field (``tenant_id``, ``trace``...), or ``default``."""
         return self.payload.get(field, default)

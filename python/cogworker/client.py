@@ -56,6 +56,7 @@ class PushOptions(TypedDict, total=False):
     sequence: bool
     timeout: Delay
     bid: str
+    cursor: Any
 
 
 # The batch a push in this thread or task joins (inside ``with batch:``;

@@ -33,6 +33,19 @@ def conformance_slow(seconds: float) -> None:
         time.sleep(0.01)
 
 
+@cogworker.job(name="ConformanceLong")
+def conformance_long(mode: str) -> Any:
+    job = cogworker.current_job()
+    assert job is not None
+    if job.cursor is None:
+        job.progress(50, "half", data={"step": 1})
+        job.checkpoint({"at": 1})
+        if mode == "interrupt":
+            job.interrupt()
+        return None
+    return {"cursor": job.cursor, "stopping": job.stopping}
+
+
 @cogworker.job(name="ConformanceElsewhere", queue="elsewhere", priority=7)
 def conformance_elsewhere(*args: Any) -> None:
     pass

@@ -78,6 +78,8 @@ def _host_value(value: Any) -> Any:
             return object()
         if "$float" in value:
             return float(value["$float"])
+        if "$repeat" in value:
+            return value["$repeat"] * value["times"]
         return {k: _host_value(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_host_value(v) for v in value]
@@ -360,6 +362,12 @@ class Run:
     def await_status(self, step: dict[str, Any]) -> None:
         jid = self.jids[step["await_status"]]
         wait_for(f"{jid} {step['is']}", lambda: self.client.status(jid) == step["is"])
+
+    def progress(self, step: dict[str, Any]) -> None:
+        report = self.api.progress(self.jids[step["progress"]])
+        assert report is not None
+        for field, wanted in step["has"].items():
+            assert report[field] == wanted, (field, report)
 
     def _client(self, step: dict[str, Any]) -> cogworker.Client:
         return cogworker.Client() if step.get("new_client") else self.client
@@ -780,6 +788,7 @@ STEPS = {
     "await_buried": Run.await_buried,
     "start_worker": Run.start_worker,
     "await_status": Run.await_status,
+    "progress": Run.progress,
     "status": Run.status,
     "result": Run.result,
     "await_hooks": Run.await_hooks,

@@ -67,6 +67,20 @@ class ConformanceSlow
   def perform(seconds) = sleep(seconds)
 end
 
+class ConformanceLong
+  include Cogworker::Job
+
+  def perform(mode)
+    if cursor.nil?
+      progress(50, 'half', data: { 'step' => 1 })
+      checkpoint({ 'at' => 1 })
+      interrupt! if mode == 'interrupt'
+      return nil
+    end
+    { 'cursor' => cursor, 'stopping' => stopping? }
+  end
+end
+
 class ConformanceBoom
   include Cogworker::Job
   cogworker_retry_in { |_count, _error| 3600 }

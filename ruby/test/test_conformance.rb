@@ -53,7 +53,7 @@ class TestConformance < Minitest::Test
              await_queue_size batch batch_status callback_result workflow workflow_refused
              batch_on_refused await_retry push_later await_scheduled cancel limiter acquire release
              within_limit perform_one drain await_batch cli_run traced expect_span carries_its_span
-             same_jid].freeze
+             same_jid progress].freeze
   EXE = File.expand_path('../exe/cogworker', __dir__)
   LIB = File.expand_path('../lib', __dir__)
   JOBS = File.expand_path('conformance_jobs.rb', __dir__)
@@ -89,6 +89,7 @@ class TestConformance < Minitest::Test
     when Hash
       return Object.new if value['$not_json']
       return FLOATS.fetch(value['$float']) if value.key?('$float')
+      return value['$repeat'] * value['times'] if value.key?('$repeat')
 
       value.transform_values { |v| host_value(v) }
     when Array then value.map { |v| host_value(v) }
@@ -365,6 +366,12 @@ class TestConformance < Minitest::Test
   def step_await_status(step)
     jid = @jids.fetch(step['await_status'])
     wait_for("#{jid} #{step['is']}") { @client.status(jid) == step['is'] }
+  end
+
+  def step_progress(step)
+    report = Cogworker::Api.new.progress(@jids.fetch(step['progress']))
+    refute_nil report
+    step['has'].each { |field, wanted| assert_equal wanted, report[field], field }
   end
 
   def client_for(step) = step['new_client'] ? Cogworker::Client.new : @client

@@ -77,6 +77,39 @@ impl PyDelivery {
         self.delivery.is_cancelled()
     }
 
+    /// Reports progress (docs/long-jobs.md): `percent` 0 to 100 or None,
+    /// a short `message`, JSON-able `data`; coalesced by the core.
+    #[pyo3(signature = (percent=None, message=None, data=None))]
+    fn progress(&self, percent: Option<f64>, message: Option<&str>, data: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let data = data.map_or(cogworker::host::HostValue::Null, convert::value);
+        self.delivery.progress(percent, message, &data).map_err(to_py)
+    }
+
+    /// Saves `cursor` (JSON data) as where the job resumes.
+    fn checkpoint(&self, cursor: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.delivery.checkpoint(&convert::value(cursor)).map_err(to_py)
+    }
+
+    /// The cursor the job resumes from (None on a first run).
+    #[getter]
+    fn cursor<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.delivery
+            .cursor()
+            .map(|cursor| convert::to_py(py, &cursor))
+            .transpose()
+    }
+
+    /// Should the job stop now (shutdown, cancelled, near its time limit)?
+    #[getter]
+    fn stopping(&self) -> bool {
+        self.delivery.is_stopping()
+    }
+
+    /// Put the job back on its queue with its cursor when it returns.
+    fn interrupt(&self) {
+        self.delivery.interrupt();
+    }
+
     /// Did its time limit pass? (The event loop cancels such a coroutine;
     /// however it ends, the job fails as timed out.)
     #[getter]

@@ -202,6 +202,11 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     delivery.define_method("info", method!(worker::RbDelivery::info, 0))?;
     delivery.define_method("payload", method!(worker::RbDelivery::payload, 0))?;
     delivery.define_method("cancelled", method!(worker::RbDelivery::cancelled, 0))?;
+    delivery.define_method("progress", method!(worker::RbDelivery::progress, 3))?;
+    delivery.define_method("checkpoint", method!(worker::RbDelivery::checkpoint, 1))?;
+    delivery.define_method("cursor", method!(worker::RbDelivery::cursor, 0))?;
+    delivery.define_method("stopping", method!(worker::RbDelivery::stopping, 0))?;
+    delivery.define_method("interrupt", method!(worker::RbDelivery::interrupt, 0))?;
     delivery.define_method("abandon", method!(worker::RbDelivery::abandon, 1))?;
     delivery.define_method("job_span", method!(worker::RbDelivery::job_span, 0))?;
 

@@ -43,6 +43,48 @@ impl RbDelivery {
         self.0.is_cancelled()
     }
 
+    /// Reports progress (docs/long-jobs.md): `percent` 0 to 100 or nil, a
+    /// short `message` or nil, JSON-able `data` or nil; coalesced by the core.
+    pub fn progress(
+        ruby: &Ruby,
+        rb_self: &Self,
+        percent: Option<f64>,
+        message: Option<String>,
+        data: Value,
+    ) -> Result<(), Error> {
+        let data = convert::value(ruby, data);
+        rb_self
+            .0
+            .progress(percent, message.as_deref(), &data)
+            .map_err(|e| to_ruby(ruby, e))
+    }
+
+    /// Saves `cursor` (JSON data) as where the job resumes.
+    pub fn checkpoint(ruby: &Ruby, rb_self: &Self, cursor: Value) -> Result<(), Error> {
+        rb_self
+            .0
+            .checkpoint(&convert::value(ruby, cursor))
+            .map_err(|e| to_ruby(ruby, e))
+    }
+
+    /// The cursor the job resumes from (nil on a first run).
+    pub fn cursor(ruby: &Ruby, rb_self: &Self) -> Value {
+        rb_self
+            .0
+            .cursor()
+            .map_or_else(|| ruby.qnil().as_value(), |cursor| convert::from_json(ruby, &cursor))
+    }
+
+    /// Should the job stop now (shutdown, cancelled, near its time limit)?
+    pub fn stopping(&self) -> bool {
+        self.0.is_stopping()
+    }
+
+    /// Put the job back on its queue with its cursor when it returns.
+    pub fn interrupt(&self) {
+        self.0.interrupt();
+    }
+
     /// The whole job, a Hash (every field, for middleware); nil once settled.
     pub fn payload(ruby: &Ruby, rb_self: &Self) -> Value {
         rb_self

@@ -11,24 +11,40 @@ impl Api {
     /// class, queue, retry_count, at, args, created_at}`, `started_at` and
     /// `worker` once it ran, plus `value` and `finished_at` (succeeded) or
     /// `error_class`/`error_message`/`error_backtrace` and `finished_at`
-    /// (retrying, dead, failed), `due_at` (scheduled). `None` for a job without `result_ttl`, an unknown jid,
+    /// (retrying, dead, failed), `due_at` (scheduled), and `progress`
+    /// (see [`Api::progress`]) once it reported some. `None` for a job without `result_ttl`, an unknown jid,
     /// or one whose result expired.
     pub async fn result(&self, jid: &str) -> Result<Option<Value>> {
         let keys = self.client.keys();
-        // The record and whether the job was cancelled, in one round trip.
-        let (raw, cancelled): (Option<Vec<u8>>, Option<f64>) = redis::pipe()
+        // The record, whether the job was cancelled and its last progress
+        // report, in one round trip.
+        let (raw, cancelled, progress): (Option<Vec<u8>>, Option<f64>, Option<Vec<u8>>) = redis::pipe()
             .get(keys.result(jid))
             .zscore(keys.cancelled(), jid)
+            .get(keys.progress(jid))
             .query_async(&mut self.conn())
             .await?;
         let Some(mut record) = raw.and_then(|r| serde_json::from_slice::<Value>(&r).ok()) else {
             return Ok(None);
         };
         record["status"] = Value::String(crate::results::current_status(&record, now()));
+        if let Some(progress) = progress.and_then(|p| serde_json::from_slice::<Value>(&p).ok()) {
+            record["progress"] = progress;
+        }
         if cancelled.is_some_and(|forget_after| forget_after > now()) {
             super::cancel::overlaid(&mut record);
         }
         Ok(Some(record))
+    }
+
+    /// The last progress a job reported (see [`crate::long_jobs`]):
+    /// `{jid, percent, message, data, at}`, kept as long as its result
+    /// (`result_ttl`), else a day after the report; `None` if it reported
+    /// none.
+    pub async fn progress(&self, jid: &str) -> Result<Option<Value>> {
+        let raw: Option<Vec<u8>> =
+            redis::AsyncCommands::get(&mut self.conn(), self.client.keys().progress(jid)).await?;
+        Ok(raw.and_then(|r| serde_json::from_slice(&r).ok()))
     }
 
     /// `queued`, `scheduled`, `waiting` (a batch callback or a later

@@ -255,6 +255,12 @@ pub const CALLS: &[ApiCall] = &[
         |api, a| { api.status(a.text(0)?).await? }
     ),
     call!(
+        "progress",
+        ["jid"],
+        "a job's last progress report: {jid, percent, message, data, at} or null (docs/long-jobs.md)",
+        |api, a| { api.progress(a.text(0)?).await? }
+    ),
+    call!(
         "cancel",
         ["jid"],
         "cancel a job; says where it was: scheduled, retrying, running, queued or unknown",

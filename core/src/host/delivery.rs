@@ -82,6 +82,52 @@ impl HostDelivery {
         inner.as_ref().is_some_and(Delivery::is_cancelled)
     }
 
+    /// The job's handle on itself (see [`crate::long_jobs`]); `None` once
+    /// settled, when its reports are no-ops.
+    fn running(&self) -> Option<crate::long_jobs::Running> {
+        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        inner.as_ref().and_then(Delivery::running)
+    }
+
+    /// Reports progress (see [`crate::long_jobs::Running::progress`]): `data` is any
+    /// JSON-able host value (`Null`: none). The error names the argument;
+    /// nothing once settled.
+    pub fn progress(&self, percent: Option<f64>, message: Option<&str>, data: &crate::host::HostValue) -> Result<()> {
+        let data = match data {
+            crate::host::HostValue::Null => None,
+            data => Some(data.to_json("data")?),
+        };
+        self.running()
+            .map_or(Ok(()), |running| running.progress(percent, message, data))
+    }
+
+    /// Saves `cursor` as where the job resumes (see
+    /// [`crate::long_jobs::Running::checkpoint`]); the error names `cursor`; nothing
+    /// once settled.
+    pub fn checkpoint(&self, cursor: &crate::host::HostValue) -> Result<()> {
+        let cursor = cursor.to_json("cursor")?;
+        self.running().map_or(Ok(()), |running| running.checkpoint(cursor))
+    }
+
+    /// The cursor the job resumes from (see [`crate::long_jobs::Running::cursor`]).
+    pub fn cursor(&self) -> Option<serde_json::Value> {
+        self.running().and_then(|running| running.cursor())
+    }
+
+    /// Should the job stop now (see [`crate::long_jobs::Running::stopping`])? False
+    /// once settled.
+    pub fn is_stopping(&self) -> bool {
+        self.running().is_some_and(|running| running.stopping())
+    }
+
+    /// Put the job back on its queue with its cursor when its handler
+    /// returns (see [`crate::long_jobs::Running::interrupt`]).
+    pub fn interrupt(&self) {
+        if let Some(running) = self.running() {
+            running.interrupt();
+        }
+    }
+
     fn take(&self) -> Result<Delivery> {
         let taken = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
         taken.ok_or_else(|| Error::invalid_argument("delivery", &self.info.jid, "was already settled"))

@@ -75,6 +75,9 @@ pub struct PushRequest {
     pub sequence: bool,
     /// What a throttled push before its key's next window does: delay, drop.
     pub throttle_excess: Option<String>,
+    /// Where a long job starts (see [`crate::long_jobs`]): its handler
+    /// resumes from this cursor, as after a checkpoint.
+    pub cursor: Option<Value>,
 }
 
 /// The options of a push, the same in every language (Python keywords,
@@ -167,6 +170,10 @@ pub const PUSH_OPTIONS: &[(&str, &str)] = &[
     (
         "bid",
         "the batch the job joins (its id); the batch counts it and fires its callbacks when it is done",
+    ),
+    (
+        "cursor",
+        "where a long job starts, as if it had checkpointed this JSON value (see docs/long-jobs.md)",
     ),
     ("traceparent", "the W3C trace context the job continues"),
     ("tracestate", "the W3C trace state that goes with traceparent"),
@@ -330,6 +337,14 @@ impl PushRequest {
                 HostValue::Text(excess) => self.throttle_excess = Some(excess.clone()),
                 other => return Err(Error::invalid_value(name, other, "must be \"delay\" or \"drop\"")),
             },
+            "cursor" => match value.to_json(name) {
+                Ok(cursor) => self.cursor = Some(cursor),
+                // A job field, refused as the other fields are.
+                Err(Error::InvalidArgument { field, value, reason }) => {
+                    return Err(Error::invalid_value(field, value, reason))
+                }
+                Err(other) => return Err(other),
+            },
             "bid" => match value {
                 HostValue::Text(bid) => self.bid = Some(bid.clone()),
                 other => return Err(Error::invalid_value(name, other, "must be a batch id")),
@@ -468,6 +483,9 @@ impl PushRequest {
                 "debounce_max",
                 finite("debounce_max", longest, "must be a number of seconds")?,
             );
+        }
+        if let Some(cursor) = self.cursor {
+            job = job.field("cursor", cursor);
         }
         job.validate()?;
         Ok(job)

@@ -197,6 +197,12 @@ impl Job {
         self.fields_mut().insert("limits".into(), Value::Array(names));
         self
     }
+    /// Starts it at `cursor`, as if it had checkpointed it (see
+    /// [`crate::long_jobs::Running::checkpoint`]); checked at push.
+    pub fn with_cursor(mut self, cursor: Value) -> Self {
+        self.fields_mut().insert("cursor".into(), cursor);
+        self
+    }
     /// Any other field, kept as given.
     pub fn field(mut self, key: impl Into<String>, value: Value) -> Self {
         self.fields_mut().insert(key.into(), value);

@@ -292,6 +292,11 @@ impl Job {
             .and_then(Value::as_u64)
             .map_or(0, |n| n.min(u32::MAX as u64) as u32)
     }
+    /// The cursor it resumes from (its last run's checkpoint, or the one
+    /// it was pushed with), if any (see [`crate::long_jobs`]).
+    pub fn cursor(&self) -> Option<&Value> {
+        self.fields.get("cursor").filter(|cursor| !cursor.is_null())
+    }
     /// Any field.
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.fields.get(key)
@@ -452,6 +457,27 @@ fn check_nesting(args: &[Value]) -> std::result::Result<(), (String, String)> {
         Some(i) => Err((format!("args[{i}]"), too_deep())),
         None => Ok(()),
     }
+}
+
+/// Largest cursor a job carries or checkpoints, in bytes of JSON (see
+/// [`crate::long_jobs`]).
+pub const CURSOR_MAX: usize = 64 * 1024;
+
+/// Why `cursor` cannot be a job's cursor, if it cannot: a cursor is any
+/// JSON value (null is none) of at most [`CURSOR_MAX`] bytes, nested at
+/// most [`MAX_NESTING`] deep.
+pub(crate) fn cursor_rule_broken(cursor: &Value) -> Option<String> {
+    json_rule_broken(cursor, CURSOR_MAX)
+}
+
+/// Why `value` breaks the rule of a JSON value a job reports of itself
+/// (at most `most` bytes, nested at most [`MAX_NESTING`] deep), if it does.
+pub(crate) fn json_rule_broken(value: &Value, most: usize) -> Option<String> {
+    if nests_deeper_than(value, MAX_NESTING) {
+        return Some(too_deep());
+    }
+    let size = serde_json::to_vec(value).map_or(usize::MAX, |json| json.len());
+    (size > most).then(|| format!("must be at most {most} bytes of JSON, not {size}"))
 }
 
 /// The one wording of [`MAX_NESTING`] in errors.

@@ -100,6 +100,11 @@ impl Job {
             ));
         }
         self.check_flow()?;
+        if let Some(cursor) = self.fields.get("cursor") {
+            if let Some(reason) = super::cursor_rule_broken(cursor) {
+                return Err(Error::invalid_job("cursor", reason));
+            }
+        }
         match self.fields.get("keep_expired") {
             None | Some(Value::Bool(_)) => {}
             Some(v) => return Err(bad("keep_expired", v, "must be true or false")),

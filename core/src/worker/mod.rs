@@ -137,6 +137,7 @@ impl Worker {
             supervise("scheduler", &shared, scheduler::run),
         ];
         background.push(supervise("periodic", &shared, periodic_ticker::run));
+        background.push(supervise("reports", &shared, crate::report_writer::run));
         if self.intake.is_host() {
             // Host threads' time limits (a Rust slot keeps its own).
             background.push(supervise("time-limits", &shared, overrun::run));

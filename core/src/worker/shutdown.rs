@@ -67,8 +67,12 @@ pub(super) async fn shutdown(shared: &Arc<Shared>, dispatcher: JoinHandle<()>, i
         }
     }
 
-    // From here a job that ends is not settled: it is going back.
+    // From here a job that ends is not settled: it is going back, with
+    // its last checkpoint.
     shared.give_back_running();
+    if let Err(e) = crate::report_writer::flush(shared).await {
+        tracing::warn!("writing checkpoints before the give-back failed (those jobs resume from earlier): {e}");
+    }
     match requeue_unfinished(shared, never_started).await {
         Ok(0) => {}
         Ok(n) => tracing::warn!("requeued {n} job(s) unfinished at shutdown"),

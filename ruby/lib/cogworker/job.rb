@@ -19,7 +19,45 @@ module Cogworker
     # language) while it runs? A long job checks it to stop early; however
     # it then ends, the job is filed as cancelled, not retried.
     def cancelled?
-      defined?(@cogworker_delivery) && @cogworker_delivery ? @cogworker_delivery.cancelled : false
+      cogworker_delivery&.cancelled || false
+    end
+
+    # Reports how far the job is (docs/long-jobs.md): `percent` 0 to 100
+    # (nil when there is no total), a short `message`, small JSON `data`.
+    # Cheap in a tight loop: the latest is written at most every 250 ms;
+    # `Cogworker::Api.new.progress(jid)` reads it from any language.
+    def progress(percent = nil, message = nil, data: nil)
+      cogworker_delivery&.progress(percent&.to_f, message, data)
+      nil
+    end
+
+    # Saves `cursor` (JSON data, at most 64 KiB) as where the job resumes:
+    # whatever runs it again (recovery after a crash, a shutdown's
+    # give-back, a retry, `interrupt!`) starts it with this `cursor`.
+    def checkpoint(cursor)
+      cogworker_delivery&.checkpoint(cursor)
+      nil
+    end
+
+    # Where the job resumes: its last checkpoint, the one it was pushed
+    # with (`cursor:`), or nil on a first run.
+    def cursor
+      cogworker_delivery&.cursor
+    end
+
+    # Should the job stop now? Its worker is shutting down, it was
+    # cancelled, or its time limit is near: stop between items, then
+    # return (or `interrupt!` to resume later).
+    def stopping?
+      cogworker_delivery&.stopping || false
+    end
+
+    # The job stops here to resume later: when `perform` returns it goes
+    # back on its queue with its last checkpoint, not counted as a failure
+    # or a retry.
+    def interrupt!
+      cogworker_delivery&.interrupt
+      nil
     end
 
     # The batch the job belongs to, if any: `Cogworker::Batch.new(bid: bid)`
@@ -30,6 +68,12 @@ module Cogworker
       bid = @cogworker_delivery.payload&.[]('bid')
       bid.is_a?(String) ? bid : nil
     end
+
+    # The delivery this instance runs, if a worker runs it.
+    def cogworker_delivery
+      defined?(@cogworker_delivery) ? @cogworker_delivery : nil
+    end
+    private :cogworker_delivery
 
     def self.included(base)
       base.extend(ClassMethods)

@@ -99,9 +99,15 @@ module Cogworker
         end
       end
 
-      # What a job run in a testing mode reads of its delivery.
+      # What a job run in a testing mode reads of its delivery: its
+      # checkpoint stays in its payload; progress goes nowhere.
       Recorded = Struct.new(:payload) do
         def cancelled = false
+        def stopping = false
+        def progress(_percent, _message, _data) = nil
+        def checkpoint(cursor) = (payload['cursor'] = cursor)
+        def cursor = payload['cursor']
+        def interrupt = nil
       end
     end
   end

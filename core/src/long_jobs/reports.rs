@@ -1,0 +1,67 @@
+//! The reports of running jobs on their way to Redis, coalesced: a
+//! handler's `progress` and `checkpoint` only note the latest of each job
+//! here; the worker's report writer (`report_writer.rs`) takes what is
+//! noted, writes it, then rests [`super::WRITE_INTERVAL`], so Redis sees
+//! each job's latest report at most that often however fast it reports.
+//! A process whose jobs report nothing never wakes the writer.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+use tokio::sync::Notify;
+
+/// What is waiting to be written.
+#[derive(Default)]
+pub(crate) struct Reports {
+    pending: Mutex<Pending>,
+    /// Something was noted (the writer waits on it).
+    pub noted: Notify,
+}
+
+/// Reports noted and not yet written.
+#[derive(Default)]
+pub(crate) struct Pending {
+    /// By jid: the latest progress record and its TTL in seconds.
+    pub progress: HashMap<String, (String, u64)>,
+    /// The deliveries (tokens) whose checkpoint changed.
+    pub checkpoints: HashSet<u64>,
+}
+
+impl Pending {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.progress.is_empty() && self.checkpoints.is_empty()
+    }
+}
+
+impl Reports {
+    /// `jid` reported `record` (kept `ttl` seconds).
+    pub(crate) fn progress(&self, jid: &str, record: String, ttl: u64) {
+        self.pending
+            .lock()
+            .unwrap()
+            .progress
+            .insert(jid.to_string(), (record, ttl));
+        self.noted.notify_one();
+    }
+
+    /// The delivery `token` checkpointed.
+    pub(crate) fn checkpoint(&self, token: u64) {
+        self.pending.lock().unwrap().checkpoints.insert(token);
+        self.noted.notify_one();
+    }
+
+    /// Everything noted, to write now.
+    pub(crate) fn take(&self) -> Pending {
+        std::mem::take(&mut *self.pending.lock().unwrap())
+    }
+
+    /// Puts back what a failed write did not write, unless a newer report
+    /// of the same job came meanwhile.
+    pub(crate) fn put_back(&self, unwritten: Pending) {
+        let mut pending = self.pending.lock().unwrap();
+        for (jid, record) in unwritten.progress {
+            pending.progress.entry(jid).or_insert(record);
+        }
+        pending.checkpoints.extend(unwritten.checkpoints);
+        self.noted.notify_one();
+    }
+}

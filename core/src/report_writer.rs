@@ -1,0 +1,119 @@
+//! What long jobs report (see [`crate::long_jobs`]), acted on by the
+//! worker process that runs them: their busy entries keep each job's
+//! latest cursor and whether it asked to be put back, and one task writes
+//! the noted reports to Redis, at most every [`WRITE_INTERVAL`]: progress
+//! records (`SET` with a TTL, and `PUBLISH` on the same name, for
+//! watchers) and checkpoints (`checkpoint.lua` on the in-progress record).
+
+use crate::long_jobs::{Control, Pending, NEAR_TIME_LIMIT, WRITE_INTERVAL};
+use crate::scripts::SCRIPTS;
+use crate::shared::Shared;
+use serde_json::Value;
+use std::sync::Arc;
+
+impl Control for Shared {
+    fn cursor(&self, token: u64) -> Option<Value> {
+        self.with_busy(token, |entry| entry.job.get("cursor").cloned())
+            .flatten()
+    }
+
+    fn result_ttl(&self, token: u64) -> Result<Option<u64>, ()> {
+        self.with_busy(token, |entry| {
+            entry.reported = true;
+            entry.job.result_ttl_secs()
+        })
+        .ok_or(())
+    }
+
+    fn progress(&self, _token: u64, jid: &str, record: String, ttl: u64) {
+        self.reports.progress(jid, record, ttl);
+    }
+
+    fn checkpoint(&self, token: u64, cursor: Value) {
+        let held = self.with_busy(token, |entry| {
+            entry.job.set("cursor", cursor);
+            entry.checkpointed = true;
+        });
+        if held.is_some() {
+            self.reports.checkpoint(token);
+        }
+    }
+
+    fn stopping(&self, token: u64, jid: &str) -> bool {
+        self.is_stopping()
+            || self.cancellations.contains(jid)
+            || self
+                .with_busy(token, |entry| {
+                    entry.time_limit.as_ref().is_some_and(|limit| {
+                        let left = limit.deadline().saturating_duration_since(std::time::Instant::now());
+                        limit.is_expired() || left < NEAR_TIME_LIMIT.min(limit.duration() / 10)
+                    })
+                })
+                .unwrap_or(false)
+    }
+
+    fn interrupt(&self, token: u64) {
+        self.with_busy(token, |entry| entry.interrupted = true);
+    }
+}
+
+/// The writer: writes what is noted, at most every [`WRITE_INTERVAL`].
+pub(crate) async fn run(shared: Arc<Shared>) {
+    loop {
+        shared.reports.noted.notified().await;
+        if let Err(e) = flush(&shared).await {
+            tracing::warn!("writing jobs' progress and checkpoints failed (retrying): {e}");
+        }
+        tokio::time::sleep(WRITE_INTERVAL).await;
+    }
+}
+
+/// Writes everything noted now: the writer's step, and shutdown's before
+/// it gives back what still runs (so a job goes back with its last
+/// checkpoint). What could not be written is kept for the next flush.
+pub(crate) async fn flush(shared: &Shared) -> redis::RedisResult<()> {
+    let pending = shared.reports.take();
+    if pending.is_empty() {
+        return Ok(());
+    }
+    let written = write(shared, &pending).await;
+    if written.is_err() {
+        shared.reports.put_back(pending);
+    }
+    written
+}
+
+async fn write(shared: &Shared, pending: &Pending) -> redis::RedisResult<()> {
+    let mut conn = shared.redis.conn();
+    for &token in &pending.checkpoints {
+        // The payload with its cursor, made once per write, not per call;
+        // the busy entry keeps it too (basic fetch gives back from there).
+        let Some((key, raw)) = shared.with_busy(token, |entry| {
+            entry.raw = entry.job.to_json().into_bytes();
+            let key = shared.keys.in_progress_from(&shared.identity, &entry.queue);
+            (key, entry.raw.clone())
+        }) else {
+            continue;
+        };
+        if shared.is_reliable() {
+            let _: i64 = SCRIPTS
+                .checkpoint
+                .key(key)
+                .arg(token)
+                .arg(raw)
+                .invoke_async(&mut conn)
+                .await?;
+        }
+    }
+    if pending.progress.is_empty() {
+        return Ok(());
+    }
+    // One round trip for every job's report (the keys share the
+    // namespace's slot on a cluster).
+    let mut pipe = redis::pipe();
+    for (jid, (record, ttl)) in &pending.progress {
+        let key = shared.keys.progress(jid);
+        pipe.set_ex(&key, record, *ttl).ignore().publish(&key, record).ignore();
+    }
+    pipe.query_async(&mut conn).await
+}

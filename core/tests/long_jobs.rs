@@ -1,0 +1,310 @@
+//! Long jobs (issue #48, in the core): progress anyone can read, a
+//! checkpoint whatever runs the job again resumes from (a retry, an
+//! interruption, shutdown's give-back, recovery after `kill -9`), and
+//! `stopping`.
+
+mod common;
+
+use cogworker::{Api, Client, Error, Failure, Job, JobSet, Running, Worker};
+use common::*;
+use serde_json::{json, Value};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The cursors each run of `Resume` began with, in order.
+type Starts = Arc<Mutex<Vec<Option<Value>>>>;
+
+/// A worker whose `Resume` handler records the cursor it began with,
+/// then does what its first argument says: `"fail"` checkpoints 5 and
+/// fails on its first run; `"interrupt"` checkpoints 7 and interrupts on
+/// its first run; `"until_stopping"` checkpoints a count until `stopping`,
+/// then interrupts. Later runs succeed.
+fn resuming_worker(config: cogworker::Config) -> (Worker, Starts) {
+    let starts: Starts = Default::default();
+    let seen = starts.clone();
+    let worker = Worker::builder(config)
+        .register("Resume", move |job| {
+            let seen = seen.clone();
+            async move {
+                let running = Running::current().expect("a worker runs it");
+                assert_eq!(running.jid(), job.jid_str());
+                let cursor = running.cursor();
+                assert_eq!(
+                    cursor.as_ref(),
+                    job.cursor(),
+                    "the job carries the cursor it resumes from"
+                );
+                let first = cursor.is_none();
+                seen.lock().unwrap().push(cursor);
+                let checkpoint = |n: i64| running.checkpoint(json!({"at": n})).unwrap();
+                match job.args_slice()[0].as_str().unwrap() {
+                    "fail" if first => {
+                        checkpoint(5);
+                        return Err(Failure::new("Flaky", "fails once"));
+                    }
+                    "interrupt" if first => {
+                        checkpoint(7);
+                        running.interrupt();
+                    }
+                    "until_stopping" if first => {
+                        let mut n = 0;
+                        while !running.stopping() {
+                            n += 1;
+                            checkpoint(n);
+                            tokio::time::sleep(Duration::from_millis(5)).await;
+                        }
+                        running.interrupt();
+                    }
+                    _ => {}
+                }
+                Ok(())
+            }
+        })
+        .retry_in("Resume", |_, _| Some(0.0))
+        .build()
+        .unwrap();
+    (worker, starts)
+}
+
+async fn wait_starts(starts: &Starts, n: usize) -> Vec<Option<Value>> {
+    let seen = starts.clone();
+    wait_until("the job ran again", Duration::from_secs(15), move || {
+        let seen = seen.clone();
+        async move { seen.lock().unwrap().len() >= n }
+    })
+    .await;
+    starts.lock().unwrap().clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_and_an_interruption_resume_from_the_checkpoint() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    let (worker, starts) = resuming_worker(config);
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+
+    let failing = client
+        .push(Job::new("Resume").args(vec![json!("fail")]))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(wait_starts(&starts, 2).await, [None, Some(json!({"at": 5}))]);
+    let interrupted = client
+        .push(Job::new("Resume").args(vec![json!("interrupt")]).result_ttl(600.0))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(wait_starts(&starts, 4).await[2..], [None, Some(json!({"at": 7}))]);
+    let record = api.wait_result(&interrupted, 5.0).await.unwrap().expect("kept");
+    assert_eq!(record["status"], "succeeded");
+    assert_eq!(record["retry_count"], 0, "an interruption is not a retry");
+    // Pushed with a cursor: it starts there.
+    client
+        .push(
+            Job::new("Resume")
+                .args(vec![json!("fail")])
+                .with_cursor(json!({"at": 1})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(wait_starts(&starts, 5).await[4], Some(json!({"at": 1})));
+    wait_processed("all ran", &api, 3, Duration::from_secs(10)).await;
+    let stats = api.stats().await.unwrap();
+    assert_eq!(stats.failed, 1, "only the failing job's first run failed ({failing})");
+    assert_eq!(api.set_size(JobSet::Dead).await.unwrap(), 0);
+    handle.stop();
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_gives_a_stopping_job_back_with_its_cursor() {
+    for basic in [false, true] {
+        let redis = TestRedis::start();
+        let mut config = redis.config();
+        if basic {
+            config.set_fetch(cogworker::FetchMode::Basic);
+        }
+        let client = Client::new(&config).unwrap();
+        let api = Api::new(client.clone());
+        let (worker, starts) = resuming_worker(config.clone());
+        let handle = worker.handle();
+        let task = tokio::spawn(worker.run());
+        let jid = client
+            .push(Job::new("Resume").args(vec![json!("until_stopping")]))
+            .await
+            .unwrap()
+            .unwrap();
+        wait_starts(&starts, 1).await;
+        // Checkpoints are written to its in-progress record as it goes
+        // (reliable fetch), at most every 250 ms.
+        if !basic {
+            let mut conn = redis.conn().await;
+            wait_until("a checkpoint in the in-progress record", Duration::from_secs(5), || {
+                let mut conn = conn.clone();
+                async move {
+                    let held: Vec<String> = redis::cmd("EVAL")
+                        .arg("local out = {} for _, k in ipairs(redis.call('KEYS', 'cogworker:in_progress:*')) do for _, v in ipairs(redis.call('HVALS', k)) do out[#out+1] = v end end return out")
+                        .arg(0)
+                        .query_async(&mut conn)
+                        .await
+                        .unwrap();
+                    held.iter().any(|payload| payload.contains("\"cursor\""))
+                }
+            })
+            .await;
+            let _ = &mut conn;
+        }
+        handle.stop();
+        task.await.unwrap().unwrap();
+        let queued = api.queue_jobs("default", 0, 10).await.unwrap();
+        assert_eq!(
+            queued.len(),
+            1,
+            "given back ({})",
+            if basic { "basic" } else { "reliable" }
+        );
+        let queued: Vec<Job> = queued.iter().map(|raw| Job::parse(raw).unwrap()).collect();
+        let cursor = queued[0].cursor().cloned().expect("with its cursor");
+        assert_eq!(queued[0].jid_str(), jid);
+        assert_eq!(queued[0].retry_count(), 0);
+
+        // The next worker resumes there, and the job completes.
+        let (worker, starts) = resuming_worker(config);
+        let handle = worker.handle();
+        let task = tokio::spawn(worker.run());
+        assert_eq!(wait_starts(&starts, 1).await, [Some(cursor)]);
+        wait_processed("resumed and done", &api, 1, Duration::from_secs(10)).await;
+        handle.stop();
+        task.await.unwrap().unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_is_coalesced_and_read_from_anywhere() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    let release = Arc::new(tokio::sync::Notify::new());
+    let gate = release.clone();
+    let worker = Worker::builder(config)
+        .register("Report", move |_job| {
+            let gate = gate.clone();
+            async move {
+                let running = Running::current().unwrap();
+                for i in 0..=10_000u32 {
+                    let percent = f64::from(i) / 100.0;
+                    running
+                        .progress(Some(percent), Some(&format!("row {i}")), Some(json!({"rows": i})))
+                        .unwrap();
+                }
+                gate.notified().await;
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap();
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    let mut conn = redis.conn().await;
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let jid = client
+        .push(Job::new("Report").result_ttl(600.0))
+        .await
+        .unwrap()
+        .unwrap();
+    let api2 = api.clone();
+    let jid2 = jid.clone();
+    wait_until("the last report is stored", Duration::from_secs(10), move || {
+        let (api, jid) = (api2.clone(), jid2.clone());
+        async move { api.progress(&jid).await.unwrap().is_some_and(|p| p["percent"] == 100.0) }
+    })
+    .await;
+    let progress = api.progress(&jid).await.unwrap().unwrap();
+    assert_eq!(progress["message"], "row 10000");
+    assert_eq!(progress["data"], json!({"rows": 10000}));
+    assert_eq!(progress["jid"], jid.as_str());
+    let record = api.result(&jid).await.unwrap().unwrap();
+    assert_eq!(record["status"], "running");
+    assert_eq!(record["progress"]["percent"], 100.0);
+    // 10,001 reports, a handful of writes (the first at once, then the
+    // latest at most every 250 ms).
+    let writes = command_calls(&mut conn, &["set", "publish"]).await;
+    assert!(
+        (2..=12).contains(&writes),
+        "{writes} SET/PUBLISH calls for 10,001 reports"
+    );
+    let ttl: i64 = redis::AsyncCommands::ttl(&mut conn, format!("cogworker:progress:{jid}"))
+        .await
+        .unwrap();
+    assert!((590..=600).contains(&ttl), "kept as long as its result: {ttl}");
+    release.notify_waiters();
+    let record = api.wait_result(&jid, 5.0).await.unwrap().unwrap();
+    assert_eq!(record["status"], "succeeded");
+    assert_eq!(record["progress"]["percent"], 100.0, "kept after it finished");
+    handle.stop();
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_reports_and_cursors_are_named_errors() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let huge = json!("x".repeat(cogworker::long_jobs::CURSOR_MAX + 1));
+    match client.push(Job::new("Resume").with_cursor(huge.clone())).await {
+        Err(Error::InvalidJob { field, .. }) => assert_eq!(field, "cursor"),
+        other => panic!("a huge cursor: {other:?}"),
+    }
+    let mut deep = json!(1);
+    for _ in 0..150 {
+        deep = json!([deep]);
+    }
+    match client.push(Job::new("Resume").with_cursor(deep)).await {
+        Err(Error::InvalidJob { field, .. }) => assert_eq!(field, "cursor"),
+        other => panic!("a deep cursor: {other:?}"),
+    }
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let seen = errors.clone();
+    let worker = Worker::builder(config)
+        .register("Bad", move |_job| {
+            let (seen, huge) = (seen.clone(), huge.clone());
+            async move {
+                let running = Running::current().unwrap();
+                let field = |result: cogworker::Result<()>| match result {
+                    Err(Error::InvalidArgument { field, .. }) => field,
+                    other => format!("{other:?}"),
+                };
+                let mut seen = seen.lock().unwrap();
+                for percent in [f64::NAN, f64::INFINITY, -1.0, 100.5] {
+                    seen.push(field(running.progress(Some(percent), None, None)));
+                }
+                seen.push(field(running.progress(None, Some(&"m".repeat(1001)), None)));
+                seen.push(field(running.progress(None, None, Some(json!("d".repeat(20_000))))));
+                seen.push(field(running.checkpoint(huge)));
+                // The job's own reports are untouched by the refusals.
+                assert!(running.progress(None, Some("fine"), None).is_ok());
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap();
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    client.push(Job::new("Bad")).await.unwrap();
+    let api = Api::new(client);
+    wait_processed("ran", &api, 1, Duration::from_secs(10)).await;
+    assert_eq!(
+        *errors.lock().unwrap(),
+        ["percent", "percent", "percent", "percent", "message", "data", "cursor"]
+    );
+    handle.stop();
+    task.await.unwrap().unwrap();
+}
