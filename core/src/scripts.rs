@@ -133,7 +133,7 @@ const GROUP_WAKE: ScriptSource = script!("group_wake.lua", "clock.lua", "wake.lu
 
 /// Every script, for the header check.
 #[cfg(test)]
-const ALL: [&ScriptSource; 33] = [
+const ALL: [&ScriptSource; 34] = [
     &FETCH_RELIABLE,
     &ACK,
     &FAIL,
@@ -152,6 +152,7 @@ const ALL: [&ScriptSource; 33] = [
     &PUSH_ONCE,
     &LIST_QUEUES,
     &TAKE_HELD,
+    &CHECKPOINT,
     &LIMIT_DEFINE,
     &LIMIT_ACQUIRE,
     &CANCEL,

@@ -1,3 +1,4 @@
+-- Fragments: none
 -- A running job's checkpoint (long_jobs/): its payload, now carrying the
 -- cursor it resumes from, replaces the one in its in-progress record, but
 -- only while that record holds it: a job settled, recovered or given back
