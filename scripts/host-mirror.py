@@ -511,6 +511,8 @@ IDIOMS: dict[str, tuple[list[str], list[str]]] = {
             "api.py:Api.__init__",
             "api.py:Api.call",
             "api.py:Api.admin",
+            "api.py:Api.watch",
+            "api.py:Api.watch_async",
             "api.py:Api.calls",
             "api.py:_method",
         ],
@@ -519,6 +521,7 @@ IDIOMS: dict[str, tuple[list[str], list[str]]] = {
             "api.rb:Api#initialize",
             "api.rb:Api#call",
             "api.rb:Api#admin",
+            "api.rb:Api#watch",
         ],
     ),
     "job declarations: decorator / mixin": (

@@ -290,7 +290,8 @@ impl Registry {
             class: job.display_class().to_string(),
         };
         let task = crate::logging::RUNNING_JOB.scope(running, async move {
-            crate::long_jobs::scope(handle, next.run(owned)).await
+            // Made inside the scope: a blocking handler's call reads it.
+            crate::long_jobs::scope(handle, async move { next.run(owned).await }).await
         });
         let result = match tokio::spawn(task).await {
             Ok(result) => result,

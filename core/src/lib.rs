@@ -69,8 +69,8 @@ mod workflow;
 
 pub use api::{
     Api, BatchStatus, BusyJob, CallbackJob, FlowKey, GroupInfo, GroupSummary, JobSet, LimiterInfo, LockInfo,
-    PeriodicInfo, ProcessInfo, QueueInfo, SetEntry, SetSearch, Stats, FLOW_KEYS_MAX, GROUPS_SUMMARIZED, GROUP_CAP_MAX,
-    GROUP_WEIGHT_MAX, SEARCH_SCAN_MAX, SEARCH_TEXT_MAX, SEARCH_TIME_MAX,
+    PeriodicInfo, ProcessInfo, QueueInfo, SetEntry, SetSearch, Stats, Watch, WatchEvent, FLOW_KEYS_MAX,
+    GROUPS_SUMMARIZED, GROUP_CAP_MAX, GROUP_WEIGHT_MAX, SEARCH_SCAN_MAX, SEARCH_TEXT_MAX, SEARCH_TIME_MAX,
 };
 pub use batch::{
     Batch, BatchEvent, BatchKind, OpenBatch, DEFAULT_BATCH_TTL_SECS, DEFAULT_KEEP_FOR_SECS, MAX_BATCH_DEPTH,

@@ -1,11 +1,13 @@
 //! What long jobs report (see [`crate::long_jobs`]), acted on by the
 //! worker process that runs them: their busy entries keep each job's
-//! latest cursor and whether it asked to be put back, and one task writes
-//! the noted reports to Redis, at most every [`WRITE_INTERVAL`]: progress
-//! records (`SET` with a TTL, and `PUBLISH` on the same name, for
-//! watchers) and checkpoints (`checkpoint.lua` on the in-progress record).
+//! latest cursor, its latest progress report and whether it asked to be
+//! put back, and one task writes the noted reports to Redis, at most every
+//! [`WRITE_INTERVAL`]: progress records (`SET` with a TTL, and `PUBLISH`
+//! on the same name, for watchers; a run's last one again when it ends,
+//! with its `state`) and checkpoints (`checkpoint.lua` on the in-progress
+//! record).
 
-use crate::long_jobs::{Control, Pending, NEAR_TIME_LIMIT, WRITE_INTERVAL};
+use crate::long_jobs::{Control, Pending, NEAR_TIME_LIMIT, PROGRESS_TTL_SECS, WRITE_INTERVAL};
 use crate::scripts::SCRIPTS;
 use crate::shared::Shared;
 use serde_json::Value;
@@ -17,16 +19,15 @@ impl Control for Shared {
             .flatten()
     }
 
-    fn result_ttl(&self, token: u64) -> Result<Option<u64>, ()> {
-        self.with_busy(token, |entry| {
-            entry.reported = true;
-            entry.job.result_ttl_secs()
-        })
-        .ok_or(())
-    }
-
-    fn progress(&self, _token: u64, jid: &str, record: String, ttl: u64) {
-        self.reports.progress(jid, record, ttl);
+    fn progress(&self, token: u64, record: String) {
+        let held = self.with_busy(token, |entry| {
+            let ttl = entry.job.result_ttl_secs().unwrap_or(PROGRESS_TTL_SECS);
+            entry.progress = Some((record, ttl));
+        });
+        // Settled meanwhile: nothing to report on.
+        if held.is_some() {
+            self.reports.progress(token);
+        }
     }
 
     fn checkpoint(&self, token: u64, cursor: Value) {
@@ -105,15 +106,31 @@ async fn write(shared: &Shared, pending: &Pending) -> redis::RedisResult<()> {
                 .await?;
         }
     }
-    if pending.progress.is_empty() {
-        return Ok(());
-    }
-    // One round trip for every job's report (the keys share the
+    // The latest report of each job still running, and the last of each
+    // run that ended: one round trip for all (the keys share the
     // namespace's slot on a cluster).
+    let running = pending
+        .progress
+        .iter()
+        .filter_map(|&token| {
+            shared
+                .with_busy(token, |entry| {
+                    let jid = entry.jid.clone();
+                    entry.progress.clone().map(|report| (jid, report))
+                })
+                .flatten()
+        })
+        .collect::<Vec<_>>();
+    let reports = running.iter().map(|(jid, report)| (jid, report));
     let mut pipe = redis::pipe();
-    for (jid, (record, ttl)) in &pending.progress {
+    let mut any = false;
+    for (jid, (record, ttl)) in reports.chain(&pending.ended) {
         let key = shared.keys.progress(jid);
         pipe.set_ex(&key, record, *ttl).ignore().publish(&key, record).ignore();
+        any = true;
+    }
+    if !any {
+        return Ok(());
     }
     pipe.query_async(&mut conn).await
 }

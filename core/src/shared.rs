@@ -53,8 +53,9 @@ pub struct BusyEntry {
     pub(crate) checkpointed: bool,
     /// It asked to be put back when it ends ([`crate::long_jobs::Running::interrupt`]).
     pub(crate) interrupted: bool,
-    /// It reported progress.
-    pub(crate) reported: bool,
+    /// Its latest progress report and that report's TTL in seconds, once it
+    /// reported (see [`crate::long_jobs`]).
+    pub(crate) progress: Option<(String, u64)>,
     /// Its time limit, if it has one (it is `stopping` near its end).
     pub(crate) time_limit: Option<Arc<crate::time_limit::TimeLimit>>,
 }
@@ -64,6 +65,26 @@ impl BusyEntry {
     pub(crate) fn to_json(&self) -> String {
         let payload: Value = serde_json::from_slice(&self.raw).unwrap_or(Value::Null);
         serde_json::json!({"queue": self.queue, "payload": payload, "run_at": job::float(self.run_at)}).to_string()
+    }
+}
+
+/// How a run of a job ended, as its last progress report says.
+#[derive(Clone, Copy)]
+enum RunEnd {
+    Succeeded,
+    Failed,
+    Interrupted,
+    Cancelled,
+}
+
+impl RunEnd {
+    fn name(self) -> &'static str {
+        match self {
+            RunEnd::Succeeded => "succeeded",
+            RunEnd::Failed => "failed",
+            RunEnd::Interrupted => "interrupted",
+            RunEnd::Cancelled => "cancelled",
+        }
     }
 }
 
@@ -371,7 +392,7 @@ impl Shared {
             job: delivery.job.clone(),
             checkpointed: false,
             interrupted: false,
-            reported: false,
+            progress: None,
             time_limit: delivery.time_limit.clone(),
         };
         if let Some(lock) = entry.run_lock.clone() {
@@ -402,7 +423,14 @@ impl Shared {
             self.busy.lock().unwrap().remove(&token);
             return self.release(detached);
         }
-        if self.take_reports(&mut delivery) && matches!(outcome, Outcome::Success) {
+        let interrupted = self.take_reports(&mut delivery) && matches!(outcome, Outcome::Success);
+        let state = match (&outcome, interrupted) {
+            (_, true) => RunEnd::Interrupted,
+            (Outcome::Success, _) => RunEnd::Succeeded,
+            (Outcome::Failure(_), _) => RunEnd::Failed,
+        };
+        self.end_progress(token, delivery.job.jid_str(), state);
+        if interrupted {
             // Interrupted to resume later: back on its queue with its
             // cursor, neither a success nor a failure.
             let Delivery { queue, raw, job, .. } = &mut delivery;
@@ -443,6 +471,9 @@ impl Shared {
     /// [`Delivery::over_limit`]): `completion` files it, and its slot is
     /// freed.
     pub(crate) fn set_aside(&self, token: u64, detached: bool, completion: Completion) {
+        if let Completion::Cancelled(delivery) = &completion {
+            self.end_progress(token, delivery.job.jid_str(), RunEnd::Cancelled);
+        }
         if self.completions.send(completion).is_err() {
             tracing::debug!("a job set aside after shutdown: requeued with the rest");
         }
@@ -517,6 +548,18 @@ impl Shared {
             delivery.raw = entry.job.to_json().into_bytes();
         }
         entry.interrupted
+    }
+
+    /// A run of a job that reported progress ended: its last report,
+    /// with how the run ended (`state`), is written once more, for
+    /// watchers (see [`crate::long_jobs`]).
+    fn end_progress(&self, token: u64, jid: &str, state: RunEnd) {
+        let Some((record, ttl)) = self.with_busy(token, |entry| entry.progress.take()).flatten() else {
+            return;
+        };
+        let mut record: Value = serde_json::from_str(&record).unwrap_or_else(|_| serde_json::json!({}));
+        record["state"] = Value::String(state.name().to_string());
+        self.reports.ended(jid, record.to_string(), ttl);
     }
 
     pub fn busy_snapshot(&self) -> Vec<(u64, BusyEntry)> {

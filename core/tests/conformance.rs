@@ -141,6 +141,13 @@ impl Run {
             .retry_in("ConformanceBoom", |_count, _job| Some(3600.0))
             .register_returning("ConformanceLong", |job| async move {
                 let running = cogworker::Running::current().expect("run by a worker");
+                if job.args_slice()[0] == "steps" {
+                    for percent in [25.0, 50.0, 75.0] {
+                        running.progress(Some(percent), None, None).unwrap();
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                    return Ok(json!("stepped"));
+                }
                 let Some(cursor) = running.cursor() else {
                     let fail = |e: cogworker::Error| Failure::new("Error", e.to_string());
                     running
@@ -497,11 +504,32 @@ impl Run {
                 async move { api.status(&jid).await.unwrap() == wanted }
             })
             .await;
-        } else if step.get("progress").is_some() {
-            let report = self.api.progress(&jid("progress")).await.unwrap().expect("a report");
-            for (field, wanted) in step["has"].as_object().unwrap() {
-                assert_eq!(&report[field], wanted, "{field} of {report}");
+        } else if step.get("watch").is_some() {
+            let seconds = Duration::from_secs_f64(step["seconds"].as_f64().unwrap());
+            let (events, percents) = watched(&self.api, &jid("watch"), seconds).await;
+            assert!(percents.windows(2).all(|pair| pair[0] <= pair[1]), "{events:?}");
+            assert_eq!(percents.last(), step["last_percent"].as_f64().as_ref(), "{events:?}");
+            let Some(cogworker::WatchEvent::Finished(end)) = events.last() else {
+                panic!("ends with finished: {events:?}")
+            };
+            for (field, wanted) in step["finished_has"].as_object().unwrap() {
+                assert_eq!(&end[field], wanted, "{field} of {end}");
             }
+        } else if step.get("progress").is_some() {
+            // Written at most 250 ms after it was made.
+            let (api, jid, wanted) = (self.api.clone(), jid("progress"), step["has"].clone());
+            wait_until(&format!("{jid}'s report"), Duration::from_secs(15), || {
+                let (api, jid, wanted) = (api.clone(), jid.clone(), wanted.clone());
+                async move {
+                    let report = api.progress(&jid).await.unwrap().unwrap_or_default();
+                    wanted
+                        .as_object()
+                        .unwrap()
+                        .iter()
+                        .all(|(field, value)| &report[field] == value)
+                }
+            })
+            .await;
         } else if step.get("status").is_some() {
             assert_eq!(
                 self.api.status(&jid("status")).await.unwrap(),

@@ -60,6 +60,15 @@ fn resuming_worker(config: cogworker::Config) -> (Worker, Starts) {
                 Ok(())
             }
         })
+        .register_blocking("BlockingResume", |_job| {
+            // A blocking handler finds its handle on its thread.
+            let running = Running::current().expect("a worker runs it");
+            if running.cursor().is_none() {
+                running.checkpoint(json!("blocking")).unwrap();
+                running.interrupt();
+            }
+            Ok(())
+        })
         .retry_in("Resume", |_, _| Some(0.0))
         .build()
         .unwrap();
@@ -111,7 +120,14 @@ async fn a_retry_and_an_interruption_resume_from_the_checkpoint() {
         .await
         .unwrap();
     assert_eq!(wait_starts(&starts, 5).await[4], Some(json!({"at": 1})));
-    wait_processed("all ran", &api, 3, Duration::from_secs(10)).await;
+    let blocking = client
+        .push(Job::new("BlockingResume").result_ttl(600.0))
+        .await
+        .unwrap()
+        .unwrap();
+    let record = api.wait_result(&blocking, 5.0).await.unwrap().expect("kept");
+    assert_eq!(record["status"], "succeeded", "interrupted, then resumed: {record}");
+    wait_processed("all ran", &api, 4, Duration::from_secs(10)).await;
     let stats = api.stats().await.unwrap();
     assert_eq!(stats.failed, 1, "only the failing job's first run failed ({failing})");
     assert_eq!(api.set_size(JobSet::Dead).await.unwrap(), 0);
@@ -305,6 +321,51 @@ async fn bad_reports_and_cursors_are_named_errors() {
         *errors.lock().unwrap(),
         ["percent", "percent", "percent", "percent", "message", "data", "cursor"]
     );
+    handle.stop();
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watcher_sees_each_report_then_the_end() {
+    use cogworker::WatchEvent;
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    let worker = Worker::builder(config)
+        .register("Steps", |_job| async move {
+            let running = Running::current().unwrap();
+            for step in 1..=3 {
+                running.progress(Some(f64::from(step) * 25.0), None, None).unwrap();
+                tokio::time::sleep(Duration::from_millis(400)).await;
+            }
+            Ok(())
+        })
+        .build()
+        .unwrap();
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    for keeps_result in [true, false] {
+        let job = if keeps_result {
+            Job::new("Steps").result_ttl(600.0)
+        } else {
+            Job::new("Steps")
+        };
+        let jid = client.push(job).await.unwrap().unwrap();
+        let (events, percents) = watched(&api, &jid, Duration::from_secs(15)).await;
+        // The last report may come again, with the run's state, when it ends.
+        assert!(percents.starts_with(&[25.0, 50.0, 75.0]), "{events:?}");
+        assert!(percents.len() <= 4, "{events:?}");
+        let Some(WatchEvent::Finished(end)) = events.last() else {
+            panic!("ends with the end: {events:?}")
+        };
+        if keeps_result {
+            assert_eq!(end["status"], "succeeded", "{end}");
+        } else {
+            assert_eq!(end["state"], "succeeded", "{end}");
+            assert_eq!(end["percent"], 75.0);
+        }
+    }
     handle.stop();
     task.await.unwrap().unwrap();
 }

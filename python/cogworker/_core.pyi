@@ -36,6 +36,7 @@ __all__ = [
     "RedisServer",
     "ScriptError",
     "Supervisor",
+    "Watch",
     "WebServer",
     "Worker",
     "__version__",
@@ -241,6 +242,11 @@ class Api:
     def of_client(client: Client) -> Api: ...
     def call(self, name: str, args: Sequence[Any]) -> Any: ...
     def admin(self, command: str, arg: str | None = None) -> str: ...
+    def watch(self, jid: str) -> Watch: ...
+
+@final
+class Watch:
+    def next(self, timeout: float | None = None) -> tuple[str, Any] | None: ...
 
 @final
 class WebServer:

@@ -7,6 +7,9 @@ lists them. Results are plain data: dicts, lists, numbers, strings.
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, Callable
 
 from . import _core
@@ -29,6 +32,37 @@ class Api:
     def admin(self, command: str, arg: str | None = None) -> str:
         """Runs an admin command (``cogworker stats``, ...); the text it prints."""
         return self._native.admin(command, arg)
+
+    def watch(self, jid: str, timeout: float | None = None) -> Iterator[tuple[str, Any]]:
+        """Follows job ``jid`` (docs/long-jobs.md): yields ``("progress",
+        report)`` as the job reports, then ``("finished", end)``: its kept
+        result once final (``result_ttl``), or else the last report of the
+        run that ended. Pub/sub, no polling. Ends early, quietly, once
+        ``timeout`` seconds have passed."""
+        watch = self._native.watch(jid)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            event = watch.next(left)
+            if event is None:
+                return
+            yield event
+            if event[0] == "finished":
+                return
+
+    async def watch_async(self, jid: str, timeout: float | None = None) -> AsyncIterator[tuple[str, Any]]:
+        """``watch`` for asyncio: ``async for kind, value in api.watch_async(jid)``
+        (each wait runs on a thread of the loop's executor)."""
+        watch = await asyncio.to_thread(self._native.watch, jid)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            event = await asyncio.to_thread(watch.next, left)
+            if event is None:
+                return
+            yield event
+            if event[0] == "finished":
+                return
 
     @staticmethod
     def calls() -> list[tuple[str, list[str], str]]:

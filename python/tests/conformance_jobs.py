@@ -37,6 +37,11 @@ def conformance_slow(seconds: float) -> None:
 def conformance_long(mode: str) -> Any:
     job = cogworker.current_job()
     assert job is not None
+    if mode == "steps":
+        for percent in (25, 50, 75):
+            job.progress(percent)
+            time.sleep(0.2)
+        return "stepped"
     if job.cursor is None:
         job.progress(50, "half", data={"step": 1})
         job.checkpoint({"at": 1})

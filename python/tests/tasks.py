@@ -191,3 +191,14 @@ def workflow_double(value: int) -> int:
 @cogworker.job
 def workflow_record(*args: object) -> None:
     WORKFLOW_CALLS.append(args)
+
+
+@cogworker.job(name="LongSteps", result_ttl=60)
+async def long_steps(count: int) -> str:
+    """Reports ``count`` steps, 0.1 s apart, from an ``async def`` handler."""
+    job = cogworker.current_job()
+    assert job is not None
+    for step in range(1, count + 1):
+        job.progress(100 * step / count, f"step {step}", data={"step": step})
+        await asyncio.sleep(0.1)
+    return "done"

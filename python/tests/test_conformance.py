@@ -364,10 +364,23 @@ class Run:
         wait_for(f"{jid} {step['is']}", lambda: self.client.status(jid) == step["is"])
 
     def progress(self, step: dict[str, Any]) -> None:
-        report = self.api.progress(self.jids[step["progress"]])
-        assert report is not None
-        for field, wanted in step["has"].items():
-            assert report[field] == wanted, (field, report)
+        jid = self.jids[step["progress"]]
+
+        def reported() -> bool:
+            report = self.api.progress(jid) or {}
+            return all(report.get(field) == wanted for field, wanted in step["has"].items())
+
+        # Written at most 250 ms after it was made.
+        wait_for(f"{jid}'s report", reported)
+
+    def watch(self, step: dict[str, Any]) -> None:
+        events = list(self.api.watch(self.jids[step["watch"]], timeout=step["seconds"]))
+        percents = [value["percent"] for kind, value in events if kind == "progress"]
+        assert percents == sorted(percents) and percents[-1] == step["last_percent"], events
+        kind, end = events[-1]
+        assert kind == "finished", events
+        for field, wanted in step["finished_has"].items():
+            assert end[field] == wanted, (field, end)
 
     def _client(self, step: dict[str, Any]) -> cogworker.Client:
         return cogworker.Client() if step.get("new_client") else self.client
@@ -789,6 +802,7 @@ STEPS = {
     "start_worker": Run.start_worker,
     "await_status": Run.await_status,
     "progress": Run.progress,
+    "watch": Run.watch,
     "status": Run.status,
     "result": Run.result,
     "await_hooks": Run.await_hooks,

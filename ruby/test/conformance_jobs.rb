@@ -71,6 +71,8 @@ class ConformanceLong
   include Cogworker::Job
 
   def perform(mode)
+    return steps if mode == 'steps'
+
     if cursor.nil?
       progress(50, 'half', data: { 'step' => 1 })
       checkpoint({ 'at' => 1 })
@@ -78,6 +80,14 @@ class ConformanceLong
       return nil
     end
     { 'cursor' => cursor, 'stopping' => stopping? }
+  end
+
+  def steps
+    [25, 50, 75].each do |percent|
+      progress(percent)
+      sleep(0.2)
+    end
+    'stepped'
   end
 end
 

@@ -53,7 +53,7 @@ class TestConformance < Minitest::Test
              await_queue_size batch batch_status callback_result workflow workflow_refused
              batch_on_refused await_retry push_later await_scheduled cancel limiter acquire release
              within_limit perform_one drain await_batch cli_run traced expect_span carries_its_span
-             same_jid progress].freeze
+             same_jid progress watch].freeze
   EXE = File.expand_path('../exe/cogworker', __dir__)
   LIB = File.expand_path('../lib', __dir__)
   JOBS = File.expand_path('conformance_jobs.rb', __dir__)
@@ -368,10 +368,24 @@ class TestConformance < Minitest::Test
     wait_for("#{jid} #{step['is']}") { @client.status(jid) == step['is'] }
   end
 
+  # Written at most 250 ms after it was made.
   def step_progress(step)
-    report = Cogworker::Api.new.progress(@jids.fetch(step['progress']))
-    refute_nil report
-    step['has'].each { |field, wanted| assert_equal wanted, report[field], field }
+    jid = @jids.fetch(step['progress'])
+    api = Cogworker::Api.new
+    wait_for("#{jid}'s report") do
+      report = api.progress(jid) || {}
+      step['has'].all? { |field, wanted| report[field] == wanted }
+    end
+  end
+
+  def step_watch(step)
+    events = Cogworker::Api.new.watch(@jids.fetch(step['watch']), timeout: step['seconds']).to_a
+    percents = events.filter_map { |kind, value| value['percent'] if kind == 'progress' }
+    assert_equal percents.sort, percents, events.inspect
+    assert_equal step['last_percent'], percents.last, events.inspect
+    kind, finished = events.last
+    assert_equal 'finished', kind, events.inspect
+    step['finished_has'].each { |field, wanted| assert_equal wanted, finished[field], field }
   end
 
   def client_for(step) = step['new_client'] ? Cogworker::Client.new : @client

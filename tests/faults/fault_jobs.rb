@@ -66,3 +66,29 @@ class Span
 
   def line(text) = File.open(ENV.fetch('TEST_RESULTS_FILE'), 'a') { |f| f.write("#{text}\n") }
 end
+
+# A long job (docs/long-jobs.md) over items 0...total from its cursor: per
+# item, `item <i> <pid>` in TEST_RESULTS_FILE, a spin of `micros`, then a
+# checkpoint of i + 1; once stopping, `stopped <cursor> <pid>`, then it
+# interrupts itself and returns.
+class Import
+  include Cogworker::Job
+
+  def perform(total, micros = 0)
+    position = cursor || 0
+    File.open(ENV.fetch('TEST_RESULTS_FILE'), 'a') do |out|
+      out.sync = true
+      while position < total
+        if stopping?
+          out.write("stopped #{position} #{Process.pid}\n")
+          return interrupt!
+        end
+        out.write("item #{position} #{Process.pid}\n")
+        spin_until = Process.clock_gettime(Process::CLOCK_MONOTONIC) + (micros / 1e6)
+        nil while Process.clock_gettime(Process::CLOCK_MONOTONIC) < spin_until
+        position += 1
+        checkpoint(position)
+      end
+    end
+  end
+end

@@ -69,3 +69,27 @@ def _run_line(token: str) -> None:
         jid = job.jid if job else "?"
         with open(path, "a", encoding="utf-8") as f:
             f.write(f"{token} {jid} python {os.getpid()} {time.time():.6f}\n")
+
+
+@cogworker.job(name="Import")
+def import_items(total: int, micros: int = 0) -> None:
+    """A long job (docs/long-jobs.md) over items ``0..total`` from its
+    cursor: per item, ``item <i> <pid>`` in TEST_RESULTS_FILE, a spin of
+    ``micros``, then a checkpoint of ``i + 1``; once stopping, ``stopped
+    <cursor> <pid>``, then it interrupts itself and returns."""
+    job = cogworker.current_job()
+    assert job is not None
+    pid = os.getpid()
+    position = job.cursor or 0
+    with open(os.environ["TEST_RESULTS_FILE"], "a", buffering=1, encoding="utf-8") as out:
+        while position < total:
+            if job.stopping:
+                out.write(f"stopped {position} {pid}\n")
+                job.interrupt()
+                return
+            out.write(f"item {position} {pid}\n")
+            spin_until = time.perf_counter() + micros / 1e6
+            while time.perf_counter() < spin_until:
+                pass
+            position += 1
+            job.checkpoint(position)

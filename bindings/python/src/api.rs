@@ -38,6 +38,13 @@ impl PyApi {
         convert::to_py(py, &result)
     }
 
+    /// Follows job `jid` (docs/long-jobs.md): subscribed when this returns.
+    fn watch(&self, py: Python<'_>, jid: String) -> PyResult<PyWatch> {
+        let api = self.0.api().map_err(to_py)?;
+        let watch = run(py, self.0.naming_redis(cogworker::host::HostWatch::start(api, jid)))?;
+        Ok(PyWatch(watch))
+    }
+
     /// Runs an admin command; the text to print.
     #[pyo3(signature = (command, arg=None))]
     fn admin(&self, py: Python<'_>, command: String, arg: Option<String>) -> PyResult<String> {
@@ -47,6 +54,25 @@ impl PyApi {
             self.0
                 .naming_redis(async move { admin::run(&api, &command, arg.as_deref()).await }),
         )
+    }
+}
+
+/// A job being followed: `next(timeout)` gives `(kind, value)` events.
+#[pyclass(name = "Watch", module = "cogworker._core")]
+pub struct PyWatch(cogworker::host::HostWatch);
+
+#[pymethods]
+impl PyWatch {
+    /// The next event, `("progress", report)` or `("finished", end)`,
+    /// waiting up to `timeout` seconds (None: until it comes); None once
+    /// the end was given or the timeout passed.
+    #[pyo3(signature = (timeout=None))]
+    fn next<'py>(&self, py: Python<'py>, timeout: Option<f64>) -> PyResult<Option<(&'static str, Bound<'py, PyAny>)>> {
+        let timeout = timeout.map(|t| std::time::Duration::from_secs_f64(t.clamp(0.0, 1e9)));
+        let event = run(py, self.0.clone().next(timeout))?;
+        event
+            .map(|(kind, value)| Ok((kind, convert::to_py(py, &value)?)))
+            .transpose()
     }
 }
 

@@ -206,6 +206,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<worker::PyWorker>()?;
     m.add_class::<worker::PyDelivery>()?;
     m.add_class::<api::PyApi>()?;
+    m.add_class::<api::PyWatch>()?;
     m.add_class::<web::PyWebServer>()?;
     m.add_class::<web::PyRedisServer>()?;
     m.add_class::<supervisor::PySupervisor>()?;

@@ -8,7 +8,7 @@ use crate::convert;
 use crate::errors::to_ruby;
 use cogworker::host::{admin, api_calls as calls, Session};
 use cogworker::Api;
-use magnus::{Error, RArray, Ruby};
+use magnus::{prelude::*, Error, RArray, Ruby};
 use std::sync::Arc;
 
 #[magnus::wrap(class = "Cogworker::Native::Api", free_immediately, size)]
@@ -41,6 +41,16 @@ impl RbApi {
         Ok(convert::from_json(ruby, &result))
     }
 
+    /// Follows job `jid` (docs/long-jobs.md): subscribed when this returns.
+    pub fn watch(ruby: &Ruby, rb_self: &Self, jid: String) -> Result<RbWatch, Error> {
+        let api = rb_self.api(ruby)?;
+        let watch = run(
+            ruby,
+            rb_self.0.naming_redis(cogworker::host::HostWatch::start(api, jid)),
+        )?;
+        Ok(RbWatch(watch))
+    }
+
     /// Runs an admin command; the text to print.
     pub fn admin(ruby: &Ruby, rb_self: &Self, command: String, arg: Option<String>) -> Result<String, Error> {
         let api = rb_self.api(ruby)?;
@@ -50,6 +60,26 @@ impl RbApi {
                 .0
                 .naming_redis(async move { admin::run(&api, &command, arg.as_deref()).await }),
         )
+    }
+}
+
+/// A job being followed: `next(timeout)` gives `[kind, value]` events.
+#[magnus::wrap(class = "Cogworker::Native::Watch", free_immediately, size)]
+pub struct RbWatch(cogworker::host::HostWatch);
+
+impl RbWatch {
+    /// The next event, `["progress", report]` or `["finished", end]`,
+    /// waiting up to `timeout` seconds (nil: until it comes); nil once the
+    /// end was given or the timeout passed.
+    pub fn next(ruby: &Ruby, rb_self: &Self, timeout: Option<f64>) -> Result<magnus::Value, Error> {
+        let timeout = timeout.map(|t| std::time::Duration::from_secs_f64(t.clamp(0.0, 1e9)));
+        let event = run(ruby, rb_self.0.clone().next(timeout))?;
+        Ok(match event {
+            Some((kind, value)) => ruby
+                .ary_new_from_values(&[ruby.str_new(kind).as_value(), convert::from_json(ruby, &value)])
+                .as_value(),
+            None => ruby.qnil().as_value(),
+        })
     }
 }
 

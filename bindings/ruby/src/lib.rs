@@ -256,6 +256,9 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     api.define_singleton_method("of_client", function!(api::RbApi::of_client, 1))?;
     api.define_method("call", method!(api::RbApi::call, 2))?;
     api.define_method("admin", method!(api::RbApi::admin, 2))?;
+    api.define_method("watch", method!(api::RbApi::watch, 1))?;
+    let watch = native.define_class("Watch", ruby.class_object())?;
+    watch.define_method("next", method!(api::RbWatch::next, 1))?;
 
     let web = native.define_class("WebServer", ruby.class_object())?;
     web.define_singleton_method("new", function!(web::RbWebServer::new, 3))?;

@@ -21,6 +21,7 @@ mod processes;
 mod queues;
 mod results;
 mod sets;
+mod watch;
 
 pub use batches::{BatchStatus, CallbackJob};
 pub use flow_keys::{FlowKey, FLOW_KEYS_MAX};
@@ -31,6 +32,7 @@ pub use processes::{BusyJob, ProcessInfo};
 pub use queues::QueueInfo;
 use sets::check_search_text;
 pub use sets::{SetEntry, SetSearch, SEARCH_SCAN_MAX, SEARCH_TEXT_MAX, SEARCH_TIME_MAX};
+pub use watch::{Watch, WatchEvent};
 
 use crate::client::Client;
 use crate::error::Result;

@@ -55,6 +55,7 @@ pub mod supervisor;
 pub mod testing;
 mod version;
 mod wait;
+mod watching;
 mod worker;
 pub mod workflow;
 
@@ -82,4 +83,5 @@ pub use spans::{
 };
 pub use version::{check_version, VERSION};
 pub use wait::{deadline_after, sleep_slice, spawn, start, wait, Pending, Started, Waited, ON_CALLING_THREAD};
+pub use watching::HostWatch;
 pub use worker::{slot_thread_name, HostWorker, NextEvent, HOST_THREADS, TIME_LIMIT_PASSED, WORKER_SIGNALS};

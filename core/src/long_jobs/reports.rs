@@ -20,25 +20,36 @@ pub(crate) struct Reports {
 /// Reports noted and not yet written.
 #[derive(Default)]
 pub(crate) struct Pending {
-    /// By jid: the latest progress record and its TTL in seconds.
-    pub progress: HashMap<String, (String, u64)>,
+    /// The deliveries (tokens) that reported progress (the latest report
+    /// is in their busy entry).
+    pub progress: HashSet<u64>,
+    /// By jid: the last report of a run that ended, with its `state`, and
+    /// its TTL in seconds.
+    pub ended: HashMap<String, (String, u64)>,
     /// The deliveries (tokens) whose checkpoint changed.
     pub checkpoints: HashSet<u64>,
 }
 
 impl Pending {
     pub(crate) fn is_empty(&self) -> bool {
-        self.progress.is_empty() && self.checkpoints.is_empty()
+        self.progress.is_empty() && self.checkpoints.is_empty() && self.ended.is_empty()
     }
 }
 
 impl Reports {
-    /// `jid` reported `record` (kept `ttl` seconds).
-    pub(crate) fn progress(&self, jid: &str, record: String, ttl: u64) {
+    /// The delivery `token` reported progress.
+    pub(crate) fn progress(&self, token: u64) {
+        self.pending.lock().unwrap().progress.insert(token);
+        self.noted.notify_one();
+    }
+
+    /// A run of `jid` ended; `record` is its last report with its `state`
+    /// (kept `ttl` seconds).
+    pub(crate) fn ended(&self, jid: &str, record: String, ttl: u64) {
         self.pending
             .lock()
             .unwrap()
-            .progress
+            .ended
             .insert(jid.to_string(), (record, ttl));
         self.noted.notify_one();
     }
@@ -58,9 +69,10 @@ impl Reports {
     /// of the same job came meanwhile.
     pub(crate) fn put_back(&self, unwritten: Pending) {
         let mut pending = self.pending.lock().unwrap();
-        for (jid, record) in unwritten.progress {
-            pending.progress.entry(jid).or_insert(record);
+        for (jid, record) in unwritten.ended {
+            pending.ended.entry(jid).or_insert(record);
         }
+        pending.progress.extend(unwritten.progress);
         pending.checkpoints.extend(unwritten.checkpoints);
         self.noted.notify_one();
     }

@@ -3,7 +3,7 @@
 //! handlers find theirs with [`Running::current`]; a host's delivery hands
 //! out the same handle, so every language goes through one implementation.
 
-use super::{progress_record, PROGRESS_TTL_SECS};
+use super::progress_record;
 use crate::error::{Error, Result};
 use serde_json::Value;
 use std::cell::RefCell;
@@ -15,11 +15,8 @@ use std::sync::Arc;
 pub(crate) trait Control: Send + Sync {
     /// The job's current cursor, while it runs.
     fn cursor(&self, token: u64) -> Option<Value>;
-    /// The job's `result_ttl`, while it runs (`None` without one, or once
-    /// it settled: `Err(())`).
-    fn result_ttl(&self, token: u64) -> std::result::Result<Option<u64>, ()>;
-    /// Notes its progress report (kept `ttl` seconds).
-    fn progress(&self, token: u64, jid: &str, record: String, ttl: u64);
+    /// Notes its progress report (nothing once it settled).
+    fn progress(&self, token: u64, record: String);
     /// Sets its cursor, to be written with its in-progress record.
     fn checkpoint(&self, token: u64, cursor: Value);
     /// Shutdown, its cancellation, or its time limit near.
@@ -93,11 +90,7 @@ impl Running {
     /// its rule ([`super::PROGRESS_MESSAGE_MAX`], [`super::PROGRESS_DATA_MAX`]).
     pub fn progress(&self, percent: Option<f64>, message: Option<&str>, data: Option<Value>) -> Result<()> {
         let record = progress_record(&self.jid, percent, message, data)?;
-        // Settled meanwhile: nothing to report on.
-        if let Ok(ttl) = self.control.result_ttl(self.token) {
-            let ttl = ttl.unwrap_or(PROGRESS_TTL_SECS);
-            self.control.progress(self.token, &self.jid, record, ttl);
-        }
+        self.control.progress(self.token, record);
         Ok(())
     }
 

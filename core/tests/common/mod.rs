@@ -412,3 +412,24 @@ pub async fn wait_stopped_and_filed(api: &cogworker::Api, jid: &str, limit: Dura
     })
     .await;
 }
+
+/// Every event of a watch of `jid` (see `Api::watch`), which must end
+/// within `limit`, and the percents of its progress reports, in order.
+pub async fn watched(api: &cogworker::Api, jid: &str, limit: Duration) -> (Vec<cogworker::WatchEvent>, Vec<f64>) {
+    use futures_util::StreamExt;
+    let watch = api.watch(jid).await.unwrap();
+    let events: Vec<cogworker::WatchEvent> = tokio::time::timeout(limit, watch.into_stream().collect::<Vec<_>>())
+        .await
+        .expect("the watch ends with the job")
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let percents = events
+        .iter()
+        .filter_map(|event| match event {
+            cogworker::WatchEvent::Progress(report) => report["percent"].as_f64(),
+            cogworker::WatchEvent::Finished(_) => None,
+        })
+        .collect();
+    (events, percents)
+}

@@ -22,6 +22,27 @@ module Cogworker
       @native.admin(command.to_s, arg&.to_s)
     end
 
+    # Follows job `jid` (docs/long-jobs.md): yields `kind, value`:
+    # `'progress', report` as the job reports, then `'finished', end` (its
+    # kept result once final with `result_ttl`, else the last report of the
+    # run that ended). Pub/sub, no polling. Ends early, quietly, once
+    # `timeout` seconds have passed. Without a block, an Enumerator.
+    def watch(jid, timeout: nil)
+      return enum_for(:watch, jid, timeout: timeout) unless block_given?
+
+      watch = @native.watch(jid.to_s)
+      deadline = timeout && (Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout)
+      loop do
+        left = deadline && [deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC), 0.0].max
+        event = watch.next(left&.to_f)
+        break if event.nil?
+
+        yield(*event)
+        break if event[0] == 'finished'
+      end
+      nil
+    end
+
     Native.api_calls.each do |name, params, _help|
       required = params.count { |p| !p.include?('=') }
       define_method(name) do |*args|
