@@ -56,6 +56,11 @@ impl Control for Shared {
     fn interrupt(&self, token: u64) {
         self.with_busy(token, |entry| entry.interrupted = true);
     }
+
+    fn running_for(&self, token: u64) -> Option<std::time::Duration> {
+        let started = self.with_busy(token, |entry| entry.run_at)?;
+        std::time::Duration::try_from_secs_f64(crate::job::now() - started).ok()
+    }
 }
 
 /// The writer: writes what is noted, at most every [`WRITE_INTERVAL`].

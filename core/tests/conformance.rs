@@ -10,6 +10,7 @@ mod common;
 use cogworker::host::HostValue;
 use cogworker::{Api, Client, Config, Failure, Job, JobOutcome, Periodic, Retry, Worker, WorkerEvent, WorkerHandle};
 use common::*;
+use futures_util::StreamExt as _;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -180,6 +181,34 @@ impl Run {
                         .await
                         .map_err(|e| Failure::new("Error", e.to_string()))?;
                     Ok(())
+                }
+            })
+            .register("ConformanceIterate", {
+                let trail = self.trail.clone();
+                move |job| {
+                    let trail = trail.clone();
+                    async move {
+                        let running = cogworker::Running::current().expect("run by a worker");
+                        let count = job.args_slice()[0].as_u64().unwrap();
+                        let start = running.cursor().and_then(|c| c.as_u64());
+                        trail
+                            .lock()
+                            .unwrap()
+                            .push(if start.is_none() { "start" } else { "resume" }.into());
+                        let items = futures_util::stream::iter(start.unwrap_or(0)..count).map(|i| (i, json!(i + 1)));
+                        let most = Some(Duration::from_secs_f64(0.1));
+                        running
+                            .iterate(items, most, |i| {
+                                let trail = trail.clone();
+                                async move {
+                                    tokio::time::sleep(Duration::from_millis(200)).await;
+                                    trail.lock().unwrap().push(format!("item:{i}"));
+                                    Ok::<(), Failure>(())
+                                }
+                            })
+                            .await?;
+                        Ok(())
+                    }
                 }
             })
             .register("ConformanceTrail", move |_job| {

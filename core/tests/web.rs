@@ -686,3 +686,84 @@ async fn a_workflow_lists_its_steps_on_its_page_not_among_the_batches() {
     let page = get(&app, &format!("/batches/{}", pushed.steps[1].bid)).await.body;
     assert!(page.contains("step 2 of 2"), "{page}");
 }
+
+/// Issue #48: the Busy page shows a running job's progress (a bar, its
+/// message) and links its jid to the job's page, which shows its last
+/// report while it runs and after it finished, as long as its result is
+/// kept; a report's text is escaped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn busy_and_job_pages_show_a_long_jobs_progress() {
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    let release = std::sync::Arc::new(tokio::sync::Notify::new());
+    let gate = release.clone();
+    let worker = Worker::builder(config)
+        .register("Import", move |_job| {
+            let gate = gate.clone();
+            async move {
+                let running = cogworker::Running::current().unwrap();
+                running
+                    .progress(Some(42.0), Some(&format!("rows 4,200 {XSS}")), None)
+                    .unwrap();
+                gate.notified().await;
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap();
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    let jid = client
+        .push(Job::new("Import").result_ttl(600.0))
+        .await
+        .unwrap()
+        .unwrap();
+    let (a, j) = (api.clone(), jid.clone());
+    wait_until("it shows as busy with its report", Duration::from_secs(10), move || {
+        let (a, j) = (a.clone(), j.clone());
+        async move {
+            let busy = a.busy().await.unwrap();
+            busy.iter().any(|b| b.job["jid"] == j.as_str() && b.progress.is_some())
+        }
+    })
+    .await;
+    let app = app(&redis, &WebOptions::default());
+    let page = get(&app, "/busy").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains(r#"<progress max="100" value="42""#), "{}", page.body);
+    assert!(page.body.contains(&format!(r#"href="/jobs/{jid}""#)), "{}", page.body);
+    assert!(!page.body.contains(XSS), "escaped");
+    let page = get(&app, &format!("/jobs/{jid}")).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(
+        page.body.contains("running") && page.body.contains("rows 4,200"),
+        "{}",
+        page.body
+    );
+    release.notify_waiters();
+    api.wait_result(&jid, 5.0).await.unwrap();
+    let (a, j) = (api.clone(), jid.clone());
+    wait_until(
+        "its last report says how the run ended",
+        Duration::from_secs(5),
+        move || {
+            let (a, j) = (a.clone(), j.clone());
+            async move { a.progress(&j).await.unwrap().is_some_and(|r| r["state"] == "succeeded") }
+        },
+    )
+    .await;
+    let page = get(&app, &format!("/jobs/{jid}")).await;
+    assert!(
+        page.body.contains("succeeded") && page.body.contains(r#"value="42""#),
+        "{}",
+        page.body
+    );
+    assert_eq!(
+        get(&app, "/jobs/f00f00f00f00f00f00f00f00").await.status,
+        StatusCode::NOT_FOUND
+    );
+    handle.stop();
+    task.await.unwrap().unwrap();
+}

@@ -43,6 +43,7 @@ from ._version import VERSION as __version__
 from .api import Api
 from .batch import Batch
 from .client import Client, JobFailed, Pending
+from .iteration import iterate
 from .job import JobHandle, job, registry
 from .limiter import Limiter
 from .worker import Worker
@@ -80,6 +81,7 @@ __all__ = [
     "current_job",
     "group",
     "hooks",
+    "iterate",
     "job",
     "on",
     "on_death",

@@ -120,6 +120,18 @@ class RunningJob:
         return (or ``interrupt()`` to resume later)."""
         return self._delivery is not None and bool(self._delivery.stopping)
 
+    def iterated(self, cursor: Any, max_runtime: float | None = None) -> bool:
+        """One item of an iteration is done: saves ``cursor`` (where the job
+        resumes after it) and says whether to go on. False when the job
+        should stop here (shutdown, its time limit near, cancelled, or
+        this run has lasted ``max_runtime`` seconds): it was interrupted,
+        so returning puts it back on its queue. ``@cogworker.iterate``
+        calls it after each yield."""
+        if self._delivery is not None:
+            return bool(self._delivery.iterated(cursor, max_runtime))
+        self.payload["cursor"] = cursor
+        return True
+
     def interrupt(self) -> None:
         """The job stops here to resume later: when the handler returns it
         goes back on its queue with its last checkpoint, not counted as a

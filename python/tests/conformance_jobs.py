@@ -51,6 +51,16 @@ def conformance_long(mode: str) -> Any:
     return {"cursor": job.cursor, "stopping": job.stopping}
 
 
+@cogworker.job(name="ConformanceIterate")
+@cogworker.iterate(max_runtime=0.1)
+def conformance_iterate(count: int, *, cursor: int | None = None) -> Any:
+    TRAIL.append("start" if cursor is None else "resume")
+    for i in range(cursor or 0, count):
+        time.sleep(0.2)
+        TRAIL.append(f"item:{i}")
+        yield i + 1
+
+
 @cogworker.job(name="ConformanceElsewhere", queue="elsewhere", priority=7)
 def conformance_elsewhere(*args: Any) -> None:
     pass

@@ -91,6 +91,20 @@ class ConformanceLong
   end
 end
 
+class ConformanceIterate
+  include Cogworker::IterableJob
+
+  def build_enumerator(count, cursor:) = array_enumerator((0...count).to_a, cursor: cursor)
+  def max_iteration_runtime = 0.1
+  def on_start = Conformance::TRAIL << 'start'
+  def on_resume = Conformance::TRAIL << 'resume'
+
+  def each_iteration(item, _count)
+    sleep(0.2)
+    Conformance::TRAIL << "item:#{item}"
+  end
+end
+
 class ConformanceBoom
   include Cogworker::Job
   cogworker_retry_in { |_count, _error| 3600 }

@@ -105,6 +105,14 @@ impl PyDelivery {
         self.delivery.is_stopping()
     }
 
+    /// One item of an iteration is done: saves `cursor`; whether to go on.
+    #[pyo3(signature = (cursor, max_runtime=None))]
+    fn iterated(&self, cursor: &Bound<'_, PyAny>, max_runtime: Option<f64>) -> PyResult<bool> {
+        self.delivery
+            .iterated(&convert::value(cursor), max_runtime)
+            .map_err(to_py)
+    }
+
     /// Put the job back on its queue with its cursor when it returns.
     fn interrupt(&self) {
         self.delivery.interrupt();

@@ -207,6 +207,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     delivery.define_method("cursor", method!(worker::RbDelivery::cursor, 0))?;
     delivery.define_method("stopping", method!(worker::RbDelivery::stopping, 0))?;
     delivery.define_method("interrupt", method!(worker::RbDelivery::interrupt, 0))?;
+    delivery.define_method("iterated", method!(worker::RbDelivery::iterated, 2))?;
     delivery.define_method("abandon", method!(worker::RbDelivery::abandon, 1))?;
     delivery.define_method("job_span", method!(worker::RbDelivery::job_span, 0))?;
 

@@ -80,6 +80,14 @@ impl RbDelivery {
         self.0.is_stopping()
     }
 
+    /// One item of an iteration is done: saves `cursor`; whether to go on.
+    pub fn iterated(ruby: &Ruby, rb_self: &Self, cursor: Value, max_runtime: Option<f64>) -> Result<bool, Error> {
+        rb_self
+            .0
+            .iterated(&convert::value(ruby, cursor), max_runtime)
+            .map_err(|e| to_ruby(ruby, e))
+    }
+
     /// Put the job back on its queue with its cursor when it returns.
     pub fn interrupt(&self) {
         self.0.interrupt();

@@ -31,6 +31,9 @@
 //! `--durable`: one-by-one pushes to a master with a replica, with and
 //! without `min_replicas_acked` (see durable.rs).
 //!
+//! `--progress`: long jobs' progress watched: commands per report and per
+//! watch, and a report's latency to a watcher (see progress.rs).
+//!
 //! `--push-floor`: where a one-by-one push's time goes (see push_floor.rs).
 //!
 //! `--batch`: the bulk-pushed jobs are pushed into one batch (with a
@@ -56,6 +59,7 @@ mod fair;
 mod hosts;
 mod idle;
 mod mixed;
+mod progress;
 mod push_floor;
 
 /// Pushes `jobs` no-op jobs 1,000 per call into one batch with a `success`
@@ -121,6 +125,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if std::env::args().any(|a| a == "--durable") {
         return durable::run().await;
+    }
+    if std::env::args().any(|a| a == "--progress") {
+        return progress::run().await;
     }
     if std::env::args().any(|a| a == "--hosts") {
         return hosts::run().await;

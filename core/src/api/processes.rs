@@ -33,6 +33,8 @@ pub struct BusyJob {
     pub run_at: f64,
     /// Its payload.
     pub job: Value,
+    /// Its last progress report, if it reported (see [`crate::long_jobs`]).
+    pub progress: Option<Value>,
 }
 
 impl Api {
@@ -79,10 +81,22 @@ impl Api {
                     queue: entry["queue"].as_str().unwrap_or_default().to_string(),
                     run_at: entry["run_at"].as_f64().unwrap_or_default(),
                     job: entry["payload"].clone(),
+                    progress: None,
                 });
             }
         }
         busy.sort_by(|a, b| a.run_at.total_cmp(&b.run_at));
+        // Their progress reports, in one round trip.
+        if !busy.is_empty() {
+            let keys: Vec<String> = busy
+                .iter()
+                .map(|b| self.client.keys().progress(b.job["jid"].as_str().unwrap_or_default()))
+                .collect();
+            let reports: Vec<Option<Vec<u8>>> = redis::cmd("MGET").arg(&keys).query_async(&mut self.conn()).await?;
+            for (job, report) in busy.iter_mut().zip(reports) {
+                job.progress = report.and_then(|r| serde_json::from_slice(&r).ok());
+            }
+        }
         Ok(busy)
     }
     /// Tells a process to stop taking jobs. Delivered even when the process

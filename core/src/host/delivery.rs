@@ -120,6 +120,29 @@ impl HostDelivery {
         self.running().is_some_and(|running| running.stopping())
     }
 
+    /// One item of an iteration is done: saves `cursor`; whether to go on
+    /// (see [`crate::long_jobs::Running::iterated`]); `max_runtime` in
+    /// seconds, a positive number (the error names
+    /// `max_iteration_runtime`), or none. False once settled.
+    pub fn iterated(&self, cursor: &crate::host::HostValue, max_runtime: Option<f64>) -> Result<bool> {
+        let cursor = cursor.to_json("cursor")?;
+        let most = match max_runtime {
+            None => None,
+            Some(seconds) => match std::time::Duration::try_from_secs_f64(seconds) {
+                Ok(most) if seconds > 0.0 => Some(most),
+                _ => {
+                    return Err(Error::invalid_argument(
+                        "max_iteration_runtime",
+                        seconds,
+                        "must be a positive number of seconds",
+                    ))
+                }
+            },
+        };
+        self.running()
+            .map_or(Ok(false), |running| running.iterated(cursor, most))
+    }
+
     /// Put the job back on its queue with its cursor when its handler
     /// returns (see [`crate::long_jobs::Running::interrupt`]).
     pub fn interrupt(&self) {

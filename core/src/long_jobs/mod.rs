@@ -20,10 +20,12 @@
 //! sees each job's latest at most every [`WRITE_INTERVAL`]. A job that
 //! calls neither costs nothing.
 
+mod iteration;
 mod reports;
 mod running;
 
 pub use crate::job::CURSOR_MAX;
+pub use iteration::Iteration;
 pub(crate) use reports::{Pending, Reports};
 pub use running::Running;
 pub(crate) use running::{scope, with_blocking, Control};

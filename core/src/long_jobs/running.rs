@@ -23,6 +23,8 @@ pub(crate) trait Control: Send + Sync {
     fn stopping(&self, token: u64, jid: &str) -> bool;
     /// Put it back when its handler returns.
     fn interrupt(&self, token: u64);
+    /// How long this run has been running.
+    fn running_for(&self, token: u64) -> Option<std::time::Duration>;
 }
 
 /// A running job, as its handler sees it (see [`crate::long_jobs`]).
@@ -122,6 +124,30 @@ impl Running {
     /// from the checkpoint too.)
     pub fn interrupt(&self) {
         self.control.interrupt(self.token);
+    }
+}
+
+impl Running {
+    /// One item of an iteration is done (the iteration helpers of every
+    /// language call it after each): saves `cursor`, where the job resumes
+    /// after that item, then says whether to go on. `false` when the job
+    /// should stop here: its worker is shutting down, its time limit is
+    /// near, or this run has lasted `max_runtime` (it is interrupted: back
+    /// on its queue with the cursor, not a failure), or it was cancelled
+    /// (filed as cancelled).
+    pub fn iterated(&self, cursor: Value, max_runtime: Option<std::time::Duration>) -> Result<bool> {
+        self.checkpoint(cursor)?;
+        if self.control.stopping(self.token, &self.jid) {
+            self.interrupt();
+            return Ok(false);
+        }
+        let overran = max_runtime
+            .zip(self.control.running_for(self.token))
+            .is_some_and(|(most, run)| run >= most);
+        if overran {
+            self.interrupt();
+        }
+        Ok(!overran)
     }
 }
 

@@ -235,6 +235,7 @@ fn build_router(config: &Config, options: &WebOptions, bound: SocketAddr) -> Res
         .route("/queues/{name}", get(pages::queue))
         .route("/queues/{name}/{action}", post(actions::queue))
         .route("/busy", get(pages::busy))
+        .route("/jobs/{jid}", get(pages::job))
         .route("/jobs/{jid}/cancel", post(actions::cancel))
         .route("/processes", get(pages::processes))
         .route("/processes/{identity}/{action}", post(actions::process))

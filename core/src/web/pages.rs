@@ -297,15 +297,17 @@ pub(crate) async fn busy(Extension(csrf): Extension<CsrfToken>, state: axum::ext
     let body = html! {
         @if rows.is_empty() { p.empty { "Nothing running." } } @else {
             table {
-                thead { tr { th { "Process" } th { "Queue" } th { "Class" } th { "Jid" } th { "Args" } th { "Running since" } th {} } }
+                thead { tr { th { "Process" } th { "Queue" } th { "Class" } th { "Jid" } th { "Args" } th { "Progress" } th { "Running since" } th {} } }
                 tbody {
                     @for busy in &rows {
                         tr {
                             td { code { (busy.identity) } }
                             td { (busy.queue) }
                             td { (busy.job.as_object().map(crate::job::display_class_of).unwrap_or("")) }
-                            td { code { (busy.job["jid"].as_str().unwrap_or("")) } }
+                            @let jid = busy.job["jid"].as_str().unwrap_or("");
+                            td { a href=(format!("/jobs/{}", urlencode(jid))) { code { (jid) } } }
                             td.args { code { (payload_args_text(&busy.job)) } }
+                            td { @if let Some(report) = &busy.progress { (progress_bar(report)) } }
                             td { (ago(busy.run_at)) }
                             td.actions { (cancel_button(busy.job["jid"].as_str().unwrap_or(""), "/busy", &csrf)) }
                         }
@@ -315,6 +317,61 @@ pub(crate) async fn busy(Extension(csrf): Extension<CsrfToken>, state: axum::ext
         }
     };
     Ok(layout("Busy", "/busy", &csrf, body))
+}
+
+/// One job by jid: its kept result (`result_ttl`) and its last progress
+/// report, for as long as either is kept.
+pub(crate) async fn job(
+    Extension(csrf): Extension<CsrfToken>,
+    state: axum::extract::State<State>,
+    Path(jid): Path<String>,
+) -> PageResult {
+    let record = state.api.result(&jid).await?;
+    let progress = match &record {
+        Some(record) => record.get("progress").cloned(),
+        None => state.api.progress(&jid).await?,
+    };
+    if record.is_none() && progress.is_none() {
+        return Err(WebError(
+            StatusCode::NOT_FOUND,
+            format!(
+                "nothing is kept of job {jid}: pushed without result_ttl and no progress reported, expired, or unknown"
+            ),
+        ));
+    }
+    let pretty = record.as_ref().and_then(|r| serde_json::to_string_pretty(r).ok());
+    let body = html! {
+        dl {
+            dt { "Jid" } dd { code { (jid) } }
+            @if let Some(record) = &record {
+                dt { "Status" } dd { (record["status"].as_str().unwrap_or("")) }
+                dt { "Class" } dd { (record["class"].as_str().unwrap_or("")) }
+                dt { "Queue" } dd { (record["queue"].as_str().unwrap_or("")) }
+                @if let Some(at) = record["started_at"].as_f64() { dt { "Started" } dd { (time(at)) } }
+                @if let Some(at) = record["finished_at"].as_f64() { dt { "Finished" } dd { (time(at)) } }
+                @if let Some(m) = record["error_message"].as_str() { dt { "Error" } dd.error { (record["error_class"].as_str().unwrap_or("")) ": " (m) } }
+            }
+            @if let Some(report) = &progress {
+                dt { "Progress" } dd { (progress_bar(report)) }
+                @if let Some(at) = report["at"].as_f64() { dt { "Reported" } dd { (ago(at)) } }
+                @if !report["data"].is_null() { dt { "Data" } dd { code { (report["data"].to_string()) } } }
+            }
+        }
+        @if let Some(pretty) = pretty { h2 { "Result record" } pre.payload { (pretty) } }
+    };
+    Ok(layout(&format!("Job {jid}"), "/busy", &csrf, body))
+}
+
+/// A job's last progress report (see [`crate::long_jobs`]): a bar when it
+/// gave a percent, its message, and how its run ended once it did.
+pub(crate) fn progress_bar(report: &Value) -> Markup {
+    html! {
+        @if let Some(percent) = report["percent"].as_f64() {
+            progress max="100" value=(percent) title=(format!("{percent:.1}%")) {} " " (format!("{percent:.0}%")) " "
+        }
+        @if let Some(message) = report["message"].as_str() { span.sub { (message) } }
+        @if let Some(state) = report["state"].as_str() { " " span.badge { (state) } }
+    }
 }
 
 pub(crate) async fn processes(Extension(csrf): Extension<CsrfToken>, state: axum::extract::State<State>) -> PageResult {

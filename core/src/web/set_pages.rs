@@ -130,6 +130,7 @@ pub(crate) async fn job(
     };
     let job = entry.job();
     let attempts = state.api.attempts(&jid).await?;
+    let progress = state.api.progress(&jid).await?;
     let pretty = serde_json::from_slice::<Value>(&entry.raw)
         .ok()
         .and_then(|v| serde_json::to_string_pretty(&v).ok())
@@ -155,6 +156,8 @@ pub(crate) async fn job(
                 // once has 1 and was never retried.
                 dt { "Failed attempts" } dd { (job.retry_count()) }
                 @if let Some(m) = job.str_field("error_message") { dt { "Error" } dd.error { (job.str_field("error_class").unwrap_or("")) ": " (m) } }
+                @if let Some(report) = &progress { dt { "Progress" } dd { (super::pages::progress_bar(report)) } }
+                @if let Some(cursor) = job.cursor() { dt { "Cursor" } dd { code { (cursor.to_string()) } } }
             }
             @if let Some(lines) = job.get("error_backtrace").and_then(Value::as_array) {
                 h2 { "Backtrace" }

@@ -43,10 +43,28 @@ class TestActiveJob < Minitest::Test
   end
 
   def teardown
+    stop_worker
+    @redis.stop
+  end
+
+  def stop_worker
+    return unless @worker
+
     Process.kill('TERM', @worker)
     status = exit_status(@worker, 30)
+    @worker = nil
     assert status.success?, "the worker exits 0 on TERM (#{status.inspect}): #{worker_err}"
-    @redis.stop
+  end
+
+  # What Rails 8.1's continuations ask of an adapter (Debian's Rails is 6.1,
+  # without them): `stopping?`, read on the job's thread, false while the
+  # worker runs and true once it is told to stop.
+  def test_the_adapter_says_when_a_running_job_should_stop
+    PatientJob.perform_later
+    wait_for('it started') { lines.include?('patient started, stopping? false') }
+    stop_worker
+    assert_includes lines, 'patient saw stopping? true'
+    refute_predicate ActiveJob::Base.queue_adapter, :stopping?, 'no job runs on this thread'
   end
 
   def test_perform_later_with_strings_numbers_hashes_beside_a_plain_job

@@ -49,6 +49,15 @@ module ActiveJob
         end
       end
 
+      # Rails >= 8.1 (ActiveJob::Continuation): should the job running on
+      # this thread stop now? True once its worker is shutting down, it was
+      # cancelled, or its time limit is near (the core's `stopping`);
+      # a continuation then saves its progress and the job is enqueued
+      # again, resuming there.
+      def stopping?
+        Thread.current[:cogworker_active_job]&.stopping? || false
+      end
+
       # Rails >= 7.2: a job enqueued inside a transaction is pushed after
       # the commit, so a worker never reads rows that are not there yet.
       def enqueue_after_transaction_commit?
@@ -134,7 +143,14 @@ module ActiveJob
                   "for none of the app's mailers and actions (see docs/frameworks.md, ActiveJob)"
           end
 
-          ActiveJob::Base.execute(job_data.merge('provider_job_id' => jid))
+          # The adapter's `stopping?` reads this thread's running job.
+          outer = Thread.current[:cogworker_active_job]
+          Thread.current[:cogworker_active_job] = self
+          begin
+            ActiveJob::Base.execute(job_data.merge('provider_job_id' => jid))
+          ensure
+            Thread.current[:cogworker_active_job] = outer
+          end
         end
       end
     end

@@ -108,6 +108,11 @@ module Cogworker
         def checkpoint(cursor) = (payload['cursor'] = cursor)
         def cursor = payload['cursor']
         def interrupt = nil
+
+        def iterated(cursor, _max_runtime)
+          payload['cursor'] = cursor
+          true
+        end
       end
     end
   end

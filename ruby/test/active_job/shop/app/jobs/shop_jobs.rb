@@ -100,3 +100,15 @@ class ReindexJob < ApplicationJob
     JobLog.write("reindex #{doc} #{n}")
   end
 end
+
+# Reads the adapter's `stopping?`, as Rails 8.1's continuations do: false
+# while it runs, true once its worker is told to stop (then it ends).
+class PatientJob < ApplicationJob
+  def perform
+    adapter = self.class.queue_adapter
+    JobLog.write("patient started, stopping? #{adapter.stopping?}")
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 20
+    sleep(0.05) until adapter.stopping? || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+    JobLog.write("patient saw stopping? #{adapter.stopping?}")
+  end
+end
