@@ -689,7 +689,17 @@ impl Run {
             })
             .await;
         } else if let Some(expected) = step.get("expect_trail") {
-            assert_eq!(&json!(*self.trail.lock().unwrap()), expected);
+            // Awaited: a handler may still be writing its last entry.
+            let (trail, wanted) = (self.trail.clone(), expected.clone());
+            let reached = tokio::time::timeout(Duration::from_secs(15), async {
+                while json!(*trail.lock().unwrap()) != wanted {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            })
+            .await;
+            if reached.is_err() {
+                assert_eq!(&json!(*self.trail.lock().unwrap()), expected);
+            }
         } else if let Some(spec) = step.get("expect_connections") {
             let mut counter = self.redis.sync_conn();
             let received = |conn: &mut redis::Connection| -> u64 {

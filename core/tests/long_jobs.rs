@@ -204,25 +204,15 @@ async fn progress_is_coalesced_and_read_from_anywhere() {
     let config = redis.config();
     let client = Client::new(&config).unwrap();
     let api = Api::new(client.clone());
-    let release = Arc::new(tokio::sync::Notify::new());
-    let gate = release.clone();
-    let worker = Worker::builder(config)
-        .register("Report", move |_job| {
-            let gate = gate.clone();
-            async move {
-                let running = Running::current().unwrap();
-                for i in 0..=10_000u32 {
-                    let percent = f64::from(i) / 100.0;
-                    running
-                        .progress(Some(percent), Some(&format!("row {i}")), Some(json!({"rows": i})))
-                        .unwrap();
-                }
-                gate.notified().await;
-                Ok(())
-            }
-        })
-        .build()
-        .unwrap();
+    let (worker, release) = reporting_worker(config, "Report", |running| {
+        for i in 0..=10_000u32 {
+            let percent = f64::from(i) / 100.0;
+            let message = format!("row {i}");
+            running
+                .progress(Some(percent), Some(&message), Some(json!({"rows": i})))
+                .unwrap();
+        }
+    });
     let handle = worker.handle();
     let task = tokio::spawn(worker.run());
     let mut conn = redis.conn().await;

@@ -697,22 +697,10 @@ async fn busy_and_job_pages_show_a_long_jobs_progress() {
     let config = redis.config();
     let client = Client::new(&config).unwrap();
     let api = Api::new(client.clone());
-    let release = std::sync::Arc::new(tokio::sync::Notify::new());
-    let gate = release.clone();
-    let worker = Worker::builder(config)
-        .register("Import", move |_job| {
-            let gate = gate.clone();
-            async move {
-                let running = cogworker::Running::current().unwrap();
-                running
-                    .progress(Some(42.0), Some(&format!("rows 4,200 {XSS}")), None)
-                    .unwrap();
-                gate.notified().await;
-                Ok(())
-            }
-        })
-        .build()
-        .unwrap();
+    let (worker, release) = reporting_worker(config, "Import", |running| {
+        let message = format!("rows 4,200 {XSS}");
+        running.progress(Some(42.0), Some(&message), None).unwrap();
+    });
     let handle = worker.handle();
     let task = tokio::spawn(worker.run());
     let jid = client

@@ -37,6 +37,12 @@ def conformance_slow(seconds: float) -> None:
 def conformance_long(mode: str) -> Any:
     job = cogworker.current_job()
     assert job is not None
+    if mode == "until_stopping":
+        deadline = time.monotonic() + 10
+        while not job.stopping and time.monotonic() < deadline:
+            time.sleep(0.01)
+        TRAIL.append("stopped")
+        return None
     if mode == "steps":
         for percent in (25, 50, 75):
             job.progress(percent)

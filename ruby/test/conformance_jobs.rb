@@ -72,6 +72,7 @@ class ConformanceLong
 
   def perform(mode)
     return steps if mode == 'steps'
+    return wait_until_stopping if mode == 'until_stopping'
 
     if cursor.nil?
       progress(50, 'half', data: { 'step' => 1 })
@@ -80,6 +81,13 @@ class ConformanceLong
       return nil
     end
     { 'cursor' => cursor, 'stopping' => stopping? }
+  end
+
+  def wait_until_stopping
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
+    sleep(0.01) until stopping? || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+    Conformance::TRAIL << 'stopped'
+    nil
   end
 
   def steps

@@ -378,7 +378,7 @@ async fn command_counts(conn: &mut redis::aio::MultiplexedConnection) -> redis::
         let Some(name) = name.strip_prefix("cmdstat_") else {
             continue;
         };
-        if name == "info" || name == "config" {
+        if name == "info" || name.starts_with("config") {
             continue;
         }
         if let Some(calls) = rest.split(',').find_map(|f| f.strip_prefix("calls=")) {

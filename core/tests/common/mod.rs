@@ -433,3 +433,28 @@ pub async fn watched(api: &cogworker::Api, jid: &str, limit: Duration) -> (Vec<c
         .collect();
     (events, percents)
 }
+
+/// A worker whose handler for `class` hands its running job's handle to
+/// `report` (long jobs: progress, checkpoints), then waits until the
+/// returned `Notify` is notified (`notify_waiters` ends every such job).
+pub fn reporting_worker(
+    config: Config,
+    class: &str,
+    report: impl Fn(&cogworker::Running) + Send + Sync + 'static,
+) -> (Worker, Arc<tokio::sync::Notify>) {
+    let release = Arc::new(tokio::sync::Notify::new());
+    let gate = release.clone();
+    let report = Arc::new(report);
+    let worker = Worker::builder(config)
+        .register(class, move |_job| {
+            let (gate, report) = (gate.clone(), report.clone());
+            async move {
+                report(&cogworker::Running::current().expect("run by a worker"));
+                gate.notified().await;
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap();
+    (worker, release)
+}
