@@ -46,6 +46,11 @@ fn resuming_worker(config: cogworker::Config) -> (Worker, Starts) {
                         checkpoint(7);
                         running.interrupt();
                     }
+                    "overrun" if first => {
+                        checkpoint(3);
+                        // Past its time limit: stopped where it waits.
+                        tokio::time::sleep(Duration::from_secs(30)).await;
+                    }
                     "until_stopping" if first => {
                         let mut n = 0;
                         while !running.stopping() {
@@ -120,6 +125,33 @@ async fn a_retry_and_an_interruption_resume_from_the_checkpoint() {
         .await
         .unwrap();
     assert_eq!(wait_starts(&starts, 5).await[4], Some(json!({"at": 1})));
+    // Past its time limit: failed as timed out, filed for its retry with
+    // its checkpoint; retried now, it resumes there.
+    let overran = client
+        .push(
+            Job::new("Resume")
+                .args(vec![json!("overrun")])
+                .timeout(0.5)
+                .result_ttl(600.0),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    let (a, jid) = (api.clone(), overran.clone());
+    wait_until("filed for its retry", Duration::from_secs(10), move || {
+        let (a, jid) = (a.clone(), jid.clone());
+        async move { a.find_in_set(JobSet::Retry, &jid).await.unwrap().is_some() }
+    })
+    .await;
+    let entry = api.find_in_set(JobSet::Retry, &overran).await.unwrap().unwrap();
+    let filed = entry.job().unwrap();
+    assert_eq!(filed.cursor(), Some(&json!({"at": 3})));
+    assert_eq!(filed.str_field("error_class"), Some(cogworker::TIMEOUT_CLASS));
+    assert!(api.retry_now(JobSet::Retry, &entry).await.unwrap());
+    assert_eq!(wait_starts(&starts, 7).await[5..], [None, Some(json!({"at": 3}))]);
+    let record = api.wait_result(&overran, 5.0).await.unwrap().expect("kept");
+    assert_eq!(record["status"], "succeeded", "{record}");
+    assert_eq!(record["retry_count"], 1, "one timed-out attempt: {record}");
     let blocking = client
         .push(Job::new("BlockingResume").result_ttl(600.0))
         .await
@@ -127,9 +159,12 @@ async fn a_retry_and_an_interruption_resume_from_the_checkpoint() {
         .unwrap();
     let record = api.wait_result(&blocking, 5.0).await.unwrap().expect("kept");
     assert_eq!(record["status"], "succeeded", "interrupted, then resumed: {record}");
-    wait_processed("all ran", &api, 4, Duration::from_secs(10)).await;
+    wait_processed("all ran", &api, 5, Duration::from_secs(10)).await;
     let stats = api.stats().await.unwrap();
-    assert_eq!(stats.failed, 1, "only the failing job's first run failed ({failing})");
+    assert_eq!(
+        stats.failed, 2,
+        "the failing job's and the overrunning job's first runs ({failing})"
+    );
     assert_eq!(api.set_size(JobSet::Dead).await.unwrap(), 0);
     handle.stop();
     task.await.unwrap().unwrap();
