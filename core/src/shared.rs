@@ -423,13 +423,14 @@ impl Shared {
             self.busy.lock().unwrap().remove(&token);
             return self.release(detached);
         }
-        let interrupted = self.take_reports(&mut delivery) && matches!(outcome, Outcome::Success);
+        let (interrupted, report) = self.take_reports(&mut delivery);
+        let interrupted = interrupted && matches!(outcome, Outcome::Success);
         let state = match (&outcome, interrupted) {
             (_, true) => RunEnd::Interrupted,
             (Outcome::Success, _) => RunEnd::Succeeded,
             (Outcome::Failure(_), _) => RunEnd::Failed,
         };
-        self.end_progress(token, delivery.job.jid_str(), state);
+        self.report_end(delivery.job.jid_str(), report, state);
         if interrupted {
             // Interrupted to resume later: back on its queue with its
             // cursor, neither a success nor a failure.
@@ -534,27 +535,35 @@ impl Shared {
         self.busy.lock().unwrap().get_mut(&token).map(f)
     }
 
-    /// What a running delivery changed of itself (see [`crate::long_jobs`]):
-    /// a checkpointed job and its payload replace the ones it was fetched
-    /// with, so a retry or a give-back carries the cursor. Returns whether
-    /// it asked to be put back ([`crate::long_jobs::Running::interrupt`]).
-    fn take_reports(&self, delivery: &mut Delivery) -> bool {
-        let busy = self.busy.lock().unwrap();
-        let Some(entry) = busy.get(&delivery.token) else {
-            return false;
+    /// What a running delivery changed of itself (see [`crate::long_jobs`]),
+    /// read in one look at its busy entry: a checkpointed job and its
+    /// payload replace the ones it was fetched with, so a retry or a
+    /// give-back carries the cursor. Returns whether it asked to be put
+    /// back ([`crate::long_jobs::Running::interrupt`]), and its last
+    /// progress report, taken (see [`Shared::report_end`]).
+    fn take_reports(&self, delivery: &mut Delivery) -> (bool, Option<(String, u64)>) {
+        let mut busy = self.busy.lock().unwrap();
+        let Some(entry) = busy.get_mut(&delivery.token) else {
+            return (false, None);
         };
         if entry.checkpointed {
             delivery.job = entry.job.clone();
             delivery.raw = entry.job.to_json().into_bytes();
         }
-        entry.interrupted
+        (entry.interrupted, entry.progress.take())
     }
 
     /// A run of a job that reported progress ended: its last report,
     /// with how the run ended (`state`), is written once more, for
     /// watchers (see [`crate::long_jobs`]).
     fn end_progress(&self, token: u64, jid: &str, state: RunEnd) {
-        let Some((record, ttl)) = self.with_busy(token, |entry| entry.progress.take()).flatten() else {
+        let report = self.with_busy(token, |entry| entry.progress.take()).flatten();
+        self.report_end(jid, report, state);
+    }
+
+    /// [`Shared::end_progress`] with the report already taken.
+    fn report_end(&self, jid: &str, report: Option<(String, u64)>, state: RunEnd) {
+        let Some((record, ttl)) = report else {
             return;
         };
         let mut record: Value = serde_json::from_str(&record).unwrap_or_else(|_| serde_json::json!({}));
