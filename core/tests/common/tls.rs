@@ -66,11 +66,24 @@ impl Drop for PrivateCa {
     }
 }
 
-/// A free loopback port (bound and released; fine for tests).
+/// A free loopback port for a server a test starts itself, below Linux's
+/// ephemeral range (20000..32000) and never handed out twice in this
+/// process. A port from `bind(0)` is released before the server binds it,
+/// so an outgoing connection, or the plain port of another server started
+/// in between, could take it first: a CI run failed that way.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::hash::{BuildHasher, Hasher};
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
+    let random = std::collections::hash_map::RandomState::new();
+    for attempt in 0usize.. {
+        let mut hasher = random.build_hasher();
+        hasher.write_usize(attempt);
+        let port = 20_000 + (hasher.finish() % 12_000) as u16;
+        if !given.contains(&port) && std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            given.push(port);
+            return port;
+        }
+    }
+    unreachable!("the attempts never end")
 }
