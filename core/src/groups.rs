@@ -240,9 +240,10 @@ pub(crate) struct Reading<'a> {
 /// parked set, the identity the leases are for and the limits its jobs
 /// declare when some group has a cap (else six `""`); its rate windows'
 /// prefix and timers when some group has a rate (else two `""`; the
-/// declared limits are passed then too), and the prefix of its groups' lists at each level,
-/// highest first (a group that seems empty at the levels in use is checked
-/// at all of them before it leaves the ring), and the quantum.
+/// declared limits are passed then too), the two parts of its groups'
+/// list prefixes (the script builds the prefix at each level from them; a
+/// group that seems empty at the levels in use is checked at all of them
+/// before it leaves the ring), and the quantum.
 pub(crate) fn fetch_args(keys: &Keys, queue: &str, reading: &Reading) -> Vec<String> {
     let weights = if reading.weighted {
         keys.group_weights(queue)
@@ -281,11 +282,8 @@ pub(crate) fn fetch_args(keys: &Keys, queue: &str, reading: &Reading) -> Vec<Str
         ]),
         false => args.extend(std::iter::repeat_n(String::new(), 4)),
     }
-    args.extend(
-        (0..=crate::job::HIGHEST_PRIORITY)
-            .rev()
-            .map(|level| keys.group_list_prefix(queue, level)),
-    );
+    let (head, tail) = keys.group_list_prefix_parts(queue);
+    args.extend([head, tail]);
     args.push(reading.quantum.to_string());
     args
 }
@@ -334,12 +332,13 @@ mod tests {
             quantum: 4,
         };
         let args = fetch_args(&keys, "mail", &plain);
-        assert_eq!(args.len(), 25);
-        assert_eq!(args[24], "4");
+        assert_eq!(args.len(), 17);
+        assert_eq!(args[16], "4");
         assert_eq!(args[2], "512");
         assert_eq!(args[3..14], ["", "", "", "", "", "", "", "", "", "", ""]);
-        assert_eq!(args[14], "ns:group@9:mail ");
-        assert_eq!(args[18], "ns:group:mail ");
+        assert_eq!(args[14..16], ["ns:group", ":mail "]);
+        assert_eq!(keys.group_list_prefix("mail", 9), "ns:group@9:mail ");
+        assert_eq!(keys.group_list_prefix("mail", 5), "ns:group:mail ");
         let full = Reading {
             used: 0,
             weighted: true,
@@ -376,6 +375,7 @@ mod tests {
         );
         let sharded = Keys::sharded_by_queue("{ns}");
         assert_eq!(sharded.group_list_prefix("mail", 0), "{ns:mail}:group@0 ");
+        assert_eq!(sharded.group_list_prefix("mail", 5), "{ns:mail}:group ");
         assert_eq!(sharded.group_ring("mail"), "{ns:mail}:groups");
         // Sharded by queue, a group's list and ring are on its queue's slot.
         let on_its_slot = Destination::of(&sharded, "mail", 0, Some("t"), Some("2 0 0"));

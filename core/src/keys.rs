@@ -160,13 +160,19 @@ impl Keys {
     /// no spaces, so the space before the group keeps two queues' groups
     /// apart whatever the groups hold.
     pub fn group_list_prefix(&self, name: &str, level: u8) -> String {
-        let at = match level {
-            crate::job::DEFAULT_PRIORITY => String::new(),
-            level => format!("@{level}"),
-        };
+        let (head, tail) = self.group_list_prefix_parts(name);
+        match level {
+            crate::job::DEFAULT_PRIORITY => format!("{head}{tail}"),
+            level => format!("{head}@{level}{tail}"),
+        }
+    }
+    /// The two parts of queue `name`'s group list prefixes: the prefix at
+    /// level `L` is the first, `@L` (none at the default level) and the
+    /// second (the fetch script builds them from these).
+    pub fn group_list_prefix_parts(&self, name: &str) -> (String, String) {
         match self.queue_slot(name) {
-            Some(slot) => format!("{slot}:group{at} "),
-            None => format!("{}:group{at}:{name} ", self.ns),
+            Some(slot) => (format!("{slot}:group"), " ".to_string()),
+            None => (format!("{}:group", self.ns), format!(":{name} ")),
         }
     }
     /// Sorted set of cancelled jids, scored by when each may be forgotten

@@ -34,7 +34,7 @@
 --           "-" to record nothing (basic fetch's turn of grouped queues)
 -- ARGV[3..2+#KEYS-2] the queue name of each list, aligned with KEYS[3..]
 -- ARGV[..]  then, per grouped queue (those the registry lists as grouped,
---           see groups.rs), 25 values: its name, its ring (NS:groups:<q>),
+--           see groups.rs), 17 values: its name, its ring (NS:groups:<q>),
 --           the levels in use (a bit per level, as the caller knows them),
 --           its weights hash (NS:group_weights:<q>) or "" when the registry
 --           lists none for it; its caps hash (NS:group_caps:<q>), running
@@ -51,14 +51,16 @@
 --           seconds, where TIME is refused) and the rates set through the
 --           API (NS:group_rates:<q>: group -> "<limit> <period>", field ""
 --           every group's default), or four "" when the registry lists no
---           rate for it; and the prefix of its groups' lists at
---           each priority level,
---           9 first (NS:group@9:<q> , ..., NS:group:<q> , ...: a group's
---           list is the prefix followed by the group). A group's lists at
---           the levels in use are read; one that seems empty is checked at
---           every level before it leaves the ring, so a level the caller
---           has not heard of yet strands nothing; and the most jobs one
---           group gives in one turn (its quantum, an integer >= 1).
+--           rate for it; the two parts of the prefix of its groups' lists
+--           (NS:group and :<q> , or {NS:<q>}:group and " " sharded by
+--           queue: the prefix at level L is the first, "@L" unless L is
+--           the default level 5, and the second; a group's list is the
+--           prefix followed by the group; built here, where passing the
+--           ten prefixes cost a fetch more than its ring did). A group's
+--           lists at the levels in use are read; one that seems empty is
+--           checked at every level before it leaves the ring, so a level
+--           the caller has not heard of yet strands nothing; and the most
+--           jobs one group gives in one turn (its quantum, an integer >= 1).
 --
 -- Returns a flat array {queue_name, payload, queue_name, payload, ...}, in
 -- token order (empty when every unpaused queue is empty).
@@ -69,17 +71,33 @@ for _, name in ipairs(redis.call("SMEMBERS", KEYS[1])) do
   paused[name] = true
 end
 
+-- The prefix of a grouped queue's group lists at priority `level`.
+local function level_prefix(head, tail, level)
+  if level == 5 then
+    return head .. tail
+  end
+  return head .. "@" .. level .. tail
+end
+
+-- The lists of `group` of `queue` at every level, highest first (to check
+-- a group that seems empty at the levels in use).
+local function every_list(queue, group)
+  local lists = {}
+  for level = 9, 0, -1 do
+    lists[#lists + 1] = level_prefix(queue.head, queue.tail, level) .. group
+  end
+  return lists
+end
+
 local grouped = {}
-for at = #KEYS + 1, #ARGV, 25 do
+for at = #KEYS + 1, #ARGV, 17 do
   local used = tonumber(ARGV[at + 2])
-  local prefixes, in_use = {}, {}
-  for i = 0, 9 do
-    local prefix = ARGV[at + 14 + i]
-    prefixes[#prefixes + 1] = prefix
-    -- The i-th prefix is of level 9 - i; the default level (5) is always read.
-    local level = 9 - i
+  local head, tail = ARGV[at + 14], ARGV[at + 15]
+  local in_use = {}
+  for level = 9, 0, -1 do
+    -- The default level (5) is always read.
     if level == 5 or math.floor(used / 2 ^ level) % 2 == 1 then
-      in_use[#in_use + 1] = prefix
+      in_use[#in_use + 1] = level_prefix(head, tail, level)
     end
   end
   grouped[ARGV[at]] = {
@@ -99,8 +117,9 @@ for at = #KEYS + 1, #ARGV, 25 do
     rates = ARGV[at + 13],
     -- A group that gives more waits longer for its next turn: its score
     -- counts every job.
-    quantum = math.max(1, tonumber(ARGV[at + 24]) or 1),
-    prefixes = prefixes,
+    quantum = math.max(1, tonumber(ARGV[at + 16]) or 1),
+    head = head,
+    tail = tail,
     in_use = in_use,
     lists = {},
   }
@@ -491,7 +510,7 @@ local function take_grouped(name)
       -- Out of its rate with jobs waiting (one without any leaves the ring).
       local out_of_rate = room[group]
         and room[group] <= 0
-        and redis.call("EXISTS", unpack(group_lists(queue.prefixes, group))) > 0
+        and redis.call("EXISTS", unpack(every_list(queue, group))) > 0
       if room[group] then
         -- At most its rate's room this period: the rest wait out the period.
         share = math.min(share, room[group])
@@ -512,7 +531,7 @@ local function take_grouped(name)
         got = take_from(group_lists(queue.in_use, group), share, name)
       end
       if got == 0 and group ~= "" and #queue.in_use < 10 then
-        local all = group_lists(queue.prefixes, group)
+        local all = every_list(queue, group)
         if redis.call("EXISTS", unpack(all)) > 0 then
           got = take_from(all, share, name)
         end
