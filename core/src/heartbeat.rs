@@ -95,6 +95,11 @@ pub(crate) async fn run(shared: Arc<Shared>) {
         }
         match beat(&shared).await {
             Ok(()) => {
+                if shared.keys.is_sidekiq() {
+                    // Sidekiq's Web UI only pushes its signals, as Sidekiq
+                    // takes them at each heartbeat: so do we.
+                    take_queued_signals(&shared).await;
+                }
                 if shared.levels.is_unread() {
                     learn_priority_levels(&shared).await;
                 }
@@ -114,7 +119,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
 
 pub(crate) async fn beat(shared: &Shared) -> Result<()> {
     let config = &shared.config;
-    let info = serde_json::json!({
+    let mut info = serde_json::json!({
         "hostname": crate::shared::hostname(),
         "pid": std::process::id(),
         "identity": shared.identity,
@@ -129,6 +134,17 @@ pub(crate) async fn beat(shared: &Shared) -> Result<()> {
         // Lines lost to a closed log pipe: the one place they still show.
         "log_lines_dropped": crate::logging::dropped_lines(),
     });
+    if shared.keys.is_sidekiq() {
+        // What Sidekiq's Web UI reads of a process: its queues by name
+        // (weights apart), and a tag.
+        info["queues"] = config.queues().iter().map(|q| q.name.clone()).collect();
+        info["weights"] = config
+            .queues()
+            .iter()
+            .map(|q| (q.name.clone(), serde_json::Value::from(q.weight)))
+            .collect();
+        info["tag"] = config.labels().first().cloned().unwrap_or_default().into();
+    }
     let identity = &shared.identity;
     let mut invocation = SCRIPTS.heartbeat.prepare_invoke();
     invocation
@@ -143,7 +159,8 @@ pub(crate) async fn beat(shared: &Shared) -> Result<()> {
         .arg(if shared.is_quiet() { "true" } else { "false" })
         .arg(PRESENCE_TTL_SECS)
         .arg(if shared.is_reliable() { "1" } else { "0" })
-        .arg(now() as u64);
+        .arg(now() as u64)
+        .arg(resident_kib().map(|kib| kib.to_string()).unwrap_or_default());
     let busy = shared.busy_snapshot();
     for (token, entry) in &busy {
         invocation.arg(token).arg(entry.to_json());
@@ -157,6 +174,13 @@ pub(crate) async fn beat(shared: &Shared) -> Result<()> {
     let ttl = locks::active_ttl(config);
     locks::expire_owned(&mut shared.redis.conn(), &run_locks, ttl).await?;
     Ok(())
+}
+
+/// This process's resident memory in KiB (Linux), for the process record.
+fn resident_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Listens on `NS:signal:<identity>` for `quiet` / `stop`, and on the
@@ -243,7 +267,9 @@ const SIGNALS_PER_DRAIN: usize = 16;
 
 async fn take_queued_signals(shared: &Shared) {
     let key = shared.keys.signals(&shared.identity);
-    let taken: redis::RedisResult<Option<Vec<String>>> = redis::cmd("LPOP")
+    // Sidekiq's senders push on the left (signal.lua): first sent, first taken.
+    let pop = if shared.keys.is_sidekiq() { "RPOP" } else { "LPOP" };
+    let taken: redis::RedisResult<Option<Vec<String>>> = redis::cmd(pop)
         .arg(&key)
         .arg(SIGNALS_PER_DRAIN)
         .query_async(&mut shared.redis.conn())
@@ -258,7 +284,15 @@ async fn take_queued_signals(shared: &Shared) {
     }
 }
 
+/// Obeys `quiet` or `stop`, or Sidekiq's `TSTP` and `TERM` (what its Web
+/// UI sends in Sidekiq's layout; `TTIN`, its thread dump, is ignored).
 fn apply_signal(shared: &Shared, command: &str) {
+    let command = match command {
+        "TSTP" => "quiet",
+        "TERM" => "stop",
+        "TTIN" => return,
+        command => command,
+    };
     match command {
         "quiet" if !shared.is_quiet() => {
             tracing::info!("remote quiet received");

@@ -15,6 +15,17 @@ pub struct Keys {
     /// The namespace without braces, for the per-queue hash tags; `None`
     /// when queue keys share the namespace's slot.
     shard_by_queue: Option<String>,
+    /// Sidekiq's layout (see [`crate::config::Layout`]): the keys Sidekiq
+    /// knows are its own bare names; the rest stay under the namespace.
+    sidekiq: Option<SidekiqKeys>,
+}
+
+/// What of Sidekiq's layout depends on its version.
+#[derive(Clone, Copy, Debug)]
+struct SidekiqKeys {
+    /// The suffix of a process's busy-slots hash: `:workers` up to 6.x,
+    /// `:work` from 7.0.
+    work_suffix: &'static str,
 }
 
 impl Keys {
@@ -23,23 +34,52 @@ impl Keys {
         Keys {
             ns: namespace.to_string(),
             shard_by_queue: None,
+            sidekiq: None,
         }
     }
 
     /// The keys of `namespace`, each queue's on a slot of its own.
     pub fn sharded_by_queue(namespace: &str) -> Self {
         Keys {
-            ns: namespace.to_string(),
             shard_by_queue: Some(namespace.replace(['{', '}'], "")),
+            ..Keys::new(namespace)
+        }
+    }
+
+    /// Sidekiq's layout for Sidekiq `version` (6 and up): its queues,
+    /// schedule, retry and dead sets, processes and counters under their
+    /// bare names; cogworker's own keys under `namespace`.
+    pub fn sidekiq(namespace: &str, version: u8) -> Self {
+        Keys {
+            sidekiq: Some(SidekiqKeys {
+                work_suffix: if version >= 7 { ":work" } else { ":workers" },
+            }),
+            ..Keys::new(namespace)
         }
     }
 
     /// The keys `config` uses.
     pub fn for_config(config: &crate::config::Config) -> Self {
-        if config.shard_by_queue() {
+        if config.layout() == crate::config::Layout::Sidekiq {
+            Keys::sidekiq(config.namespace(), config.sidekiq_version())
+        } else if config.shard_by_queue() {
             Keys::sharded_by_queue(config.namespace())
         } else {
             Keys::new(config.namespace())
+        }
+    }
+
+    /// Is this Sidekiq's layout?
+    pub fn is_sidekiq(&self) -> bool {
+        self.sidekiq.is_some()
+    }
+
+    /// A key Sidekiq knows: its bare name in Sidekiq's layout, else under
+    /// the namespace.
+    fn shared_key(&self, name: &str) -> String {
+        match self.sidekiq {
+            Some(_) => name.to_string(),
+            None => self.key(name),
         }
     }
 
@@ -65,13 +105,13 @@ impl Keys {
 
     /// Set of every queue name ever pushed to.
     pub fn queues(&self) -> String {
-        self.key("queues")
+        self.shared_key("queues")
     }
     /// List of job payloads for one queue (push left, take right).
     pub fn queue(&self, name: &str) -> String {
         match self.queue_slot(name) {
             Some(slot) => format!("{slot}:queue"),
-            None => format!("{}:queue:{}", self.ns, name),
+            None => self.shared_key(&format!("queue:{name}")),
         }
     }
     /// The list of queue `name`'s jobs at priority `level`: the queue's
@@ -193,6 +233,7 @@ impl Keys {
                 .strip_prefix(inner.as_str())?
                 .strip_prefix(':')?
                 .strip_suffix("}:queue"),
+            None if self.sidekiq.is_some() => key.strip_prefix("queue:"),
             None => key.strip_prefix(&self.ns)?.strip_prefix(":queue:"),
         }
     }
@@ -259,15 +300,15 @@ impl Keys {
     }
     /// Sorted set of jobs to run later (score: run-at).
     pub fn schedule(&self) -> String {
-        self.key("schedule")
+        self.shared_key("schedule")
     }
     /// Sorted set of failed jobs awaiting retry (score: retry-at).
     pub fn retry(&self) -> String {
-        self.key("retry")
+        self.shared_key("retry")
     }
     /// Sorted set of jobs out of retries (score: died-at).
     pub fn dead(&self) -> String {
-        self.key("dead")
+        self.shared_key("dead")
     }
     /// Set of paused queue names.
     pub fn paused_queues(&self) -> String {
@@ -275,15 +316,23 @@ impl Keys {
     }
     /// Set of live process identities.
     pub fn processes(&self) -> String {
-        self.key("processes")
+        self.shared_key("processes")
     }
-    /// Hash describing one process (`info`, `busy`, `quiet`, `beat`).
+    /// Hash describing one process (`info`, `busy`, `quiet`, `beat`):
+    /// Sidekiq's is named by the identity alone.
     pub fn process(&self, identity: &str) -> String {
-        format!("{}:process:{}", self.ns, identity)
+        match self.sidekiq {
+            Some(_) => identity.to_string(),
+            None => format!("{}:process:{}", self.ns, identity),
+        }
     }
-    /// Hash of one process's busy slots.
+    /// Hash of one process's busy slots (Sidekiq's: `<identity>:workers`
+    /// up to 6.x, `<identity>:work` from 7.0).
     pub fn workers(&self, identity: &str) -> String {
-        format!("{}:workers:{}", self.ns, identity)
+        match self.sidekiq {
+            Some(sidekiq) => format!("{identity}{}", sidekiq.work_suffix),
+            None => format!("{}:workers:{}", self.ns, identity),
+        }
     }
     /// List of jobs one process has taken and not settled (reliable fetch).
     pub fn in_progress(&self, identity: &str) -> String {
@@ -356,10 +405,17 @@ impl Keys {
         self.key("history")
     }
     /// `stat` is `processed` or `failed`; `day` is `yyyy-mm-dd` or none for the total.
+    /// Sidekiq's layout keeps `processed` and `failed` where Sidekiq
+    /// counts them (`stat:processed`...); counters Sidekiq has not stay
+    /// under the namespace.
     pub fn stat(&self, stat: &str, day: Option<&str>) -> String {
-        match day {
-            Some(day) => format!("{}:stat:{}:{}", self.ns, stat, day),
-            None => format!("{}:stat:{}", self.ns, stat),
+        let name = match day {
+            Some(day) => format!("stat:{stat}:{day}"),
+            None => format!("stat:{stat}"),
+        };
+        match stat {
+            "processed" | "failed" => self.shared_key(&name),
+            _ => self.key(&name),
         }
     }
     /// Counter `stat` of queue `name`'s jobs (`day`: that UTC day's
@@ -398,9 +454,13 @@ impl Keys {
         format!("{}:signal:{}", self.ns, identity)
     }
     /// List of `quiet` / `stop` commands not yet taken by one process (the
-    /// durable half of [`Keys::signal`]).
+    /// durable half of [`Keys::signal`]); Sidekiq's `<identity>-signals`,
+    /// where its Web UI pushes `TSTP` and `TERM`.
     pub fn signals(&self, identity: &str) -> String {
-        format!("{}:signals:{}", self.ns, identity)
+        match self.sidekiq {
+            Some(_) => format!("{identity}-signals"),
+            None => format!("{}:signals:{}", self.ns, identity),
+        }
     }
     /// A rate limiter's definition (hash: kind, limit, interval,
     /// lease_ttl) and its over-limit count (field `over`).

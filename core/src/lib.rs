@@ -58,6 +58,7 @@ mod scheduler;
 mod scripts;
 mod settings;
 mod shared;
+pub mod sidekiq;
 mod stall;
 pub mod time_limit;
 mod trace;
@@ -77,7 +78,7 @@ pub use batch::{
 };
 pub use cancel::REMEMBERED_MAX as CANCELLATIONS_REMEMBERED_MAX;
 pub use client::{Client, ClientMiddleware};
-pub use config::{CatchUp, Config, FetchMode, QueueSpec, DEFAULT_REDIS_URL};
+pub use config::{CatchUp, Config, FetchMode, Layout, QueueSpec, DEFAULT_REDIS_URL};
 pub use delivery::{Delivery, DeliveryInfo, HANDLER_ABORTED};
 pub use error::{Error, Result};
 pub use events::{EventHook, WorkerEvent, EVENT_BACKLOG};

@@ -71,7 +71,13 @@ pub(crate) struct FailurePlan {
 /// cannot say (a concurrent limiter), after a pause that doubles each
 /// time from 1 s up to a minute; jittered so that the jobs it turned away
 /// do not all return at once.
-pub(crate) fn plan_over_limit(job: &Job, retry_in: Option<std::time::Duration>, count: u32, now: f64) -> FailurePlan {
+pub(crate) fn plan_over_limit(
+    job: &Job,
+    retry_in: Option<std::time::Duration>,
+    count: u32,
+    now: f64,
+    sidekiq: bool,
+) -> FailurePlan {
     let base = match retry_in {
         Some(wait) => wait.as_secs_f64(),
         None => 2f64.powi(count.saturating_sub(1).min(6) as i32).min(60.0),
@@ -79,7 +85,11 @@ pub(crate) fn plan_over_limit(job: &Job, retry_in: Option<std::time::Duration>, 
     let delay = base * (1.0 + rand::random_range(0.0..0.25)) + 0.01;
     let mut next = job.clone();
     next.set("over_limit", Value::from(count));
-    next.set("at", float(now + delay));
+    if !sidekiq {
+        // Sidekiq's poller would push an entry with `at` back onto the
+        // schedule (see sidekiq.rs); the score says when either way.
+        next.set("at", float(now + delay));
+    }
     FailurePlan {
         disposition: Disposition::Reschedule,
         score: now + delay,
@@ -147,15 +157,26 @@ pub fn default_backoff(count: u32) -> f64 {
 }
 
 /// `worker` is the identity of the process whose run failed (kept in the
-/// attempt's entry).
-pub(crate) fn plan_failure(job: &Job, failure: &Failure, now: f64, worker: &str) -> FailurePlan {
-    let previous = job.retry_count();
+/// attempt's entry); `sidekiq`: the namespace uses Sidekiq's layout, whose
+/// `retry_count` and `error_backtrace` are Sidekiq's (see sidekiq.rs).
+pub(crate) fn plan_failure(job: &Job, failure: &Failure, now: f64, worker: &str, sidekiq: bool) -> FailurePlan {
+    let previous = crate::sidekiq::failures_so_far(job, sidekiq);
     let count = previous.saturating_add(1);
     let mut next = job.clone();
-    next.set("retry_count", Value::from(count));
+    next.set(
+        "retry_count",
+        Value::from(crate::sidekiq::stored_retry_count(count, sidekiq)),
+    );
     let (class, message, backtrace) = error_fields(failure);
     next.set("error_class", class);
     next.set("error_message", message);
+    let backtrace = match (backtrace, sidekiq) {
+        (Some(Value::Array(lines)), true) => crate::sidekiq::backtrace_wanted(job).map(|most| {
+            let kept = &lines[..lines.len().min(most)];
+            Value::String(crate::sidekiq::compress_backtrace(kept))
+        }),
+        (backtrace, _) => backtrace,
+    };
     match backtrace {
         Some(lines) => next.set("error_backtrace", lines),
         None => next.remove("error_backtrace"),
@@ -177,6 +198,8 @@ pub(crate) fn plan_failure(job: &Job, failure: &Failure, now: f64, worker: &str)
                 .unwrap_or_else(|| default_backoff(previous));
             (Disposition::Retry, now + delay)
         }
+        // Sidekiq's `dead: false`: out of retries, dropped, not buried.
+        Retry::Max(_) if job.get("dead") == Some(&Value::Bool(false)) => (Disposition::Discard, now),
         Retry::Max(_) => (Disposition::Dead, now),
     };
     let attempt = json!({
@@ -268,7 +291,7 @@ mod tests {
     #[test]
     fn first_failure_is_retried_within_the_default_window() {
         let job = Job::new("A");
-        let plan = plan_failure(&job, &Failure::new("E", "boom"), 1000.0, "w");
+        let plan = plan_failure(&job, &Failure::new("E", "boom"), 1000.0, "w", false);
         assert_eq!(plan.disposition, Disposition::Retry);
         assert!((1015.0..=1024.0).contains(&plan.score), "{}", plan.score);
         let filed = Job::parse(plan.payload.as_bytes()).unwrap();
@@ -280,17 +303,55 @@ mod tests {
     #[test]
     fn exhausted_retries_bury_and_retry_false_discards() {
         let job = Job::new("A").retry(Retry::Max(2)).field("retry_count", 2.into());
-        let plan = plan_failure(&job, &Failure::new("E", "x"), 5.0, "w");
+        let plan = plan_failure(&job, &Failure::new("E", "x"), 5.0, "w", false);
         assert_eq!(plan.disposition, Disposition::Dead);
         let job = Job::new("A").retry(Retry::Max(0));
         assert_eq!(
-            plan_failure(&job, &Failure::new("E", "x"), 5.0, "w").disposition,
+            plan_failure(&job, &Failure::new("E", "x"), 5.0, "w", false).disposition,
             Disposition::Dead
         );
         let job = Job::new("A").retry(Retry::Discard);
         assert_eq!(
-            plan_failure(&job, &Failure::new("E", "x"), 5.0, "w").disposition,
+            plan_failure(&job, &Failure::new("E", "x"), 5.0, "w", false).disposition,
             Disposition::Discard
+        );
+        // Sidekiq's `dead: false`: out of retries, dropped.
+        let job = Job::new("A").retry(Retry::Max(0)).field("dead", false.into());
+        assert_eq!(
+            plan_failure(&job, &Failure::new("E", "x"), 5.0, "w", false).disposition,
+            Disposition::Discard
+        );
+    }
+
+    #[test]
+    fn sidekiqs_layout_files_a_failure_as_sidekiq_does() {
+        let job = Job::new("A").field("backtrace", 1.into());
+        let failure = Failure::new("E", "x").with_backtrace(vec!["a.rb:1".into(), "b.rb:2".into()]);
+        let filed = Job::parse(plan_failure(&job, &failure, 5.0, "w", true).payload.as_bytes()).unwrap();
+        assert_eq!(filed.get("retry_count"), Some(&0.into()), "Sidekiq counts retries");
+        assert!(filed.get("failed_at").is_some() && filed.get("retried_at").is_none());
+        let stored = filed.get("error_backtrace").unwrap();
+        assert!(stored.is_string(), "compressed: {stored}");
+        assert_eq!(
+            crate::sidekiq::backtrace_lines(stored),
+            Some(vec!["a.rb:1".to_string()])
+        );
+        let again = Job::parse(plan_failure(&filed, &failure, 6.0, "w", true).payload.as_bytes()).unwrap();
+        assert_eq!(again.get("retry_count"), Some(&1.into()));
+        assert!(again.get("retried_at").is_some());
+        // Asked for no backtrace: Sidekiq keeps none.
+        let plain = Job::parse(
+            plan_failure(&Job::new("A"), &failure, 5.0, "w", true)
+                .payload
+                .as_bytes(),
+        )
+        .unwrap();
+        assert!(plain.get("error_backtrace").is_none());
+        // Retries exhausted by Sidekiq's count: retry 1 allows one retry.
+        let once = Job::new("A").retry(Retry::Max(1)).field("retry_count", 0.into());
+        assert_eq!(
+            plan_failure(&once, &failure, 7.0, "w", true).disposition,
+            Disposition::Dead
         );
     }
 
@@ -300,7 +361,7 @@ mod tests {
         let failure = Failure::new("E", long)
             .with_backtrace((0..500).map(|i| format!("line {i}")).collect())
             .with_retry_in(2.0);
-        let plan = plan_failure(&Job::new("A"), &failure, 100.0, "w");
+        let plan = plan_failure(&Job::new("A"), &failure, 100.0, "w", false);
         assert_eq!(plan.score, 102.0);
         let filed = Job::parse(plan.payload.as_bytes()).unwrap();
         assert_eq!(filed.str_field("error_message").unwrap().len(), ERROR_MESSAGE_LIMIT);

@@ -3,7 +3,7 @@
 //! [`Config::set`]; what the value must be, and the error that names the
 //! setting and the value, are decided here.
 
-use crate::config::{CatchUp, Config, FetchMode};
+use crate::config::{CatchUp, Config, FetchMode, Layout};
 use crate::error::{Error, Result};
 use crate::host_value::HostValue;
 
@@ -90,6 +90,21 @@ pub const SETTINGS: &[Setting] = &[
             other => Err(Error::config(name, other, "must be true or false")),
         },
         read: |c| HostValue::Bool(c.shard_by_queue()),
+    },
+    Setting {
+        name: "layout",
+        help: "\"cogworker\" (its own keys, under the namespace) or \"sidekiq\" (Sidekiq's queues, schedule, retry and dead sets, processes and counters, so Sidekiq processes, clients and its Web UI share them; every client and worker of the namespace must agree; see docs/sidekiq.md)",
+        apply: |c, name, v| {
+            c.set_layout(text(name, v)?.parse::<Layout>()?);
+            Ok(())
+        },
+        read: |c| HostValue::Text(c.layout().as_str().into()),
+    },
+    Setting {
+        name: "sidekiq_version",
+        help: "with layout \"sidekiq\": the Sidekiq major version whose formats are written, 6 or 7 (its process records differ; jobs of every version are read)",
+        apply: |c, name, v| c.set_sidekiq_version(whole(name, v)?).map(drop),
+        read: |c| HostValue::Int(c.sidekiq_version() as i64),
     },
     Setting {
         name: "prefetch",

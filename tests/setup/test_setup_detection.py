@@ -21,6 +21,7 @@ EVERYTHING = [
     "npm",
     "prometheus",
     "debootstrap",
+    "ruby-sidekiq",
 ]
 
 

@@ -80,7 +80,11 @@ impl Api {
                     identity: process.identity.clone(),
                     queue: entry["queue"].as_str().unwrap_or_default().to_string(),
                     run_at: entry["run_at"].as_f64().unwrap_or_default(),
-                    job: entry["payload"].clone(),
+                    // A Sidekiq process writes the payload as a string of JSON.
+                    job: match &entry["payload"] {
+                        Value::String(text) => serde_json::from_str(text).unwrap_or(Value::Null),
+                        payload => payload.clone(),
+                    },
                     progress: None,
                 });
             }
@@ -110,12 +114,19 @@ impl Api {
     }
     async fn signal_process(&self, identity: &str, command: &str) -> Result<()> {
         let keys = self.client.keys();
+        // Sidekiq's layout speaks Sidekiq's signals: the process may be one.
+        let (command, push) = match (keys.is_sidekiq(), command) {
+            (true, "quiet") => ("TSTP", "LPUSH"),
+            (true, _) => ("TERM", "LPUSH"),
+            (false, command) => (command, "RPUSH"),
+        };
         let _: i64 = SCRIPTS
             .signal
             .key(keys.signals(identity))
             .arg(keys.signal(identity))
             .arg(command)
             .arg(crate::heartbeat::PRESENCE_TTL_SECS)
+            .arg(push)
             .invoke_async(&mut self.conn())
             .await?;
         Ok(())

@@ -6,7 +6,6 @@ use crate::error::Result;
 use crate::job::{now, Job};
 use redis::AsyncCommands;
 use serde::Serialize;
-use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
 /// What the registry of a namespace's lists says (see [`Api::listing`]).
@@ -110,7 +109,7 @@ impl Api {
         let oldest_enqueued = lists
             .iter()
             .filter_map(|(_, oldest)| Job::parse(oldest.as_deref()?).ok())
-            .filter_map(|job| job.get("enqueued_at").and_then(Value::as_f64))
+            .filter_map(|job| job.get("enqueued_at").and_then(crate::sidekiq::epoch_seconds))
             .min_by(f64::total_cmp);
         Ok(QueueInfo {
             name: name.to_string(),

@@ -26,7 +26,13 @@ impl Client {
         // whatever the mode (a scheduled job's are not used).
         let destination = Destination::of_job(&self.keys, &job);
         let (target, mode) = match run_at {
-            Some(_) => (self.keys.schedule(), "schedule"),
+            Some(_) => {
+                if self.keys.is_sidekiq() {
+                    // Its score says when (see sidekiq.rs).
+                    job.remove("at");
+                }
+                (self.keys.schedule(), "schedule")
+            }
             None => {
                 job.remove("at");
                 job.set("enqueued_at", float(at));

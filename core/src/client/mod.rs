@@ -286,7 +286,14 @@ impl Client {
                 statuses.push((self.keys.result(job.jid_str()), record, ttl));
             }
             match job.run_at() {
-                Some(run_at) if run_at > at => scheduled.push((run_at, job.to_json())),
+                Some(run_at) if run_at > at => {
+                    if self.keys.is_sidekiq() {
+                        // Its score says when; Sidekiq's poller would put
+                        // an entry with `at` back on the schedule (sidekiq.rs).
+                        job.remove("at");
+                    }
+                    scheduled.push((run_at, job.to_json()))
+                }
                 _ => {
                     job.remove("at");
                     job.set("enqueued_at", float(at));

@@ -21,7 +21,8 @@ pub(super) async fn file_failure(shared: &Shared, delivery: &Delivery, failure: 
     // The retry's due time on the fleet's clock: a host whose clock is
     // behind would file it already due.
     let offset = crate::clock::offset(&shared.redis).await;
-    let mut plan = plan_failure(&delivery.job, failure, finished_at + offset, &shared.identity);
+    let sidekiq = shared.keys.is_sidekiq();
+    let mut plan = plan_failure(&delivery.job, failure, finished_at + offset, &shared.identity, sidekiq);
     plan.started_at = delivery.started_at;
     let history = history_entry(&delivery.job, delivery.started_at, finished_at, Some(failure));
     log_failure(delivery, failure, &plan, finished_at);

@@ -222,7 +222,8 @@ async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<
                     file_failure(shared, &delivery, &failure, now()).await;
                 } else {
                     let at = now() + crate::clock::offset(&shared.redis).await;
-                    let plan = crate::retry::plan_over_limit(&delivery.job, retry_in, count, at);
+                    let sidekiq = shared.keys.is_sidekiq();
+                    let plan = crate::retry::plan_over_limit(&delivery.job, retry_in, count, at, sidekiq);
                     tracing::info!(
                         jid = delivery.job.jid_str(),
                         class = delivery.job.display_class(),

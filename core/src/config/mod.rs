@@ -6,7 +6,7 @@ use std::time::Duration;
 mod modes;
 mod queue_spec;
 
-pub use modes::{CatchUp, FetchMode};
+pub use modes::{CatchUp, FetchMode, Layout};
 use queue_spec::parse_queue_list;
 pub(crate) use queue_spec::validate_queue_name;
 pub use queue_spec::QueueSpec;
@@ -23,6 +23,8 @@ pub struct Config {
     strict_order: bool,
     fetch: FetchMode,
     shard_by_queue: bool,
+    layout: Layout,
+    sidekiq_version: u8,
     prefetch: bool,
     fetch_idle_max_interval: f64,
     orphan_threshold: f64,
@@ -66,6 +68,8 @@ impl Default for Config {
             strict_order: false,
             fetch: FetchMode::Reliable,
             shard_by_queue: false,
+            layout: Layout::Cogworker,
+            sidekiq_version: 7,
             prefetch: true,
             fetch_idle_max_interval: 1.0,
             orphan_threshold: 300.0,
@@ -391,6 +395,35 @@ impl Config {
     pub fn fetch(&self) -> FetchMode {
         self.fetch
     }
+    /// Whose keys and formats the namespace uses (see [`Layout`]).
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+    /// Use Sidekiq's keys and formats (or cogworker's own). Every client
+    /// and worker of a namespace must agree.
+    pub fn set_layout(&mut self, layout: Layout) -> &mut Self {
+        self.layout = layout;
+        self
+    }
+    /// The Sidekiq major version whose formats the `sidekiq` layout
+    /// writes (it reads those of every version it supports).
+    pub fn sidekiq_version(&self) -> u8 {
+        self.sidekiq_version
+    }
+    /// The Sidekiq major version to write for: 6 or 7 (their formats are
+    /// those cogworker writes; 8's integer-millisecond times are read, not
+    /// yet written).
+    pub fn set_sidekiq_version(&mut self, version: i64) -> Result<&mut Self> {
+        if !(6..=7).contains(&version) {
+            return Err(Error::config(
+                "sidekiq_version",
+                version,
+                "must be 6 or 7 (Sidekiq 8's jobs are read, but written as 7 writes them)",
+            ));
+        }
+        self.sidekiq_version = version as u8;
+        Ok(self)
+    }
     /// Do queues have hash tags of their own (see [`Config::set_shard_by_queue`])?
     pub fn shard_by_queue(&self) -> bool {
         self.shard_by_queue
@@ -476,6 +509,22 @@ impl Config {
                 "basic",
                 "shard_by_queue needs reliable fetch (basic fetch blocks on all the queues in one command, \
                  which a cluster refuses across slots)",
+            ));
+        }
+        if self.shard_by_queue && self.layout == Layout::Sidekiq {
+            return Err(Error::config(
+                "layout",
+                "sidekiq",
+                "cannot be used with shard_by_queue (Sidekiq's queues are keys of no hash tag, which a cluster \
+                 cannot keep with the records cogworker writes beside them)",
+            ));
+        }
+        if self.layout == Layout::Sidekiq && crate::redis_url::ClusterUrl::parse(&self.redis_url.0)?.is_some() {
+            return Err(Error::config(
+                "layout",
+                "sidekiq",
+                "cannot be used on a Redis Cluster (Sidekiq's keys carry no hash tag, so one step cannot \
+                 touch a queue and the records kept beside it; Sidekiq itself does not run on a Cluster)",
             ));
         }
         let least = 2.0 * self.heartbeat_interval + ORPHAN_MARGIN_SECS;

@@ -52,3 +52,41 @@ impl std::str::FromStr for CatchUp {
         }
     }
 }
+
+/// Whose keys and formats a namespace uses (docs/sidekiq.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// cogworker's own: every key under the namespace.
+    Cogworker,
+    /// Sidekiq's (OSS 6.x and 7.x): its queues, schedule, retry and dead
+    /// sets, processes and counters under their bare names, where Sidekiq
+    /// processes, clients and its Web UI read them; what Sidekiq has no
+    /// key for (the in-progress records, groups, batches...) stays under
+    /// the namespace, where Sidekiq never looks.
+    Sidekiq,
+}
+
+impl std::str::FromStr for Layout {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "cogworker" => Ok(Layout::Cogworker),
+            "sidekiq" => Ok(Layout::Sidekiq),
+            other => Err(Error::config(
+                "layout",
+                format!("{other:?}"),
+                "must be \"cogworker\" or \"sidekiq\"",
+            )),
+        }
+    }
+}
+
+impl Layout {
+    /// The name the setting takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layout::Cogworker => "cogworker",
+            Layout::Sidekiq => "sidekiq",
+        }
+    }
+}

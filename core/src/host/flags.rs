@@ -60,7 +60,7 @@ pub const STRICT: &str = "strict";
 fn value_of(setting: &str) -> FlagValue {
     match setting {
         "concurrency" | "async_concurrency" | "history_max" | "dead_max_jobs" | "over_limit_max"
-        | "min_replicas_acked" => FlagValue::Whole,
+        | "min_replicas_acked" | "sidekiq_version" => FlagValue::Whole,
         "shard_by_queue" | "prefetch" => FlagValue::Boolean,
         "queues" | "labels" => FlagValue::Repeated,
         name if name.ends_with("_interval")
@@ -187,6 +187,7 @@ mod tests {
                     "redis_url" => &["redis://127.0.0.1:6390/1"],
                     "fetch" => &["basic"],
                     "periodic_catch_up" => &["all"],
+                    "layout" => &["sidekiq"],
                     _ => &["app"],
                 },
                 FlagValue::Whole => &["7"],

@@ -16,20 +16,25 @@
 -- ARGV[6] "1" with reliable fetch (register for orphan recovery), else "0"
 -- ARGV[7] this host's clock (epoch seconds), used only where TIME is refused
 --         (see clock.lua, prepended)
--- ARGV[8..] busy slots as field, value pairs
+-- ARGV[8]  the process's resident memory in KiB (Sidekiq's `rss`, which its
+--          Web UI shows), or "" where it is not known
+-- ARGV[9..] busy slots as field, value pairs
 --
 -- Returns the beat time written (epoch seconds).
 local now = math.floor(now_or(ARGV[7]))
 redis.call("SADD", KEYS[1], ARGV[1])
 redis.call("HSET", KEYS[2], "info", ARGV[2], "busy", ARGV[3], "quiet", ARGV[4], "beat", now)
+if ARGV[8] ~= "" then
+  redis.call("HSET", KEYS[2], "rss", ARGV[8])
+end
 redis.call("EXPIRE", KEYS[2], ARGV[5])
 redis.call("DEL", KEYS[3])
 -- In chunks: unpacking every slot at once overflows Lua's stack past a few
 -- thousand busy slots, and the whole beat would fail.
-for i = 8, #ARGV, 1000 do
+for i = 9, #ARGV, 1000 do
   redis.call("HSET", KEYS[3], unpack(ARGV, i, math.min(i + 999, #ARGV)))
 end
-if #ARGV >= 9 then
+if #ARGV >= 10 then
   redis.call("EXPIRE", KEYS[3], ARGV[5])
 end
 if ARGV[6] == "1" then

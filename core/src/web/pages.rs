@@ -279,7 +279,7 @@ pub(crate) async fn queue(
                             td { (job.display_class()) } td.args { code { (args_text(&job)) } }
                             td { code { (job.jid_str()) } }
                             td.num { (job.priority_level()) }
-                            td { (job.get("enqueued_at").and_then(Value::as_f64).map(ago).unwrap_or_default()) }
+                            td { (job.get("enqueued_at").and_then(crate::sidekiq::epoch_seconds).map(ago).unwrap_or_default()) }
                             td.actions { (cancel_button(job.jid_str(), &format!("/queues/{}", urlencode(&name)), &csrf)) }
                         },
                         Err(reason) => tr { td colspan="6" { "unparseable: " (reason) } },

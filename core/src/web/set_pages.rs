@@ -159,9 +159,9 @@ pub(crate) async fn job(
                 @if let Some(report) = &progress { dt { "Progress" } dd { (super::pages::progress_bar(report)) } }
                 @if let Some(cursor) = job.cursor() { dt { "Cursor" } dd { code { (cursor.to_string()) } } }
             }
-            @if let Some(lines) = job.get("error_backtrace").and_then(Value::as_array) {
+            @if let Some(lines) = job.get("error_backtrace").and_then(crate::sidekiq::backtrace_lines) {
                 h2 { "Backtrace" }
-                pre.backtrace { @for line in lines { (line.as_str().unwrap_or("")) "\n" } }
+                pre.backtrace { @for line in lines { (line) "\n" } }
             }
         }
         @if !attempts.is_empty() {
@@ -173,7 +173,7 @@ pub(crate) async fn job(
                         @let a: Value = serde_json::from_str(attempt).unwrap_or(Value::Null);
                         tr {
                             td.num { (a["attempt"]) }
-                            td { (a["failed_at"].as_f64().map(time).unwrap_or_default()) }
+                            td { (crate::sidekiq::epoch_seconds(&a["failed_at"]).map(time).unwrap_or_default()) }
                             td { (a["outcome"].as_str().unwrap_or("")) }
                             td.error { (a["error_class"].as_str().unwrap_or("")) ": " (a["error_message"].as_str().unwrap_or("")) }
                         }
