@@ -40,6 +40,9 @@ pub struct Delivery {
     pub(crate) leases: Vec<crate::limiter::Lease>,
     /// Its time limit (a job with `timeout`), from when a slot began it.
     pub(crate) time_limit: Option<Arc<TimeLimit>>,
+    /// Its failures so far, as its layout counts them (see sidekiq.rs):
+    /// what its retry hook is given.
+    pub(crate) failures: u32,
     /// Who settles it; `None` once it is settled or given back.
     owner: Option<Arc<Shared>>,
 }
@@ -67,6 +70,7 @@ pub struct DeliveryInfo {
 
 impl Delivery {
     pub(crate) fn new(owner: Arc<Shared>, token: u64, queue: String, raw: Vec<u8>, job: Job) -> Self {
+        let failures = crate::sidekiq::failures_so_far(&job, owner.keys.is_sidekiq());
         Delivery {
             token,
             queue,
@@ -79,6 +83,7 @@ impl Delivery {
             fetched_at: owner.stall.stalls(),
             leases: Vec::new(),
             time_limit: None,
+            failures,
             owner: Some(owner),
         }
     }
@@ -91,6 +96,11 @@ impl Delivery {
     pub fn queue(&self) -> &str {
         &self.queue
     }
+    /// Its failures so far (0 on a first run), as its retry hook is given
+    /// them in either layout.
+    pub fn failures(&self) -> u32 {
+        self.failures
+    }
     /// The payload's bytes as stored.
     pub fn raw(&self) -> &[u8] {
         &self.raw
@@ -101,7 +111,7 @@ impl Delivery {
             class: self.job.class().to_string(),
             jid: self.job.jid_str().to_string(),
             queue: self.queue.clone(),
-            retry_count: self.job.retry_count(),
+            retry_count: self.failures,
             wants_result: self.wants_result(),
         }
     }
@@ -240,7 +250,7 @@ impl Delivery {
         self.time_limit = self
             .job
             .timeout_secs()
-            .map(|secs| Arc::new(TimeLimit::starting_now(secs, self.job.class(), self.job.retry_count())));
+            .map(|secs| Arc::new(TimeLimit::starting_now(secs, self.job.class(), self.failures)));
     }
 
     /// The same delivery with its fields moved out of `self`, which is
@@ -258,6 +268,7 @@ impl Delivery {
             fetched_at: self.fetched_at,
             leases: std::mem::take(&mut self.leases),
             time_limit: self.time_limit.take(),
+            failures: self.failures,
             owner: None,
         }
     }

@@ -24,7 +24,7 @@ pub(crate) async fn run(shared: Arc<Shared>, registry: Arc<Registry>, slots: flu
         // where it waits: it runs no further, and the job is filed as
         // cancelled, or failed as timed out.
         let result = tokio::select! {
-            result = registry.run(delivery.job(), delivery.running()).instrument(span.clone()) => Ok(result),
+            result = registry.run(delivery.job(), delivery.failures(), delivery.running()).instrument(span.clone()) => Ok(result),
             _ = watch.cancelled() => Err(Stopped::Cancelled),
             _ = past(deadline) => Err(Stopped::TimedOut),
         };

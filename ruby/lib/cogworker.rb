@@ -75,10 +75,15 @@ module Cogworker
     end
 
     # A job class (one that includes Cogworker::Job): the only classes a
-    # worker runs, by name.
-    def register(klass)
-      @registry_lock.synchronize { @registry[klass.name] = klass if klass.name }
+    # worker runs, by name (`as:` another name it also answers to).
+    def register(klass, as: klass.name)
+      @registry_lock.synchronize { @registry[as] = klass if as }
     end
+
+    # Is this process the `cogworker` command's worker (set before the app
+    # loads, so the app can tell: Sidekiq.configure_server)?
+    def server? = @server || false
+    attr_writer :server
 
     def registry
       @registry_lock.synchronize { @registry.dup }

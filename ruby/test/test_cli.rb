@@ -129,7 +129,8 @@ class TestCLI < Minitest::Test
     pid = spawn_child({ 'COGWORKER_REDIS_URL' => @redis.url, 'RACK_ENV' => 'ignored' }, 'ruby', EXE,
                         '-e', 'staging', '-r', script, '-C', File.join(@tmp, 'c.yml'),
                         out: File::NULL, err: File::NULL)
-    wait_for('app loaded') { File.exist?(File.join(@tmp, 'env.txt')) }
+    # Written, not only created: File.write creates the file first.
+    wait_for('app loaded') { File.exist?(File.join(@tmp, 'env.txt')) && !File.read(File.join(@tmp, 'env.txt')).empty? }
     assert_equal 'staging,staging,staging', File.read(File.join(@tmp, 'env.txt'))
     # TERM once the worker runs (its traps are set), not while the app loads.
     wait_for('worker registered') { Cogworker::Api.new.processes.any? }

@@ -9,6 +9,8 @@
 #   quiet IDENTITY   what the Web UI's "Quiet" button does
 #   stop IDENTITY    what the Web UI's "Stop" button does
 #   busy_page        GET /busy of Sidekiq::Web: the page's HTML
+#   queue NAME       the jobs waiting on queue NAME, as Sidekiq::Queue reads
+#                    them: class, the class Sidekiq displays, args
 require "sidekiq"
 require "sidekiq/api"
 require "json"
@@ -62,6 +64,11 @@ when "busy_page"
   end
   response = Rack::MockRequest.new(app).get("/busy")
   puts JSON.generate(status: response.status, body: response.body)
+when "queue"
+  jobs = Sidekiq::Queue.new(argument).map do |job|
+    {klass: job.klass, display_class: job.display_class, args: job.args}
+  end
+  puts JSON.generate(jobs)
 else
   abort "unknown command #{command.inspect}"
 end

@@ -101,6 +101,7 @@ module Cogworker
       # Before the app loads (as the reference does): what the app's own
       # Cogworker.configure sets wins over the file and the flags.
       Cogworker.configure { |c| settings.each { |k, v| c[k] = v } }
+      Cogworker.server = true
       require_app(options[:require]) if options[:require]
       options[:processes] ? run_processes(options[:processes]) : run_worker
     rescue ConfigError, InvalidArgument, OptionParser::ParseError => e

@@ -56,6 +56,25 @@ class TestActiveJob < Minitest::Test
     assert status.success?, "the worker exits 0 on TERM (#{status.inspect}): #{worker_err}"
   end
 
+  # In the sidekiq layout (docs/sidekiq.md) the adapter writes what
+  # Sidekiq's does, its wrapper class: Sidekiq's API shows the job under
+  # its own class, and a cogworker worker runs it.
+  def test_the_sidekiq_layout_pushes_sidekiqs_wrapper
+    stop_worker
+    Cogworker.configure { |c| c.layout = 'sidekiq' }
+    greet = GreetJob.perform_later('bo', 1, { 'tone' => 'dry', size: 2 })
+    client = File.expand_path('../../../core/tests/sidekiq/client.rb', __dir__)
+    queued = JSON.parse(IO.popen({ 'REDIS_URL' => @redis.url }, ['ruby', client, 'queue', 'default'], &:read))
+    assert_equal [['ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper', 'GreetJob']],
+                 queued.map { |job| job.values_at('klass', 'display_class') }
+    @worker = Process.spawn({ 'COGWORKER_REDIS_URL' => @redis.url, 'AJ_LOG' => @log },
+                            'ruby', '-I', File.expand_path('../../lib', __dir__), EXE, '-r', SHOP,
+                            '--layout', 'sidekiq', '-q', 'default', err: File.join(File.dirname(@log), 'worker.err'))
+    wait_for('it ran') { lines == ["greet bo 2 dry 2 #{greet.provider_job_id}"] }
+  ensure
+    Cogworker.configure { |c| c.layout = 'cogworker' }
+  end
+
   # What Rails 8.1's continuations ask of an adapter (Debian's Rails is 6.1,
   # without them): `stopping?`, read on the job's thread, false while the
   # worker runs and true once it is told to stop.

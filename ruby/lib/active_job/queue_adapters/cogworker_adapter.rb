@@ -68,7 +68,7 @@ module ActiveJob
 
       def push(jobs, at: nil)
         payloads = jobs.map do |job|
-          payload = { 'class' => JobWrapper.name, 'wrapped' => job.class.name, 'queue' => job.queue_name,
+          payload = { 'class' => self.class.wrapper_name, 'wrapped' => job.class.name, 'queue' => job.queue_name,
                       'args' => [job.serialize] }
           payload['at'] = at.to_f if at
           level = self.class.priority_level(job.priority)
@@ -82,7 +82,15 @@ module ActiveJob
 
       MAIL_DELIVERIES = %w[deliver_now deliver_now!].freeze
 
+      # The class Sidekiq's ActiveJob adapter pushes: JobWrapper runs it too,
+      # so jobs in flight survive a switch of adapters either way.
+      SIDEKIQ_WRAPPER = 'ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper'
+
       class << self
+        # The class a push names: Sidekiq's wrapper in the sidekiq layout
+        # (docs/sidekiq.md), so Sidekiq processes run what this pushes.
+        def wrapper_name = Cogworker.config.layout == 'sidekiq' ? SIDEKIQ_WRAPPER : JobWrapper.name
+
         # Kept for apps written for an earlier release, which refused an
         # ActiveJob class defined outside the app until it was named here:
         # every ActiveJob class the app has loaded runs now.
@@ -153,6 +161,7 @@ module ActiveJob
           end
         end
       end
+      Cogworker.register(JobWrapper, as: SIDEKIQ_WRAPPER)
     end
   end
 end
