@@ -27,7 +27,8 @@
 //! (`seconds`: a concurrent limiter's lease TTL, the others' interval; the
 //! Python and Ruby workers of the fault suite have no way yet).
 //!
-//! `TEST_SHARD_BY_QUEUE=1` sets `shard_by_queue`. `TEST_PERIODIC` holds a JSON array of periodic entries to tick for, and
+//! `TEST_SHARD_BY_QUEUE=1` sets `shard_by_queue`; `TEST_LAYOUT=sidekiq` the
+//! sidekiq layout, for Sidekiq 6 (tests/sidekiq). `TEST_PERIODIC` holds a JSON array of periodic entries to tick for, and
 //! `TEST_CATCH_UP` (`latest` | `all`) the catch-up mode.
 //!
 //! Settings come from the environment (TEST_* variables below).
@@ -105,6 +106,10 @@ async fn main() -> cogworker::Result<()> {
     config.set_shutdown_timeout(env_f64("TEST_SHUTDOWN_TIMEOUT", 5.0))?;
     config.set_fetch_idle_max_interval(0.5)?;
     config.set_shard_by_queue(std::env::var("TEST_SHARD_BY_QUEUE").as_deref() == Ok("1"));
+    if let Ok(layout) = std::env::var("TEST_LAYOUT") {
+        config.set_layout(layout.parse()?);
+        config.set_sidekiq_version(6)?;
+    }
     if std::env::var("TEST_FETCH").as_deref() == Ok("basic") {
         config.set_fetch(FetchMode::Basic);
     }

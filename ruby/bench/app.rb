@@ -41,6 +41,8 @@ when 'sidekiq'
   end
 when 'cogworker'
   require 'cogworker'
+  # BENCH_LAYOUT=sidekiq: on Sidekiq's keys, as a drop-in (docs/sidekiq.md).
+  Cogworker.configure { |c| c.layout = ENV['BENCH_LAYOUT'] } if ENV['BENCH_LAYOUT']
   class CwNoop
     include Cogworker::Job
     def perform = BenchFifo.write("d\n")

@@ -9,7 +9,8 @@
 # BENCH_ROUNDS rounds (3), each round with per-job logging off on both sides
 # (Sidekiq's logger at WARN, COGWORKER_LOG=warn) and then both at their
 # defaults (a line per job on each side, written to /dev/null on each);
-# a ratio compares runs of the same round and logging.
+# a ratio compares runs of the same round and logging. BENCH_LAYOUT=sidekiq
+# runs cogworker on Sidekiq's keys (docs/sidekiq.md).
 #
 # Run with `scripts/bench-ruby`.
 
@@ -34,7 +35,10 @@ def run(system, jobs, logging)
     Sidekiq.redis = { url: server.url }
   else
     Cogworker.reset!
-    Cogworker.configure { |c| c.redis_url = server.url }
+    Cogworker.configure do |c|
+      c.redis_url = server.url
+      c.layout = ENV['BENCH_LAYOUT'] if ENV['BENCH_LAYOUT']
+    end
   end
   noop, probe, push, push_bulk =
     if system == 'sidekiq'

@@ -13,6 +13,9 @@ Cogworker.configure do |c|
   c.shutdown_timeout = 5.0
   c.shard_by_queue = ENV['TEST_SHARD_BY_QUEUE'] == '1'
   c.namespace = ENV.fetch('TEST_NAMESPACE', 'cogworker')
+  # TEST_LAYOUT=sidekiq: on Sidekiq 6's keys (tests/sidekiq).
+  c.layout = ENV.fetch('TEST_LAYOUT', 'cogworker')
+  c.sidekiq_version = 6
 end
 
 # `fail_once` jobs: does this attempt fail? Only the first, in any process:
@@ -90,5 +93,15 @@ class Import
         checkpoint(position)
       end
     end
+  end
+end
+
+# Always fails (RuntimeError "boom"), as tests/sidekiq's Sidekiq process
+# fails its own Fail: the two failures are compared there.
+class Fail
+  include Cogworker::Job
+
+  def perform(*)
+    raise 'boom'
   end
 end

@@ -19,6 +19,9 @@ cogworker.configure(
     shutdown_timeout=5.0,
     shard_by_queue=os.environ.get("TEST_SHARD_BY_QUEUE") == "1",
     namespace=os.environ.get("TEST_NAMESPACE", "cogworker"),
+    # TEST_LAYOUT=sidekiq: on Sidekiq 6's keys (tests/sidekiq).
+    layout=os.environ.get("TEST_LAYOUT", "cogworker"),
+    sidekiq_version=6,
 )
 
 

@@ -186,6 +186,14 @@ pub(super) async fn file(
         .key(held_lease.as_ref().map_or(&in_progress, |(_, holds, ..)| holds))
         .arg(held_lease.as_ref().map_or("", |(_, _, field, _)| field.as_str()))
         .arg(held_lease.as_ref().map_or("", |(.., group)| group.as_str()))
+        // Sidekiq counts every run it made as processed, failed ones too.
+        .key(shared.keys.stat("processed", None))
+        .key(shared.keys.stat("processed", Some(&today)))
+        .arg(if shared.keys.is_sidekiq() && stat == "failed" && !not_run {
+            "1"
+        } else {
+            "0"
+        })
         .invoke_async(&mut shared.redis.conn())
         .await?;
     deliver_callbacks(shared, &handed).await;

@@ -55,6 +55,10 @@
 --          or absent): its lease ARGV[24] ("<identity> <token>") becomes a
 --          hold, jid -> "<ARGV[25], its group>\n<the filed payload>", so
 --          the next job of its key waits for the retry (see group_lease.lua)
+-- KEYS[15] stat:processed, KEYS[16] stat:processed:<yyyy-mm-dd>: in
+--          Sidekiq's layout a failed run counts as processed too, as
+--          Sidekiq counts it (ignored when ARGV[26] is not "1")
+-- ARGV[26] "1" to count the run in KEYS[15] and KEYS[16]
 -- A job of a batch counts there as failed (retry, discard) or dead (dead,
 -- and cancelled: it will never run, so its batch, and a workflow it is a
 -- step of, ends with `death` instead of waiting for it); a reschedule
@@ -85,6 +89,10 @@ end
 if mode ~= "reschedule" then
   redis.call("INCR", KEYS[3])
   redis.call("INCR", KEYS[4])
+end
+if ARGV[26] == "1" then
+  redis.call("INCR", KEYS[15])
+  redis.call("INCR", KEYS[16])
 end
 if ARGV[6] ~= "" then
   redis.call("RPUSH", KEYS[5], ARGV[6])

@@ -11,6 +11,13 @@
 #   busy_page        GET /busy of Sidekiq::Web: the page's HTML
 #   queue NAME       the jobs waiting on queue NAME, as Sidekiq::Queue reads
 #                    them: class, the class Sidekiq displays, args
+#   accounts FILE    pushes the jobs listed in FILE (a JSON array of
+#                    [token, millis, fail_once, delay]) as Account jobs,
+#                    delayed ones with perform_in; prints their count
+#   fail RETRY ...   pushes a Fail job with `retry` RETRY and `backtrace`
+#                    true; prints its jid
+#   sets             the retry and dead sets' entries, as their items with
+#                    the backtrace Sidekiq's API decodes
 require "sidekiq"
 require "sidekiq/api"
 require "json"
@@ -64,6 +71,22 @@ when "busy_page"
   end
   response = Rack::MockRequest.new(app).get("/busy")
   puts JSON.generate(status: response.status, body: response.body)
+when "accounts"
+  jobs = JSON.parse(File.read(argument))
+  jobs.each_slice(1000) do |slice|
+    now, later = slice.partition { |job| job[3].to_f <= 0 }
+    Sidekiq::Client.push_bulk("class" => "Account", "args" => now.map { |job| job.first(3) }) unless now.empty?
+    later.each { |job| Sidekiq::Client.push("class" => "Account", "args" => job.first(3), "at" => Time.now.to_f + job[3]) }
+  end
+  puts JSON.generate(jobs.size)
+when "fail"
+  puts JSON.generate(Sidekiq::Client.push("class" => "Fail", "args" => ARGV[2..].to_a, "retry" => Integer(argument),
+    "backtrace" => true))
+when "sets"
+  sets = {retry: Sidekiq::RetrySet.new, dead: Sidekiq::DeadSet.new}.transform_values do |set|
+    set.map { |entry| entry.item.merge("error_backtrace" => entry.error_backtrace, "score" => entry.score) }
+  end
+  puts JSON.generate(sets)
 when "queue"
   jobs = Sidekiq::Queue.new(argument).map do |job|
     {klass: job.klass, display_class: job.display_class, args: job.args}
