@@ -26,6 +26,9 @@ struct SidekiqKeys {
     /// The suffix of a process's busy-slots hash: `:workers` up to 6.x,
     /// `:work` from 7.0.
     work_suffix: &'static str,
+    /// A job's `created_at` and `enqueued_at` in integer milliseconds
+    /// (from 8.0), not float seconds.
+    millis: bool,
 }
 
 impl Keys {
@@ -53,6 +56,7 @@ impl Keys {
         Keys {
             sidekiq: Some(SidekiqKeys {
                 work_suffix: if version >= 7 { ":work" } else { ":workers" },
+                millis: version >= 8,
             }),
             ..Keys::new(namespace)
         }
@@ -74,6 +78,24 @@ impl Keys {
         self.sidekiq.is_some()
     }
 
+    /// A job's `created_at` or `enqueued_at` at `epoch` seconds, as the
+    /// layout writes it: float seconds, or integer milliseconds for
+    /// Sidekiq 8 (see [`crate::sidekiq`]).
+    pub fn job_time(&self, epoch: f64) -> serde_json::Value {
+        match self.sidekiq {
+            Some(SidekiqKeys { millis: true, .. }) => serde_json::Value::from((epoch * 1000.0).round() as i64),
+            _ => crate::job::float(epoch),
+        }
+    }
+    /// `job`'s `created_at` as the layout writes it (a push fills it in
+    /// float seconds).
+    pub(crate) fn write_created_at(&self, job: &mut crate::job::Job) {
+        if let Some(SidekiqKeys { millis: true, .. }) = self.sidekiq {
+            if let Some(seconds) = job.get("created_at").and_then(crate::sidekiq::epoch_seconds) {
+                job.set("created_at", self.job_time(seconds));
+            }
+        }
+    }
     /// A key Sidekiq knows: its bare name in Sidekiq's layout, else under
     /// the namespace.
     fn shared_key(&self, name: &str) -> String {

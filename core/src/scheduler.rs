@@ -7,7 +7,7 @@
 
 use crate::connection::Redis;
 use crate::error::Result;
-use crate::job::{float, now, Job};
+use crate::job::{now, Job};
 use crate::keys::Keys;
 use crate::scripts::SCRIPTS;
 use crate::shared::{jittered, sleep_unless, Lifecycle, Shared};
@@ -87,7 +87,7 @@ pub(crate) async fn enqueue_due(shared: &Shared, set: &str, reported: &mut HashS
             match requeueable(&raw) {
                 Some(mut job) => {
                     job.remove("at");
-                    job.set("enqueued_at", float(at));
+                    job.set("enqueued_at", shared.keys.job_time(at));
                     due.push(Due::new(raw, &job));
                 }
                 None => {

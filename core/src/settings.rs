@@ -102,7 +102,7 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "sidekiq_version",
-        help: "with layout \"sidekiq\": the Sidekiq major version whose formats are written, 6 or 7 (its process records differ; jobs of every version are read)",
+        help: "with layout \"sidekiq\": the Sidekiq major version whose formats are written, 6, 7 or 8 (process records differ from 7 on, job times are milliseconds from 8; jobs of every version are read)",
         apply: |c, name, v| c.set_sidekiq_version(whole(name, v)?).map(drop),
         read: |c| HostValue::Int(c.sidekiq_version() as i64),
     },

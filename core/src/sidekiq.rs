@@ -11,8 +11,10 @@
 //! - a scheduled job's entry in `schedule` has no `at` (its score says
 //!   when): Sidekiq's poller pushes an entry with one back onto the
 //!   schedule, for ever;
-//! - Sidekiq 8 writes `created_at`/`enqueued_at` as integer milliseconds;
-//!   every reader of a job's times takes both ([`epoch_seconds`]).
+//! - Sidekiq 8 writes `created_at`/`enqueued_at` as integer milliseconds
+//!   (so do pushes with `sidekiq_version = 8`:
+//!   [`Keys::job_time`](crate::keys::Keys::job_time)); every reader of a
+//!   job's times takes both ([`epoch_seconds`]).
 
 use base64::Engine;
 use serde_json::Value;

@@ -288,6 +288,83 @@ async fn cogworkers_pushes_and_filed_failures_run_on_sidekiq() {
     assert!(wait_exit(&mut sidekiq, Duration::from_secs(30)).success());
 }
 
+/// Sidekiq 8 keeps a job's `created_at` and `enqueued_at` in integer
+/// milliseconds: written so for `sidekiq_version = 8` (now, scheduled, and
+/// moved when due), and read in either form.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sidekiq_8s_job_times_are_milliseconds() {
+    let redis = TestRedis::start();
+    let mut config = sidekiq_config(&redis);
+    config.set_sidekiq_version(8).unwrap();
+    let client = Client::new(&config).unwrap();
+    let before = (cogworker::now() * 1000.0) as i64;
+    client.push(Job::new("Later").delay(0.3)).await.unwrap();
+    client.push(Job::new("Now")).await.unwrap();
+    let mut conn = redis.conn().await;
+    let queued: Vec<String> = redis::AsyncCommands::lrange(&mut conn, "queue:default", 0, -1)
+        .await
+        .unwrap();
+    let scheduled: Vec<String> = redis::AsyncCommands::zrange(&mut conn, "schedule", 0, -1)
+        .await
+        .unwrap();
+    let now: Value = serde_json::from_str(&queued[0]).unwrap();
+    let later: Value = serde_json::from_str(&scheduled[0]).unwrap();
+    for field in ["created_at", "enqueued_at"] {
+        let ms = now[field]
+            .as_i64()
+            .unwrap_or_else(|| panic!("{field} in integer milliseconds: {now}"));
+        assert!((before..before + 5_000).contains(&ms), "{field}: {ms}");
+    }
+    assert!(
+        later["created_at"].is_i64() && later.get("enqueued_at").is_none(),
+        "{later}"
+    );
+    // A worker moves the scheduled one when due, stamping it in milliseconds
+    // too, and runs both; a raw Sidekiq 8 payload also runs.
+    let raw = json!({"class": "Now", "args": [], "jid": "0123456789abcdef01234567", "queue": "default",
+        "created_at": before, "enqueued_at": before, "retry": true});
+    let _: i64 = redis::AsyncCommands::lpush(&mut conn, "queue:default", raw.to_string())
+        .await
+        .unwrap();
+    let stamps: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let (now_seen, later_seen) = (stamps.clone(), stamps.clone());
+    let worker = Worker::builder(config)
+        .register("Now", move |job| {
+            let seen = now_seen.clone();
+            async move {
+                seen.lock()
+                    .unwrap()
+                    .push(job.get("enqueued_at").cloned().unwrap_or_default());
+                Ok(())
+            }
+        })
+        .register("Later", move |job| {
+            let seen = later_seen.clone();
+            async move {
+                seen.lock()
+                    .unwrap()
+                    .push(job.get("enqueued_at").cloned().unwrap_or_default());
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap();
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    wait_until("three jobs ran", Duration::from_secs(10), || {
+        let stamps = stamps.clone();
+        async move { stamps.lock().unwrap().len() == 3 }
+    })
+    .await;
+    handle.stop();
+    running.await.unwrap().unwrap();
+    assert!(
+        stamps.lock().unwrap().iter().all(Value::is_i64),
+        "{:?}",
+        stamps.lock().unwrap()
+    );
+}
+
 #[test]
 fn the_sidekiq_layout_refuses_what_it_cannot_keep() {
     let mut config = cogworker::Config::default();
@@ -303,11 +380,11 @@ fn the_sidekiq_layout_refuses_what_it_cannot_keep() {
     config.set_redis_url("redis+cluster://127.0.0.1:7000").unwrap();
     assert!(config.validate().unwrap_err().to_string().contains("Cluster"));
     let refused = cogworker::Config::default()
-        .set_sidekiq_version(8)
+        .set_sidekiq_version(9)
         .unwrap_err()
         .to_string();
     assert!(
-        refused.contains("sidekiq_version") && refused.contains('8'),
+        refused.contains("sidekiq_version") && refused.contains('9'),
         "{refused}"
     );
     assert!("sidekick".parse::<Layout>().unwrap_err().to_string().contains("layout"));

@@ -3,7 +3,7 @@
 
 use super::{Api, JobSet};
 use crate::error::{Error, Result};
-use crate::job::{float, now, Job};
+use crate::job::{now, Job};
 use crate::scripts::SCRIPTS;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
@@ -238,7 +238,7 @@ impl Api {
             return Ok(false);
         }
         job.remove("at");
-        job.set("enqueued_at", float(now()));
+        job.set("enqueued_at", self.client.keys().job_time(now()));
         let due = crate::scheduler::Due::new(entry.raw.clone(), &job);
         let client = &self.client;
         let moved = crate::scheduler::move_to_queues(client.redis(), client.keys(), &self.set_key(set), &[due]).await?;

@@ -4,7 +4,7 @@
 use super::Client;
 use crate::error::{Error, Result};
 use crate::groups::Destination;
-use crate::job::{float, Job};
+use crate::job::Job;
 use crate::scripts::SCRIPTS;
 
 impl Client {
@@ -35,7 +35,7 @@ impl Client {
             }
             None => {
                 job.remove("at");
-                job.set("enqueued_at", float(at));
+                job.set("enqueued_at", self.keys.job_time(at));
                 if self.keys.is_sharded_by_queue() {
                     self.check_backlog_of(&job).await?;
                     (self.keys.outbox(), "outbox")

@@ -246,6 +246,7 @@ impl Client {
             if let Some(run_at) = job.run_at() {
                 job.set("at", float(run_at + offset));
             }
+            self.keys.write_created_at(&mut job);
             if let Some(bid) = job.batch_id() {
                 // A unique job joins its batch in its own push's step,
                 // if it is pushed (a duplicate joins nothing).
@@ -272,7 +273,7 @@ impl Client {
             }
             if job.throttle_secs().is_some() || job.replaces() {
                 job.remove("at");
-                job.set("enqueued_at", float(at));
+                job.set("enqueued_at", self.keys.job_time(at));
                 match job.replaces() {
                     true => replacing.push((index, job)),
                     false => throttled.push((index, job)),
@@ -296,7 +297,7 @@ impl Client {
                 }
                 _ => {
                     job.remove("at");
-                    job.set("enqueued_at", float(at));
+                    job.set("enqueued_at", self.keys.job_time(at));
                     if sharded && job.batch_id().is_some() {
                         let id = crate::outbox::handover_id(job.jid_str());
                         handed.push((id, format!("{}\n{}", job.queue_name(), job.to_json())));

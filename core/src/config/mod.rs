@@ -410,16 +410,11 @@ impl Config {
     pub fn sidekiq_version(&self) -> u8 {
         self.sidekiq_version
     }
-    /// The Sidekiq major version to write for: 6 or 7 (their formats are
-    /// those cogworker writes; 8's integer-millisecond times are read, not
-    /// yet written).
+    /// The Sidekiq major version to write for: 6, 7 or 8 (8 writes a job's
+    /// `created_at` and `enqueued_at` in integer milliseconds).
     pub fn set_sidekiq_version(&mut self, version: i64) -> Result<&mut Self> {
-        if !(6..=7).contains(&version) {
-            return Err(Error::config(
-                "sidekiq_version",
-                version,
-                "must be 6 or 7 (Sidekiq 8's jobs are read, but written as 7 writes them)",
-            ));
+        if !(6..=8).contains(&version) {
+            return Err(Error::config("sidekiq_version", version, "must be 6, 7 or 8"));
         }
         self.sidekiq_version = version as u8;
         Ok(self)

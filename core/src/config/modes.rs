@@ -58,7 +58,7 @@ impl std::str::FromStr for CatchUp {
 pub enum Layout {
     /// cogworker's own: every key under the namespace.
     Cogworker,
-    /// Sidekiq's (OSS 6.x and 7.x): its queues, schedule, retry and dead
+    /// Sidekiq's (OSS 6.x to 8.x): its queues, schedule, retry and dead
     /// sets, processes and counters under their bare names, where Sidekiq
     /// processes, clients and its Web UI read them; what Sidekiq has no
     /// key for (the in-progress records, groups, batches...) stays under

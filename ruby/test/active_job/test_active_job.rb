@@ -71,8 +71,21 @@ class TestActiveJob < Minitest::Test
                             'ruby', '-I', File.expand_path('../../lib', __dir__), EXE, '-r', SHOP,
                             '--layout', 'sidekiq', '-q', 'default', err: File.join(File.dirname(@log), 'worker.err'))
     wait_for('it ran') { lines == ["greet bo 2 dry 2 #{greet.provider_job_id}"] }
+    # Sidekiq 8's wrapper has a name of its own; the worker runs it too.
+    stop_worker
+    Cogworker.configure { |c| c.sidekiq_version = 8 }
+    eight = GreetJob.perform_later('cy', 2, { 'tone' => 'warm', size: 1 })
+    queued = JSON.parse(IO.popen({ 'REDIS_URL' => @redis.url }, ['ruby', client, 'queue', 'default'], &:read))
+    assert_equal ['Sidekiq::ActiveJob::Wrapper'], queued.map { |job| job['klass'] }
+    @worker = Process.spawn({ 'COGWORKER_REDIS_URL' => @redis.url, 'AJ_LOG' => @log },
+                            'ruby', '-I', File.expand_path('../../lib', __dir__), EXE, '-r', SHOP,
+                            '--layout', 'sidekiq', '-q', 'default', err: File.join(File.dirname(@log), 'worker.err'))
+    wait_for('it ran') { lines.include?("greet cy 3 warm 1 #{eight.provider_job_id}") }
   ensure
-    Cogworker.configure { |c| c.layout = 'cogworker' }
+    Cogworker.configure do |c|
+      c.layout = 'cogworker'
+      c.sidekiq_version = 7
+    end
   end
 
   # What Rails 8.1's continuations ask of an adapter (Debian's Rails is 6.1,

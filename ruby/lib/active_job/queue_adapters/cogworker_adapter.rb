@@ -82,14 +82,21 @@ module ActiveJob
 
       MAIL_DELIVERIES = %w[deliver_now deliver_now!].freeze
 
-      # The class Sidekiq's ActiveJob adapter pushes: JobWrapper runs it too,
-      # so jobs in flight survive a switch of adapters either way.
+      # The class Sidekiq's ActiveJob adapter pushes (up to 7.x; 8.0 on:
+      # SIDEKIQ_8_WRAPPER): JobWrapper runs them too, so jobs in flight
+      # survive a switch of adapters either way.
       SIDEKIQ_WRAPPER = 'ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper'
+      SIDEKIQ_8_WRAPPER = 'Sidekiq::ActiveJob::Wrapper'
 
       class << self
         # The class a push names: Sidekiq's wrapper in the sidekiq layout
         # (docs/sidekiq.md), so Sidekiq processes run what this pushes.
-        def wrapper_name = Cogworker.config.layout == 'sidekiq' ? SIDEKIQ_WRAPPER : JobWrapper.name
+        def wrapper_name
+          config = Cogworker.config
+          return JobWrapper.name unless config.layout == 'sidekiq'
+
+          config.sidekiq_version >= 8 ? SIDEKIQ_8_WRAPPER : SIDEKIQ_WRAPPER
+        end
 
         # Kept for apps written for an earlier release, which refused an
         # ActiveJob class defined outside the app until it was named here:
@@ -162,6 +169,7 @@ module ActiveJob
         end
       end
       Cogworker.register(JobWrapper, as: SIDEKIQ_WRAPPER)
+      Cogworker.register(JobWrapper, as: SIDEKIQ_8_WRAPPER)
     end
   end
 end
