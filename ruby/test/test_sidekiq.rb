@@ -19,7 +19,12 @@ class TestSidekiq < Minitest::Test
     { 'REDIS_URL' => @redis.url, 'RAN_FILE' => @ran_file }
   end
 
-  def ran = File.exist?(@ran_file) ? File.readlines(@ran_file).map { |line| JSON.parse(line) } : []
+  # What the jobs recorded (a last line still being written waits for the next read).
+  def ran
+    return [] unless File.exist?(@ran_file)
+
+    File.readlines(@ran_file).select { |line| line.end_with?("\n") }.map { |line| JSON.parse(line) }
+  end
 
   def run_app(command)
     out, err, status = Open3.capture3(app_env, RbConfig.ruby, '-I', LIB, APP, command)

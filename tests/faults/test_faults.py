@@ -307,7 +307,8 @@ def spans(results: str) -> list[tuple[str, str, float, int]]:
     if not os.path.exists(results):
         return []
     with open(results, encoding="utf-8") as f:
-        rows = [line.split() for line in f if line.strip()]
+        # A last line still being written (no newline yet) waits for the next read.
+        rows = [line.split() for line in f if line.endswith("\n") and line.strip()]
     return [(what, token, float(at), int(pid)) for what, token, at, pid in rows]
 
 

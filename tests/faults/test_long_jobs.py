@@ -31,11 +31,14 @@ STRIDE = ITEMS // (len(EVENTS) + 2)
 
 
 def _lines(results: str) -> list[tuple[str, int, int]]:
-    """(`item`/`stopped`, index or cursor, pid) per line, in file order."""
+    """(`item`/`stopped`, index or cursor, pid) per line, in file order.
+    A last line still being written (no newline yet) is left for the next
+    read: a CI run once read one half-written."""
     if not os.path.exists(results):
         return []
     with open(results, encoding="utf-8") as f:
-        return [(kind, int(n), int(pid)) for kind, n, pid in (line.split() for line in f if line.strip())]
+        whole = [line for line in f if line.endswith("\n") and line.strip()]
+    return [(kind, int(n), int(pid)) for kind, n, pid in (line.split() for line in whole)]
 
 
 def _wait_items(results: str, count: int, limit: float) -> None:

@@ -96,8 +96,9 @@ class Setup:
         return proc.wait(30)
 
     def ran(self) -> Counter[str]:
+        """Runs per token (a last line still being written waits for the next read)."""
         with open(self.results) as f:
-            return Counter(line.strip() for line in f if line.strip())
+            return Counter(line.strip() for line in f if line.endswith("\n") and line.strip())
 
     def client(self) -> cogworker.Client:
         cogworker.configure(layout="sidekiq", sidekiq_version=6)
