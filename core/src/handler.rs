@@ -273,18 +273,17 @@ impl Registry {
     /// in them (the synchronous part of a closure or of `Middleware::call`
     /// included) or in the handler's `retry_in` is caught and reported as
     /// a failure; a failure carries the handler's retry delay when it has one.
-    /// `failures`: the job's failures so far, as its retry hook is given
+    /// `retry_count`: the job's failures so far, as its retry hook is given
     /// them ([`Delivery::failures`](crate::Delivery::failures)).
     pub(crate) async fn run(
         &self,
         job: &Job,
-        failures: u32,
+        retry_count: u32,
         handle: Option<crate::long_jobs::Running>,
     ) -> HandlerResult {
         let Some(handler) = self.handlers.get(job.class()).cloned() else {
             return Err(unknown_handler(job));
         };
-        let retry_count = failures;
         let next = Next {
             chain: self.middleware.clone(),
             index: 0,

@@ -165,10 +165,7 @@ async fn host_client_middleware(shared: &Shared, job: crate::job::Job) -> Option
 /// Claims `slot` and pushes its job in one script.
 async fn claim(shared: &Shared, entry: &Entry, slot: i64, now: f64) -> crate::error::Result<()> {
     let definition = &entry.definition;
-    let mut job = definition.job_for(&entry.pjid, slot, now);
-    // Its times as the layout writes them (Sidekiq 8: milliseconds).
-    job.set("created_at", shared.keys.job_time(now));
-    job.set("enqueued_at", shared.keys.job_time(now));
+    let job = definition.job_for(&entry.pjid, slot, &shared.keys.job_time(now));
     let pushes = &shared.periodic;
     let job = if pushes.host_client_middleware {
         match host_client_middleware(shared, job).await {

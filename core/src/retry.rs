@@ -85,11 +85,8 @@ pub(crate) fn plan_over_limit(
     let delay = base * (1.0 + rand::random_range(0.0..0.25)) + 0.01;
     let mut next = job.clone();
     next.set("over_limit", Value::from(count));
-    if !sidekiq {
-        // Sidekiq's poller would push an entry with `at` back onto the
-        // schedule (see sidekiq.rs); the score says when either way.
-        next.set("at", float(now + delay));
-    }
+    next.set("at", float(now + delay));
+    crate::sidekiq::as_scheduled(&mut next, sidekiq);
     FailurePlan {
         disposition: Disposition::Reschedule,
         score: now + delay,

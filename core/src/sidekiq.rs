@@ -39,6 +39,15 @@ pub(crate) fn stored_retry_count(failures: u32, sidekiq: bool) -> u32 {
     }
 }
 
+/// `job` as an entry of the schedule: its score says when, so in Sidekiq's
+/// layout it carries no `at` (Sidekiq's poller pushes an entry that has
+/// one back onto the schedule, for ever); cogworker's keeps it.
+pub(crate) fn as_scheduled(job: &mut crate::job::Job, sidekiq: bool) {
+    if sidekiq {
+        job.remove("at");
+    }
+}
+
 /// How many backtrace lines a job asks Sidekiq to keep (`backtrace`: true
 /// for all, a number for that many); `None` keeps none.
 pub(crate) fn backtrace_wanted(job: &crate::job::Job) -> Option<usize> {
@@ -68,13 +77,14 @@ pub(crate) fn compress_backtrace(lines: &[Value]) -> String {
 /// A stored `error_backtrace` as lines: an array (cogworker, Sidekiq
 /// before 6.0) or Sidekiq's compressed string; `None` for anything else.
 pub fn backtrace_lines(value: &Value) -> Option<Vec<String>> {
+    let lines = |lines: &[Value]| {
+        lines
+            .iter()
+            .map(|l| l.as_str().unwrap_or_default().to_string())
+            .collect()
+    };
     match value {
-        Value::Array(lines) => Some(
-            lines
-                .iter()
-                .map(|l| l.as_str().unwrap_or_default().to_string())
-                .collect(),
-        ),
+        Value::Array(array) => Some(lines(array)),
         Value::String(text) => {
             let packed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
             let compressed = base64::engine::general_purpose::STANDARD.decode(packed).ok()?;
@@ -83,12 +93,7 @@ pub fn backtrace_lines(value: &Value) -> Option<Vec<String>> {
             decoder.write_all(&compressed).ok()?;
             decoder.finish().ok()?;
             match serde_json::from_slice(&json).ok()? {
-                Value::Array(lines) => Some(
-                    lines
-                        .iter()
-                        .map(|l| l.as_str().unwrap_or_default().to_string())
-                        .collect(),
-                ),
+                Value::Array(array) => Some(lines(&array)),
                 _ => None,
             }
         }

@@ -63,22 +63,20 @@ async fn a_sidekiq_apps_jobs_run_on_cogworker_and_sidekiq_sees_it_work() {
     let pushed = sidekiq_client(&redis, &["push"]);
     let ran: Arc<Mutex<Vec<Value>>> = Arc::default();
     let gate = Arc::new(tokio::sync::Notify::new());
-    let (hard, wrapped, slow) = (ran.clone(), ran.clone(), gate.clone());
-    let worker = Worker::builder(sidekiq_config(&redis))
-        .register("HardJob", move |job| {
-            let ran = hard.clone();
+    let slow = gate.clone();
+    let mut builder = Worker::builder(sidekiq_config(&redis));
+    // A job class of the app and ActiveJob's wrapper: each records its args.
+    for class in ["HardJob", "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper"] {
+        let ran = ran.clone();
+        builder = builder.register(class, move |job| {
+            let ran = ran.clone();
             async move {
                 ran.lock().unwrap().push(json!(job.args_slice()));
                 Ok(())
             }
-        })
-        .register("ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper", move |job| {
-            let ran = wrapped.clone();
-            async move {
-                ran.lock().unwrap().push(json!(job.args_slice()));
-                Ok(())
-            }
-        })
+        });
+    }
+    let worker = builder
         .register("Failing", |_job| async move {
             Err(Failure::new("RuntimeError", "went wrong").with_backtrace(vec![
                 "app/jobs/failing.rb:3:in `perform'".into(),
@@ -327,28 +325,20 @@ async fn sidekiq_8s_job_times_are_milliseconds() {
         .await
         .unwrap();
     let stamps: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let (now_seen, later_seen) = (stamps.clone(), stamps.clone());
-    let worker = Worker::builder(config)
-        .register("Now", move |job| {
-            let seen = now_seen.clone();
+    let mut builder = Worker::builder(config);
+    for class in ["Now", "Later"] {
+        let seen = stamps.clone();
+        builder = builder.register(class, move |job| {
+            let seen = seen.clone();
             async move {
                 seen.lock()
                     .unwrap()
                     .push(job.get("enqueued_at").cloned().unwrap_or_default());
                 Ok(())
             }
-        })
-        .register("Later", move |job| {
-            let seen = later_seen.clone();
-            async move {
-                seen.lock()
-                    .unwrap()
-                    .push(job.get("enqueued_at").cloned().unwrap_or_default());
-                Ok(())
-            }
-        })
-        .build()
-        .unwrap();
+        });
+    }
+    let worker = builder.build().unwrap();
     let handle = worker.handle();
     let running = tokio::spawn(worker.run());
     wait_until("three jobs ran", Duration::from_secs(10), || {

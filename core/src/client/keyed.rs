@@ -27,10 +27,7 @@ impl Client {
         let destination = Destination::of_job(&self.keys, &job);
         let (target, mode) = match run_at {
             Some(_) => {
-                if self.keys.is_sidekiq() {
-                    // Its score says when (see sidekiq.rs).
-                    job.remove("at");
-                }
+                crate::sidekiq::as_scheduled(&mut job, self.keys.is_sidekiq());
                 (self.keys.schedule(), "schedule")
             }
             None => {

@@ -288,11 +288,7 @@ impl Client {
             }
             match job.run_at() {
                 Some(run_at) if run_at > at => {
-                    if self.keys.is_sidekiq() {
-                        // Its score says when; Sidekiq's poller would put
-                        // an entry with `at` back on the schedule (sidekiq.rs).
-                        job.remove("at");
-                    }
+                    crate::sidekiq::as_scheduled(&mut job, self.keys.is_sidekiq());
                     scheduled.push((run_at, job.to_json()))
                 }
                 _ => {

@@ -189,11 +189,7 @@ pub(super) async fn file(
         // Sidekiq counts every run it made as processed, failed ones too.
         .key(shared.keys.stat("processed", None))
         .key(shared.keys.stat("processed", Some(&today)))
-        .arg(if shared.keys.is_sidekiq() && stat == "failed" && !not_run {
-            "1"
-        } else {
-            "0"
-        })
+        .arg(if shared.keys.is_sidekiq() && !not_run { "1" } else { "0" })
         .invoke_async(&mut shared.redis.conn())
         .await?;
     deliver_callbacks(shared, &handed).await;

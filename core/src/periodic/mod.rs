@@ -7,7 +7,7 @@ mod pushes;
 pub(crate) use pushes::PeriodicPushes;
 
 use crate::error::{Error, Result};
-use crate::job::{float, new_jid, Job, Retry};
+use crate::job::{new_jid, Job, Retry};
 use chrono::{TimeZone, Utc};
 use croner::parser::{CronParser, Seconds, Year};
 use croner::Cron;
@@ -243,14 +243,15 @@ impl Periodic {
         })
     }
 
-    /// The job pushed for `slot` (epoch seconds).
-    pub(crate) fn job_for(&self, pjid: &str, slot: i64, now: f64) -> Job {
+    /// The job pushed for `slot` (epoch seconds), created and enqueued
+    /// at `now` (as the layout writes a job's time: `Keys::job_time`).
+    pub(crate) fn job_for(&self, pjid: &str, slot: i64, now: &Value) -> Job {
         let mut job = Job::new(self.class.clone())
             .args(self.args.iter().cloned())
             .queue(self.queue.clone())
             .jid(new_jid())
-            .field("created_at", float(now))
-            .field("enqueued_at", float(now))
+            .field("created_at", now.clone())
+            .field("enqueued_at", now.clone())
             .field("periodic_pjid", Value::String(pjid.to_string()))
             .field("periodic_slot", Value::from(slot));
         if let Some(retry) = self.retry {

@@ -109,13 +109,10 @@ module Sidekiq
 
       def sidekiq_retries_exhausted_block = (defined?(@sidekiq_retries_exhausted) ? @sidekiq_retries_exhausted : nil)
 
-      def perform_async(*args) = Client.push('class' => self, 'args' => args)
+      def perform_async(*args) = set({}).perform_async(*args)
 
       # Sidekiq's perform_in: seconds from now, or a Time.
-      def perform_in(interval, *args)
-        at = interval.is_a?(Time) ? interval.to_f : Time.now.to_f + interval.to_f
-        Client.push('class' => self, 'args' => args, 'at' => at)
-      end
+      def perform_in(interval, *args) = set({}).perform_in(interval, *args)
       alias perform_at perform_in
 
       # `HardJob.set(queue: 'low').perform_async(1)`.
