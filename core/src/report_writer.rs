@@ -78,6 +78,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
 /// it gives back what still runs (so a job goes back with its last
 /// checkpoint). What could not be written is kept for the next flush.
 pub(crate) async fn flush(shared: &Shared) -> redis::RedisResult<()> {
+    let _writing = shared.reports.writing.lock().await;
     let pending = shared.reports.take();
     if pending.is_empty() {
         return Ok(());
@@ -87,6 +88,27 @@ pub(crate) async fn flush(shared: &Shared) -> redis::RedisResult<()> {
         shared.reports.put_back(pending);
     }
     written
+}
+
+/// Writes the last reports of the runs that ended, now: the settle pass
+/// calls it before it records their outcomes, so a watcher, or a reader
+/// of the result, never sees a run's end before that run's last report (a
+/// retry that reported ended sooner than the writer's next pass showed
+/// the failed run's report as the last). Nothing to write costs a look at
+/// what is noted. What fails to be written is left for the writer.
+pub(crate) async fn write_ended(shared: &Shared) {
+    if !shared.reports.any_ended() {
+        return;
+    }
+    let _writing = shared.reports.writing.lock().await;
+    let pending = Pending {
+        ended: shared.reports.take_ended(),
+        ..Pending::default()
+    };
+    if let Err(e) = write(shared, &pending).await {
+        tracing::warn!("writing the last progress of ended runs failed (the writer retries): {e}");
+        shared.reports.put_back(pending);
+    }
 }
 
 async fn write(shared: &Shared, pending: &Pending) -> redis::RedisResult<()> {

@@ -7,88 +7,9 @@ mod common;
 
 use cogworker::{Api, Client, Error, Failure, Job, JobSet, Running, Worker};
 use common::*;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-/// The cursors each run of `Resume` began with, in order.
-type Starts = Arc<Mutex<Vec<Option<Value>>>>;
-
-/// A worker whose `Resume` handler records the cursor it began with,
-/// then does what its first argument says: `"fail"` checkpoints 5 and
-/// fails on its first run; `"interrupt"` checkpoints 7 and interrupts on
-/// its first run; `"until_stopping"` checkpoints a count until `stopping`,
-/// then interrupts. Later runs succeed.
-fn resuming_worker(config: cogworker::Config) -> (Worker, Starts) {
-    let starts: Starts = Default::default();
-    let seen = starts.clone();
-    let worker = Worker::builder(config)
-        .register("Resume", move |job| {
-            let seen = seen.clone();
-            async move {
-                let running = Running::current().expect("a worker runs it");
-                assert_eq!(running.jid(), job.jid_str());
-                let cursor = running.cursor();
-                assert_eq!(
-                    cursor.as_ref(),
-                    job.cursor(),
-                    "the job carries the cursor it resumes from"
-                );
-                let first = cursor.is_none();
-                seen.lock().unwrap().push(cursor);
-                let checkpoint = |n: i64| running.checkpoint(json!({"at": n})).unwrap();
-                match job.args_slice()[0].as_str().unwrap() {
-                    "fail" if first => {
-                        checkpoint(5);
-                        return Err(Failure::new("Flaky", "fails once"));
-                    }
-                    "interrupt" if first => {
-                        checkpoint(7);
-                        running.interrupt();
-                    }
-                    "overrun" if first => {
-                        checkpoint(3);
-                        // Past its time limit: stopped where it waits.
-                        tokio::time::sleep(Duration::from_secs(30)).await;
-                    }
-                    "until_stopping" if first => {
-                        let mut n = 0;
-                        while !running.stopping() {
-                            n += 1;
-                            checkpoint(n);
-                            tokio::time::sleep(Duration::from_millis(5)).await;
-                        }
-                        running.interrupt();
-                    }
-                    _ => {}
-                }
-                Ok(())
-            }
-        })
-        .register_blocking("BlockingResume", |_job| {
-            // A blocking handler finds its handle on its thread.
-            let running = Running::current().expect("a worker runs it");
-            if running.cursor().is_none() {
-                running.checkpoint(json!("blocking")).unwrap();
-                running.interrupt();
-            }
-            Ok(())
-        })
-        .retry_in("Resume", |_, _| Some(0.0))
-        .build()
-        .unwrap();
-    (worker, starts)
-}
-
-async fn wait_starts(starts: &Starts, n: usize) -> Vec<Option<Value>> {
-    let seen = starts.clone();
-    wait_until("the job ran again", Duration::from_secs(15), move || {
-        let seen = seen.clone();
-        async move { seen.lock().unwrap().len() >= n }
-    })
-    .await;
-    starts.lock().unwrap().clone()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_and_an_interruption_resume_from_the_checkpoint() {
@@ -391,6 +312,47 @@ async fn a_watcher_sees_each_report_then_the_end() {
             assert_eq!(end["percent"], 75.0);
         }
     }
+    handle.stop();
+    task.await.unwrap().unwrap();
+}
+
+/// A run that ends sooner than the writer's next pass (250 ms after its
+/// last) still has its last report written before its outcome: a retry
+/// that reported at once and succeeded showed, before, the failed run's
+/// report as the last, in the kept result and to a watcher, which ended
+/// without the retry's report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quick_runs_last_report_goes_before_its_end() {
+    use cogworker::WatchEvent;
+    let redis = TestRedis::start();
+    let config = redis.config();
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    let worker = Worker::builder(config)
+        .register("Quick", |_job| async move {
+            let running = Running::current().unwrap();
+            if running.cursor().is_none() {
+                running.progress(Some(50.0), Some("half"), None).unwrap();
+                running.checkpoint(json!(1)).unwrap();
+                return Err(Failure::new("Flaky", "fails once"));
+            }
+            running.progress(Some(100.0), Some("done"), None).unwrap();
+            Ok(())
+        })
+        .retry_in("Quick", |_, _| Some(0.0))
+        .build()
+        .unwrap();
+    let handle = worker.handle();
+    let task = tokio::spawn(worker.run());
+    let jid = client.push(Job::new("Quick").result_ttl(600.0)).await.unwrap().unwrap();
+    let (events, percents) = watched(&api, &jid, Duration::from_secs(15)).await;
+    assert_eq!(percents.last(), Some(&100.0), "{events:?}");
+    let Some(WatchEvent::Finished(end)) = events.last() else {
+        panic!("ends with the end: {events:?}")
+    };
+    assert_eq!(end["retry_count"], 1, "{end}");
+    assert_eq!(end["progress"]["percent"], 100.0, "{end}");
+    assert_eq!(end["progress"]["state"], "succeeded", "{end}");
     handle.stop();
     task.await.unwrap().unwrap();
 }

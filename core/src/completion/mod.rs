@@ -141,6 +141,9 @@ impl PendingMetrics {
 
 async fn settle(shared: &Shared, batch: Vec<Completion>, recorded: &mut HashSet<u64>, metrics: &mut PendingMetrics) {
     record_running(shared, &batch).await;
+    // The last progress of the runs settled here goes before their
+    // outcomes (noted when they ended, before their completions were sent).
+    crate::report_writer::write_ended(shared).await;
     let mut successes = Vec::new();
     let mut flushes = Vec::new();
     let mut ended = HashSet::new();

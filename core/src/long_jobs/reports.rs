@@ -15,6 +15,10 @@ pub(crate) struct Reports {
     pending: Mutex<Pending>,
     /// Something was noted (the writer waits on it).
     pub noted: Notify,
+    /// Held while reports are written: the writer's pass and the settle
+    /// pass's write of ended runs (`report_writer::write_ended`) never
+    /// overlap, so an older report never lands after a newer one.
+    pub writing: tokio::sync::Mutex<()>,
 }
 
 /// Reports noted and not yet written.
@@ -58,6 +62,17 @@ impl Reports {
     pub(crate) fn checkpoint(&self, token: u64) {
         self.pending.lock().unwrap().checkpoints.insert(token);
         self.noted.notify_one();
+    }
+
+    /// The last reports of the runs that ended, to write now (the rest
+    /// stays noted for the writer).
+    pub(crate) fn take_ended(&self) -> HashMap<String, (String, u64)> {
+        std::mem::take(&mut self.pending.lock().unwrap().ended)
+    }
+
+    /// Is a run's last report waiting to be written?
+    pub(crate) fn any_ended(&self) -> bool {
+        !self.pending.lock().unwrap().ended.is_empty()
     }
 
     /// Everything noted, to write now.

@@ -458,3 +458,87 @@ pub fn reporting_worker(
         .unwrap();
     (worker, release)
 }
+
+/// The cursors each run of `Resume` began with, in order.
+pub type ResumeStarts = Arc<Mutex<Vec<Option<serde_json::Value>>>>;
+
+/// A worker whose `Resume` handler records the cursor it began with,
+/// then does what its first argument says: `"fail"` reports 50%,
+/// checkpoints 5 and fails on its first run (retried at once); `"interrupt"` checkpoints 7 and interrupts on
+/// its first run; `"until_stopping"` checkpoints a count until `stopping`,
+/// then interrupts. Later runs report 100% and succeed.
+pub fn resuming_worker(config: Config) -> (Worker, ResumeStarts) {
+    let starts: ResumeStarts = Default::default();
+    let seen = starts.clone();
+    let worker = Worker::builder(config)
+        .register("Resume", move |job| {
+            let seen = seen.clone();
+            async move {
+                let running = cogworker::Running::current().expect("a worker runs it");
+                assert_eq!(running.jid(), job.jid_str());
+                let cursor = running.cursor();
+                assert_eq!(
+                    cursor.as_ref(),
+                    job.cursor(),
+                    "the job carries the cursor it resumes from"
+                );
+                let first = cursor.is_none();
+                seen.lock().unwrap().push(cursor);
+                let checkpoint = |n: i64| running.checkpoint(serde_json::json!({"at": n})).unwrap();
+                match job.args_slice()[0].as_str().unwrap() {
+                    "fail" if first => {
+                        running.progress(Some(50.0), Some("half"), None).unwrap();
+                        checkpoint(5);
+                        return Err(cogworker::Failure::new("Flaky", "fails once"));
+                    }
+                    "interrupt" if first => {
+                        checkpoint(7);
+                        running.interrupt();
+                    }
+                    "overrun" if first => {
+                        checkpoint(3);
+                        // Past its time limit: stopped where it waits.
+                        tokio::time::sleep(Duration::from_secs(30)).await;
+                    }
+                    "until_stopping" if first => {
+                        let mut n = 0;
+                        while !running.stopping() {
+                            n += 1;
+                            checkpoint(n);
+                            tokio::time::sleep(Duration::from_millis(5)).await;
+                        }
+                        running.interrupt();
+                    }
+                    _ => {}
+                }
+                if !first {
+                    running.progress(Some(100.0), Some("done"), None).unwrap();
+                }
+                Ok(())
+            }
+        })
+        .register_blocking("BlockingResume", |_job| {
+            // A blocking handler finds its handle on its thread.
+            let running = cogworker::Running::current().expect("a worker runs it");
+            if running.cursor().is_none() {
+                running.checkpoint(serde_json::json!("blocking")).unwrap();
+                running.interrupt();
+            }
+            Ok(())
+        })
+        .retry_in("Resume", |_, _| Some(0.0))
+        .build()
+        .unwrap();
+    (worker, starts)
+}
+
+/// Waits until `Resume` has begun `n` runs; the cursors each began with.
+pub async fn wait_starts(starts: &ResumeStarts, n: usize) -> Vec<Option<serde_json::Value>> {
+    let seen = starts.clone();
+    wait_until("the job ran again", Duration::from_secs(15), move || {
+        let seen = seen.clone();
+        async move { seen.lock().unwrap().len() >= n }
+    })
+    .await;
+    starts.lock().unwrap().clone()
+}
