@@ -2,7 +2,9 @@
 //! appends each token whose push returned to a file: the Rust producer of
 //! the failover soak (`tests/faults/test_failover.py`).
 //! `push_stream PREFIX FILE` with Redis from COGWORKER_REDIS_URL and
-//! STREAM_MIN_REPLICAS_ACKED (default 0), STREAM_NAMESPACE (default
+//! STREAM_MIN_REPLICAS_ACKED (default 0; with STREAM_DURABLE_BY=push
+//! each push asks it with its own option instead of the client's
+//! setting), STREAM_NAMESPACE (default
 //! cogworker's), STREAM_PAUSE_MS between pushes (default 2) and
 //! STREAM_SECONDS (default 600). A failed push (Redis
 //! unreachable, `NotReplicated`) is not retried: its token is not written.
@@ -24,7 +26,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::process::exit(2);
     };
     let mut config = Config::from_env()?;
-    config.set_min_replicas_acked(env_number("STREAM_MIN_REPLICAS_ACKED", 0) as i64)?;
+    let replicas = env_number("STREAM_MIN_REPLICAS_ACKED", 0);
+    let per_push = std::env::var("STREAM_DURABLE_BY").as_deref() == Ok("push");
+    if !per_push {
+        config.set_min_replicas_acked(replicas as i64)?;
+    }
     if let Ok(namespace) = std::env::var("STREAM_NAMESPACE") {
         config.set_namespace(&namespace)?;
     }
@@ -39,7 +45,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             break;
         }
         let token = format!("{prefix}{n:08}");
-        let push = client.push(Job::new("Account").args(vec![token.clone().into(), 0.into()]));
+        let mut job = Job::new("Account").args(vec![token.clone().into(), 0.into()]);
+        if per_push {
+            job = job.min_replicas_acked(replicas as u32);
+        }
+        let push = client.push(job);
         tokio::select! {
             _ = term.recv() => break,
             outcome = push => match outcome {

@@ -303,6 +303,9 @@ impl Run {
         if let Some(cursor) = options.get("cursor") {
             job = job.with_cursor(cursor.clone());
         }
+        if let Some(replicas) = options["min_replicas_acked"].as_u64() {
+            job = job.min_replicas_acked(replicas as u32);
+        }
         for name in options.as_object().into_iter().flat_map(|o| o.keys()) {
             let known = [
                 "result_ttl",
@@ -323,6 +326,7 @@ impl Run {
                 "replace",
                 "sequence",
                 "cursor",
+                "min_replicas_acked",
             ];
             assert!(
                 known.contains(&name.as_str()),
@@ -409,6 +413,7 @@ impl Run {
             let error = self.client.push(Self::push_job(step)).await.unwrap_err();
             let kind = match &error {
                 cogworker::Error::OverLimit { .. } => "OverLimit",
+                cogworker::Error::NotReplicated { .. } => "NotReplicated",
                 cogworker::Error::InvalidJob { .. } => "InvalidJob",
                 cogworker::Error::InvalidArgument { .. } => "InvalidArgument",
                 _ => "another error",
@@ -666,9 +671,16 @@ impl Run {
         } else if let Some(queue) = step["await_queued"].as_str() {
             let (api, queue) = (self.api.clone(), queue.to_string());
             let (class, args, has) = (step["class"].clone(), step["args"].clone(), step["has"].clone());
+            let lacks = step["lacks"].as_str().map(str::to_string);
             wait_until(&format!("a {class} job on {queue}"), Duration::from_secs(15), || {
-                let (api, queue, class, args, has) =
-                    (api.clone(), queue.clone(), class.clone(), args.clone(), has.clone());
+                let (api, queue, class, args, has, lacks) = (
+                    api.clone(),
+                    queue.clone(),
+                    class.clone(),
+                    args.clone(),
+                    has.clone(),
+                    lacks.clone(),
+                );
                 async move {
                     let raw = api.queue_jobs(&queue, 0, 1000).await.unwrap();
                     let jobs: Vec<Value> = raw.iter().map(|r| serde_json::from_slice(r).unwrap()).collect();
@@ -676,7 +688,10 @@ impl Run {
                         .iter()
                         .filter(|j| j["class"] == class && j["args"] == args)
                         .collect();
-                    let stamped = |job: &&Value| has.as_object().into_iter().flatten().all(|(k, v)| &job[k] == v);
+                    let stamped = |job: &&Value| {
+                        has.as_object().into_iter().flatten().all(|(k, v)| &job[k] == v)
+                            && lacks.as_deref().is_none_or(|field| job.get(field).is_none())
+                    };
                     !found.is_empty() && found.iter().all(stamped)
                 }
             })

@@ -79,12 +79,7 @@ async fn a_push_waits_for_its_replicas_and_says_so_when_they_do_not_confirm() {
     assert_eq!(llen(&mut master_conn, "cogworker:queue:default").await, 3);
     // The replica gone: none confirms.
     replica.kill();
-    match client.push(Job::new("Step")).await {
-        Err(Error::NotReplicated {
-            acked: 0, wanted: 1, ..
-        }) => {}
-        other => panic!("NotReplicated: {other:?}"),
-    }
+    not_replicated(client.push(Job::new("Step")).await, 0, 1);
     // Checked where set.
     let mut bad = master.config();
     assert_eq!(
@@ -95,6 +90,64 @@ async fn a_push_waits_for_its_replicas_and_says_so_when_they_do_not_confirm() {
         bad.set_replica_ack_timeout(30.0).unwrap_err().field(),
         Some("replica_ack_timeout")
     );
+}
+
+/// Durability chosen per push (`Job::min_replicas_acked`, the push option
+/// of every language): it stands in for the client's setting for that
+/// push, a bulk push waits for the most any job asks, and it is taken off
+/// the job before it is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_may_choose_its_own_durability() {
+    let master = TestRedis::start();
+    let port = master.port.to_string();
+    let replica = TestRedis::start_with(&["--replicaof", "127.0.0.1", &port]);
+    let mut replica_conn = replica.conn().await;
+    wait_replica_online(&master.conn().await, replica.port).await;
+    let mut config = master.config();
+    config.set_replica_ack_timeout(5.0).unwrap();
+    let plain = Client::new(&config).unwrap();
+    // One replica asked by a client that asks none: on the replica when
+    // the push returns, and stored without the option.
+    let jid = plain
+        .push(Job::new("Step").min_replicas_acked(1))
+        .await
+        .unwrap()
+        .unwrap();
+    let on_replica: Vec<String> = redis::AsyncCommands::lrange(&mut replica_conn, "cogworker:queue:default", 0, -1)
+        .await
+        .unwrap();
+    assert_eq!(on_replica.len(), 1, "{on_replica:?}");
+    assert!(on_replica[0].contains(&jid), "{on_replica:?}");
+    assert!(!on_replica[0].contains("min_replicas_acked"), "{}", on_replica[0]);
+    // A bulk push waits for the most any of its jobs asks: two, of one.
+    config.set_replica_ack_timeout(0.2).unwrap();
+    let plain = Client::new(&config).unwrap();
+    let bulk = vec![
+        Job::new("Step"),
+        Job::new("Step").min_replicas_acked(2),
+        Job::new("Step"),
+    ];
+    not_replicated(plain.push_bulk(bulk).await, 1, 2);
+    let mut master_conn = master.conn().await;
+    assert_eq!(
+        llen(&mut master_conn, "cogworker:queue:default").await,
+        4,
+        "queued all the same"
+    );
+    // A client that waits for two: a push asking none returns at once.
+    config.set_min_replicas_acked(2).unwrap();
+    let wanting_two = Client::new(&config).unwrap();
+    wanting_two.push(Job::new("Step").min_replicas_acked(0)).await.unwrap();
+    not_replicated(wanting_two.push(Job::new("Step")).await, 1, 2);
+    // Out of range: refused before anything is written, naming it.
+    let err = plain
+        .push_bulk(vec![Job::new("Step"), Job::new("Step").min_replicas_acked(17)])
+        .await
+        .unwrap_err();
+    assert_eq!(err.field(), Some("jobs[1].min_replicas_acked"), "{err}");
+    let raw = Job::from_value(serde_json::json!({"class": "Step", "min_replicas_acked": "one"}));
+    assert_eq!(raw.unwrap_err().field(), Some("min_replicas_acked"));
+    assert_eq!(llen(&mut master_conn, "cogworker:queue:default").await, 6);
 }
 
 /// Is the job `jid` on `queue` of the replica `node` (READONLY: a
@@ -118,12 +171,16 @@ fn durable(config: &mut cogworker::Config, timeout: f64) -> Client {
     Client::new(config).unwrap()
 }
 
-fn not_replicated(outcome: cogworker::Result<Option<String>>) {
+/// `outcome` is `NotReplicated`: `acked` of the `wanted` replicas
+/// confirmed the push.
+fn not_replicated<T: std::fmt::Debug>(outcome: cogworker::Result<T>, acked: u32, wanted: u32) {
     match outcome {
         Err(Error::NotReplicated {
-            acked: 0, wanted: 1, ..
-        }) => {}
-        other => panic!("NotReplicated: {other:?}"),
+            acked: got,
+            wanted: asked,
+            ..
+        }) if (got, asked) == (acked, wanted) => {}
+        other => panic!("NotReplicated, {acked} of {wanted}: {other:?}"),
     }
 }
 
@@ -133,7 +190,7 @@ fn not_replicated(outcome: cogworker::Result<Option<String>>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_a_cluster_a_durable_push_waits_for_the_replicas_of_the_masters_it_wrote_to() {
     let mut cluster = common::cluster::Cluster::start();
-    not_replicated(durable(&mut cluster.config(), 0.3).push(Job::new("Step")).await);
+    not_replicated(durable(&mut cluster.config(), 0.3).push(Job::new("Step")).await, 0, 1);
     let client = durable(&mut cluster.config(), 5.0);
     // The namespace's node gets a replica: confirmed, and on it.
     let owner = cluster.owner_index().await;
@@ -150,6 +207,8 @@ async fn on_a_cluster_a_durable_push_waits_for_the_replicas_of_the_masters_it_wr
         durable(&mut config.clone(), 0.3)
             .push(Job::new("Step").queue(&queues[owner]))
             .await,
+        0,
+        1,
     );
     let sharded = durable(&mut config, 5.0);
     for master in (0..queues.len()).filter(|&m| m != owner) {

@@ -57,6 +57,7 @@ class PushOptions(TypedDict, total=False):
     timeout: Delay
     bid: str
     cursor: Any
+    min_replicas_acked: int
 
 
 # The batch a push in this thread or task joins (inside ``with batch:``;

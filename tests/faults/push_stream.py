@@ -1,7 +1,7 @@
 """Pushes numbered jobs one by one until SIGTERM (or the deadline), and
 appends each token whose push returned to a file: the Python producer of
 the failover soak. `python push_stream.py PREFIX FILE`, Redis from
-COGWORKER_REDIS_URL, STREAM_MIN_REPLICAS_ACKED, STREAM_NAMESPACE,
+COGWORKER_REDIS_URL, STREAM_MIN_REPLICAS_ACKED, STREAM_DURABLE_BY, STREAM_NAMESPACE,
 STREAM_PAUSE_MS and STREAM_SECONDS as core/examples/push_stream.rs reads
 them. A failed push
 is not retried: its token is not written."""
@@ -19,7 +19,11 @@ import cogworker
 def main(prefix: str, path: str) -> None:
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
-    cogworker.configure(min_replicas_acked=int(os.environ.get("STREAM_MIN_REPLICAS_ACKED", "0")))
+    replicas = int(os.environ.get("STREAM_MIN_REPLICAS_ACKED", "0"))
+    # Each push asks for its replicas itself, or the client's setting does.
+    per_push = {"min_replicas_acked": replicas} if os.environ.get("STREAM_DURABLE_BY") == "push" else {}
+    if not per_push:
+        cogworker.configure(min_replicas_acked=replicas)
     if "STREAM_NAMESPACE" in os.environ:
         cogworker.configure(namespace=os.environ["STREAM_NAMESPACE"])
     client = cogworker.Client()
@@ -31,7 +35,7 @@ def main(prefix: str, path: str) -> None:
             token = f"{prefix}{n:08d}"
             n += 1
             try:
-                client.enqueue("Account", token, 0)
+                client.enqueue("Account", token, 0, **per_push)
             except cogworker.RedisError:
                 failed += 1
             else:

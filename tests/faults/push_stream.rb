@@ -3,7 +3,7 @@
 # Pushes numbered jobs one by one until SIGTERM (or the deadline), and
 # appends each token whose push returned to a file: the Ruby producer of
 # the failover soak. `ruby push_stream.rb PREFIX FILE`, Redis from
-# COGWORKER_REDIS_URL, STREAM_MIN_REPLICAS_ACKED, STREAM_NAMESPACE,
+# COGWORKER_REDIS_URL, STREAM_MIN_REPLICAS_ACKED, STREAM_DURABLE_BY, STREAM_NAMESPACE,
 # STREAM_PAUSE_MS and STREAM_SECONDS as core/examples/push_stream.rs reads
 # them. A failed push
 # is not retried: its token is not written.
@@ -12,10 +12,11 @@ require 'cogworker'
 prefix, path = ARGV
 stopping = false
 Signal.trap('TERM') { stopping = true }
-settings = {
-  redis_url: ENV.fetch('COGWORKER_REDIS_URL'),
-  min_replicas_acked: Integer(ENV.fetch('STREAM_MIN_REPLICAS_ACKED', '0'))
-}
+replicas = Integer(ENV.fetch('STREAM_MIN_REPLICAS_ACKED', '0'))
+# Each push asks for its replicas itself, or the client's setting does.
+per_push = ENV['STREAM_DURABLE_BY'] == 'push' ? { min_replicas_acked: replicas } : {}
+settings = { redis_url: ENV.fetch('COGWORKER_REDIS_URL') }
+settings[:min_replicas_acked] = replicas if per_push.empty?
 settings[:namespace] = ENV.fetch('STREAM_NAMESPACE') if ENV.key?('STREAM_NAMESPACE')
 config = Cogworker::Config.new(**settings)
 client = Cogworker::Client.new(config)
@@ -28,7 +29,7 @@ File.open(path, 'a') do |out|
     token = format('%<prefix>s%<n>08d', prefix: prefix, n: n)
     n += 1
     begin
-      client.push('Account', [token, 0])
+      client.push('Account', [token, 0], **per_push)
       out.puts(token)
       pushed += 1
     rescue Cogworker::RedisError

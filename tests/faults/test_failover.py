@@ -59,31 +59,35 @@ def lines(path: str) -> list[str]:
         return [line.strip() for line in f if line.strip()]
 
 
-Producer = tuple[str, int, subprocess.Popen[bytes], str]
+Producer = tuple[str, str, subprocess.Popen[bytes], str]
+
+# How a producer pushes: without durability, with the client's setting
+# min_replicas_acked = 1, or with each push's own option of that name.
+MODES = {
+    "plain": {"STREAM_MIN_REPLICAS_ACKED": "0"},
+    "client": {"STREAM_MIN_REPLICAS_ACKED": "1", "STREAM_DURABLE_BY": "client"},
+    "push": {"STREAM_MIN_REPLICAS_ACKED": "1", "STREAM_DURABLE_BY": "push"},
+}
+DURABLE = ("client", "push")
 
 
-def start_producers(tmp_path, ns: Namespace, url: str, namespace: str, modes=(0, 1)) -> list[Producer]:
-    """A producer per language and per `min_replicas_acked` in `modes`,
+def start_producers(tmp_path, ns: Namespace, url: str, namespace: str, modes=tuple(MODES)) -> list[Producer]:
+    """A producer per language and per mode of `MODES` in `modes`,
     pushing to `url` (keys under `namespace`), once each has pushed."""
     producers = []
     for language in LANGUAGES:
-        for durable in modes:
-            path = str(tmp_path / f"{language}-{durable}.txt")
-            log = open(tmp_path / f"{language}-{durable}.log", "ab")
-            env = {
-                **os.environ,
-                "COGWORKER_REDIS_URL": url,
-                "STREAM_NAMESPACE": namespace,
-                "STREAM_MIN_REPLICAS_ACKED": str(durable),
-            }
+        for mode in modes:
+            path = str(tmp_path / f"{language}-{mode}.txt")
+            log = open(tmp_path / f"{language}-{mode}.log", "ab")
+            env = {**os.environ, "COGWORKER_REDIS_URL": url, "STREAM_NAMESPACE": namespace, **MODES[mode]}
             proc = subprocess.Popen(
-                ns.prefix + producer(language, f"{language}{durable}-", path),
+                ns.prefix + producer(language, f"{language}-{mode}-", path),
                 env=env,
                 stdout=log,
                 stderr=log,
                 stdin=subprocess.DEVNULL,
             )
-            producers.append((language, durable, proc, path))
+            producers.append((language, mode, proc, path))
     deadline = time.monotonic() + 60
     while not all(os.path.exists(p) and lines(p) for *_, p in producers):
         assert time.monotonic() < deadline, "a producer pushed nothing in 60 s"
@@ -95,13 +99,14 @@ def stop_producers(tmp_path, producers: list[Producer]) -> None:
     for *_, proc, _ in producers:
         proc.send_signal(signal.SIGTERM)
     codes = [proc.wait(30) for *_, proc, _ in producers]
-    assert codes == [0] * len(producers), (codes, (tmp_path / "rust-1.log").read_text()[-3000:])
+    first_log = tmp_path / f"{producers[0][0]}-{producers[0][1]}.log"
+    assert codes == [0] * len(producers), (codes, first_log.read_text()[-3000:])
 
 
 def producers_through_failovers(
     tmp_path, ns: Namespace, url: str, namespace: str, fail_over, master, name: str
-) -> dict[tuple[str, int], int]:
-    """The six producers against `url` (keys under `namespace`) while
+) -> dict[tuple[str, str], int]:
+    """The nine producers (three languages, three modes) against `url` (keys under `namespace`) while
     `fail_over()` runs FAILOVERS times; then each producer's acknowledged
     pushes looked for on `master()`. Reports a row per producer and
     returns how many each lost."""
@@ -116,12 +121,12 @@ def producers_through_failovers(
         for raw in master().lrange(f"{namespace}:queue:default", 0, -1)
     }
     lost = {}
-    for language, durable, _, path in producers:
+    for language, mode, _, path in producers:
         acknowledged = lines(path)
         missing = [t for t in acknowledged if t not in queued]
-        lost[(language, durable)] = len(missing)
+        lost[(language, mode)] = len(missing)
         report(
-            f"{FAILOVERS} {name} failovers, {language} pushes, min_replicas_acked={durable}",
+            f"{FAILOVERS} {name} failovers, {language} pushes, {mode}",
             _Row(len(acknowledged), len(missing)),
             failovers=FAILOVERS,
             behind_s=BEHIND_S,
@@ -140,7 +145,7 @@ def test_durable_pushes_survive_sentinel_failovers(tmp_path):
             lambda: sentinels.master().client(),
             "Sentinel",
         )
-        assert all(lost[(language, 1)] == 0 for language in LANGUAGES), lost
+        assert all(lost[(language, mode)] == 0 for language in LANGUAGES for mode in DURABLE), lost
 
 
 def test_durable_pushes_survive_cluster_failovers(tmp_path):
@@ -151,7 +156,7 @@ def test_durable_pushes_survive_cluster_failovers(tmp_path):
         lost = producers_through_failovers(
             tmp_path, ns, cluster.url, namespace, cluster.fail_over, cluster.master_client, "Cluster"
         )
-        assert all(lost[(language, 1)] == 0 for language in LANGUAGES), lost
+        assert all(lost[(language, mode)] == 0 for language in LANGUAGES for mode in DURABLE), lost
 
 
 class _Row:
@@ -188,7 +193,7 @@ def workers_and_producers_through(tmp_path, name: str, disturb, kills_of, sentin
         # every disturbance; then the producers.
         millis = 5 if SOAK else 20
         backlog = push_jobs(cluster.harness_url, JOBS, millis, namespace=namespace, min_replicas_acked=1)
-        producers = start_producers(tmp_path, ns, cluster.url, namespace, modes=(1,))
+        producers = start_producers(tmp_path, ns, cluster.url, namespace, modes=("client",))
         for round in range(FAILOVERS):
             time.sleep(1)
             disturb(cluster, round)

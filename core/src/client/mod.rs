@@ -60,6 +60,10 @@ pub struct Client {
     middleware: ClientChain,
     /// What it was made from (`cogworker bench` makes a worker of it).
     config: Arc<Config>,
+    /// How many replicas its pushes wait for: the config's
+    /// `min_replicas_acked`, or for one push what its jobs ask
+    /// ([`Job::min_replicas_acked`]).
+    replicas_wanted: u32,
 }
 
 impl Client {
@@ -70,6 +74,7 @@ impl Client {
             keys: Keys::for_config(config),
             middleware: ClientChain::default(),
             config: Arc::new(config.clone()),
+            replicas_wanted: config.min_replicas_acked(),
         })
     }
 
@@ -146,6 +151,24 @@ impl Client {
     /// not see either: like the steps after it, which the engine pushes,
     /// none may be dropped or changed.
     pub(crate) async fn push_counting(&self, mut jobs: Vec<Job>, precounted: bool) -> Result<Vec<Option<String>>> {
+        // A job that asks for its own durability (a push option, taken
+        // off it here) sets the replicas this push waits for: the most
+        // any asks, else the client's.
+        let asked = jobs.iter_mut().filter_map(Job::take_min_replicas_acked).max();
+        match asked {
+            Some(wanted) if wanted != self.replicas_wanted => {
+                let client = Client {
+                    replicas_wanted: wanted,
+                    ..self.clone()
+                };
+                client.push_counting_as_set(jobs, precounted).await
+            }
+            _ => self.push_counting_as_set(jobs, precounted).await,
+        }
+    }
+
+    /// [`Client::push_counting`], waiting for `replicas_wanted` replicas.
+    async fn push_counting_as_set(&self, mut jobs: Vec<Job>, precounted: bool) -> Result<Vec<Option<String>>> {
         let span = crate::trace::push_span(&mut jobs);
         let jids = self.write_jobs(jobs, precounted).instrument(span.clone()).await?;
         self.confirm_replicated().await?;
@@ -165,7 +188,7 @@ impl Client {
     /// on its queues' masters and the namespace's) every master, answering
     /// with the fewest replicas any of them confirmed.
     async fn confirm_replicated(&self) -> Result<()> {
-        let wanted = self.config.min_replicas_acked();
+        let wanted = self.replicas_wanted;
         if wanted == 0 {
             return Ok(());
         }
@@ -474,7 +497,7 @@ impl Client {
         // A durable push's WAIT answers for the writes of its own
         // connection only: every push then goes through the shared one,
         // where the WAIT follows it (see confirm_replicated).
-        let conn = || match self.config.min_replicas_acked() {
+        let conn = || match self.replicas_wanted {
             0 => self.redis.conn_for_push(),
             _ => self.redis.conn(),
         };

@@ -78,6 +78,9 @@ pub struct PushRequest {
     /// Where a long job starts (see [`crate::long_jobs`]): its handler
     /// resumes from this cursor, as after a checkpoint.
     pub cursor: Option<Value>,
+    /// A durable push: it returns once this many replicas have the job
+    /// (for this push, instead of the client's `min_replicas_acked`).
+    pub min_replicas_acked: Option<i64>,
 }
 
 /// The options of a push, the same in every language (Python keywords,
@@ -174,6 +177,10 @@ pub const PUSH_OPTIONS: &[(&str, &str)] = &[
     (
         "cursor",
         "where a long job starts, as if it had checkpointed this JSON value (see docs/long-jobs.md)",
+    ),
+    (
+        "min_replicas_acked",
+        "a durable push: return only once this many replicas have the job, else raise NotReplicated (for this push, instead of the client's setting; 0 waits for none)",
     ),
     ("traceparent", "the W3C trace context the job continues"),
     ("tracestate", "the W3C trace state that goes with traceparent"),
@@ -345,6 +352,10 @@ impl PushRequest {
                 }
                 Err(other) => return Err(other),
             },
+            "min_replicas_acked" => match value {
+                HostValue::Int(replicas) => self.min_replicas_acked = Some(*replicas),
+                other => return Err(Error::invalid_value(name, other, "must be a whole number from 0 to 16")),
+            },
             "bid" => match value {
                 HostValue::Text(bid) => self.bid = Some(bid.clone()),
                 other => return Err(Error::invalid_value(name, other, "must be a batch id")),
@@ -486,6 +497,9 @@ impl PushRequest {
         }
         if let Some(cursor) = self.cursor {
             job = job.field("cursor", cursor);
+        }
+        if let Some(replicas) = self.min_replicas_acked {
+            job = job.field("min_replicas_acked", Value::from(replicas));
         }
         job.validate()?;
         Ok(job)
@@ -694,6 +708,26 @@ mod tests {
         ] {
             let err = PushRequest::job("A", &[], &[option(name, value)]).unwrap_err();
             assert_eq!(err.field(), Some(name), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_durable_push_option_is_a_whole_number_of_replicas() {
+        let job = PushRequest::job("A", &[], &[option("min_replicas_acked", HostValue::Int(2))]).unwrap();
+        assert_eq!(job.get("min_replicas_acked"), Some(&json!(2)));
+        for value in [
+            HostValue::Int(17),
+            HostValue::Int(-1),
+            HostValue::Int(i64::MAX),
+            HostValue::BigInt("1".repeat(40)),
+            HostValue::Float(f64::NAN),
+            HostValue::Float(1e300),
+            HostValue::Float(1.0),
+            HostValue::Text("1".into()),
+            HostValue::Bool(true),
+        ] {
+            let err = PushRequest::job("A", &[], &[option("min_replicas_acked", value.clone())]).unwrap_err();
+            assert_eq!(err.field(), Some("min_replicas_acked"), "{value:?}: {err}");
         }
     }
 

@@ -188,6 +188,19 @@ impl Job {
         self.fields_mut().insert("keep_expired".into(), Value::Bool(true));
         self
     }
+    /// A durable push of this job: the push returns only once `replicas`
+    /// replicas have it, else fails with [`crate::Error::NotReplicated`]
+    /// (the job queued on the master). It stands in for the client's
+    /// [`crate::Config::set_min_replicas_acked`] for this push; 0 waits for
+    /// none where the client would. A bulk push waits once, for the most
+    /// any of its jobs asks. A push option, not a job field: the push
+    /// takes it off the job before it writes it. Above 16 the push is
+    /// refused, naming it.
+    pub fn min_replicas_acked(mut self, replicas: u32) -> Self {
+        self.fields_mut()
+            .insert("min_replicas_acked".into(), Value::from(replicas));
+        self
+    }
     /// Runs only within the rate limiters `names` (see [`crate::limiter::Limit`]):
     /// each is taken before a slot runs the job; over one, the job is
     /// rescheduled (not failed, not a retry) until it gets its turn, at most

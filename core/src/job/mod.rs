@@ -309,6 +309,18 @@ impl Job {
     pub fn fields(&self) -> &Map<String, Value> {
         &self.fields
     }
+    /// Takes the push option `min_replicas_acked` off the job (see
+    /// [`Job::min_replicas_acked`]): how many replicas its push waits for,
+    /// or `None` where it asks nothing. A value out of range is left on the
+    /// job for its validation to refuse, naming it.
+    pub(crate) fn take_min_replicas_acked(&mut self) -> Option<u32> {
+        let wanted = self.fields.get("min_replicas_acked")?.as_u64()?;
+        if wanted > crate::config::MAX_REPLICAS_ACKED as u64 {
+            return None;
+        }
+        self.remove("min_replicas_acked");
+        Some(wanted as u32)
+    }
     pub(crate) fn set(&mut self, key: &str, value: Value) {
         self.fields_mut().insert(key.to_string(), value);
     }

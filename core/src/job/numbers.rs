@@ -35,6 +35,8 @@ enum Rule {
     Cap,
     /// A backlog cap, 1 to [`super::GROUP_BACKLOG_MAX`].
     Backlog,
+    /// A number of replicas, 0 to [`crate::config::MAX_REPLICAS_ACKED`].
+    Replicas,
 }
 
 /// Every numeric field a pusher may set, with its rule and whether a
@@ -57,6 +59,9 @@ const FIELDS: &[(&str, Rule, bool)] = &[
     ("debounce", Rule::Duration, false),
     ("debounce_max", Rule::Duration, false),
     ("throttle", Rule::Duration, false),
+    // A push option, taken off the job before it is written (see
+    // `Job::take_min_replicas_acked`): a worker never acts on it.
+    ("min_replicas_acked", Rule::Replicas, false),
 ];
 
 impl Rule {
@@ -76,6 +81,9 @@ impl Rule {
             Rule::Backlog => value
                 .as_u64()
                 .is_some_and(|most| (1..=super::GROUP_BACKLOG_MAX).contains(&most)),
+            Rule::Replicas => value
+                .as_u64()
+                .is_some_and(|replicas| replicas <= crate::config::MAX_REPLICAS_ACKED as u64),
         }
     }
 
@@ -88,6 +96,7 @@ impl Rule {
             Rule::Priority => "must be a whole number from 0 (last) to 9 (first)",
             Rule::Cap => "must be a whole number from 1 to 1000000",
             Rule::Backlog => "must be a whole number from 1 to 1000000000",
+            Rule::Replicas => "must be a whole number from 0 to 16",
         }
     }
 }
@@ -156,6 +165,12 @@ mod tests {
             ("retry", json!(2.5)),
             ("retry", json!(1e300)),
             ("priority", json!(10)),
+            ("min_replicas_acked", json!(17)),
+            ("min_replicas_acked", json!(-1)),
+            ("min_replicas_acked", json!(1.5)),
+            ("min_replicas_acked", json!(1e300)),
+            ("min_replicas_acked", json!("1")),
+            ("min_replicas_acked", Value::Null),
         ] {
             assert_eq!(refused(field, bad.clone()).as_deref(), Some(field), "{field} = {bad}");
         }
@@ -163,6 +178,8 @@ mod tests {
             ("at", json!(1_700_000_000.5)),
             ("retry", json!(false)),
             ("priority", json!(0)),
+            ("min_replicas_acked", json!(0)),
+            ("min_replicas_acked", json!(16)),
         ] {
             assert_eq!(refused(field, good.clone()), None, "{field} = {good}");
         }
