@@ -956,6 +956,73 @@ async fn sharded_by_queue_cancellation_and_expiry_across_masters() {
     assert!(held.is_empty(), "{held:?}");
 }
 
+/// `shard_by_queue`: long jobs with their queue on another master than
+/// the namespace. A checkpoint is written to the job's in-progress record
+/// on the queue's slot, so the retry of a failed run (filed on the
+/// namespace's slot, handed back to the queue's) resumes from it, and
+/// shutdown gives a stopping job back to its queue with its cursor, where
+/// the next worker resumes it; progress reports (on the namespace's slot)
+/// are read, and a watcher (subscribed on one node, published to by the
+/// namespace's) sees each and then the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_by_queue_long_jobs_checkpoint_resume_and_report_across_masters() {
+    let (_cluster, queues, config) = sharded_cluster();
+    let q = &queues[1];
+    let client = Client::new(&config).unwrap();
+    let api = Api::new(client.clone());
+    let (worker, starts) = resuming_worker(config.clone());
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    let failing = client
+        .push(Job::new("Resume").args([json!("fail")]).queue(q).result_ttl(600.0))
+        .await
+        .unwrap()
+        .unwrap();
+    let (events, percents) = watched(&api, &failing, Duration::from_secs(20)).await;
+    let Some(cogworker::WatchEvent::Finished(end)) = events.last() else {
+        panic!("ends with the end: {events:?}")
+    };
+    assert_eq!(end["status"], "succeeded", "{end}");
+    assert_eq!(end["retry_count"], 1, "{end}");
+    assert!(percents.contains(&100.0), "{events:?}");
+    assert_eq!(
+        *starts.lock().unwrap(),
+        [None, Some(json!({"at": 5}))],
+        "the retry resumed"
+    );
+    let progress = api.progress(&failing).await.unwrap().expect("kept with the result");
+    assert_eq!(progress["percent"], 100.0, "{progress}");
+
+    let stopping = client
+        .push(
+            Job::new("Resume")
+                .args([json!("until_stopping")])
+                .queue(q)
+                .result_ttl(600.0),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    wait_starts(&starts, 3).await;
+    stop_within_20s(&handle, running).await;
+    let queued = api.queue_jobs(q, 0, 10).await.unwrap();
+    assert_eq!(queued.len(), 1, "given back to its queue");
+    let given_back = Job::parse(&queued[0]).unwrap();
+    assert_eq!(given_back.jid_str(), stopping);
+    let cursor = given_back.cursor().cloned().expect("with its cursor");
+    let (worker, starts) = resuming_worker(config);
+    let handle = worker.handle();
+    let running = tokio::spawn(worker.run());
+    let record = api.wait_result(&stopping, 20.0).await.unwrap().expect("kept");
+    assert_eq!(record["status"], "succeeded", "{record}");
+    assert_eq!(record["retry_count"], 0, "a give-back is not a retry");
+    assert_eq!(*starts.lock().unwrap(), [Some(cursor)]);
+    stop_within_20s(&handle, running).await;
+    let held: Vec<_> = api.busy().await.unwrap();
+    assert!(held.is_empty(), "{held:?}");
+    assert_eq!(api.queue(q).await.unwrap().size, 0);
+}
+
 /// `shard_by_queue`: a group's cap and rate, kept on the queue's master.
 /// Group "capped" (its jobs declare at most 2 running) never runs more
 /// than 2 at once while group "free" beside it runs 4 (the worker's
