@@ -16,7 +16,10 @@ Faults are `tc` queueing disciplines on the link's ends. This kernel has no
 drops silently (a cut, as a partition does: no reset, no unreachable
 error); on one end only, the link is cut one way (half-open); a slow rate
 with a short queue drops what overflows it (congestion loss, real TCP
-retransmission) and queues the rest (latency).
+retransmission) and queues the rest (latency). A fixed delay, which
+only `netem` makes, comes from a relay instead (`delayed`,
+delay_proxy.py): the workers then reach Redis through a process in its
+namespace that holds every byte a fixed time each way.
 
 Traffic goes only to the addresses assigned here, on interfaces created
 here; `close` removes both namespaces (and with them the link) and the
@@ -29,7 +32,9 @@ import functools
 import os
 import shutil
 import signal
+import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -142,6 +147,7 @@ class Network:
         third = 1 + os.getpid() % 250
         self.dir = tempfile.mkdtemp(prefix="cw-netns-redis-")
         self._redis: subprocess.Popen[bytes] | None = None
+        self._relay: subprocess.Popen[bytes] | None = None
         self._faulted: list[tuple[str, str]] = []
         self._redis_side: Namespace | None = None
         self.work_ns = f"cw-work-{os.getpid()}"
@@ -238,6 +244,29 @@ class Network:
         for ns, dev in ((self.redis_ns, "link0"), (self.work_ns, "link1")):
             self._qdisc(ns, dev, "tbf", "rate", rate, "burst", "4kb", "latency", latency)
 
+    def delayed(self, one_way_ms: int) -> str:
+        """The URL of Redis through a relay in its namespace that delays
+        every byte `one_way_ms` each way (a round trip 2 x `one_way_ms`
+        longer), for the workers' side of the link; started and ready."""
+        port = self.PORT + 1
+        relay = os.path.join(os.path.dirname(os.path.abspath(__file__)), "delay_proxy.py")
+        self._relay = subprocess.Popen(
+            [
+                "ip", "netns", "exec", self.redis_ns, sys.executable, relay,
+                "0.0.0.0", str(port), self.link_ip, str(self.PORT), str(one_way_ms),
+            ],
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection((self.control_ip, port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and self._relay.poll() is None, "the relay did not start"
+                time.sleep(0.05)
+        return f"redis://{self.link_ip}:{port}/0"
+
     def heal(self) -> None:
         for ns, dev in self._faulted:
             subprocess.run(["tc", "-n", ns, "qdisc", "del", "dev", dev, "root"], capture_output=True)
@@ -246,9 +275,10 @@ class Network:
     # Teardown ---------------------------------------------------------
 
     def close(self) -> None:
-        if self._redis is not None and self._redis.poll() is None:
-            self._redis.send_signal(signal.SIGKILL)
-            self._redis.wait()
+        for proc in (self._redis, self._relay):
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()
         _end_namespace(self.work_ns)
         if self._redis_side is not None:
             self._redis_side.close()
