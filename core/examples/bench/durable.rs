@@ -1,8 +1,9 @@
 //! `bench --durable`: what a durable push costs (issue #47). A private
 //! master and one replica on loopback; `--singles` (5,000) jobs pushed one
-//! by one, each awaited, without `min_replicas_acked` and with it set to
-//! 1, in alternating rounds (`--rounds`, 3): pushes per second and the
-//! push's p50 / p99.
+//! by one, each awaited, without `min_replicas_acked`, with the client's
+//! setting at 1 and with each push's own option at 1 (`Job::min_replicas_acked`,
+//! the client asking none), in alternating rounds (`--rounds`, 3): pushes
+//! per second and the push's p50 / p99.
 
 use cogworker::{Client, Config, Job};
 use std::time::{Duration, Instant};
@@ -42,22 +43,30 @@ pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
     println!("| round | min_replicas_acked | pushes/s | push p50 / p99 |");
     println!("|---|---|---|---|");
     for round in 1..=rounds {
-        for wanted in [0, 1] {
+        for (mode, setting, per_push) in [
+            ("0", 0, None),
+            ("1, the client's", 1, None),
+            ("1, per push", 0, Some(1)),
+        ] {
             let mut config = Config::default();
-            config.set_redis_url(&master.url())?.set_min_replicas_acked(wanted)?;
+            config.set_redis_url(&master.url())?.set_min_replicas_acked(setting)?;
             let client = Client::new(&config)?;
-            client.push(Job::new("Warm")).await?;
+            let job = |class: &str| match per_push {
+                Some(replicas) => Job::new(class).min_replicas_acked(replicas),
+                None => Job::new(class),
+            };
+            client.push(job("Warm")).await?;
             let mut took = Vec::with_capacity(singles);
             let started = Instant::now();
             for _ in 0..singles {
                 let one = Instant::now();
-                client.push(Job::new("Noop")).await?;
+                client.push(job("Noop")).await?;
                 took.push(one.elapsed().as_secs_f64());
             }
             let rate = singles as f64 / started.elapsed().as_secs_f64();
             took.sort_by(f64::total_cmp);
             println!(
-                "| {round} | {wanted} | {rate:.0} | {:.3} / {:.3} ms |",
+                "| {round} | {mode} | {rate:.0} | {:.3} / {:.3} ms |",
                 percentile_ms(&took, 0.5),
                 percentile_ms(&took, 0.99)
             );
