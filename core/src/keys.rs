@@ -87,6 +87,12 @@ impl Keys {
             _ => crate::job::float(epoch),
         }
     }
+    /// `job` as it goes onto its queue at `at` (epoch seconds): due, so
+    /// without `at`, and its `enqueued_at` as the layout writes it.
+    pub(crate) fn stamp_enqueued(&self, job: &mut crate::job::Job, at: f64) {
+        job.remove("at");
+        job.set("enqueued_at", self.job_time(at));
+    }
     /// `job`'s `created_at` as the layout writes it (a push fills it in
     /// float seconds).
     pub(crate) fn write_created_at(&self, job: &mut crate::job::Job) {

@@ -101,6 +101,8 @@ pub(crate) async fn write_ended(shared: &Shared) {
         return;
     }
     let _writing = shared.reports.writing.lock().await;
+    // Taken under the lock: a failed pass of the writer puts an earlier
+    // run's report back only where no newer one is noted.
     let pending = Pending {
         ended: shared.reports.take_ended(),
         ..Pending::default()

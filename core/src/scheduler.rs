@@ -86,8 +86,7 @@ pub(crate) async fn enqueue_due(shared: &Shared, set: &str, reported: &mut HashS
         for raw in entries {
             match requeueable(&raw) {
                 Some(mut job) => {
-                    job.remove("at");
-                    job.set("enqueued_at", shared.keys.job_time(at));
+                    shared.keys.stamp_enqueued(&mut job, at);
                     due.push(Due::new(raw, &job));
                 }
                 None => {

@@ -237,8 +237,7 @@ impl Api {
         if job.class() == crate::job::UNPARSEABLE_CLASS {
             return Ok(false);
         }
-        job.remove("at");
-        job.set("enqueued_at", self.client.keys().job_time(now()));
+        self.client.keys().stamp_enqueued(&mut job, now());
         let due = crate::scheduler::Due::new(entry.raw.clone(), &job);
         let client = &self.client;
         let moved = crate::scheduler::move_to_queues(client.redis(), client.keys(), &self.set_key(set), &[due]).await?;

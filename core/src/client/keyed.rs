@@ -31,8 +31,7 @@ impl Client {
                 (self.keys.schedule(), "schedule")
             }
             None => {
-                job.remove("at");
-                job.set("enqueued_at", self.keys.job_time(at));
+                self.keys.stamp_enqueued(&mut job, at);
                 if self.keys.is_sharded_by_queue() {
                     self.check_backlog_of(&job).await?;
                     (self.keys.outbox(), "outbox")

@@ -295,8 +295,7 @@ impl Client {
                 continue;
             }
             if job.throttle_secs().is_some() || job.replaces() {
-                job.remove("at");
-                job.set("enqueued_at", self.keys.job_time(at));
+                self.keys.stamp_enqueued(&mut job, at);
                 match job.replaces() {
                     true => replacing.push((index, job)),
                     false => throttled.push((index, job)),
@@ -315,8 +314,7 @@ impl Client {
                     scheduled.push((run_at, job.to_json()))
                 }
                 _ => {
-                    job.remove("at");
-                    job.set("enqueued_at", self.keys.job_time(at));
+                    self.keys.stamp_enqueued(&mut job, at);
                     if sharded && job.batch_id().is_some() {
                         let id = crate::outbox::handover_id(job.jid_str());
                         handed.push((id, format!("{}\n{}", job.queue_name(), job.to_json())));

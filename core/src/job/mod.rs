@@ -314,12 +314,9 @@ impl Job {
     /// or `None` where it asks nothing. A value out of range is left on the
     /// job for its validation to refuse, naming it.
     pub(crate) fn take_min_replicas_acked(&mut self) -> Option<u32> {
-        let wanted = self.fields.get("min_replicas_acked")?.as_u64()?;
-        if wanted > crate::config::MAX_REPLICAS_ACKED as u64 {
-            return None;
-        }
+        let wanted = numbers::replicas(self.fields.get("min_replicas_acked")?)?;
         self.remove("min_replicas_acked");
-        Some(wanted as u32)
+        Some(wanted)
     }
     pub(crate) fn set(&mut self, key: &str, value: Value) {
         self.fields_mut().insert(key.to_string(), value);

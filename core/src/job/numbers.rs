@@ -81,9 +81,7 @@ impl Rule {
             Rule::Backlog => value
                 .as_u64()
                 .is_some_and(|most| (1..=super::GROUP_BACKLOG_MAX).contains(&most)),
-            Rule::Replicas => value
-                .as_u64()
-                .is_some_and(|replicas| replicas <= crate::config::MAX_REPLICAS_ACKED as u64),
+            Rule::Replicas => replicas(value).is_some(),
         }
     }
 
@@ -99,6 +97,16 @@ impl Rule {
             Rule::Replicas => "must be a whole number from 0 to 16",
         }
     }
+}
+
+/// `value` as a number of replicas a push waits for
+/// (`min_replicas_acked`), if it is one: 0 to
+/// [`crate::config::MAX_REPLICAS_ACKED`].
+pub(crate) fn replicas(value: &Value) -> Option<u32> {
+    value
+        .as_u64()
+        .filter(|replicas| *replicas <= crate::config::MAX_REPLICAS_ACKED as u64)
+        .map(|replicas| replicas as u32)
 }
 
 /// The first numeric field of `fields` a push may not carry: its name, its

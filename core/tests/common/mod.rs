@@ -319,8 +319,9 @@ pub async fn limiter_refusals(redis: &TestRedis, name: &str) -> i64 {
         .unwrap_or(0)
 }
 
-/// Waits until a [`recording_worker`] has run `n` jobs.
-pub async fn wait_ran(ran: &Arc<Mutex<Vec<i64>>>, n: usize) {
+/// Waits until `ran`, a record of runs (a [`recording_worker`]'s, or the
+/// cursors `Resume` began with), holds `n` of them.
+pub async fn wait_ran<T: Send + 'static>(ran: &Arc<Mutex<Vec<T>>>, n: usize) {
     let ran = ran.clone();
     wait_until(&format!("{n} jobs ran"), Duration::from_secs(15), move || {
         let ran = ran.clone();
@@ -534,11 +535,6 @@ pub fn resuming_worker(config: Config) -> (Worker, ResumeStarts) {
 
 /// Waits until `Resume` has begun `n` runs; the cursors each began with.
 pub async fn wait_starts(starts: &ResumeStarts, n: usize) -> Vec<Option<serde_json::Value>> {
-    let seen = starts.clone();
-    wait_until("the job ran again", Duration::from_secs(15), move || {
-        let seen = seen.clone();
-        async move { seen.lock().unwrap().len() >= n }
-    })
-    .await;
+    wait_ran(starts, n).await;
     starts.lock().unwrap().clone()
 }
